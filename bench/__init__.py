@@ -1,0 +1,3 @@
+"""Iceberg compaction benchmark harness."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,152 @@
+"""`bench`: the command line.  Thin: parses options, then calls the runner and friends."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+
+import click
+
+from bench.errors import UserError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def one_line_errors(fn):
+    """Bad input -> one clear line on stderr and exit status 2, never a traceback wall."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except UserError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(2)
+
+    return wrapper
+
+
+def positive_scale(ctx, param, value):
+    if value is not None and not value > 0:
+        raise click.BadParameter("must be a positive number (1.0 = the published size)")
+    return value
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="iceberg-compaction-bench")
+def main():
+    """Rerunnable, verified benchmark of Apache Iceberg compaction engines."""
+
+
+@main.command("list")
+@one_line_errors
+def list_cmd():
+    """List scenarios and engines."""
+    from bench.engines import engine_names
+    from bench.scenario import list_scenarios
+
+    click.echo("scenarios:")
+    for s in list_scenarios():
+        click.echo(f"  {s.name:<22} {s.kind:<8} local scale {s.local_scale:<8g} {s.description.strip()}")
+    click.echo("engines:")
+    for n in engine_names():
+        click.echo(f"  {n}")
+
+
+@main.command()
+@click.option("--engines", default=None, help="Comma-separated engines to check (default: all).")
+@one_line_errors
+def doctor(engines):
+    """Check every prerequisite at once and say how to fix what is missing."""
+    from bench.doctor import run_doctor
+
+    sys.exit(run_doctor(engines))
+
+
+@main.command()
+@one_line_errors
+def setup():
+    """Provision the offline Spark runtime (idempotent, cached)."""
+    from bench.spark_runtime import provision
+
+    for line in provision():
+        click.echo(line)
+
+
+def common_data_options(fn):
+    fn = click.option("--warehouse", type=click.Path(file_okay=False), default=None,
+                      help="Warehouse directory of the embedded catalog (default: ./warehouse).")(fn)
+    fn = click.option("--seed", type=int, default=42, show_default=True,
+                      help="Seed of the data generator.")(fn)
+    fn = click.option("--scale", type=float, default=None, callback=positive_scale,
+                      help="1.0 = the published size (default: the scenario's local scale).")(fn)
+    return fn
+
+
+@main.command()
+@click.argument("scenario")
+@common_data_options
+@one_line_errors
+def datagen(scenario, scale, seed, warehouse):
+    """Generate (or reuse) the input table of SCENARIO."""
+    from bench.runner import prepare_dataset
+
+    ds = prepare_dataset(scenario, scale=scale, seed=seed, warehouse=warehouse, echo=click.echo)
+    click.echo(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
+               f"({'reused' if ds.reused else 'generated'})")
+
+
+@main.command()
+@click.argument("scenario")
+@common_data_options
+@click.option("--engines", default="spark,risingwave", show_default=True,
+              help="Comma-separated engines.")
+@click.option("--reps", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Measured repetitions per engine.")
+@click.option("--warmup/--no-warmup", default=False, help="One unrecorded-in-stats warm-up run per engine.")
+@click.option("--results-dir", type=click.Path(file_okay=False), default=None,
+              help="Where results go (default: ./results).")
+@click.option("--run-id", default=None, help="Name of this run (default: a timestamp).")
+@click.option("--timeout", type=click.IntRange(min=1), default=3600, show_default=True,
+              help="Time limit of one engine run, seconds.")
+@click.option("--memory-budget", default=None,
+              help="Memory budget per engine run, e.g. 8G (default: the published 64 GB scaled to this node).")
+@click.option("--catalog-uri", default=None,
+              help="Use an external Iceberg REST catalog instead of the embedded one.")
+@click.option("--target-file-size", default=None, help="Override the scenario's target file size, e.g. 512M.")
+@one_line_errors
+def run(scenario, scale, seed, warehouse, engines, reps, warmup, results_dir, run_id, timeout,
+        memory_budget, catalog_uri, target_file_size):
+    """Run SCENARIO against the engines, verify every compaction and record results."""
+    from bench.runner import RunOptions, run_scenario
+
+    opts = RunOptions(scenario=scenario, scale=scale, seed=seed, warehouse=warehouse,
+                      engines=engines, reps=reps, warmup=warmup, results_dir=results_dir,
+                      run_id=run_id, timeout_s=timeout, memory_budget=memory_budget,
+                      catalog_uri=catalog_uri, target_file_size=target_file_size)
+    run_scenario(opts, echo=click.echo)
+
+
+@main.group()
+def selfcheck():
+    """Benchmarks of the harness itself."""
+
+
+@selfcheck.command("datagen")
+@click.option("--files", type=click.IntRange(min=2), default=24, show_default=True)
+@click.option("--file-mb", type=float, default=11.0, show_default=True)
+@one_line_errors
+def selfcheck_datagen(files, file_mb):
+    """Datagen throughput against a plain pyarrow write of the same bytes (goal ratio >= 0.8)."""
+    from datagen.selfcheck import datagen_throughput
+
+    for line in datagen_throughput(files=files, file_mb=file_mb):
+        click.echo(line)
+
+
+# --- commands contributed by other modules (one line each) ---
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""The table schema: the key columns of the generator iceberg-compaction is tested with
+(v1 int, v2 bigint, v3 varchar(20); key (v1, v2)) plus typed payload columns that make bytes realistic
+(timestamps, numbers, low-cardinality strings that dictionary-encode, free text that compresses)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyiceberg.io.pyarrow import schema_to_pyarrow
+from pyiceberg.schema import Schema
+from pyiceberg.types import (BooleanType, DoubleType, IntegerType, LongType, NestedField, StringType,
+                             TimestampType)
+
+KEY_COLUMNS = ("v1", "v2")
+
+SCHEMA = Schema(
+    NestedField(1, "v1", IntegerType(), required=False),
+    NestedField(2, "v2", LongType(), required=False),
+    NestedField(3, "v3", StringType(), required=False),
+    NestedField(4, "event_ts", TimestampType(), required=False),
+    NestedField(5, "user_id", LongType(), required=False),
+    NestedField(6, "amount", DoubleType(), required=False),
+    NestedField(7, "quantity", IntegerType(), required=False),
+    NestedField(8, "status", StringType(), required=False),
+    NestedField(9, "region", StringType(), required=False),
+    NestedField(10, "is_test", BooleanType(), required=False),
+    NestedField(11, "payload", StringType(), required=False),
+)
+ARROW_SCHEMA = schema_to_pyarrow(SCHEMA)  # carries the Iceberg field ids as Parquet field ids
+COLUMNS = [f.name for f in SCHEMA.fields]
+
+_STATUSES = pa.array(["created", "paid", "shipped", "delivered", "cancelled", "refunded", "returned"])
+_REGIONS = pa.array([f"region-{i:02d}" for i in range(40)])
+_ALPHABET = np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", dtype=np.uint8)
+_WORDS = np.array("""lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut
+labore et dolore magna aliqua enim ad minim veniam quis nostrud exercitation ullamco laboris nisi aliquip
+ex ea commodo consequat duis aute irure in reprehenderit voluptate velit esse cillum fugiat nulla pariatur
+excepteur sint occaecat cupidatat non proident sunt culpa qui officia deserunt mollit anim id est laborum
+order item customer cart checkout payment refund shipment warehouse carrier tracking invoice""".split())
+_EPOCH_US = 1_735_689_600_000_000  # 2025-01-01T00:00:00Z
+
+
+class ValuePools:
+    """Pools of strings generated once per process from the seed; rows take from them by index, which
+    keeps generation far cheaper than the Parquet write (see `bench selfcheck datagen`)."""
+
+    def __init__(self, seed: int, size: int = 8192):
+        rng = np.random.default_rng([seed, 0xC0FFEE])
+        lengths = rng.integers(8, 21, size)
+        chars = _ALPHABET[rng.integers(0, len(_ALPHABET), (size, 20))]
+        self.v3 = pa.array([chars[i, : lengths[i]].tobytes().decode() for i in range(size)])
+        words = _WORDS[rng.integers(0, len(_WORDS), (size, 24))]
+        nwords = rng.integers(8, 25, size)
+        self.payload = pa.array([" ".join(words[i, : nwords[i]]) for i in range(size)])
+
+
+def make_rows(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int) -> pa.Table:
+    """Rows of one data file.  Deterministic in (seed, file_index); keys (v1, v2) are unique across the
+    table because v2 = key_offset + row number, with key_offset unique per file."""
+    rng = np.random.default_rng([seed, file_index])
+    n = len(pools.v3)
+    idx = rng.integers(0, n, rows)
+    ts = _EPOCH_US + file_index * 60_000_000 + np.sort(rng.integers(0, 60_000_000, rows))
+    cols = [
+        pa.array(rng.integers(0, 1 << 20, rows, dtype=np.int32)),
+        pa.array(np.arange(key_offset, key_offset + rows, dtype=np.int64)),
+        pools.v3.take(pa.array(idx)),
+        pa.array(ts, type=pa.timestamp("us")),
+        pa.array(rng.integers(0, 5_000_000, rows, dtype=np.int64)),
+        pa.array(np.round(rng.gamma(2.0, 40.0, rows), 2)),
+        pa.array(rng.integers(1, 20, rows, dtype=np.int32)),
+        _STATUSES.take(pa.array(rng.integers(0, len(_STATUSES), rows))),
+        _REGIONS.take(pa.array(rng.integers(0, len(_REGIONS), rows))),
+        pa.array(rng.random(rows) < 0.01),
+        # free text: pooled words plus a per-row number, so it is high-cardinality like real payloads
+        pc.binary_join_element_wise(pools.payload.take(pa.array(rng.integers(0, n, rows))),
+                                    pc.cast(pa.array(rng.integers(0, 1 << 40, rows)), pa.string()), " #"),
+    ]
+    return pa.Table.from_arrays(cols, schema=ARROW_SCHEMA)

@@ -1,0 +1,66 @@
+"""The small-file table of the bin-packing scenarios.
+
+Scale rule (documented in the README): at scale s the table has
+    n = max(min_files, round(files * s))            data files, and
+    B = total_bytes * s                              bytes (uncompressed, the published ~193 GB at s=1),
+so at s >= min_files / files (~0.001) the file count and the total scale together and the file sizes keep
+the published spread (mean ~11 MB); below that the count stops at `min_files` and the files shrink
+instead, which keeps tiny test scales meaningful (many files to pack, a few MB in all).
+File sizes are log-normal (sigma 0.5) around B / n, clipped to [mean/8, mean*6], deterministic from the
+seed.  Rows per file come from a calibration of bytes per row for the uncompressed encoding, so the ZSTD
+table holds exactly the same rows as the uncompressed one; only its files are smaller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from datagen.schema import ValuePools, make_rows
+
+CALIBRATION_ROWS = 20_000
+SIZE_SIGMA = 0.5
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    index: int
+    rows: int
+    key_offset: int
+
+
+def file_count(files_at_1: int, scale: float, min_files: int) -> int:
+    return max(min_files, round(files_at_1 * scale))
+
+
+def _measured_bytes_per_row(seed: int, rows: int) -> float:
+    table = make_rows(ValuePools(seed), seed, 0, rows, 0)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="none")
+    return sink.getvalue().size / rows
+
+
+def bytes_per_row(seed: int, mean_file_bytes: float) -> float:
+    """Uncompressed Parquet bytes per row of this schema for files of about `mean_file_bytes`
+    (dictionary pages amortize with file size, so calibrate at the mean file's row count).
+    Deterministic for a given pyarrow version."""
+    first = _measured_bytes_per_row(seed, CALIBRATION_ROWS)
+    rows = int(min(max(mean_file_bytes / first, 100), 2_000_000))
+    return _measured_bytes_per_row(seed, rows)
+
+
+def plan_files(files_at_1: int, total_bytes_at_1: int, scale: float, min_files: int, seed: int) -> list[FilePlan]:
+    n = file_count(files_at_1, scale, min_files)
+    total = total_bytes_at_1 * scale
+    mean = total / n
+    rng = np.random.default_rng([seed, 0x5172E])
+    sizes = rng.lognormal(mean=0.0, sigma=SIZE_SIGMA, size=n)
+    sizes = np.clip(sizes / sizes.mean(), 1 / 8, 6) * mean
+    sizes *= total / sizes.sum()
+    bpr = bytes_per_row(seed, mean)
+    rows = np.maximum(1, np.round(sizes / bpr)).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(rows)[:-1]])
+    return [FilePlan(i, int(r), int(o)) for i, (r, o) in enumerate(zip(rows, offsets))]
