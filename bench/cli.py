@@ -134,7 +134,7 @@ def selfcheck():
 
 
 @selfcheck.command("datagen")
-@click.option("--files", type=click.IntRange(min=2), default=24, show_default=True)
+@click.option("--files", type=click.IntRange(min=2), default=48, show_default=True)
 @click.option("--file-mb", type=float, default=11.0, show_default=True)
 @one_line_errors
 def selfcheck_datagen(files, file_mb):
@@ -146,7 +146,28 @@ def selfcheck_datagen(files, file_mb):
 
 
 # --- commands contributed by other modules (one line each) ---
+from bench.telemetry_selfcheck import selfcheck_telemetry; selfcheck.add_command(selfcheck_telemetry)  # noqa: E402,E702
+
+
+def entry() -> None:
+    """Console entry point: usage errors too become one line and exit status 2."""
+    try:
+        rv = main.main(standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as e:
+        click.echo(e.ctx.get_help() if e.ctx else str(e))
+        sys.exit(0)
+    except click.UsageError as e:
+        hint = f" (see `{e.ctx.command_path} --help`)" if e.ctx else ""
+        click.echo(f"error: {e.format_message()}{hint}", err=True)
+        sys.exit(2)
+    except click.ClickException as e:
+        click.echo(f"error: {e.format_message()}", err=True)
+        sys.exit(e.exit_code)
+    except click.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    sys.exit(rv if isinstance(rv, int) else 0)
 
 
 if __name__ == "__main__":
-    main()
+    entry()

@@ -26,7 +26,7 @@ from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
 from datagen import smallfiles
-from datagen.schema import SCHEMA, ValuePools, make_rows
+from datagen.schema import SCHEMA, make_rows, pools_for
 
 GENERATOR_VERSION = "1"
 CODEC_PROPERTIES = {"uncompressed": "uncompressed", "snappy": "snappy", "zstd": "zstd", "gzip": "gzip"}
@@ -78,20 +78,11 @@ def write_properties(recipe: dict) -> dict[str, str]:
 
 
 # --- parallel writers ---------------------------------------------------------------------------
-_POOLS: dict[int, ValuePools] = {}
-
-
-def _pools(seed: int) -> ValuePools:
-    if seed not in _POOLS:
-        _POOLS[seed] = ValuePools(seed)
-    return _POOLS[seed]
-
-
 def write_data_file(location: str, props: dict, seed: int, plan: smallfiles.FilePlan,
                     spec_id: int = 0) -> DataFile:
     """Generate one file's rows and write them with pyiceberg's own Parquet writer (field ids and
     column statistics as any Iceberg writer records them)."""
-    rows = make_rows(_pools(seed), seed, plan.index, plan.rows, plan.key_offset)
+    rows = make_rows(pools_for(seed), seed, plan.index, plan.rows, plan.key_offset)
     path = f"{location}/data/gen-{plan.index:06d}.parquet"
     out = PyArrowFileIO().new_output(path)
     writer = ParquetFormatModel().create_writer(out, SCHEMA, props)
@@ -189,6 +180,7 @@ def generate_smallfiles(catalog: Catalog, ident: str, recipe: dict, scale: float
     plans = smallfiles.plan_files(recipe["files"], recipe["total_bytes"], scale, recipe["min_files"], seed)
     tbl = catalog.create_table(ident, SCHEMA, properties={**write_properties(recipe), "format-version": "2"})
     props = write_properties(recipe)
+    pools_for(seed)  # built once here; forked writers inherit it
     tasks = [(tbl.location(), props, seed, p) for p in plans]
     rows = sum(p.rows for p in plans)
     nbytes = 0

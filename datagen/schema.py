@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,8 +32,9 @@ SCHEMA = Schema(
 ARROW_SCHEMA = schema_to_pyarrow(SCHEMA)  # carries the Iceberg field ids as Parquet field ids
 COLUMNS = [f.name for f in SCHEMA.fields]
 
-_STATUSES = pa.array(["created", "paid", "shipped", "delivered", "cancelled", "refunded", "returned"])
-_REGIONS = pa.array([f"region-{i:02d}" for i in range(40)])
+_STATUSES = pa.array(["created", "paid", "shipped", "delivered", "cancelled", "refunded", "returned"],
+                     type=pa.large_string())
+_REGIONS = pa.array([f"region-{i:02d}" for i in range(40)], type=pa.large_string())
 _ALPHABET = np.frombuffer(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", dtype=np.uint8)
 _WORDS = np.array("""lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut
 labore et dolore magna aliqua enim ad minim veniam quis nostrud exercitation ullamco laboris nisi aliquip
@@ -45,14 +48,25 @@ class ValuePools:
     """Pools of strings generated once per process from the seed; rows take from them by index, which
     keeps generation far cheaper than the Parquet write (see `bench selfcheck datagen`)."""
 
-    def __init__(self, seed: int, size: int = 8192):
+    def __init__(self, seed: int, size: int = 8192, payload_size: int = 65536):
         rng = np.random.default_rng([seed, 0xC0FFEE])
         lengths = rng.integers(8, 21, size)
         chars = _ALPHABET[rng.integers(0, len(_ALPHABET), (size, 20))]
-        self.v3 = pa.array([chars[i, : lengths[i]].tobytes().decode() for i in range(size)])
-        words = _WORDS[rng.integers(0, len(_WORDS), (size, 24))]
-        nwords = rng.integers(8, 25, size)
-        self.payload = pa.array([" ".join(words[i, : nwords[i]]) for i in range(size)])
+        self.v3 = pa.array([chars[i, : lengths[i]].tobytes().decode() for i in range(size)],
+                           type=pa.large_string())
+        # free text: pooled words plus a number; the pool is large enough that a file's payloads do not
+        # dictionary-encode (like real high-cardinality payloads) yet compress as text does
+        nwords = rng.integers(8, 25, payload_size)
+        offsets = pa.array(np.concatenate([[0], np.cumsum(nwords)]).astype(np.int32))
+        words = pa.array(_WORDS).take(pa.array(rng.integers(0, len(_WORDS), int(nwords.sum()))))
+        text = pc.binary_join(pa.ListArray.from_arrays(offsets, words), " ")
+        tags = pc.cast(pa.array(rng.integers(0, 1 << 40, payload_size)), pa.string())
+        self.payload = pc.cast(pc.binary_join_element_wise(text, tags, " #"), pa.large_string())
+
+
+@functools.lru_cache(maxsize=4)
+def pools_for(seed: int) -> ValuePools:
+    return ValuePools(seed)
 
 
 def make_rows(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int) -> pa.Table:
@@ -68,13 +82,23 @@ def make_rows(pools: ValuePools, seed: int, file_index: int, rows: int, key_offs
         pools.v3.take(pa.array(idx)),
         pa.array(ts, type=pa.timestamp("us")),
         pa.array(rng.integers(0, 5_000_000, rows, dtype=np.int64)),
-        pa.array(np.round(rng.gamma(2.0, 40.0, rows), 2)),
+        pa.array(rng.integers(1, 50_000, rows) / 100.0),
         pa.array(rng.integers(1, 20, rows, dtype=np.int32)),
         _STATUSES.take(pa.array(rng.integers(0, len(_STATUSES), rows))),
         _REGIONS.take(pa.array(rng.integers(0, len(_REGIONS), rows))),
         pa.array(rng.random(rows) < 0.01),
-        # free text: pooled words plus a per-row number, so it is high-cardinality like real payloads
-        pc.binary_join_element_wise(pools.payload.take(pa.array(rng.integers(0, n, rows))),
-                                    pc.cast(pa.array(rng.integers(0, 1 << 40, rows)), pa.string()), " #"),
+        _window(pools.payload, int(rng.integers(0, len(pools.payload))), rows),
     ]
     return pa.Table.from_arrays(cols, schema=ARROW_SCHEMA)
+
+
+def _window(pool: pa.Array, start: int, rows: int) -> pa.ChunkedArray:
+    """`rows` consecutive values of `pool` from `start`, wrapping around: zero-copy slices, so the
+    widest column costs nothing to generate."""
+    chunks, pos, left = [], start, rows
+    while left:
+        take = min(left, len(pool) - pos)
+        chunks.append(pool.slice(pos, take))
+        left -= take
+        pos = 0
+    return pa.chunked_array(chunks, type=pool.type)

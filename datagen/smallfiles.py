@@ -19,9 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from datagen.schema import ValuePools, make_rows
+from datagen.schema import make_rows, pools_for
 
-CALIBRATION_ROWS = 20_000
+ROUGH_BYTES_PER_ROW = 180  # only sizes the calibration sample
 SIZE_SIGMA = 0.5
 
 
@@ -37,7 +37,7 @@ def file_count(files_at_1: int, scale: float, min_files: int) -> int:
 
 
 def _measured_bytes_per_row(seed: int, rows: int) -> float:
-    table = make_rows(ValuePools(seed), seed, 0, rows, 0)
+    table = make_rows(pools_for(seed), seed, 0, rows, 0)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="none")
     return sink.getvalue().size / rows
@@ -47,8 +47,7 @@ def bytes_per_row(seed: int, mean_file_bytes: float) -> float:
     """Uncompressed Parquet bytes per row of this schema for files of about `mean_file_bytes`
     (dictionary pages amortize with file size, so calibrate at the mean file's row count).
     Deterministic for a given pyarrow version."""
-    first = _measured_bytes_per_row(seed, CALIBRATION_ROWS)
-    rows = int(min(max(mean_file_bytes / first, 100), 2_000_000))
+    rows = int(min(max(mean_file_bytes / ROUGH_BYTES_PER_ROW, 100), 2_000_000))
     return _measured_bytes_per_row(seed, rows)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 
 from bench.engines.base import Engine
 from bench.errors import UserError
@@ -13,6 +14,12 @@ REGISTRY: dict[str, str] = {
     "spark": "bench.engines.spark:SparkEngine",
     "risingwave": "bench.engines.risingwave:RisingWaveEngine",
 }
+
+# Engines outside this package plug in without code changes: BENCH_EXTRA_ENGINES="name=module:Class,..."
+for _spec in filter(None, (x.strip() for x in os.environ.get("BENCH_EXTRA_ENGINES", "").split(","))):
+    _name, _, _target = _spec.partition("=")
+    if _target:
+        REGISTRY[_name.strip()] = _target.strip()
 
 
 def engine_names() -> list[str]:

@@ -1,0 +1,50 @@
+# Everything a fresh machine needs, from the project's own files.
+#   make run   - set up and run the bin-packing benchmark at the local scale, then render the report
+#   make test  - set up and run the test suite
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SCENARIO ?= bin-packing
+ENGINES ?= spark,risingwave
+RUN_ARGS ?=
+APT_PACKAGES := openjdk-17-jre-headless libjarjar-java libxerial-sqlite-jdbc-java
+TEST_APT_PACKAGES := chromium
+
+.PHONY: setup system-deps test-deps run test clean-warehouse
+
+# Debian packages: Java for Spark, jarjar to repair the Iceberg runtime jar, the SQLite JDBC driver.
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+setup: system-deps $(VENV)/.installed
+	$(BIN)/bench setup
+
+run: setup
+	$(BIN)/bench run $(SCENARIO) --engines $(ENGINES) $(RUN_ARGS)
+
+test-deps: setup
+	@missing=""; for p in $(TEST_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+test: test-deps
+	$(BIN)/pytest -q
+
+clean-warehouse:
+	rm -rf warehouse

@@ -1,0 +1,36 @@
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = "0.00005"  # 16 files, ~10 MB: seconds per scenario
+TEST_ENGINES = ",".join([
+    "corrupt=tests.engines.corrupt:CorruptEngine",
+    "crash=tests.engines.faulty:CrashEngine",
+    "hang=tests.engines.faulty:HangEngine",
+    "hog=tests.engines.faulty:HogEngine",
+])
+
+
+def bench_env(**extra) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["BENCH_EXTRA_ENGINES"] = TEST_ENGINES
+    env.update(extra)
+    return env
+
+
+def run_bench(*args, cwd=None, env=None, timeout=600) -> subprocess.CompletedProcess:
+    exe = shutil.which("bench", path=str(Path(sys.executable).parent)) or "bench"
+    return subprocess.run([exe, *map(str, args)], cwd=cwd, env=env or bench_env(), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def shared_warehouse(tmp_path_factory) -> Path:
+    """One warehouse for the session: datasets are generated once and reused, as users would."""
+    return tmp_path_factory.mktemp("warehouse")

@@ -1,0 +1,53 @@
+"""Test-only engines that fail in the ways real engines do: crash, hang, exhaust memory."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import ClassVar
+
+from bench.engines.base import CompactionJob, EngineOutcome, Requirement
+
+
+class _Base:
+    description: ClassVar[str] = "test engine"
+
+    def requirements(self) -> list[Requirement]:
+        return []
+
+    def open(self, job: CompactionJob) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class CrashEngine(_Base):
+    name: ClassVar[str] = "crash"
+
+    def compact(self, job: CompactionJob) -> EngineOutcome:
+        print("crash engine: about to die without a word", flush=True)
+        os._exit(3)  # like a segfaulting native engine: no outcome file, no exception
+
+
+class HangEngine(_Base):
+    name: ClassVar[str] = "hang"
+
+    def compact(self, job: CompactionJob) -> EngineOutcome:
+        print("hang engine: sleeping forever", flush=True)
+        time.sleep(3600)
+        return EngineOutcome()
+
+
+class HogEngine(_Base):
+    """Allocates (and touches) memory in 64 MiB steps until it holds 4 GiB or is stopped."""
+
+    name: ClassVar[str] = "hog"
+
+    def compact(self, job: CompactionJob) -> EngineOutcome:
+        held = []
+        for i in range(64):
+            held.append(bytearray(os.urandom(1)) * (64 * 1024 * 1024))
+            print(f"hog engine: holding {(i + 1) * 64} MiB", flush=True)
+            time.sleep(0.02)
+        return EngineOutcome(engine_result={"held_mib": 64 * len(held)})
