@@ -42,6 +42,7 @@ test-deps: setup
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
+	bash terraform/ci/install-checkov.sh >/dev/null
 
 test: test-deps
 	$(BIN)/pytest -q

@@ -36,7 +36,9 @@ def _free_port():
     (["datagen", "nope"], ["unknown scenario"]),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needles):
-    p = run_bench(*args, "--results-dir", tmp_path / "results", "--warehouse", tmp_path / "wh")
+    if args[0] == "run":
+        args = [*args, "--results-dir", tmp_path / "results"]
+    p = run_bench(*args, "--warehouse", tmp_path / "wh")
     _one_line_error(p, *needles)
     assert not (tmp_path / "results").exists() and not (tmp_path / "wh").exists()
 

@@ -1,0 +1,350 @@
+"""`bench aws up|status|fetch|down`: the full-scale benchmark on AWS, driven through terraform/.
+
+`up` packs this checkout (or names a git ref), applies the Terraform module, and returns at once: the
+instance runs the benchmark, uploads to ``s3://<bucket>/runs/<run-id>/`` and terminates itself.
+`status` tells whether ``status.json`` (written last) is there, `fetch` downloads the run and renders
+the report locally, `down` destroys what Terraform created (keeping the results bucket by default).
+
+Terraform is run as a subprocess (``BENCH_TERRAFORM`` overrides the executable, for tests); the state
+stays in terraform/ as with any Terraform module, and the settings of the last `up` are kept in
+``.cache/aws/`` so that `down` destroys with the same variables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from bench.errors import UserError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_TF_DIR = PROJECT_ROOT / "terraform"
+STATE_DIR = PROJECT_ROOT / ".cache" / "aws"
+# Never shipped to the instance: environments, caches, data and results.
+EXCLUDED_TOP = {".venv", ".cache", ".git", "results", "warehouse", "build", ".pytest_cache"}
+EXCLUDED_PARTS = {"__pycache__", ".terraform", ".mypy_cache", ".ruff_cache"}
+
+
+# ----- terraform ---------------------------------------------------------------------------------------
+def terraform_bin() -> str:
+    exe = os.environ.get("BENCH_TERRAFORM", "terraform")
+    found = shutil.which(exe)
+    if not found:
+        raise UserError(f"terraform not found ({exe!r}): install Terraform >= 1.6 "
+                        "(https://developer.hashicorp.com/terraform/install) or set BENCH_TERRAFORM")
+    return found
+
+
+def tf(tf_dir: Path, *args: str, capture: bool = False) -> str:
+    """Run terraform in ``tf_dir``; raise UserError with its exit code when it fails."""
+    cmd = [terraform_bin(), f"-chdir={tf_dir}", *args]
+    env = {**os.environ, "TF_IN_AUTOMATION": "1"}
+    proc = subprocess.run(cmd, env=env, text=True,
+                          stdout=subprocess.PIPE if capture else None)
+    if proc.returncode != 0:
+        raise UserError(f"`terraform {' '.join(args[:1])}` failed (exit {proc.returncode}); see above")
+    return proc.stdout if capture else ""
+
+
+def tf_outputs(tf_dir: Path) -> dict:
+    raw = tf(tf_dir, "output", "-json", capture=True)
+    outs = {k: v.get("value") for k, v in (json.loads(raw or "{}") or {}).items()}
+    if not outs.get("results_bucket"):
+        raise UserError(f"no Terraform outputs in {tf_dir}: run `bench aws up` first "
+                        "(or pass --bucket and --run-id)")
+    return outs
+
+
+# ----- the harness archive -----------------------------------------------------------------------------
+def _source_files(root: Path) -> list[Path]:
+    """Tracked and untracked-but-not-ignored files (git), else a walk without the excluded folders."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "-co", "--exclude-standard"],
+                             check=True, capture_output=True).stdout.decode()
+        rels = [Path(p) for p in out.split("\0") if p]
+    except (OSError, subprocess.CalledProcessError):
+        rels = [p.relative_to(root) for p in root.rglob("*") if p.is_file()]
+    keep = []
+    for rel in rels:
+        if rel.parts[0] in EXCLUDED_TOP or EXCLUDED_PARTS & set(rel.parts):
+            continue
+        if rel.suffix in (".pyc", ".tfstate") or rel.name.endswith(".tfstate.backup"):
+            continue
+        if (root / rel).is_file():
+            keep.append(rel)
+    return sorted(keep)
+
+
+def source_revision(root: Path, files: list[Path]) -> str:
+    """``git:<sha>`` (``+dirty`` when the tree differs), else ``tree:<hash of the files>``."""
+    h = hashlib.sha256()
+    for rel in files:
+        h.update(rel.as_posix().encode() + b"\0" + (root / rel).read_bytes() + b"\0")
+    tree = h.hexdigest()[:16]
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain"], check=True,
+                               capture_output=True, text=True).stdout.strip()
+        return f"git:{sha}" + (f"+dirty(tree:{tree})" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return f"tree:{tree}"
+
+
+def pack_harness(root: Path, out: Path) -> tuple[Path, str, int]:
+    """Write the harness source as a .tar.gz (with a ``.bench-source`` revision file)."""
+    files = _source_files(root)
+    if not any(f.as_posix() == "bench/cli.py" for f in files):
+        raise UserError(f"{root} does not look like the harness (no bench/cli.py)")
+    rev = source_revision(root, files)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(out, "w:gz") as tar:
+        for rel in files:
+            tar.add(root / rel, arcname=rel.as_posix(), recursive=False)
+        data = (rev + "\n").encode()
+        info = tarfile.TarInfo(".bench-source")
+        info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+        tar.addfile(info, io.BytesIO(data))
+    return out, rev, len(files)
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _split(csv: str | None) -> list[str] | None:
+    return [s.strip() for s in csv.split(",") if s.strip()] if csv else None
+
+
+def _parse_var(v: str):
+    """``KEY=VALUE``; VALUE is parsed as JSON when it is JSON (numbers, booleans, lists)."""
+    k, sep, val = v.partition("=")
+    if not sep or not k:
+        raise UserError(f"--var must be NAME=VALUE, got {v!r}")
+    try:
+        return k, json.loads(val)
+    except json.JSONDecodeError:
+        return k, val
+
+
+# ----- commands ----------------------------------------------------------------------------------------
+tf_dir_option = click.option("--terraform-dir", type=click.Path(file_okay=False, path_type=Path),
+                             default=DEFAULT_TF_DIR, show_default=True, help="The Terraform module.")
+
+
+def _one_line(fn):
+    """Bad input -> one line on stderr and exit 2 (as bench.cli.one_line_errors; no import cycle)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except UserError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(2)
+
+    return wrapper
+
+
+@click.group("aws")
+def aws():
+    """Run the benchmark at full scale on AWS (terraform/) and fetch its results."""
+
+
+@aws.command("up")
+@tf_dir_option
+@click.option("--scenarios", default=None, help="Comma-separated scenarios (default: the five published).")
+@click.option("--scale", type=float, default=None, help="1.0 = the published size (the default).")
+@click.option("--engines", default=None, help="Comma-separated engines (default: spark,risingwave).")
+@click.option("--reps", type=click.IntRange(min=1), default=None, help="Repetitions per engine.")
+@click.option("--region", default=None, help="AWS region (default: us-east-1).")
+@click.option("--instance-type", default=None, help="Default m5.4xlarge, as published.")
+@click.option("--max-lifetime", "max_lifetime", type=click.IntRange(min=15), default=None,
+              help="Hard deadline in minutes (default 480).")
+@click.option("--max-disk-performance", is_flag=True, default=False,
+              help="gp3 at 16000 IOPS / 1000 MiB/s instead of the 3000 / 125 MiB/s baseline.")
+@click.option("--warehouse-on-s3", is_flag=True, default=False,
+              help="Warehouse on S3 (needs harness support for s3:// warehouses).")
+@click.option("--git-ref", default=None,
+              help="Install the harness from git at this ref (needs --git-url) instead of packing this checkout.")
+@click.option("--git-url", default=None, help="Git URL of the harness, with --git-ref.")
+@click.option("--run-id", default=None, help="Name of the run (default: UTC time).")
+@click.option("--var", "tf_vars", multiple=True, metavar="NAME=VALUE",
+              help="Any other variable of terraform/variables.tf (repeatable).")
+@click.option("--auto-approve", is_flag=True, default=False, help="Do not ask before applying.")
+@_one_line
+def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, max_lifetime,
+       max_disk_performance, warehouse_on_s3, git_ref, git_url, run_id, tf_vars, auto_approve):
+    """Create the instance; it runs the benchmark, uploads the results and terminates itself."""
+    run_id = run_id or new_run_id()
+    values: dict = {"run_id": run_id}
+    for key, val in (("scenarios", _split(scenarios)), ("scale", scale), ("engines", _split(engines)),
+                     ("reps", reps), ("region", region), ("instance_type", instance_type),
+                     ("max_lifetime_minutes", max_lifetime)):
+        if val is not None:
+            values[key] = val
+    if max_disk_performance:
+        values["data_volume_max_performance"] = True
+    if warehouse_on_s3:
+        values["warehouse_on_s3"] = True
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    if git_ref or git_url:
+        if not (git_ref and git_url):
+            raise UserError("--git-ref and --git-url go together")
+        values |= {"harness_git_url": git_url, "harness_ref": git_ref, "harness_archive_path": ""}
+        click.echo(f"harness: {git_url} at {git_ref}")
+    else:
+        archive, rev, n = pack_harness(PROJECT_ROOT, STATE_DIR / f"harness-{run_id}.tar.gz")
+        values["harness_archive_path"] = str(archive)
+        click.echo(f"harness: this checkout ({rev}), {n} files -> {archive}")
+    values |= dict(_parse_var(v) for v in tf_vars)
+    var_file = STATE_DIR / f"run-{run_id}.tfvars.json"
+    var_file.write_text(json.dumps(values, indent=2) + "\n")
+    (STATE_DIR / "last-run.json").write_text(json.dumps(
+        {"run_id": run_id, "var_file": str(var_file), "terraform_dir": str(terraform_dir)}) + "\n")
+    if not (terraform_dir / ".terraform").exists():
+        tf(terraform_dir, "init", "-input=false")
+    apply = ["apply", f"-var-file={var_file}"]
+    if auto_approve:  # (-input=false without -auto-approve would make terraform refuse to apply)
+        apply += ["-input=false", "-auto-approve"]
+    tf(terraform_dir, *apply)
+    outs = tf_outputs(terraform_dir)
+    click.echo(f"run {outs.get('run_id')}: instance {outs.get('instance_id')} is running the benchmark;\n"
+               f"results will land in {outs.get('results_uri')} (status.json last).\n"
+               f"It terminates itself when done, at the latest {outs.get('deadline_minutes')} min after boot.\n"
+               "Next: `bench aws status`, then `bench aws fetch`, then `bench aws down`.")
+
+
+def _locate(terraform_dir: Path, bucket: str | None, run_id: str | None) -> tuple[str, str, dict]:
+    if bucket and run_id:
+        return bucket, run_id, {}
+    outs = tf_outputs(terraform_dir)
+    return bucket or outs["results_bucket"], run_id or outs["run_id"], outs
+
+
+bucket_option = click.option("--bucket", default=None, help="Results bucket (default: Terraform output).")
+run_id_option = click.option("--run-id", default=None, help="Run (default: Terraform output).")
+
+
+@aws.command("status")
+@tf_dir_option
+@bucket_option
+@run_id_option
+@_one_line
+def status(terraform_dir, bucket, run_id):
+    """Is the run over?  Prints status.json when it is, else what has been uploaded so far."""
+    from bench import cloud
+
+    bucket, run_id, outs = _locate(terraform_dir, bucket, run_id)
+    uri = f"s3://{bucket}/{cloud.run_prefix(run_id)}"
+    client = cloud.make_client(outs.get("region"))
+    if outs.get("instance_id"):
+        click.echo(f"instance {outs['instance_id']}: {_instance_state(outs['instance_id'], outs.get('region'))}")
+    st = cloud.read_status(uri, client=client)
+    keys = cloud.list_keys(uri, client=client)
+    if st is None:
+        click.echo(f"{uri}: running or not started ({len(keys)} objects so far, no status.json yet)")
+        sys.exit(3)
+    click.echo(f"{uri}: finished, status {st.get('status')} ({len(keys)} objects)")
+    click.echo(json.dumps(st, indent=2, sort_keys=True))
+
+
+def _instance_state(instance_id: str, region: str | None) -> str:
+    try:
+        import boto3
+
+        r = boto3.client("ec2", region_name=region).describe_instances(InstanceIds=[instance_id])
+        return r["Reservations"][0]["Instances"][0]["State"]["Name"]
+    except Exception as e:  # noqa: BLE001 - informative only (terminated instances vanish, no permission...)
+        return f"state unknown ({type(e).__name__})"
+
+
+@aws.command("fetch")
+@tf_dir_option
+@bucket_option
+@run_id_option
+@click.option("--dest", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where to put the run (default: results/aws/<run-id>).")
+@click.option("--report/--no-report", default=True, show_default=True,
+              help="Render the HTML report locally from the fetched results.")
+@click.option("--report-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where the report goes (default: reports/aws-<run-id>.html).")
+@_one_line
+def fetch(terraform_dir, bucket, run_id, dest, report, report_out):
+    """Download the run's results, logs and status, then render the report locally."""
+    from bench import cloud
+
+    bucket, run_id, outs = _locate(terraform_dir, bucket, run_id)
+    uri = f"s3://{bucket}/{cloud.run_prefix(run_id)}"
+    dest = dest or PROJECT_ROOT / "results" / "aws" / run_id
+    client = cloud.make_client(outs.get("region"))
+    files = cloud.download(uri, dest, client=client)
+    st = cloud.read_status(uri, client=client)
+    click.echo(f"fetched {len(files)} files from {uri} to {dest}")
+    click.echo(f"status: {st.get('status') if st else 'not finished yet (no status.json)'}")
+    if report:
+        render_report(dest, run_id, report_out)
+
+
+def render_report(run_dir: Path, run_id: str, out: Path | None = None) -> Path | None:
+    """`bench report <run_dir>/results --out reports/aws-<run-id>.html`, when the harness has it."""
+    from bench.cli import main as cli_main
+
+    results = run_dir / "results"
+    if "report" not in cli_main.commands:
+        click.echo("report: this harness has no `bench report` command yet; skipped")
+        return None
+    if not results.is_dir():
+        click.echo(f"report: no results in {results}; skipped")
+        return None
+    out = out or PROJECT_ROOT / "reports" / f"aws-{run_id}.html"
+    proc = subprocess.run([sys.executable, "-m", "bench.cli", "report", str(results), "--out", str(out)])
+    if proc.returncode != 0:
+        raise UserError(f"bench report failed (exit {proc.returncode}); the results are in {results}")
+    click.echo(f"report: {out}")
+    return out
+
+
+@aws.command("down")
+@tf_dir_option
+@click.option("--keep-results/--delete-results", default=True, show_default=True,
+              help="Keep a created results bucket (and its results) out of the destroy.")
+@click.option("--auto-approve", is_flag=True, default=False, help="Do not ask before destroying.")
+@_one_line
+def down(terraform_dir, keep_results, auto_approve):
+    """Destroy what `up` created (the instance is normally gone already)."""
+    last = STATE_DIR / "last-run.json"
+    var_args = []
+    if last.exists():
+        var_file = Path(json.loads(last.read_text())["var_file"])
+        if var_file.exists():
+            var_args = [f"-var-file={var_file}"]
+    outs = tf_outputs(terraform_dir)
+    state = tf(terraform_dir, "state", "list", capture=True).split()
+    if keep_results:
+        bucket_addrs = [a for a in state if a.startswith("aws_s3_bucket")]
+        if bucket_addrs:
+            tf(terraform_dir, "state", "rm", *bucket_addrs)
+            click.echo(f"keeping bucket {outs['results_bucket']} and its results (no longer managed by "
+                       "Terraform; delete it yourself when done)")
+    elif any(a.startswith("aws_s3_bucket.results") for a in state):
+        # force_destroy must be in the state before a destroy can empty a versioned bucket
+        tf(terraform_dir, "apply", "-input=false", "-auto-approve", *var_args,
+           "-var=results_bucket_force_destroy=true", "-target=aws_s3_bucket.results")
+    destroy = ["destroy", *var_args]
+    if auto_approve:
+        destroy += ["-input=false", "-auto-approve"]
+    tf(terraform_dir, *destroy)
+    click.echo("destroyed")

@@ -1,0 +1,78 @@
+# The instance's only permissions: write this run's results prefix (and, when used, read the harness
+# archive of this run and read/write this run's warehouse prefix). Nothing else in S3, nothing in EC2:
+# the instance terminates itself by powering off (instance_initiated_shutdown_behavior).
+
+data "aws_iam_policy_document" "assume_ec2" {
+  statement {
+    actions = ["sts:AssumeRole"]
+
+    principals {
+      type        = "Service"
+      identifiers = ["ec2.amazonaws.com"]
+    }
+  }
+}
+
+resource "aws_iam_role" "bench" {
+  name_prefix        = "iceberg-bench-"
+  description        = "Benchmark instance of run ${local.run_id}: writes s3://${local.bucket_name}/${local.results_prefix} only"
+  assume_role_policy = data.aws_iam_policy_document.assume_ec2.json
+}
+
+data "aws_iam_policy_document" "bench" {
+  statement {
+    sid       = "WriteThisRunsResults"
+    actions   = ["s3:PutObject", "s3:AbortMultipartUpload"]
+    resources = ["${local.bucket_arn}/${local.results_prefix}*"]
+  }
+
+  dynamic "statement" {
+    for_each = var.harness_archive_path != "" ? [1] : []
+    content {
+      sid       = "ReadThisRunsHarnessArchive"
+      actions   = ["s3:GetObject"]
+      resources = ["${local.bucket_arn}/${local.harness_key}"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.warehouse_on_s3 ? [1] : []
+    content {
+      sid       = "ReadWriteThisRunsWarehouse"
+      actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
+      resources = ["${local.bucket_arn}/warehouse/${local.run_id}/*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.warehouse_on_s3 ? [1] : []
+    content {
+      sid       = "ListThisRunsWarehouse"
+      actions   = ["s3:ListBucket"]
+      resources = [local.bucket_arn]
+
+      condition {
+        test     = "StringLike"
+        variable = "s3:prefix"
+        values   = ["warehouse/${local.run_id}/*", "warehouse/${local.run_id}"]
+      }
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "bench" {
+  name   = "write-results-of-this-run"
+  role   = aws_iam_role.bench.id
+  policy = data.aws_iam_policy_document.bench.json
+}
+
+resource "aws_iam_role_policy_attachment" "ssm" {
+  count      = var.enable_ssm ? 1 : 0
+  role       = aws_iam_role.bench.name
+  policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"
+}
+
+resource "aws_iam_instance_profile" "bench" {
+  name_prefix = "iceberg-bench-"
+  role        = aws_iam_role.bench.name
+}

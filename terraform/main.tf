@@ -1,0 +1,207 @@
+# One instance runs the whole benchmark, uploads everything to S3 and terminates itself.
+
+# The run's name: fixed at the first apply (or given), so that later plans do not replace the instance.
+resource "terraform_data" "run_id" {
+  input            = var.run_id != "" ? var.run_id : formatdate("YYYYMMDD'T'hhmmss'Z'", timestamp())
+  triggers_replace = [var.run_id]
+
+  lifecycle {
+    ignore_changes = [input]
+  }
+}
+
+# The latest official Debian 12 (bookworm) amd64 AMI, published by Debian (account 136693071363).
+# Debian 12 ships Python 3.11 and OpenJDK 17, the versions the harness is pinned to and tested with.
+data "aws_ami" "debian" {
+  count       = var.ami_id == "" ? 1 : 0
+  most_recent = true
+  owners      = ["136693071363"]
+
+  filter {
+    name   = "name"
+    values = ["debian-12-amd64-*"]
+  }
+
+  filter {
+    name   = "architecture"
+    values = ["x86_64"]
+  }
+
+  filter {
+    name   = "virtualization-type"
+    values = ["hvm"]
+  }
+
+  filter {
+    name   = "root-device-type"
+    values = ["ebs"]
+  }
+}
+
+data "aws_vpc" "default" {
+  count   = var.subnet_id == "" ? 1 : 0
+  default = true
+}
+
+data "aws_subnets" "default" {
+  count = var.subnet_id == "" ? 1 : 0
+
+  filter {
+    name   = "vpc-id"
+    values = [data.aws_vpc.default[0].id]
+  }
+
+  filter {
+    name   = "default-for-az"
+    values = ["true"]
+  }
+}
+
+data "aws_subnet" "chosen" {
+  id = var.subnet_id != "" ? var.subnet_id : sort(data.aws_subnets.default[0].ids)[0]
+}
+
+locals {
+  run_id    = terraform_data.run_id.output
+  ami_id    = var.ami_id != "" ? var.ami_id : data.aws_ami.debian[0].id
+  data_iops = var.data_volume_max_performance ? 16000 : var.data_volume_iops
+  data_mibs = var.data_volume_max_performance ? 1000 : var.data_volume_throughput
+
+  results_prefix = "runs/${local.run_id}/"
+  warehouse_uri  = var.warehouse_on_s3 ? "s3://${local.bucket_name}/warehouse/${local.run_id}" : ""
+  harness_key    = "harness/${local.run_id}.tar.gz"
+}
+
+module "user_data" {
+  source = "./modules/user_data"
+
+  run_id                 = local.run_id
+  results_bucket         = local.bucket_name
+  region                 = var.region
+  scenarios              = var.scenarios
+  scale                  = var.scale
+  engines                = var.engines
+  reps                   = var.reps
+  engine_timeout_seconds = var.engine_timeout_seconds
+  memory_budget          = var.memory_budget
+  instance_type          = var.instance_type
+  extra_run_args         = var.extra_run_args
+  harness_git_url        = var.harness_git_url
+  harness_ref            = var.harness_ref
+  harness_archive_uri    = var.harness_archive_path != "" ? "s3://${local.bucket_name}/${local.harness_key}" : ""
+  warehouse_uri          = local.warehouse_uri
+  max_lifetime_minutes   = var.max_lifetime_minutes
+  upload_reserve_seconds = var.upload_reserve_seconds
+  enable_ssm             = var.enable_ssm
+}
+
+# The harness source packed from a local checkout (bench aws up), read by the instance at boot.
+resource "aws_s3_object" "harness" {
+  count       = var.harness_archive_path != "" ? 1 : 0
+  bucket      = local.bucket_name
+  key         = local.harness_key
+  source      = var.harness_archive_path
+  source_hash = filemd5(var.harness_archive_path)
+
+  depends_on = [aws_s3_bucket_public_access_block.results, aws_s3_bucket_server_side_encryption_configuration.results]
+}
+
+resource "aws_security_group" "bench" {
+  name_prefix = "iceberg-compaction-bench-"
+  description = "Benchmark instance: no inbound by default; outbound HTTP(S) for apt, PyPI and git"
+  vpc_id      = data.aws_subnet.chosen.vpc_id
+
+  lifecycle {
+    create_before_destroy = true
+  }
+}
+
+resource "aws_vpc_security_group_egress_rule" "https" {
+  #checkov:skip=CKV_AWS_382:Egress to the internet on 443 is required: apt, PyPI, git and S3 over HTTPS; nothing is allowed in.
+  security_group_id = aws_security_group.bench.id
+  description       = "HTTPS: PyPI, git, S3, SSM"
+  ip_protocol       = "tcp"
+  from_port         = 443
+  to_port           = 443
+  cidr_ipv4         = "0.0.0.0/0"
+}
+
+resource "aws_vpc_security_group_egress_rule" "http" {
+  #checkov:skip=CKV_AWS_382:Egress on 80 is required: Debian's apt mirrors (signed packages) are served over HTTP; nothing is allowed in.
+  security_group_id = aws_security_group.bench.id
+  description       = "HTTP: Debian apt mirrors (packages are signed)"
+  ip_protocol       = "tcp"
+  from_port         = 80
+  to_port           = 80
+  cidr_ipv4         = "0.0.0.0/0"
+}
+
+# Inbound SSH only when asked for, and never from the whole internet (see the variable's validation).
+resource "aws_vpc_security_group_ingress_rule" "ssh" {
+  for_each          = toset(var.ssh_ingress_cidrs)
+  security_group_id = aws_security_group.bench.id
+  description       = "SSH from an allowed network"
+  ip_protocol       = "tcp"
+  from_port         = 22
+  to_port           = 22
+  cidr_ipv4         = strcontains(each.value, ":") ? null : each.value
+  cidr_ipv6         = strcontains(each.value, ":") ? each.value : null
+}
+
+resource "aws_instance" "bench" {
+  #checkov:skip=CKV_AWS_88:The public IP is only for egress (apt, PyPI, git) in a default VPC without NAT; the security group admits nothing. Set associate_public_ip = false with a NAT subnet.
+  ami                                  = local.ami_id
+  instance_type                        = var.instance_type
+  subnet_id                            = data.aws_subnet.chosen.id
+  vpc_security_group_ids               = [aws_security_group.bench.id]
+  associate_public_ip_address          = var.associate_public_ip
+  iam_instance_profile                 = aws_iam_instance_profile.bench.name
+  key_name                             = var.ssh_key_name
+  ebs_optimized                        = true
+  monitoring                           = true
+  instance_initiated_shutdown_behavior = "terminate"
+  user_data_base64                     = module.user_data.rendered_gzip_base64
+  user_data_replace_on_change          = true
+
+  metadata_options {
+    http_endpoint               = "enabled"
+    http_tokens                 = "required"
+    http_put_response_hop_limit = 1
+    instance_metadata_tags      = "disabled"
+  }
+
+  root_block_device {
+    # Encrypted with the account's AWS-managed EBS key (a customer-managed KMS key would add cost and
+    # key administration for throw-away volumes).
+    volume_type           = "gp3"
+    volume_size           = var.root_volume_size_gb
+    encrypted             = true
+    delete_on_termination = true
+  }
+
+  # The data volume: warehouse, Spark scratch space, results. Deleted with the instance.
+  ebs_block_device {
+    device_name           = "/dev/sdf"
+    volume_type           = "gp3"
+    volume_size           = var.data_volume_size_gb
+    iops                  = local.data_iops
+    throughput            = local.data_mibs
+    encrypted             = true
+    delete_on_termination = true
+  }
+
+  tags = {
+    Name   = "iceberg-compaction-bench-${local.run_id}"
+    run_id = local.run_id
+  }
+
+  lifecycle {
+    precondition {
+      condition     = var.harness_git_url != "" || var.harness_archive_path != ""
+      error_message = "Set harness_git_url (with harness_ref) or harness_archive_path: the instance needs the harness source."
+    }
+  }
+
+  # The role's policy must exist before the instance boots and starts uploading.
+  depends_on = [aws_iam_role_policy.bench, aws_s3_object.harness]
+}

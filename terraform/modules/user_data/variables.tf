@@ -1,0 +1,97 @@
+variable "run_id" {
+  description = "Name of the run; results go to s3://<results_bucket>/runs/<run_id>/."
+  type        = string
+}
+
+variable "results_bucket" {
+  description = "Bucket receiving the results."
+  type        = string
+}
+
+variable "region" {
+  description = "AWS region (for boto3 on the instance)."
+  type        = string
+}
+
+variable "scenarios" {
+  description = "Scenarios to run, in order."
+  type        = list(string)
+}
+
+variable "scale" {
+  description = "Scale factor, 1.0 = the published size."
+  type        = number
+}
+
+variable "engines" {
+  description = "Engines to run."
+  type        = list(string)
+}
+
+variable "reps" {
+  description = "Measured repetitions per engine."
+  type        = number
+}
+
+variable "engine_timeout_seconds" {
+  description = "Time limit of one engine run."
+  type        = number
+}
+
+variable "memory_budget" {
+  description = "Memory budget per engine run (e.g. 64G); empty = the harness default."
+  type        = string
+  default     = ""
+}
+
+variable "instance_type" {
+  description = "Instance type, passed to the harness for the cost model."
+  type        = string
+}
+
+variable "extra_run_args" {
+  description = "More `bench run` arguments."
+  type        = string
+  default     = ""
+}
+
+variable "harness_git_url" {
+  description = "Git URL of the harness (when no archive is given)."
+  type        = string
+  default     = ""
+}
+
+variable "harness_ref" {
+  description = "Git ref (tag, branch or commit) of the harness."
+  type        = string
+  default     = "main"
+}
+
+variable "harness_archive_uri" {
+  description = "s3:// URI of a harness source archive; takes precedence over git."
+  type        = string
+  default     = ""
+}
+
+variable "warehouse_uri" {
+  description = "Warehouse root: empty = a directory on the data volume, or an s3:// URI."
+  type        = string
+  default     = ""
+}
+
+variable "max_lifetime_minutes" {
+  description = "Hard deadline: the instance powers off (and terminates) this long after boot."
+  type        = number
+}
+
+variable "upload_reserve_seconds" {
+  description = "Seconds kept before the deadline for the final upload."
+  type        = number
+  default     = 600
+}
+
+variable "enable_ssm" {
+  description = "Install the SSM agent on the instance."
+  type        = bool
+  default     = false
+}

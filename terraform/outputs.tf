@@ -1,0 +1,49 @@
+output "run_id" {
+  description = "Name of this run."
+  value       = local.run_id
+}
+
+output "instance_id" {
+  description = "The benchmark instance (it terminates itself when done or at the deadline)."
+  value       = aws_instance.bench.id
+}
+
+output "ami_id" {
+  description = "The AMI the instance booted (recorded for reproducibility)."
+  value       = local.ami_id
+}
+
+output "region" {
+  description = "AWS region."
+  value       = var.region
+}
+
+output "results_bucket" {
+  description = "Bucket holding the results."
+  value       = local.bucket_name
+}
+
+output "results_prefix" {
+  description = "Key prefix of this run: results/, logs/, report.html and, last, status.json."
+  value       = local.results_prefix
+}
+
+output "results_uri" {
+  description = "s3:// URI of this run's results."
+  value       = "s3://${local.bucket_name}/${local.results_prefix}"
+}
+
+output "deadline_minutes" {
+  description = "The instance powers off (and terminates) at the latest this many minutes after boot."
+  value       = var.max_lifetime_minutes
+}
+
+output "fetch_command" {
+  description = "How to fetch the results (and render the report locally)."
+  value       = "bench aws fetch   # or: aws s3 cp --recursive s3://${local.bucket_name}/${local.results_prefix} results/aws/${local.run_id}/"
+}
+
+output "status_command" {
+  description = "How to see whether the run is over."
+  value       = "bench aws status   # or: aws s3 cp s3://${local.bucket_name}/${local.results_prefix}status.json -"
+}
