@@ -33,8 +33,11 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 setup: system-deps $(VENV)/.installed
 	$(BIN)/bench setup
 
+RUN_ID ?= $(shell date -u +%Y%m%d-%H%M%S)-$(SCENARIO)
+
 run: setup
-	$(BIN)/bench run $(SCENARIO) --engines $(ENGINES) $(RUN_ARGS)
+	$(BIN)/bench run $(SCENARIO) --engines $(ENGINES) --run-id $(RUN_ID) --results-dir results $(RUN_ARGS)
+	$(BIN)/bench report results/$(RUN_ID) --out reports/$(RUN_ID).html
 
 test-deps: setup
 	@missing=""; for p in $(TEST_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from bench.cost import instance_type_option
 from bench.errors import UserError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -115,16 +116,18 @@ def datagen(scenario, scale, seed, warehouse):
 @click.option("--catalog-uri", default=None,
               help="Use an external Iceberg REST catalog instead of the embedded one.")
 @click.option("--target-file-size", default=None, help="Override the scenario's target file size, e.g. 512M.")
+@instance_type_option
 @one_line_errors
 def run(scenario, scale, seed, warehouse, engines, reps, warmup, results_dir, run_id, timeout,
-        memory_budget, catalog_uri, target_file_size):
+        memory_budget, catalog_uri, target_file_size, instance_type):
     """Run SCENARIO against the engines, verify every compaction and record results."""
     from bench.runner import RunOptions, run_scenario
 
     opts = RunOptions(scenario=scenario, scale=scale, seed=seed, warehouse=warehouse,
                       engines=engines, reps=reps, warmup=warmup, results_dir=results_dir,
                       run_id=run_id, timeout_s=timeout, memory_budget=memory_budget,
-                      catalog_uri=catalog_uri, target_file_size=target_file_size)
+                      catalog_uri=catalog_uri, target_file_size=target_file_size,
+                      instance_type=instance_type)
     run_scenario(opts, echo=click.echo)
 
 
@@ -146,7 +149,10 @@ def selfcheck_datagen(files, file_mb):
 
 
 # --- commands contributed by other modules (one line each) ---
+main.add_command(__import__("bench.aws_cli", fromlist=["aws"]).aws)  # bench aws up|status|fetch|down
 from bench.telemetry_selfcheck import selfcheck_telemetry; selfcheck.add_command(selfcheck_telemetry)  # noqa: E402,E702
+from reports.cli import report_cmd; main.add_command(report_cmd)  # noqa: E402,E702
+from reports.cli import export_cmd; main.add_command(export_cmd)  # noqa: E402,E702
 
 
 def entry() -> None:

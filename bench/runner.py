@@ -97,7 +97,7 @@ def prepare_dataset(scenario: str | Scenario, scale: float | None, seed: int, wa
                    seed, echo=echo)
 
 
-def baseline_stats(catalog, ds, warehouse: Path) -> TableStats:
+def baseline_stats(catalog, ds, warehouse: Path, settings: CatalogSettings | None = None) -> TableStats:
     """Stats of the dataset's snapshot, read once from the real table and cached beside its manifest."""
     from bench.verify import table_stats
 
@@ -106,7 +106,7 @@ def baseline_stats(catalog, ds, warehouse: Path) -> TableStats:
         st = TableStats.model_validate_json(cache.read_text())
         if st.snapshot_id == ds.snapshot_id:
             return st
-    st = table_stats(catalog.load_table(ds.table), ds.snapshot_id)
+    st = table_stats(catalog.load_table(ds.table), ds.snapshot_id, settings=settings)
     write_atomic(cache, st.model_dump_json(indent=1))
     return st
 
@@ -197,6 +197,7 @@ def run_engine_process(engine: str, job: CompactionJob, work: Path, timeout_s: i
 
 def run_scenario(opts: RunOptions, echo: Echo = print) -> list[RunResult]:
     from bench.catalog.rest import check_rest_uri, serve
+    from bench.cost import parse_instance
     from bench.environment import environment, package_versions
 
     sc = load_scenario(opts.scenario)
@@ -206,6 +207,7 @@ def run_scenario(opts: RunOptions, echo: Echo = print) -> list[RunResult]:
         raise UserError("--scale must be a positive number (1.0 = the published size)")
     budget = parse_size(opts.memory_budget, "--memory-budget") if opts.memory_budget else default_memory_budget()
     target = parse_size(opts.target_file_size, "--target-file-size") if opts.target_file_size else sc.target_file_size_bytes
+    parse_instance(opts.instance_type)  # an unknown instance type is bad input, before anything runs
     results = check_results_dir(opts.results_dir)
     warehouse = resolve_warehouse(opts.warehouse)
     if opts.catalog_uri:
@@ -229,7 +231,7 @@ def run_scenario(opts: RunOptions, echo: Echo = print) -> list[RunResult]:
         echo(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
              f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
         catalog = load_catalog(settings)
-        before = baseline_stats(catalog, ds, warehouse)
+        before = baseline_stats(catalog, ds, warehouse, settings)
         plan = [(rep, True) for rep in range(1)] if opts.warmup else []
         plan += [(rep, False) for rep in range(opts.reps)]
         for rep, warmup in plan:
@@ -246,6 +248,7 @@ def run_one(sc: Scenario, engine: str, rep: int, warmup: bool, run_id: str, scal
             opts: RunOptions, ds, before: TableStats, settings: CatalogSettings, catalog, target: int,
             budget: int, results: Path, env_info: dict, versions: dict, echo: Echo) -> RunResult:
     from datagen.dataset import reset
+    from bench.cost import run_cost
     from bench.verify import VERIFIERS, table_stats
 
     tag = "warmup" if warmup else f"rep{rep}"
@@ -282,21 +285,16 @@ def run_one(sc: Scenario, engine: str, rep: int, warmup: bool, run_id: str, scal
             r.log_tail = tail(er.log)
         else:
             tbl = catalog.load_table(ds.table)
-            r.after = table_stats(tbl)
+            r.after = table_stats(tbl, settings=settings)
             r.files_out = r.after.data_files + r.after.delete_files
             r.bytes_out = r.after.data_bytes + r.after.delete_bytes
-            r.verification = VERIFIERS[sc.kind](before, r.after, ds.ground_truth)
+            r.verification = VERIFIERS[sc.kind](before, r.after, ds.ground_truth, table=tbl, settings=settings)
             r.verified = r.verification.verified
     except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
         r.status = "failed"
         r.error = f"harness: {type(exc).__name__}: {exc}"
         r.log_tail = traceback.format_exc().splitlines()[-LOG_TAIL_LINES:]
-    try:
-        from bench.cost import run_cost
-
-        r.cost = run_cost(r.duration_s, opts.instance_type)
-    except ImportError:
-        pass
+    r.cost = run_cost(r.duration_s, opts.instance_type)
     path = save(results, r)
     dur = f"{r.duration_s:.2f} s" if r.duration_s is not None else "-"
     echo(f"[{engine} {tag}] {r.status}, {dur}, files {r.files_in} -> {r.files_out if r.files_out is not None else '-'}"
@@ -304,17 +302,8 @@ def run_one(sc: Scenario, engine: str, rep: int, warmup: bool, run_id: str, scal
     return r
 
 
-def speedups(results: list[RunResult], baseline: str, engine: str) -> list[float]:
-    """Pair by pair: rep i of `baseline` against rep i of `engine`, both ok and verified."""
-    def by_rep(name):
-        return {r.rep: r for r in results if r.engine == name and not r.warmup and r.status == "ok"
-                and r.verified and r.duration_s}
-    a, b = by_rep(baseline), by_rep(engine)
-    return [a[i].duration_s / b[i].duration_s for i in sorted(set(a) & set(b))]
-
-
 def summary_table(results: list[RunResult], engines: list[str]) -> str:
-    import statistics
+    from bench.stats import paired_speedup
 
     rows = [f"{'engine':<12} {'rep':<7} {'status':<8} {'duration':>10} {'files in -> out':>18} {'verified':>9}"]
     for r in results:
@@ -324,11 +313,11 @@ def summary_table(results: list[RunResult], engines: list[str]) -> str:
                     f"{files:>18} {str(r.verified):>9}")
     base = engines[0]
     for e in engines[1:]:
-        sp = speedups(results, base, e)
-        if sp:
-            med = statistics.median(sp)
-            rng = f" (min {min(sp):.2f}x, max {max(sp):.2f}x over {len(sp)} reps)" if len(sp) > 1 else ""
-            rows.append(f"speedup: {e} is {med:.2f}x {'faster' if med >= 1 else 'slower'} than {base}"
+        sp = paired_speedup(results, base, e)
+        if sp.pairs:
+            rng = (f" (min {sp.ratio.min:.2f}x, max {sp.ratio.max:.2f}x over {len(sp.pairs)} paired reps)"
+                   if len(sp.pairs) > 1 else "")
+            rows.append(f"speedup: {sp.faster} is {sp.ratio.median:.2f}x faster than {sp.slower}"
                         f" (compaction wall time){rng}")
         else:
             rows.append(f"speedup: {e} vs {base}: not available (needs ok, verified runs of both)")
