@@ -36,6 +36,11 @@ class TableStats(BaseModel):
     file_size_min: int = 0
     file_size_median: int = 0
     file_size_max: int = 0
+    # live delete files no live data file can be affected by (Iceberg v2 sequence-number rules);
+    # position_delete_files - dangling_position_delete_files still apply (likewise for equality)
+    dangling_position_delete_files: int = 0
+    dangling_equality_delete_files: int = 0
+    content_reader: str = ""  # which reader produced rows/checksum
 
 
 class Verification(BaseModel):
@@ -44,6 +49,7 @@ class Verification(BaseModel):
     differences: list[str] = Field(default_factory=list)
     reader: str = ""  # how the content was read back
     independent_reader: dict[str, Any] = Field(default_factory=dict)
+    advisory_checks: list[str] = Field(default_factory=list)  # recorded in checks, not required for verified
 
 
 class TelemetrySummary(BaseModel):

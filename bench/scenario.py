@@ -26,12 +26,16 @@ class TableRecipe(BaseModel):
     total_bytes: int = 193_000_000_000
     files_per_commit: int = 32
     min_files: int = 16  # floor on the file count at tiny scales
-    # deletes: files at scale 1.0
-    data_files: int = 0
-    position_delete_files: int = 0
-    equality_delete_files: int = 0
-    rows_per_data_file: int = 0
-    deleted_fraction: float = 0.0
+    # deletes (datagen/deletes.py documents each): files at scale 1.0; files_per_commit = writer
+    # checkpoints per commit pair, min_files = floor on the data-file count
+    data_files: int = Field(0, ge=0)
+    position_delete_files: int = Field(0, ge=0)
+    equality_delete_files: int = Field(0, ge=0)
+    rows_per_data_file: int = Field(50_000, ge=1)
+    deleted_fraction: float = Field(0.2, ge=0.0, lt=1.0)  # of a data file's rows, by position + equality
+    position_delete_share: float = Field(0.5, ge=0.0, le=1.0)  # share of deleted_fraction by position
+    equality_window: int = Field(4, ge=1)  # a row dies in one of the next N equality deletes
+    unmatched_key_ratio: float = Field(0.1, ge=0.0)  # extra keys matching nothing, per matched key
     equality_delete_bytes: int | None = None  # target total bytes of equality deletes at scale 1.0
     params: dict[str, Any] = Field(default_factory=dict)
 

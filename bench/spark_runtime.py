@@ -508,6 +508,7 @@ def spark_session(settings, cores: int = 1, heap: str = "1g", extra_conf: dict[s
         raise RuntimeError("a SparkContext is already active in this process; spark_session() needs its own")
     conf = base_conf(settings, cores, app_name)
     conf["spark.driver.memory"] = heap
+    conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={quiet_log4j2_file().as_uri()}"
     conf.update({str(k): str(v) for k, v in (extra_conf or {}).items()})
     builder = SparkSession.builder
     for k, v in conf.items():
@@ -524,6 +525,31 @@ def spark_session(settings, cores: int = 1, heap: str = "1g", extra_conf: dict[s
             except Exception:  # noqa: BLE001 - the JVM may be gone already
                 pass
         _shutdown_gateway()
+
+
+QUIET_LOG4J2 = """\
+# bench: Spark's console logging at WARN, without the native-hadoop warning every local session prints
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
+logger.nativecode.level = error
+"""
+
+
+def quiet_log4j2_file() -> Path:
+    """A log4j2 configuration for harness-side sessions (written once, content-addressed)."""
+    digest = hashlib.sha256(QUIET_LOG4J2.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"bench-log4j2-{digest}.properties"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(QUIET_LOG4J2)
+        os.replace(tmp, path)
+    return path
 
 
 def _shutdown_gateway(timeout_s: float = 30.0) -> None:

@@ -22,10 +22,12 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
 from pyiceberg.io.pyarrow import ParquetFormatModel, PyArrowFileIO
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
 from datagen import smallfiles
+from datagen.deletes import generate_deletes
 from datagen.schema import SCHEMA, make_rows, pools_for
 
 GENERATOR_VERSION = "1"
@@ -78,21 +80,31 @@ def write_properties(recipe: dict) -> dict[str, str]:
 
 
 # --- parallel writers ---------------------------------------------------------------------------
-def write_data_file(location: str, props: dict, seed: int, plan: smallfiles.FilePlan,
-                    spec_id: int = 0) -> DataFile:
-    """Generate one file's rows and write them with pyiceberg's own Parquet writer (field ids and
-    column statistics as any Iceberg writer records them)."""
-    rows = make_rows(pools_for(seed), seed, plan.index, plan.rows, plan.key_offset)
-    path = f"{location}/data/gen-{plan.index:06d}.parquet"
+def data_file_path(location: str, index: int) -> str:
+    return f"{location}/data/gen-{index:06d}.parquet"
+
+
+def write_rows(path: str, props: dict, rows, schema: Schema = SCHEMA, spec_id: int = 0,
+               content: DataFileContent = DataFileContent.DATA) -> DataFile:
+    """Write an Arrow table (whose schema carries the Iceberg field ids of `schema`) to one Parquet
+    file with pyiceberg's own writer (field ids and column statistics as any Iceberg writer records
+    them).  Used for data files and, with their own schemas, for delete files."""
     out = PyArrowFileIO().new_output(path)
-    writer = ParquetFormatModel().create_writer(out, SCHEMA, props)
+    writer = ParquetFormatModel().create_writer(out, schema, props)
     with writer:
         writer.write(rows)
     stats = writer.result()
     return DataFile.from_args(
-        content=DataFileContent.DATA, file_path=path, file_format=FileFormat.PARQUET,
+        content=content, file_path=path, file_format=FileFormat.PARQUET,
         partition=Record(), file_size_in_bytes=len(out), sort_order_id=None, spec_id=spec_id,
         equality_ids=None, key_metadata=None, **stats.to_serialized_dict())
+
+
+def write_data_file(location: str, props: dict, seed: int, plan: smallfiles.FilePlan,
+                    spec_id: int = 0) -> DataFile:
+    """Generate one file's rows and write them (see `write_rows`)."""
+    rows = make_rows(pools_for(seed), seed, plan.index, plan.rows, plan.key_offset)
+    return write_rows(data_file_path(location, plan.index), props, rows, spec_id=spec_id)
 
 
 def _write_task(args):
@@ -196,7 +208,7 @@ def generate_smallfiles(catalog: Catalog, ident: str, recipe: dict, scale: float
 
 # A generator: (catalog, ident, recipe, scale, seed, workers, echo) -> {"files", "bytes", "rows",
 # "ground_truth"}.  It creates and fills the table; `prepare` writes the manifest after it returns.
-GENERATORS = {"smallfiles": generate_smallfiles}
+GENERATORS = {"smallfiles": generate_smallfiles, "deletes": generate_deletes}
 
 
 def register_generator(kind: str, fn) -> None:

@@ -280,10 +280,50 @@ class SparkEngine:
                 rows = self._sql(f"CALL {cat.name}.system.rewrite_position_delete_files("
                                  f"table => {_sql_str(table)}, options => map('rewrite-all', 'true'))")
                 result["rewrite_position_delete_files"] = _row_dict(rows)
+                result["remove_dangling_deletes"] = self._remove_dangling_deletes(table)
         except Exception as exc:  # noqa: BLE001 - classified below
             raise self._classify(exc) from exc
         return EngineOutcome(engine_result=result, settings=self._settings(), versions=self._versions(),
                              actions=list(self.actions), output_codec=self._codec(job))
+
+    def _remove_dangling_deletes(self, table: str) -> dict[str, int]:
+        """Drop delete files that no longer apply to any live data file, in one RewriteFiles commit.
+
+        On an unpartitioned table neither rewrite_data_files (remove-dangling-deletes) nor
+        rewrite_position_delete_files drops equality deletes whose sequence number equals the smallest
+        data sequence number left (Iceberg keeps deletes not strictly older).  By the v2 rules an
+        equality delete applies to data files of smaller data sequence number and a position delete to
+        those of smaller or equal one; deletes that cannot apply to any live data file are removed with
+        the Iceberg Java API (`table.newRewrite().deleteFile(f)`), which changes no row."""
+        jvm = self._jvm()
+        tbl = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.spark._jsparkSession, table)
+        self.actions.append(f"Java API: remove delete files that apply to no live data file of {table} "
+                            f"(table.newRewrite().deleteFile(f) for each, one commit)")
+        snap = tbl.currentSnapshot()
+        if snap is None:
+            return {"removed_equality_delete_files": 0, "removed_position_delete_files": 0}
+        io, specs, mf = tbl.io(), tbl.specs(), jvm.org.apache.iceberg.ManifestFiles
+
+        def files(manifests, read):
+            for m in manifests:
+                it = read(m, io, specs).iterator()
+                while it.hasNext():
+                    yield it.next()
+
+        seqs = [f.dataSequenceNumber() for f in files(snap.dataManifests(io), mf.read)]
+        min_seq = min(seqs) if seqs else None
+        rewrite, removed = tbl.newRewrite(), {"equality": 0, "position": 0}
+        for f in files(snap.deleteManifests(io), mf.readDeleteManifest):
+            kind = "equality" if f.content().toString() == "EQUALITY_DELETES" else "position"
+            seq = f.dataSequenceNumber()
+            dangling = min_seq is None or (seq <= min_seq if kind == "equality" else seq < min_seq)
+            if dangling:
+                rewrite.deleteFile(f.copyWithoutStats())
+                removed[kind] += 1
+        if removed["equality"] or removed["position"]:
+            rewrite.commit()
+        return {"removed_equality_delete_files": removed["equality"],
+                "removed_position_delete_files": removed["position"]}
 
     # -- failure classification --------------------------------------------------------------------
     def jvm_exit_code(self, wait_s: float = 0.0) -> int | None:
