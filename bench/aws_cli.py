@@ -26,7 +26,7 @@ from pathlib import Path
 
 import click
 
-from bench.errors import UserError
+from bench.errors import UserError, one_line_errors
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TF_DIR = PROJECT_ROOT / "terraform"
@@ -143,21 +143,6 @@ tf_dir_option = click.option("--terraform-dir", type=click.Path(file_okay=False,
                              default=DEFAULT_TF_DIR, show_default=True, help="The Terraform module.")
 
 
-def _one_line(fn):
-    """Bad input -> one line on stderr and exit 2 (as bench.cli.one_line_errors; no import cycle)."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except UserError as e:
-            click.echo(f"error: {e}", err=True)
-            sys.exit(2)
-
-    return wrapper
-
-
 @click.group("aws")
 def aws():
     """Run the benchmark at full scale on AWS (terraform/) and fetch its results."""
@@ -184,7 +169,7 @@ def aws():
 @click.option("--var", "tf_vars", multiple=True, metavar="NAME=VALUE",
               help="Any other variable of terraform/variables.tf (repeatable).")
 @click.option("--auto-approve", is_flag=True, default=False, help="Do not ask before applying.")
-@_one_line
+@one_line_errors
 def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, max_lifetime,
        max_disk_performance, warehouse_on_s3, git_ref, git_url, run_id, tf_vars, auto_approve):
     """Create the instance; it runs the benchmark, uploads the results and terminates itself."""
@@ -242,7 +227,7 @@ run_id_option = click.option("--run-id", default=None, help="Run (default: Terra
 @tf_dir_option
 @bucket_option
 @run_id_option
-@_one_line
+@one_line_errors
 def status(terraform_dir, bucket, run_id):
     """Is the run over?  Prints status.json when it is, else what has been uploaded so far."""
     from bench import cloud
@@ -281,7 +266,7 @@ def _instance_state(instance_id: str, region: str | None) -> str:
               help="Render the HTML report locally from the fetched results.")
 @click.option("--report-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where the report goes (default: reports/aws-<run-id>.html).")
-@_one_line
+@one_line_errors
 def fetch(terraform_dir, bucket, run_id, dest, report, report_out):
     """Download the run's results, logs and status, then render the report locally."""
     from bench import cloud
@@ -322,7 +307,7 @@ def render_report(run_dir: Path, run_id: str, out: Path | None = None) -> Path |
 @click.option("--keep-results/--delete-results", default=True, show_default=True,
               help="Keep a created results bucket (and its results) out of the destroy.")
 @click.option("--auto-approve", is_flag=True, default=False, help="Do not ask before destroying.")
-@_one_line
+@one_line_errors
 def down(terraform_dir, keep_results, auto_approve):
     """Destroy what `up` created (the instance is normally gone already)."""
     last = STATE_DIR / "last-run.json"

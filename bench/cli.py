@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-import functools
 import sys
 from pathlib import Path
 
 import click
 
 from bench.cost import instance_type_option
-from bench.errors import UserError
+from bench.errors import one_line_errors
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-def one_line_errors(fn):
-    """Bad input -> one clear line on stderr and exit status 2, never a traceback wall."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except UserError as e:
-            click.echo(f"error: {e}", err=True)
-            sys.exit(2)
-
-    return wrapper
 
 
 def positive_scale(ctx, param, value):

@@ -7,3 +7,22 @@ class UserError(Exception):
 
 class EngineUnavailable(UserError):
     """An engine cannot run on this machine (missing module, runtime, Java...)."""
+
+
+def one_line_errors(fn):
+    """Decorator for click commands: a UserError becomes one line on stderr and exit status 2,
+    never a traceback wall."""
+    import functools
+    import sys
+
+    import click
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except UserError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(2)
+
+    return wrapper

@@ -27,7 +27,7 @@ from bench.catalog import CatalogSettings, load_catalog
 from bench.engines import get_engine, parse_engines
 from bench.engines.base import CompactionJob
 from bench.errors import UserError
-from bench.results import RunResult, TableStats, Verification, save, write_atomic
+from bench.results import RunResult, TableStats, save, write_atomic
 from bench.scenario import Scenario, load_scenario
 
 Echo = Callable[[str], None]

@@ -2,28 +2,12 @@
 
 from __future__ import annotations
 
-import functools
-import sys
 from pathlib import Path
 
 import click
 
 from bench.cost import DEFAULT_INSTANCE, PRICES
-from bench.errors import UserError
-
-
-def _one_line_errors(fn):
-    """Same contract as bench.cli: a UserError is one line on stderr and exit status 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except UserError as e:
-            click.echo(f"error: {e}", err=True)
-            sys.exit(2)
-
-    return wrapper
+from bench.errors import UserError, one_line_errors
 
 
 @click.command("report")
@@ -34,7 +18,7 @@ def _one_line_errors(fn):
               help="On-demand price used for cost: one of " + ", ".join(PRICES) + ", or NAME=USD_PER_HOUR "
                    "(default: the one recorded in the results, else " + DEFAULT_INSTANCE + ").")
 @click.option("--title", default=None, help="Title of the report.")
-@_one_line_errors
+@one_line_errors
 def report_cmd(results, out, instance_type, title):
     """Render RESULTS (run directories or result files; several are combined) as one HTML file."""
     from reports.render import render_report
@@ -49,7 +33,7 @@ def report_cmd(results, out, instance_type, title):
               help="Write a CSV file, one row per run.")
 @click.option("--parquet", "parquet_path", type=click.Path(dir_okay=False), default=None,
               help="Write a Parquet file, one row per run.")
-@_one_line_errors
+@one_line_errors
 def export_cmd(results, csv_path, parquet_path):
     """Export RESULTS as a flat table (one row per engine run, nested fields as dotted columns)."""
     from reports.export import export

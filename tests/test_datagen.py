@@ -2,7 +2,6 @@ import hashlib
 from pathlib import Path
 
 import pyarrow.parquet as pq
-import pytest
 
 from bench.catalog import CatalogSettings, load_sql_catalog
 from bench.scenario import load_scenario

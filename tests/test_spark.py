@@ -7,7 +7,6 @@ with their test - the binpack run, the forced OOM, the delete writer and the del
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
