@@ -74,7 +74,7 @@ class Limiter:
                 self.cgroup, self.version = d, version
                 limit = self._read("memory.limit_in_bytes" if version == "v1" else "memory.max")
                 self.description = (f"cgroup {version} memory limit {limit} bytes on the engine's process "
-                                    f"tree (kernel OOM killer); RSS watchdog as backstop")
+                                    f"tree (kernel OOM killer)")
             except OSError as e:
                 self._remove(d)
                 self.description = f"RSS watchdog at 10 Hz (cgroup unavailable: {e.strerror})"
@@ -99,10 +99,12 @@ class Limiter:
         self.pgid = pid
 
     def on_sample(self, rss_bytes: int) -> None:
-        """Watchdog: called by the sampler with the tree's summed RSS each tick; kills the whole
-        process group when it is over the budget."""
+        """Watchdog, only where no cgroup could be made: called by the sampler with the tree's summed
+        RSS each tick; kills the whole process group when it is over the budget.  Where the cgroup
+        exists the kernel alone enforces the budget: summed RSS counts shared and reclaimable file
+        pages, so a watchdog would be stricter than the kernel and fire first."""
         self.watchdog_peak = max(self.watchdog_peak, rss_bytes)
-        if self.budget and rss_bytes > self.budget and not self.exceeded:
+        if self.cgroup is None and self.budget and rss_bytes > self.budget and not self.exceeded:
             self.exceeded = True
             try:
                 os.killpg(self.pgid, signal.SIGKILL)
