@@ -61,8 +61,10 @@ def setup():
 
 
 def common_data_options(fn):
-    fn = click.option("--warehouse", type=click.Path(file_okay=False), default=None,
-                      help="Warehouse directory of the embedded catalog (default: ./warehouse).")(fn)
+    fn = click.option("--warehouse", metavar="DIR|URI", default=None,
+                      help="Warehouse: a directory, file:// URI or s3://bucket/prefix (default: "
+                           "$BENCH_WAREHOUSE or ./warehouse). S3 settings come from the AWS_* "
+                           "environment; the catalog then lives in a local state dir (see README).")(fn)
     fn = click.option("--seed", type=int, default=42, show_default=True,
                       help="Seed of the data generator.")(fn)
     fn = click.option("--scale", type=float, default=None, callback=positive_scale,

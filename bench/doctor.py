@@ -22,6 +22,58 @@ def harness_requirements() -> list[Requirement]:
     return reqs
 
 
+def s3_bucket_requirement(settings) -> Requirement:
+    """Can this machine list the warehouse prefix (endpoint, credentials, permissions)?"""
+    from bench.catalog.s3 import S3Connection, split_s3_uri
+
+    bucket, prefix = split_s3_uri(settings.warehouse)
+    conn = S3Connection.from_env()
+    try:
+        import boto3
+        from botocore.config import Config
+
+        client = boto3.client("s3", endpoint_url=conn.endpoint, region_name=conn.region,
+                              config=Config(connect_timeout=3, read_timeout=5, retries={"max_attempts": 1}))
+        resp = client.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/" if prefix else "", MaxKeys=1)
+        detail = f"s3://{bucket}/{prefix} listed ({resp.get('KeyCount', 0)} object(s) seen); {conn.describe()}"
+        return Requirement("S3 warehouse reachable", True, detail)
+    except Exception as e:  # noqa: BLE001 - any failure is the answer
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        return Requirement("S3 warehouse reachable", False, f"{type(e).__name__}: {msg[:300]}; {conn.describe()}",
+                           "check AWS_ENDPOINT_URL_S3/AWS_REGION/credentials and that the bucket exists")
+
+
+def warehouse_section(names: list[str]) -> tuple[str, list[Requirement]] | None:
+    """For an S3 warehouse in $BENCH_WAREHOUSE: S3 settings, reachability, and what each engine and the
+    deletes generator need to use it (Spark: online only).  None for a local warehouse."""
+    from bench.catalog import CatalogSettings
+    from bench.engines.base import storage_requirements
+    from bench.errors import UserError
+
+    try:
+        settings = CatalogSettings.for_warehouse(None)
+        if not settings.is_remote:
+            return None
+        settings.storage_description()  # invalid S3 settings in the environment -> UserError
+    except UserError as e:
+        return "warehouse ($BENCH_WAREHOUSE)", [Requirement("warehouse settings", False, str(e),
+                                                             "fix BENCH_WAREHOUSE / the AWS_* variables")]
+    from datagen.deletes import storage_requirement
+
+    reqs = [s3_bucket_requirement(settings),
+            Requirement("local state directory (catalog.db, dataset manifests)", True, str(settings.state_path))]
+    deletes = storage_requirement(settings)
+    if deletes is not None:
+        reqs.append(deletes)
+    for n in names:
+        try:
+            reqs += [Requirement(f"engine {n}: {r.name}", r.ok, r.detail, r.fix)
+                     for r in storage_requirements(get_engine(n), settings)]
+        except ImportError:
+            pass  # reported in the engine's own section
+    return f"warehouse {settings.warehouse} ($BENCH_WAREHOUSE)", reqs
+
+
 def run_doctor(engines: str | None) -> int:
     names = parse_engines(engines) if engines else engine_names()
     sections: list[tuple[str, list[Requirement]]] = [("harness", harness_requirements())]
@@ -31,6 +83,9 @@ def run_doctor(engines: str | None) -> int:
         except ImportError as e:  # the engine module itself cannot import
             sections.append((f"engine {n}", [Requirement(f"engine module {n}", False, str(e),
                                                          "run `make setup`")]))
+    wh = warehouse_section(names)
+    if wh is not None:
+        sections.append(wh)
     failed = 0
     for title, reqs in sections:
         click.echo(f"{title}:")

@@ -8,6 +8,7 @@ down); the runner measures it from outside the same way for every engine.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -69,8 +70,10 @@ def default_memory_budget() -> int:
     return int(psutil.virtual_memory().total * (PUBLISHED_NODE_RAM / PUBLISHED_NODE_RAM))
 
 
-def resolve_warehouse(warehouse: str | None) -> Path:
-    return Path(warehouse or os.environ.get("BENCH_WAREHOUSE") or Path.cwd() / "warehouse").resolve()
+def resolve_warehouse(warehouse: str | None) -> CatalogSettings:
+    """--warehouse (a directory, file:// URI or s3://bucket/prefix; default $BENCH_WAREHOUSE or
+    ./warehouse) -> the catalog settings (an S3 warehouse keeps its catalog in a local state dir)."""
+    return CatalogSettings.for_warehouse(warehouse)
 
 
 def check_results_dir(results_dir: str | None) -> Path:
@@ -91,17 +94,33 @@ def prepare_dataset(scenario: str | Scenario, scale: float | None, seed: int, wa
     scale = sc.local_scale if scale is None else scale
     if not scale > 0:
         raise UserError("--scale must be a positive number (1.0 = the published size)")
-    settings = settings or CatalogSettings(warehouse=str(resolve_warehouse(warehouse)))
+    settings = settings or resolve_warehouse(warehouse)
     catalog = load_catalog(settings)
-    return prepare(catalog, settings.warehouse_path, settings.namespace, sc.table.model_dump(), scale,
+    return prepare(catalog, settings.state_path, settings.namespace, sc.table.model_dump(), scale,
                    seed, echo=echo)
 
 
-def baseline_stats(catalog, ds, warehouse: Path, settings: CatalogSettings | None = None) -> TableStats:
-    """Stats of the dataset's snapshot, read once from the real table and cached beside its manifest."""
+def storage_problems(sc: Scenario, scale: float, seed: int, engines: list[str],
+                     settings: CatalogSettings) -> list[str]:
+    """What cannot reach this warehouse (e.g. Spark on S3 offline), as one-line items."""
+    from bench.engines.base import storage_requirements
+    from datagen.dataset import storage_requirements as datagen_storage
+
+    if settings.is_remote:
+        settings.storage_description()  # bad S3 settings in the environment -> UserError now
+    out = [f"datagen: {r.detail} -> {r.fix}"
+           for r in datagen_storage(sc.table.model_dump(), scale, seed, settings) if not r.ok]
+    out += [f"{e}: {r.detail} -> {r.fix}" for e in engines
+            for r in storage_requirements(get_engine(e), settings) if not r.ok]
+    return out
+
+
+def baseline_stats(catalog, ds, state: Path, settings: CatalogSettings | None = None) -> TableStats:
+    """Stats of the dataset's snapshot, read once from the real table and cached beside its manifest
+    (in the local state directory: the warehouse itself when it is local)."""
     from bench.verify import table_stats
 
-    cache = warehouse / "datasets" / f"{ds.table.split('.')[-1]}.baseline.json"
+    cache = state / "datasets" / f"{ds.table.split('.')[-1]}.baseline.json"
     if cache.exists():
         st = TableStats.model_validate_json(cache.read_text())
         if st.snapshot_id == ds.snapshot_id:
@@ -209,19 +228,23 @@ def run_scenario(opts: RunOptions, echo: Echo = print) -> list[RunResult]:
     target = parse_size(opts.target_file_size, "--target-file-size") if opts.target_file_size else sc.target_file_size_bytes
     parse_instance(opts.instance_type)  # an unknown instance type is bad input, before anything runs
     results = check_results_dir(opts.results_dir)
-    warehouse = resolve_warehouse(opts.warehouse)
+    settings = resolve_warehouse(opts.warehouse)
     if opts.catalog_uri:
         check_rest_uri(opts.catalog_uri)
     missing = [f"{e}: {r.name} ({r.detail}) -> {r.fix}" for e in engines
                for r in get_engine(e).requirements() if not r.ok]
     if missing:
         raise UserError("missing prerequisites: " + "; ".join(missing) + " (see `bench doctor`)")
+    unreachable = storage_problems(sc, scale, opts.seed, engines, settings)
+    if unreachable:
+        raise UserError(f"warehouse {settings.warehouse}: " + "; ".join(unreachable))
     run_id = new_run_id(results, sc.name, opts.run_id)
 
-    settings = CatalogSettings(warehouse=str(warehouse))
     if opts.catalog_uri:
-        settings = CatalogSettings(warehouse=str(warehouse), rest_uri=opts.catalog_uri, external_rest=True)
-    env_info = environment(warehouse)
+        settings = dataclasses.replace(settings, rest_uri=opts.catalog_uri, external_rest=True)
+    # the disk facts are those of the local state (catalog, manifests) when the warehouse is on S3
+    env_info = environment(settings.state_path if settings.is_remote else settings.warehouse_path)
+    env_info["warehouse"] = settings.storage_description()
     versions = package_versions()
     out: list[RunResult] = []
     with ExitStack() as stack:
@@ -231,7 +254,7 @@ def run_scenario(opts: RunOptions, echo: Echo = print) -> list[RunResult]:
         echo(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
              f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
         catalog = load_catalog(settings)
-        before = baseline_stats(catalog, ds, warehouse, settings)
+        before = baseline_stats(catalog, ds, settings.state_path, settings)
         plan = [(rep, True) for rep in range(1)] if opts.warmup else []
         plan += [(rep, False) for rep in range(opts.reps)]
         for rep, warmup in plan:

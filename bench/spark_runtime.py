@@ -76,6 +76,13 @@ MAVEN_PACKAGES = (
     f"org.apache.iceberg:iceberg-spark-runtime-{SPARK_MINOR}_{SCALA_VERSION}:{ICEBERG_VERSION}",
     "org.xerial:sqlite-jdbc:3.40.1.0",
 )
+# An S3 warehouse: Iceberg's S3FileIO needs the AWS SDK v2, bundled as iceberg-aws-bundle (Maven
+# Central only: neither PyPI nor Debian has it, so offline Spark cannot reach S3).
+AWS_BUNDLE_PACKAGE = f"org.apache.iceberg:iceberg-aws-bundle:{ICEBERG_VERSION}"
+S3_OFFLINE = ("Spark cannot use an S3 warehouse offline: Iceberg's S3FileIO needs iceberg-aws-bundle "
+              "(AWS SDK v2), which only Maven Central has (not PyPI or Debian)")
+S3_FIX = ("on a node with internet access (e.g. AWS) set BENCH_SPARK_MAVEN=1, or use a local --warehouse "
+          "(or leave spark out of --engines)")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -381,11 +388,23 @@ def spark_jars() -> list[str]:
     return [str(rt), str(reloc), str(sq)]
 
 
-def spark_jar_conf() -> dict[str, str]:
-    """The Spark conf entries that put Iceberg and the JDBC driver on the classpath."""
+def spark_jar_conf(remote: bool = False) -> dict[str, str]:
+    """The Spark conf entries that put Iceberg and the JDBC driver (and, for an S3 warehouse
+    (`remote`), the AWS bundle) on the classpath."""
     if use_maven():
-        return {"spark.jars.packages": ",".join(MAVEN_PACKAGES)}
+        return {"spark.jars.packages": ",".join(MAVEN_PACKAGES + ((AWS_BUNDLE_PACKAGE,) if remote else ()))}
+    if remote:
+        raise UserError(f"{S3_OFFLINE}; {S3_FIX}")
     return {"spark.jars": ",".join(spark_jars())}
+
+
+def s3_requirement() -> Requirement:
+    """What Spark needs for an S3 warehouse (for `bench doctor` and the runner's up-front check)."""
+    if use_maven():
+        return Requirement("S3 warehouse (iceberg-aws-bundle)", True,
+                           f"BENCH_SPARK_MAVEN=1: spark.jars.packages adds {AWS_BUNDLE_PACKAGE}, "
+                           "catalog io-impl org.apache.iceberg.aws.s3.S3FileIO")
+    return Requirement("S3 warehouse (iceberg-aws-bundle)", False, S3_OFFLINE, S3_FIX)
 
 
 def iceberg_version_from_jars(jars: list[str] | None = None) -> str:
@@ -473,6 +492,13 @@ def catalog_conf(settings) -> dict[str, str]:
         conf[f"spark.sql.catalog.{name}.catalog-impl"] = "org.apache.iceberg.jdbc.JdbcCatalog"
         conf[f"spark.sql.catalog.{name}.uri"] = settings.jdbc_uri
         conf[f"spark.sql.catalog.{name}.warehouse"] = settings.warehouse_uri
+        if getattr(settings, "is_remote", False):
+            # S3 warehouse: Iceberg's S3FileIO (endpoint, path style, region; no keys: the AWS SDK reads
+            # them from the environment or the instance role), online only (spark_jar_conf)
+            from bench.catalog.s3 import S3Connection
+
+            for k, v in S3Connection.from_env().spark_catalog_properties().items():
+                conf[f"spark.sql.catalog.{name}.{k}"] = v
     return conf
 
 
@@ -489,7 +515,7 @@ def base_conf(settings, cores: int = 1, app_name: str = "bench") -> dict[str, st
         "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
     }
     conf.update(catalog_conf(settings))
-    conf.update(spark_jar_conf())
+    conf.update(spark_jar_conf(remote=getattr(settings, "is_remote", False)))
     return conf
 
 

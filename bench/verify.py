@@ -21,11 +21,11 @@ import statistics
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table import Table
 
+from bench.catalog.s3 import filesystem, is_s3
 from bench.results import TableStats, Verification
 from datagen.checksum import checksum_select
 
@@ -56,7 +56,7 @@ def local_path(uri: str) -> str:
 
 
 def _footer(uri: str) -> tuple[list[str], int, int]:
-    fs, path = pafs.FileSystem.from_uri(uri if "://" in uri else "file://" + local_path(uri))
+    fs, path = filesystem(uri if "://" in uri else "file://" + local_path(uri))
     with fs.open_input_file(path) as f:
         md = pq.ParquetFile(f).metadata
     codecs = set()
@@ -69,13 +69,18 @@ def _footer(uri: str) -> tuple[list[str], int, int]:
     return sorted(codecs), md.num_row_groups, total
 
 
+def _duckdb_for(paths) -> "object":
+    """A DuckDB connection that can read `paths` (httpfs + an S3 secret when any is on S3)."""
+    from bench.catalog.duck import duckdb_connect
+
+    return duckdb_connect(remote=any(is_s3(p) for p in paths))
+
+
 def content_checksum_parquet(paths: list[str], columns: list[str]) -> tuple[int, str]:
     """Row count and order-independent checksum (sum of DuckDB's 64-bit row hashes) of Parquet files."""
-    import duckdb
-
     if not paths:
         return 0, "0"
-    con = duckdb.connect()
+    con = _duckdb_for(paths)
     n, s = con.execute(checksum_select(columns, "read_parquet(?)"),
                        [[local_path(p) for p in paths]]).fetchone()
     con.close()
@@ -167,8 +172,6 @@ def classify_deletes(tbl: Table, snapshot_id: int | None = None, entries=None) -
     <= s; an equality delete of s to data files of its partition (all, if its spec is unpartitioned)
     with sequence number < s.  Column-bounds pruning is not considered (an "applying" file may still
     match no row)."""
-    import duckdb
-
     entries = live_manifest_entries(tbl, snapshot_id) if entries is None else entries
     data = [e for e in entries if e.data_file.content == DataFileContent.DATA]
     pos = [e for e in entries if e.data_file.content == DataFileContent.POSITION_DELETES]
@@ -184,7 +187,7 @@ def classify_deletes(tbl: Table, snapshot_id: int | None = None, entries=None) -
     unknown = [e for e in pos if _position_targets(e.data_file) is None]
     read_targets: dict[str, list[str]] = {}
     if unknown:
-        con = duckdb.connect()
+        con = _duckdb_for([e.data_file.file_path for e in unknown])
         try:
             rows = con.execute("SELECT filename, list(DISTINCT file_path) FROM read_parquet(?, filename=true) "
                                "GROUP BY filename", [[local_path(e.data_file.file_path) for e in unknown]]).fetchall()
@@ -218,8 +221,6 @@ def read_merge_on_read(tbl: Table, snapshot_id: int | None, columns: list[str],
     (file_path = F's manifest path, pos = its row number, sequence number >= f) or an equality delete
     (equal on its equality columns, null-safe; sequence number > f; same partition unless the delete's
     spec is unpartitioned).  Columns are matched by name."""
-    import duckdb
-
     entries = live_manifest_entries(tbl, snapshot_id)
     data = [e for e in entries if e.data_file.content == DataFileContent.DATA]
     pos = [e for e in entries if e.data_file.content == DataFileContent.POSITION_DELETES]
@@ -233,7 +234,7 @@ def read_merge_on_read(tbl: Table, snapshot_id: int | None, columns: list[str],
     def scope_id(df) -> int:
         return scopes.setdefault(_scope(df), len(scopes))
 
-    con = duckdb.connect()
+    con = _duckdb_for([e.data_file.file_path for e in entries])
     try:
         con.execute("CREATE TEMP TABLE dfiles(local VARCHAR, path VARCHAR, seq BIGINT, scope INTEGER)")
         con.executemany("INSERT INTO dfiles VALUES (?, ?, ?, ?)",

@@ -26,6 +26,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
+from bench.catalog.s3 import filesystem, fileio_properties, is_s3
 from datagen import smallfiles
 from datagen.deletes import generate_deletes
 from datagen.schema import SCHEMA, make_rows, pools_for
@@ -80,6 +81,21 @@ def write_properties(recipe: dict) -> dict[str, str]:
 
 
 # --- parallel writers ---------------------------------------------------------------------------
+_FILE_IO: dict[tuple, PyArrowFileIO] = {}
+
+
+def file_io(path: str = "") -> PyArrowFileIO:
+    """pyiceberg's PyArrowFileIO for `path`: for s3:// with the S3 settings of this process's environment
+    (bench.catalog.s3); one per process and settings (forked writers make their own: an S3 client is not
+    shared across a fork)."""
+    props = fileio_properties() if is_s3(path) else {}
+    key = (os.getpid(), tuple(sorted(props.items())))
+    io = _FILE_IO.get(key)
+    if io is None:
+        io = _FILE_IO[key] = PyArrowFileIO(props)
+    return io
+
+
 def data_file_path(location: str, index: int) -> str:
     return f"{location}/data/gen-{index:06d}.parquet"
 
@@ -89,7 +105,7 @@ def write_rows(path: str, props: dict, rows, schema: Schema = SCHEMA, spec_id: i
     """Write an Arrow table (whose schema carries the Iceberg field ids of `schema`) to one Parquet
     file with pyiceberg's own writer (field ids and column statistics as any Iceberg writer records
     them).  Used for data files and, with their own schemas, for delete files."""
-    out = PyArrowFileIO().new_output(path)
+    out = file_io(path).new_output(path)
     writer = ParquetFormatModel().create_writer(out, schema, props)
     with writer:
         writer.write(rows)
@@ -164,9 +180,12 @@ def drop_incomplete(catalog: Catalog, ident: str) -> None:
         tbl = catalog.load_table(ident)
     except NoSuchTableError:
         return
+    except FileNotFoundError:  # in the catalog, but its metadata file is gone (e.g. an emptied S3 prefix)
+        catalog.drop_table(ident)
+        return
     location = tbl.location()
     catalog.drop_table(ident)
-    fs, path = pafs.FileSystem.from_uri(location)
+    fs, path = filesystem(location)
     try:
         fs.delete_dir(path)
     except FileNotFoundError:
@@ -215,6 +234,19 @@ def register_generator(kind: str, fn) -> None:
     GENERATORS[kind] = fn
 
 
+def storage_requirements(recipe: dict, scale: float, seed: int, settings) -> list:
+    """What generating (recipe, scale, seed) needs to write to the warehouse of `settings`
+    (bench.catalog.CatalogSettings), as bench.engines.base.Requirement; [] when the dataset exists."""
+    if load_manifest(settings.state_path, table_name(recipe, recipe_hash(recipe, scale, seed))) is not None:
+        return []
+    if recipe.get("kind") == "deletes":
+        from datagen.deletes import storage_requirement
+
+        req = storage_requirement(settings)
+        return [req] if req is not None else []
+    return []
+
+
 def prepare(catalog: Catalog, warehouse: Path, namespace: str, recipe: dict, scale: float, seed: int,
             workers: int | None = None, echo: Callable[[str], None] = print) -> Dataset:
     """Return the dataset for (recipe, scale, seed), generating it unless a complete one exists."""
@@ -227,7 +259,7 @@ def prepare(catalog: Catalog, warehouse: Path, namespace: str, recipe: dict, sca
             catalog.load_table(ident)
             existing.reused = True
             return existing
-        except NoSuchTableError:
+        except (NoSuchTableError, FileNotFoundError):  # dropped, or its files are gone
             manifest_path(warehouse, name).unlink()
     drop_incomplete(catalog, ident)  # a table without a manifest is a half-written dataset
     catalog.create_namespace_if_not_exists(namespace)
@@ -259,7 +291,7 @@ def reset(catalog: Catalog, ds: Dataset) -> None:
         tbl.manage_snapshots().set_current_snapshot(snapshot_id=ds.snapshot_id).commit()
         tbl = catalog.load_table(ds.table)
     keep = set(ds.live_files)
-    fs, data_dir = pafs.FileSystem.from_uri(f"{tbl.location()}/data")
+    fs, data_dir = filesystem(f"{tbl.location()}/data")
     try:
         infos = fs.get_file_info(pafs.FileSelector(data_dir, recursive=True))
     except FileNotFoundError:

@@ -342,6 +342,24 @@ class JavaCommitter:
         self.commits += 1
 
 
+def storage_requirement(settings):
+    """Commits go through a Spark JVM: on an S3 warehouse that needs Iceberg's S3FileIO and the AWS SDK
+    (iceberg-aws-bundle), online only (BENCH_SPARK_MAVEN=1).  None for a local warehouse."""
+    if not settings.is_remote:
+        return None
+    from bench.engines.base import Requirement
+    from bench.spark_runtime import s3_requirement
+
+    r = s3_requirement()
+    detail = r.detail if r.ok else ("the deletes scenarios cannot be generated on an S3 warehouse offline: "
+                                    "their generator commits delete files through Iceberg's Java API in a "
+                                    "Spark JVM, whose S3FileIO needs iceberg-aws-bundle (AWS SDK v2, only on "
+                                    "Maven Central)")
+    return Requirement("deletes datagen on an S3 warehouse (Spark + iceberg-aws-bundle)", r.ok, detail,
+                       "" if r.ok else "on a node with internet access (e.g. AWS) set BENCH_SPARK_MAVEN=1, "
+                                       "or use a local --warehouse")
+
+
 def _settings_for(catalog, ident: str):
     """The CatalogSettings behind the harness's SQLite catalog (Spark needs its JDBC URI)."""
     from bench.catalog import CatalogSettings
@@ -349,14 +367,24 @@ def _settings_for(catalog, ident: str):
 
     props = getattr(catalog, "properties", {}) or {}
     uri, warehouse = props.get("uri", ""), props.get("warehouse", "")
-    if not (uri.startswith("sqlite:///") and warehouse.startswith("file:")):
+    remote = warehouse.startswith("s3://")
+    if not (uri.startswith("sqlite:///") and (warehouse.startswith("file:") or remote)):
         raise UserError("the deletes generator commits delete files through Spark's JDBC catalog, so it "
                         "needs the embedded SQLite catalog (not an external REST catalog)")
+    from pathlib import Path
     from urllib.parse import urlparse
     from urllib.request import url2pathname
 
-    settings = CatalogSettings(warehouse=url2pathname(urlparse(warehouse).path), name=catalog.name,
-                               namespace=ident.split(".")[0])
+    if remote:  # the SQLite file lives in the warehouse's local state directory
+        settings = CatalogSettings(warehouse=warehouse.rstrip("/"), name=catalog.name,
+                                   namespace=ident.split(".")[0],
+                                   state_dir=str(Path(uri[len("sqlite:///"):]).parent))
+        req = storage_requirement(settings)
+        if req is not None and not req.ok:
+            raise UserError(f"{req.detail}; {req.fix}")
+    else:
+        settings = CatalogSettings(warehouse=url2pathname(urlparse(warehouse).path), name=catalog.name,
+                                   namespace=ident.split(".")[0])
     if settings.sqlalchemy_uri != uri:
         raise UserError(f"catalog database {uri} is not the warehouse's {settings.sqlalchemy_uri}")
     return settings

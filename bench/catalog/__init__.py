@@ -3,36 +3,115 @@
 Spark reaches it through Iceberg's JdbcCatalog, pyiceberg through SqlCatalog (same table layout),
 and engines that speak only REST (iceberg-compaction, DuckDB) through a loopback REST server
 (`bench.catalog.rest`) in front of the same database.  This module is the one place that knows
-catalog names, URIs and paths.
+catalog names, URIs and paths (S3 connection settings: `bench.catalog.s3`).
+
+Where things are:
+- the warehouse (table metadata and data files): a local directory, or `s3://bucket/prefix`;
+- the local state (`catalog.db`, the dataset manifests `datasets/*.json` and baseline caches): in the
+  warehouse directory when it is local; for an S3 warehouse in a local state directory derived from the
+  URI, `<state root>/<bucket>-<hash of the URI>/`, where the state root is $BENCH_STATE_DIR or
+  `./.bench/warehouses`.  Each S3 warehouse has its own catalog; losing the state directory loses the
+  catalog (the files on S3 stay, unreferenced).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
+
+from bench.catalog import s3
+from bench.errors import UserError
 
 CATALOG_NAME = "bench"
 NAMESPACE = "bench"
+DEFAULT_STATE_ROOT = Path(".bench") / "warehouses"
+
+
+def state_root() -> Path:
+    env = os.environ.get("BENCH_STATE_DIR")
+    return (Path(env).expanduser() if env else Path.cwd() / DEFAULT_STATE_ROOT).resolve()
+
+
+def state_dir_for(warehouse_uri: str) -> Path:
+    """The local state directory of a remote warehouse: <state root>/<bucket>-<10 hex of the URI>."""
+    bucket, _ = s3.split_s3_uri(warehouse_uri)
+    digest = hashlib.sha256(warehouse_uri.encode()).hexdigest()[:10]
+    return state_root() / f"{bucket}-{digest}"
+
+
+def normalize_warehouse(warehouse: str | os.PathLike | None) -> str:
+    """--warehouse (or $BENCH_WAREHOUSE, or ./warehouse) -> an absolute local path or `s3://bucket/prefix`."""
+    text = str(warehouse or os.environ.get("BENCH_WAREHOUSE") or Path.cwd() / "warehouse").strip()
+    if s3.is_s3(text):
+        bucket, prefix = s3.split_s3_uri(text)
+        return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+    if text.startswith("file:"):
+        parts = urlsplit(text)
+        if parts.netloc not in ("", "localhost"):
+            raise UserError(f"--warehouse {text!r}: a file URI must name a local path (file:///dir)")
+        text = url2pathname(parts.path)
+    elif "://" in text:
+        raise UserError(f"--warehouse {text!r}: use a local directory, a file:// URI or s3://bucket/prefix "
+                        f"(scheme {urlsplit(text).scheme!r} is not supported)")
+    return str(Path(text).expanduser().resolve())
 
 
 @dataclass(frozen=True)
 class CatalogSettings:
-    """Where the catalog and the warehouse are.  Serializable into a CompactionJob."""
+    """Where the catalog and the warehouse are.  Serializable into a CompactionJob (no secrets: S3
+    credentials come from the environment of the process that uses them, see bench.catalog.s3)."""
 
-    warehouse: str  # absolute local path of the warehouse directory
+    warehouse: str  # absolute local path of the warehouse directory, or s3://bucket/prefix
     name: str = CATALOG_NAME
     namespace: str = NAMESPACE
     rest_uri: str | None = None  # set while a REST server (embedded or external) serves this catalog
     external_rest: bool = False  # True when the user pointed us at an external REST catalog
     properties: dict[str, str] = field(default_factory=dict)
+    state_dir: str | None = None  # local dir of catalog.db + dataset manifests (default: see above)
+
+    @classmethod
+    def for_warehouse(cls, warehouse: str | os.PathLike | None = None, **kwargs) -> "CatalogSettings":
+        """Settings for --warehouse (a directory, file:// URI or s3://bucket/prefix; None = default)."""
+        wh = normalize_warehouse(warehouse)
+        if s3.is_s3(wh) and "state_dir" not in kwargs:
+            kwargs["state_dir"] = str(state_dir_for(wh))
+        return cls(warehouse=wh, **kwargs)
+
+    @property
+    def is_remote(self) -> bool:
+        """True when the warehouse is on S3."""
+        return s3.is_s3(self.warehouse)
 
     @property
     def warehouse_path(self) -> Path:
+        """The local warehouse directory (only for a local warehouse)."""
+        if self.is_remote:
+            raise ValueError(f"the warehouse {self.warehouse} is not a local directory "
+                             "(use state_path for local state, warehouse_uri for the location)")
         return Path(self.warehouse)
 
     @property
+    def state_path(self) -> Path:
+        """Local directory holding catalog.db and datasets/ (the warehouse itself when it is local)."""
+        if self.state_dir:
+            return Path(self.state_dir)
+        if self.is_remote:
+            return state_dir_for(self.warehouse)
+        return self.warehouse_path
+
+    @property
+    def datasets_path(self) -> Path:
+        return self.state_path / "datasets"
+
+    @property
     def sqlite_path(self) -> Path:
-        return self.warehouse_path / "catalog.db"
+        return self.state_path / "catalog.db"
 
     @property
     def sqlalchemy_uri(self) -> str:
@@ -44,16 +123,44 @@ class CatalogSettings:
 
     @property
     def warehouse_uri(self) -> str:
+        if self.is_remote:
+            return self.warehouse
         return self.warehouse_path.resolve().as_uri()
 
+    @property
+    def rest_warehouse(self) -> str:
+        """What a REST client passes as `warehouse` to the loopback server (it accepts its path)."""
+        return self.warehouse if self.is_remote else str(self.warehouse_path.resolve())
+
+    def file_io_properties(self) -> dict[str, str]:
+        """pyiceberg/iceberg-rust FileIO properties for this warehouse, from the environment (they may
+        hold credentials: never record them; `bench.catalog.s3.redact` for display)."""
+        return s3.fileio_properties() if self.is_remote else {}
+
+    def storage_description(self) -> dict:
+        """Where the warehouse is, for results (no secrets)."""
+        if not self.is_remote:
+            return {"storage": "local", "warehouse": self.warehouse}
+        return {"storage": "s3", "warehouse": self.warehouse, "state_dir": str(self.state_path),
+                "s3": s3.S3Connection.from_env().describe()}
+
+    def prepare_state(self) -> Path:
+        """Create the local state directory (recording which warehouse it belongs to)."""
+        path = self.state_path
+        path.mkdir(parents=True, exist_ok=True)
+        if self.is_remote:
+            marker = path / "warehouse.json"
+            if not marker.exists():
+                marker.write_text(json.dumps({"warehouse": self.warehouse}) + "\n")
+        return path
+
     def with_rest(self, uri: str) -> "CatalogSettings":
-        return CatalogSettings(self.warehouse, self.name, self.namespace, uri, self.external_rest,
-                               dict(self.properties))
+        return dataclasses.replace(self, rest_uri=uri, properties=dict(self.properties))
 
     def to_dict(self) -> dict:
         return {"warehouse": self.warehouse, "name": self.name, "namespace": self.namespace,
                 "rest_uri": self.rest_uri, "external_rest": self.external_rest,
-                "properties": dict(self.properties)}
+                "properties": dict(self.properties), "state_dir": self.state_dir}
 
     @classmethod
     def from_dict(cls, d: dict) -> "CatalogSettings":
@@ -64,8 +171,9 @@ def load_sql_catalog(settings: CatalogSettings):
     """pyiceberg SqlCatalog over the embedded SQLite database (created if missing)."""
     from pyiceberg.catalog.sql import SqlCatalog
 
-    settings.warehouse_path.mkdir(parents=True, exist_ok=True)
-    return SqlCatalog(settings.name, uri=settings.sqlalchemy_uri, warehouse=settings.warehouse_uri)
+    settings.prepare_state()
+    return SqlCatalog(settings.name, uri=settings.sqlalchemy_uri, warehouse=settings.warehouse_uri,
+                      **settings.file_io_properties())
 
 
 def load_catalog(settings: CatalogSettings):
@@ -73,5 +181,6 @@ def load_catalog(settings: CatalogSettings):
     if settings.external_rest and settings.rest_uri:
         from pyiceberg.catalog.rest import RestCatalog
 
-        return RestCatalog(settings.name, uri=settings.rest_uri, **settings.properties)
+        return RestCatalog(settings.name, uri=settings.rest_uri,
+                           **{**settings.file_io_properties(), **settings.properties})
     return load_sql_catalog(settings)

@@ -13,6 +13,12 @@ packages `duckdb-extension-iceberg/-avro/-httpfs` in site-packages, whose versio
 Reads go through the REST catalog (`ATTACH ... (TYPE iceberg, ENDPOINT ..., AUTHORIZATION_TYPE
 'none')`), so DuckDB sees exactly the snapshot the catalog serves, applying position and equality
 deletes itself.  Only the loopback catalog without authentication is supported here.
+
+For an S3 warehouse (`settings.is_remote`) the connection gets an S3 secret built from the AWS
+environment (`bench.catalog.s3.S3Connection.duckdb_secret_sql`: endpoint, region, path-style URLs,
+credentials), and the catalog is attached with ACCESS_DELEGATION_MODE 'none', so DuckDB reads with that
+secret.  `duckdb_connect(remote=True)` gives a plain connection with the same secret, for read_parquet
+over s3:// paths (the verifier).
 """
 
 from __future__ import annotations
@@ -49,6 +55,36 @@ def _quote(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
+def duckdb_connect(remote: bool = False):
+    """A new in-memory DuckDB connection; with `remote`, httpfs is loaded (from its PyPI package) and an
+    S3 secret from the AWS environment is created, so read_parquet reads s3:// paths."""
+    import duckdb
+
+    if not remote:
+        return duckdb.connect()
+    path = extension_path("httpfs")
+    con = duckdb.connect(config={"autoinstall_known_extensions": False,
+                                 "autoload_known_extensions": False})
+    try:
+        con.execute(f"LOAD {_quote(str(path))}")
+        _create_s3_secret(con)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _create_s3_secret(con) -> None:
+    import duckdb
+
+    from bench.catalog.s3 import S3Connection
+
+    try:
+        con.execute(S3Connection.from_env().duckdb_secret_sql())
+    except duckdb.Error as e:  # the message could quote the statement, which holds the credentials
+        raise UserError(f"DuckDB could not create its S3 secret ({type(e).__name__})") from None
+
+
 def duckdb_connect_iceberg(settings: CatalogSettings, alias: str = ALIAS):
     """A new in-memory DuckDB connection with the REST catalog of `settings` attached as `alias`.
 
@@ -70,11 +106,17 @@ def duckdb_connect_iceberg(settings: CatalogSettings, alias: str = ALIAS):
         for path in paths:
             con.execute(f"LOAD {_quote(str(path))}")
         warehouse = (settings.properties.get("warehouse") if settings.external_rest else None) \
-            or str(settings.warehouse_path.resolve())
+            or settings.rest_warehouse
+        delegation = ""
+        if settings.is_remote:
+            _create_s3_secret(con)
+            delegation = ", ACCESS_DELEGATION_MODE 'none'"  # read with our secret, not vended config
         con.execute(f"ATTACH {_quote(warehouse)} AS {alias} (TYPE iceberg, "
-                    f"ENDPOINT {_quote(settings.rest_uri)}, AUTHORIZATION_TYPE 'none')")
-    except duckdb.Error as e:
+                    f"ENDPOINT {_quote(settings.rest_uri)}, AUTHORIZATION_TYPE 'none'{delegation})")
+    except BaseException as e:
         con.close()
+        if not isinstance(e, duckdb.Error):
+            raise
         raise UserError(f"DuckDB could not attach the Iceberg REST catalog at {settings.rest_uri}: "
                         f"{str(e).splitlines()[0]}") from None
     return con

@@ -36,7 +36,7 @@ race (also against Spark committing through JDBC to the same file) is HTTP 409 w
 model (type CommitFailedException), never a silent overwrite.
 
 Run it in its own process (so catalog work is not measured against an engine):
-    python -m bench.catalog.rest --warehouse DIR [--name bench] [--host 127.0.0.1] [--port 0]
+    python -m bench.catalog.rest --warehouse DIR|s3://B/P [--state-dir D] [--name bench] [--host 127.0.0.1] [--port 0]
                                  [--ready-file F] [--log-file L] [--parent-pid PID]
 It binds loopback addresses only, writes its URI (`http://127.0.0.1:PORT`) to the ready file once it
 accepts connections, logs one line per request to --log-file when given (nothing otherwise; server
@@ -137,12 +137,13 @@ def serve(settings: CatalogSettings, *, log_file: str | os.PathLike | None = Non
         check_rest_uri(settings.rest_uri)
         yield settings
         return
-    settings.warehouse_path.mkdir(parents=True, exist_ok=True)
+    settings.prepare_state()
     with tempfile.TemporaryDirectory(prefix="bench-rest-") as tmp:
         ready = Path(tmp) / "ready"
         err_path = Path(tmp) / "stderr.log"
         cmd = [sys.executable, "-m", "bench.catalog.rest",
-               "--warehouse", str(settings.warehouse_path.resolve()), "--name", settings.name,
+               "--warehouse", settings.rest_warehouse, "--state-dir", str(settings.state_path),
+               "--name", settings.name,
                "--host", "127.0.0.1", "--port", "0", "--ready-file", str(ready),
                "--parent-pid", str(os.getpid())]
         if log_file:
@@ -286,6 +287,11 @@ class CatalogService:
 
         self.settings = settings
         self.catalog = load_sql_catalog(settings)
+        # FileIO properties handed to clients with every table (LoadTableResult.config): for an S3
+        # warehouse the endpoint, region and credentials of this process's environment, so
+        # iceberg-compaction (iceberg-rust) and DuckDB reach the files (the REST spec's way to vend
+        # storage settings; this server binds loopback only)
+        self.table_config = settings.file_io_properties()
         # import what the first load/commit needs now (~0.5 s), not inside the first timed request
         import pyiceberg.catalog.rest  # noqa: F401
         import pyiceberg.table.update  # noqa: F401
@@ -308,9 +314,11 @@ class CatalogService:
         return 200, config
 
     def _is_our_warehouse(self, asked: str) -> bool:
-        ours = self.settings.warehouse_path.resolve()
         if asked.rstrip("/") in (self.settings.name, self.settings.warehouse_uri.rstrip("/")):
             return True
+        if self.settings.is_remote:
+            return False
+        ours = self.settings.warehouse_path.resolve()
         path = urlsplit(asked).path if asked.startswith("file:") else asked
         try:
             return Path(unquote(path)).resolve() == ours
@@ -461,12 +469,11 @@ class CatalogService:
         # swaps the metadata pointer only if it is still the validated one -> CommitFailedException.
         return self.catalog.commit_table(_Named(identifier), tuple(req.requirements), tuple(req.updates))
 
-    @staticmethod
-    def _table_response(table, metadata_location: str | None | type = ...):
+    def _table_response(self, table, metadata_location: str | None | type = ...):
         from pyiceberg.catalog.rest import TableResponse
 
         loc = table.metadata_location if metadata_location is ... else metadata_location
-        return TableResponse(metadata_location=loc, metadata=table.metadata, config={})
+        return TableResponse(metadata_location=loc, metadata=table.metadata, config=dict(self.table_config))
 
 
 def make_handler(service: CatalogService, log: Callable[[str], None] | None):
@@ -597,7 +604,10 @@ def run_server(settings: CatalogSettings, host: str = "127.0.0.1", port: int = 0
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.catalog.rest",
                                  description="Loopback Iceberg REST catalog over <warehouse>/catalog.db")
-    ap.add_argument("--warehouse", required=True, help="warehouse directory (holds catalog.db)")
+    ap.add_argument("--warehouse", required=True,
+                    help="warehouse directory (holds catalog.db) or s3://bucket/prefix (with --state-dir)")
+    ap.add_argument("--state-dir", help="local directory holding catalog.db (default: the warehouse "
+                                        "directory; for S3 see bench.catalog)")
     ap.add_argument("--name", default=CatalogSettings("").name, help="catalog name in the SQLite tables")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0, help="0 = pick a free port")
@@ -605,8 +615,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log-file", help="append one line per request here")
     ap.add_argument("--parent-pid", type=int, help="exit when this process is no longer our parent")
     a = ap.parse_args(argv)
-    settings = CatalogSettings(str(Path(a.warehouse).resolve()), name=a.name)
     try:
+        extra = {"state_dir": str(Path(a.state_dir).resolve())} if a.state_dir else {}
+        settings = CatalogSettings.for_warehouse(a.warehouse, name=a.name, **extra)
         run_server(settings, a.host, a.port, a.ready_file, a.log_file, a.parent_pid)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)

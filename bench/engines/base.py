@@ -92,5 +92,14 @@ class Engine(Protocol):
         """Release sessions.  Must be safe to call after a failed open()."""
 
 
+def storage_requirements(engine, settings) -> list[Requirement]:
+    """What `engine` needs to reach the warehouse of `settings` (bench.catalog.CatalogSettings), e.g.
+    an S3 warehouse.  Engines may define an optional method `storage_requirements(settings)`; one
+    without it needs nothing beyond `requirements()`.  The runner refuses to start when one fails
+    (exit 2), and `bench doctor` lists them for $BENCH_WAREHOUSE."""
+    fn = getattr(engine, "storage_requirements", None)
+    return list(fn(settings)) if fn is not None else []
+
+
 class EngineOOM(RuntimeError):
     """The engine ran out of memory (e.g. java.lang.OutOfMemoryError)."""

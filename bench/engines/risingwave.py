@@ -74,6 +74,7 @@ class RisingWaveEngine:
     def __init__(self) -> None:
         self._catalog = None
         self._rest_uri: str | None = None
+        self._warehouse: str | None = None
 
     # -- doctor -------------------------------------------------------------------------------
     def requirements(self) -> list[Requirement]:
@@ -95,12 +96,16 @@ class RisingWaveEngine:
         if not settings.rest_uri:
             raise UserError("the risingwave engine needs a REST catalog but job.catalog has no rest_uri "
                             "(the runner serves one with bench.catalog.rest.serve)")
-        properties = {str(k): str(v) for k, v in settings.properties.items()}
+        # S3 warehouse: FileIO settings (endpoint, region, credentials) from this process's environment;
+        # the loopback server hands the same out in LoadTableResult.config
+        properties = {**settings.file_io_properties(),
+                      **{str(k): str(v) for k, v in settings.properties.items()}}
         if settings.external_rest:
             warehouse = properties.get("warehouse")
         else:
-            warehouse = str(settings.warehouse_path.resolve())  # the loopback server accepts its path
+            warehouse = settings.rest_warehouse  # the loopback server accepts its path or S3 URI
         self._rest_uri = settings.rest_uri
+        self._warehouse = settings.warehouse
         self._catalog = ic.RestCatalog(settings.name, uri=settings.rest_uri, warehouse=warehouse,
                                        properties=properties)
 
@@ -175,6 +180,7 @@ class RisingWaveEngine:
             "to_branch": "main",
             "catalog": "rest",
             "rest_uri": self._rest_uri,
+            "warehouse": self._warehouse,
             "output_codec": f"{OUTPUT_CODEC} (fixed by iceberg-compaction: not configurable)",
             "memory_limit": "not configurable; enforced by the harness from outside",
             "memory_budget_bytes": job.memory_budget_bytes,

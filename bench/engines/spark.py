@@ -14,6 +14,10 @@ and the JVM's off-heap pools are capped (MaxDirectMemorySize 10%, MaxMetaspaceSi
 so heap + off-heap stays near the budget (Spark + Iceberg use ~150 MiB of non-heap memory).  Spark
 refuses a heap under 450 MiB, so the smallest budget is 706 MiB.  The rule is recorded in the outcome.
 Scenario options (`engines: spark:`): see OPTIONS below.
+An S3 warehouse (`--warehouse s3://...`) needs Iceberg's S3FileIO and the AWS SDK (iceberg-aws-bundle),
+which only Maven Central has: with BENCH_SPARK_MAVEN=1 (a node with internet) it is added to
+spark.jars.packages with the catalog's io-impl/s3.endpoint/s3.path-style-access/client.region
+(bench.spark_runtime); offline the engine says it is unavailable (`storage_requirements`).
 A java.lang.OutOfMemoryError ends the JVM at once (-XX:+ExitOnOutOfMemoryError, exit code 3) and is
 raised as EngineOOM, so the runner records status "oom" instead of waiting on a half-dead JVM.
 """
@@ -189,6 +193,10 @@ class SparkEngine:
         return [*spark_runtime.runtime_requirements(),
                 module_requirement("psutil", "pip install psutil (sizes the local profile)")]
 
+    def storage_requirements(self, settings: CatalogSettings) -> list[Requirement]:
+        """An S3 warehouse needs iceberg-aws-bundle: online only (BENCH_SPARK_MAVEN=1)."""
+        return [spark_runtime.s3_requirement()] if settings.is_remote else []
+
     # -- life cycle ------------------------------------------------------------------------------
     def _conf(self, job: CompactionJob) -> dict[str, str]:
         cat = CatalogSettings.from_dict(job.catalog)
@@ -226,6 +234,9 @@ class SparkEngine:
             raise UserError(f"spark engine: spark_conf may not set {reserved[0]}: it comes from the profile, "
                             f"the memory budget or the job")
         codec = self._codec(job)  # validate before paying for a JVM
+        for req in self.storage_requirements(CatalogSettings.from_dict(job.catalog)):
+            if not req.ok:
+                raise UserError(f"{req.detail}; {req.fix}")
         conf = self._conf(job)
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
         from pyspark.sql import SparkSession
