@@ -124,14 +124,17 @@ def selfcheck():
 
 
 @selfcheck.command("datagen")
-@click.option("--files", type=click.IntRange(min=2), default=48, show_default=True)
+@click.option("--files", type=click.IntRange(min=2), default=87, show_default=True,
+              help="Files to write (87 = the local scale of bin-packing).")
 @click.option("--file-mb", type=float, default=11.0, show_default=True)
+@click.option("--codec", type=click.Choice(["uncompressed", "zstd"]), default="uncompressed", show_default=True)
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True)
 @one_line_errors
-def selfcheck_datagen(files, file_mb):
+def selfcheck_datagen(files, file_mb, codec, rounds):
     """Datagen throughput against a plain pyarrow write of the same bytes (goal ratio >= 0.8)."""
     from datagen.selfcheck import datagen_throughput
 
-    for line in datagen_throughput(files=files, file_mb=file_mb):
+    for line in datagen_throughput(files=files, file_mb=file_mb, codec=codec, rounds=rounds):
         click.echo(line)
 
 

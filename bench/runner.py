@@ -33,7 +33,6 @@ from bench.scenario import Scenario, load_scenario
 
 Echo = Callable[[str], None]
 GiB = 1024**3
-PUBLISHED_NODE_RAM = 64 * 10**9  # m5.4xlarge: 64 GB
 LOG_TAIL_LINES = 40
 
 
@@ -66,8 +65,9 @@ def parse_size(text: str, what: str) -> int:
 
 
 def default_memory_budget() -> int:
-    """The published node's 64 GB, scaled to this node: the whole node's RAM, as there."""
-    return int(psutil.virtual_memory().total * (PUBLISHED_NODE_RAM / PUBLISHED_NODE_RAM))
+    """The published node's 64 GB scaled to this node: on the published m5.4xlarge each engine had the
+    whole node's RAM, so here it gets the whole of this node's RAM."""
+    return int(psutil.virtual_memory().total)
 
 
 def resolve_warehouse(warehouse: str | None) -> CatalogSettings:

@@ -44,16 +44,21 @@ order item customer cart checkout payment refund shipment warehouse carrier trac
 _EPOCH_US = 1_735_689_600_000_000  # 2025-01-01T00:00:00Z
 
 
-class ValuePools:
-    """Pools of strings generated once per process from the seed; rows take from them by index, which
-    keeps generation far cheaper than the Parquet write (see `bench selfcheck datagen`)."""
+POOL_ROWS = 1 << 20  # rows of the per-process value pool (~40 MB)
 
-    def __init__(self, seed: int, size: int = 8192, payload_size: int = 65536):
+
+class ValuePools:
+    """Column values generated once per process from the seed.  A file's non-key columns are windows
+    (zero-copy slices at random offsets) into these pools, so generating a file costs a few
+    milliseconds and datagen is bound by the Parquet write, not by random-number generation (see
+    `bench selfcheck datagen`).  The pools are large (2^20 rows, 65,536 payload texts) so a file's
+    values do not repeat within it more than real data would."""
+
+    def __init__(self, seed: int, size: int = 8192, payload_size: int = 65536, rows: int = POOL_ROWS):
         rng = np.random.default_rng([seed, 0xC0FFEE])
         lengths = rng.integers(8, 21, size)
         chars = _ALPHABET[rng.integers(0, len(_ALPHABET), (size, 20))]
-        self.v3 = pa.array([chars[i, : lengths[i]].tobytes().decode() for i in range(size)],
-                           type=pa.large_string())
+        v3 = pa.array([chars[i, : lengths[i]].tobytes().decode() for i in range(size)], type=pa.large_string())
         # free text: pooled words plus a number; the pool is large enough that a file's payloads do not
         # dictionary-encode (like real high-cardinality payloads) yet compress as text does
         nwords = rng.integers(8, 25, payload_size)
@@ -62,6 +67,15 @@ class ValuePools:
         text = pc.binary_join(pa.ListArray.from_arrays(offsets, words), " ")
         tags = pc.cast(pa.array(rng.integers(0, 1 << 40, payload_size)), pa.string())
         self.payload = pc.cast(pc.binary_join_element_wise(text, tags, " #"), pa.large_string())
+        self.columns = {
+            "v3": v3.take(pa.array(rng.integers(0, size, rows))),
+            "user_id": pa.array(rng.integers(0, 5_000_000, rows, dtype=np.int64)),
+            "amount": pa.array(rng.integers(1, 50_000, rows) / 100.0),
+            "quantity": pa.array(rng.integers(1, 20, rows, dtype=np.int32)),
+            "status": _STATUSES.take(pa.array(rng.integers(0, len(_STATUSES), rows))),
+            "region": _REGIONS.take(pa.array(rng.integers(0, len(_REGIONS), rows))),
+            "is_test": pa.array(rng.random(rows) < 0.01),
+        }
 
 
 @functools.lru_cache(maxsize=4)
@@ -71,30 +85,25 @@ def pools_for(seed: int) -> ValuePools:
 
 def make_rows(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int) -> pa.Table:
     """Rows of one data file.  Deterministic in (seed, file_index); keys (v1, v2) are unique across the
-    table because v2 = key_offset + row number, with key_offset unique per file."""
+    table because v2 = key_offset + row number, with key_offset unique per file.  Event times rise
+    through the file's minute like a stream's."""
     rng = np.random.default_rng([seed, file_index])
-    n = len(pools.v3)
-    idx = rng.integers(0, n, rows)
-    ts = _EPOCH_US + file_index * 60_000_000 + np.sort(rng.integers(0, 60_000_000, rows))
+    starts = rng.integers(0, POOL_ROWS, len(pools.columns) + 1)
+    ts = _EPOCH_US + file_index * 60_000_000 + (np.arange(rows, dtype=np.int64) * 60_000_000) // rows
+    win = {name: _window(col, int(st), rows) for (name, col), st in zip(pools.columns.items(), starts)}
     cols = [
         pa.array(rng.integers(0, 1 << 20, rows, dtype=np.int32)),
         pa.array(np.arange(key_offset, key_offset + rows, dtype=np.int64)),
-        pools.v3.take(pa.array(idx)),
+        win["v3"],
         pa.array(ts, type=pa.timestamp("us")),
-        pa.array(rng.integers(0, 5_000_000, rows, dtype=np.int64)),
-        pa.array(rng.integers(1, 50_000, rows) / 100.0),
-        pa.array(rng.integers(1, 20, rows, dtype=np.int32)),
-        _STATUSES.take(pa.array(rng.integers(0, len(_STATUSES), rows))),
-        _REGIONS.take(pa.array(rng.integers(0, len(_REGIONS), rows))),
-        pa.array(rng.random(rows) < 0.01),
-        _window(pools.payload, int(rng.integers(0, len(pools.payload))), rows),
+        win["user_id"], win["amount"], win["quantity"], win["status"], win["region"], win["is_test"],
+        _window(pools.payload, int(starts[-1]) % len(pools.payload), rows),
     ]
     return pa.Table.from_arrays(cols, schema=ARROW_SCHEMA)
 
 
 def _window(pool: pa.Array, start: int, rows: int) -> pa.ChunkedArray:
-    """`rows` consecutive values of `pool` from `start`, wrapping around: zero-copy slices, so the
-    widest column costs nothing to generate."""
+    """`rows` consecutive values of `pool` from `start`, wrapping around: zero-copy slices."""
     chunks, pos, left = [], start, rows
     while left:
         take = min(left, len(pool) - pos)
