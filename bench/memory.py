@@ -10,11 +10,25 @@ sampled at 10 Hz by the telemetry sampler, exceeds the budget.  The result recor
 from __future__ import annotations
 
 import os
+import re
 import signal
 import uuid
 from pathlib import Path
 
+from bench.errors import UserError
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def parse_size(text: str, what: str = "size") -> int:
+    """'8G', '512m', '1.5GiB', '40g' (Spark's spelling) or a byte count -> bytes (binary units)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*", str(text), re.IGNORECASE)
+    if not m:
+        raise UserError(f"{what} {text!r} is not a size; use e.g. 512M, 8G, 1.5G or a byte count")
+    value = float(m.group(1)) * 1024 ** "bkmgt".index((m.group(2) or "b").lower())
+    if value <= 0:
+        raise UserError(f"{what} must be positive, got {text!r}")
+    return int(value)
 
 
 def _own_cgroup() -> tuple[str, Path] | None:

@@ -28,6 +28,7 @@ from bench.catalog import CatalogSettings, load_catalog
 from bench.engines import get_engine, parse_engines
 from bench.engines.base import CompactionJob
 from bench.errors import UserError
+from bench.memory import parse_size
 from bench.results import RunResult, TableStats, save, write_atomic
 from bench.scenario import Scenario, load_scenario
 
@@ -52,16 +53,6 @@ class RunOptions:
     catalog_uri: str | None = None
     target_file_size: str | None = None
     instance_type: str | None = None
-
-
-def parse_size(text: str, what: str) -> int:
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*", str(text), re.IGNORECASE)
-    if not m:
-        raise UserError(f"{what} {text!r} is not a size; use e.g. 512M, 8G, 1.5G or a byte count")
-    value = float(m.group(1)) * 1024 ** "bkmgt".index((m.group(2) or "b").lower())
-    if value <= 0:
-        raise UserError(f"{what} must be positive, got {text!r}")
-    return int(value)
 
 
 def default_memory_budget() -> int:

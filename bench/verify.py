@@ -28,23 +28,9 @@ from pyiceberg.table import Table
 from bench.catalog.s3 import filesystem, is_s3
 from bench.results import TableStats, Verification
 from datagen.checksum import checksum_select
+from datagen.dataset import live_manifest_entries
 
 POS_FILE_PATH_ID = 2147483546  # Iceberg spec: position-delete file_path field id
-
-
-def live_manifest_entries(tbl: Table, snapshot_id: int | None = None):
-    """The live manifest entries (file + its data sequence number) of a snapshot."""
-    snap = tbl.snapshot_by_id(snapshot_id) if snapshot_id else tbl.current_snapshot()
-    if snap is None:
-        return []
-    entries = []
-    for m in snap.manifests(tbl.io):
-        entries.extend(m.fetch_manifest_entry(tbl.io, discard_deleted=True))
-    return entries
-
-
-def live_entries(tbl: Table, snapshot_id: int | None = None):
-    return [e.data_file for e in live_manifest_entries(tbl, snapshot_id)]
 
 
 def local_path(uri: str) -> str:

@@ -192,16 +192,20 @@ def drop_incomplete(catalog: Catalog, ident: str) -> None:
         pass
 
 
-def live_file_paths(tbl: Table) -> list[str]:
-    """Every data and delete file referenced by the current snapshot (from the manifests)."""
-    snap = tbl.current_snapshot()
+def live_manifest_entries(tbl: Table, snapshot_id: int | None = None):
+    """The live manifest entries (file + its data sequence number) of a snapshot (default: current)."""
+    snap = tbl.snapshot_by_id(snapshot_id) if snapshot_id else tbl.current_snapshot()
     if snap is None:
         return []
-    out = []
+    entries = []
     for m in snap.manifests(tbl.io):
-        for e in m.fetch_manifest_entry(tbl.io, discard_deleted=True):
-            out.append(e.data_file.file_path)
-    return sorted(out)
+        entries.extend(m.fetch_manifest_entry(tbl.io, discard_deleted=True))
+    return entries
+
+
+def live_file_paths(tbl: Table) -> list[str]:
+    """Every data and delete file referenced by the current snapshot (from the manifests)."""
+    return sorted(e.data_file.file_path for e in live_manifest_entries(tbl))
 
 
 def generate_smallfiles(catalog: Catalog, ident: str, recipe: dict, scale: float, seed: int,

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 from bench.catalog import CatalogSettings
 from bench.engines.base import CompactionJob, EngineOOM, EngineOutcome, Requirement, module_requirement
 from bench.errors import UserError
+from bench.memory import parse_size
 from bench import spark_runtime
 
 GiB = 1024**3
@@ -82,15 +83,6 @@ CODECS = ("snappy", "zstd", "gzip", "lz4", "uncompressed", "none", "brotli")
 OOM_EXIT_CODES = {3: "-XX:+ExitOnOutOfMemoryError", 52: "Spark executor OOM exit"}
 OOM_TEXT = re.compile(r"(java\.lang\.OutOfMemoryError|SparkOutOfMemoryError|OutOfDirectMemoryError"
                       r"|Java heap space|GC overhead limit exceeded|Direct buffer memory)")
-
-
-def parse_size(text: str) -> int:
-    """Spark's memory strings ('40g', '512m', '1024k', plain bytes) -> bytes."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*", str(text).lower())
-    if not m:
-        raise UserError(f"not a memory size: {text!r} (use e.g. 512m or 4g)")
-    mult = {"": 1, "k": 1024, "m": MiB, "g": GiB, "t": 1024 * GiB}[m.group(2)]
-    return int(float(m.group(1)) * mult)
 
 
 def fmt_mib(n: int) -> str:
