@@ -13,7 +13,7 @@ TEST_APT_PACKAGES := chromium
 
 .PHONY: setup system-deps test-deps run test clean-warehouse
 
-# Debian packages: Java for Spark, jarjar to repair the Iceberg runtime jar, the SQLite JDBC driver.
+# Debian packages: Java for Iceberg's JVMs, jarjar to repair the Iceberg runtime jar, the SQLite JDBC driver.
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -47,7 +47,11 @@ test-deps: setup
 	fi
 	bash terraform/ci/install-checkov.sh >/dev/null
 
+# The layer contract (import-linter), lint (ruff) and the lower layer's types (mypy), then the tests.
 test: test-deps
+	$(BIN)/lint-imports
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/pytest -q
 
 clean-warehouse:

@@ -21,12 +21,12 @@ import subprocess
 import sys
 import tarfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
-from bench.errors import UserError, one_line_errors
+from bench.core.errors import UserError, one_line_errors
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TF_DIR = PROJECT_ROOT / "terraform"
@@ -120,7 +120,7 @@ def pack_harness(root: Path, out: Path) -> tuple[Path, str, int]:
 
 
 def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
 def _split(csv: str | None) -> list[str] | None:
@@ -284,20 +284,14 @@ def fetch(terraform_dir, bucket, run_id, dest, report, report_out):
 
 
 def render_report(run_dir: Path, run_id: str, out: Path | None = None) -> Path | None:
-    """`bench report <run_dir>/results --out reports/aws-<run-id>.html`, when the harness has it."""
-    from bench.cli import main as cli_main
+    """The report of the fetched results, as `bench report <run_dir>/results` writes it."""
+    from reports.render import render_report as render
 
     results = run_dir / "results"
-    if "report" not in cli_main.commands:
-        click.echo("report: this harness has no `bench report` command yet; skipped")
-        return None
     if not results.is_dir():
         click.echo(f"report: no results in {results}; skipped")
         return None
-    out = out or PROJECT_ROOT / "reports" / f"aws-{run_id}.html"
-    proc = subprocess.run([sys.executable, "-m", "bench.cli", "report", str(results), "--out", str(out)])
-    if proc.returncode != 0:
-        raise UserError(f"bench report failed (exit {proc.returncode}); the results are in {results}")
+    out = render([results], out=out or PROJECT_ROOT / "reports" / f"aws-{run_id}.html")
     click.echo(f"report: {out}")
     return out
 

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
-from bench.cost import instance_type_option
-from bench.errors import one_line_errors
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from bench.aws_cli import aws
+from bench.core.cost import DEFAULT_INSTANCE, PRICES
+from bench.core.errors import one_line_errors
+from bench.core.progress import Progress
+from bench.core.units import SCALE_HELP
+from bench.telemetry.selfcheck import selfcheck_telemetry
+from reports.cli import export_cmd, report_cmd
 
 
 def positive_scale(ctx, param, value):
     if value is not None and not value > 0:
-        raise click.BadParameter("must be a positive number (1.0 = the published size)")
+        raise click.BadParameter(SCALE_HELP)
     return value
 
 
@@ -29,7 +31,7 @@ def main():
 @one_line_errors
 def list_cmd():
     """List scenarios and engines."""
-    from bench.engines import engine_names
+    from bench.engines import engine_class, engine_names
     from bench.scenario import list_scenarios
 
     click.echo("scenarios:")
@@ -37,7 +39,11 @@ def list_cmd():
         click.echo(f"  {s.name:<22} {s.kind:<8} local scale {s.local_scale:<8g} {s.description.strip()}")
     click.echo("engines:")
     for n in engine_names():
-        click.echo(f"  {n}")
+        try:
+            desc = engine_class(n).description
+        except ImportError as e:
+            desc = f"(cannot be imported: {e})"
+        click.echo(f"  {n:<12} {desc}")
 
 
 @main.command()
@@ -53,14 +59,16 @@ def doctor(engines):
 @main.command()
 @one_line_errors
 def setup():
-    """Provision the offline Spark runtime (idempotent, cached)."""
-    from bench.spark_runtime import provision
+    """Provision Iceberg's Java runtime offline (idempotent, cached; online with BENCH_MAVEN=1)."""
+    from bench.core.iceberg_java.runtime import provision
 
     for line in provision():
         click.echo(line)
 
 
 def common_data_options(fn):
+    fn = click.option("--no-wait", "no_wait", is_flag=True, default=False,
+                      help="Exit at once (status 2) when another run holds the warehouse, instead of waiting.")(fn)
     fn = click.option("--warehouse", metavar="DIR|URI", default=None,
                       help="Warehouse: a directory, file:// URI or s3://bucket/prefix (default: "
                            "$BENCH_WAREHOUSE or ./warehouse). S3 settings come from the AWS_* "
@@ -76,23 +84,27 @@ def common_data_options(fn):
 @click.argument("scenario")
 @common_data_options
 @one_line_errors
-def datagen(scenario, scale, seed, warehouse):
+def datagen(scenario, scale, seed, warehouse, no_wait):
     """Generate (or reuse) the input table of SCENARIO."""
     from bench.runner import prepare_dataset
 
-    ds = prepare_dataset(scenario, scale=scale, seed=seed, warehouse=warehouse, echo=click.echo)
-    click.echo(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
-               f"({'reused' if ds.reused else 'generated'})")
+    progress = Progress()
+    ds = prepare_dataset(scenario, scale=scale, seed=seed, warehouse=warehouse, progress=progress,
+                         wait=not no_wait)
+    progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
+                  f"({'reused' if ds.reused else 'generated'})")
 
 
 @main.command()
 @click.argument("scenario")
 @common_data_options
-@click.option("--engines", default="spark,risingwave", show_default=True,
-              help="Comma-separated engines.")
+@click.option("--engines", default=None, help="Comma-separated engines (default: spark,risingwave).")
 @click.option("--reps", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Measured repetitions per engine.")
-@click.option("--warmup/--no-warmup", default=False, help="One unrecorded-in-stats warm-up run per engine.")
+              help="Measured repetitions per engine (their order rotates from one to the next).")
+@click.option("--warmup/--no-warmup", default=False, help="One warm-up run per engine, excluded from statistics.")
+@click.option("--cache", type=click.Choice(["cold", "warm"]), default=None,
+              help="Page cache before each engine run: cold (sync + drop caches; the default where the "
+                   "harness may, i.e. as root) or warm (sync + read the input once).")
 @click.option("--results-dir", type=click.Path(file_okay=False), default=None,
               help="Where results go (default: ./results).")
 @click.option("--run-id", default=None, help="Name of this run (default: a timestamp).")
@@ -103,19 +115,19 @@ def datagen(scenario, scale, seed, warehouse):
 @click.option("--catalog-uri", default=None,
               help="Use an external Iceberg REST catalog instead of the embedded one.")
 @click.option("--target-file-size", default=None, help="Override the scenario's target file size, e.g. 512M.")
-@instance_type_option
+@click.option("--instance-type", default=DEFAULT_INSTANCE, show_default=True,
+              help=f"On-demand price used for cost: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
 @one_line_errors
-def run(scenario, scale, seed, warehouse, engines, reps, warmup, results_dir, run_id, timeout,
+def run(scenario, scale, seed, warehouse, no_wait, engines, reps, warmup, cache, results_dir, run_id, timeout,
         memory_budget, catalog_uri, target_file_size, instance_type):
     """Run SCENARIO against the engines, verify every compaction and record results."""
     from bench.runner import RunOptions, run_scenario
 
-    opts = RunOptions(scenario=scenario, scale=scale, seed=seed, warehouse=warehouse,
-                      engines=engines, reps=reps, warmup=warmup, results_dir=results_dir,
-                      run_id=run_id, timeout_s=timeout, memory_budget=memory_budget,
-                      catalog_uri=catalog_uri, target_file_size=target_file_size,
-                      instance_type=instance_type)
-    run_scenario(opts, echo=click.echo)
+    opts = RunOptions(scenario=scenario, scale=scale, seed=seed, warehouse=warehouse, engines=engines,
+                      reps=reps, warmup=warmup, results_dir=results_dir, run_id=run_id, timeout_s=timeout,
+                      memory_budget=memory_budget, catalog_uri=catalog_uri, target_file_size=target_file_size,
+                      instance_type=instance_type, cache=cache, wait=not no_wait)
+    run_scenario(opts, Progress())
 
 
 @main.group()
@@ -138,11 +150,10 @@ def selfcheck_datagen(files, file_mb, codec, rounds):
         click.echo(line)
 
 
-# --- commands contributed by other modules (one line each) ---
-main.add_command(__import__("bench.aws_cli", fromlist=["aws"]).aws)  # bench aws up|status|fetch|down
-from bench.telemetry_selfcheck import selfcheck_telemetry; selfcheck.add_command(selfcheck_telemetry)  # noqa: E402,E702
-from reports.cli import report_cmd; main.add_command(report_cmd)  # noqa: E402,E702
-from reports.cli import export_cmd; main.add_command(export_cmd)  # noqa: E402,E702
+selfcheck.add_command(selfcheck_telemetry)
+main.add_command(aws)
+main.add_command(report_cmd)
+main.add_command(export_cmd)
 
 
 def entry() -> None:

@@ -27,13 +27,13 @@ import mimetypes
 import os
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterable, Mapping
 
 try:  # inside the harness: bad input is a UserError (the CLI prints one line, exit 2)
-    from bench.errors import UserError
+    from bench.core.errors import UserError
 except ImportError:  # run as a standalone script by the bootstrap
     class UserError(Exception):
         """Bad input: one line saying what is wrong."""
@@ -85,7 +85,7 @@ class UploadReport:
     uploaded: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
-    def extend(self, other: "UploadReport") -> None:
+    def extend(self, other: UploadReport) -> None:
         self.uploaded += other.uploaded
         self.errors += other.errors
 
@@ -203,7 +203,7 @@ def download(uri: str, dest: str | os.PathLike, *, client=None) -> list[Path]:
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def read_outcomes(path: str | os.PathLike) -> list[dict]:

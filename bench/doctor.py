@@ -7,8 +7,9 @@ import shutil
 
 import click
 
+from bench.core.iceberg_java import runtime as iceberg_runtime
+from bench.core.requirements import Requirement, module_requirement
 from bench.engines import engine_names, get_engine, parse_engines
-from bench.engines.base import Requirement, module_requirement
 
 
 def harness_requirements() -> list[Requirement]:
@@ -16,6 +17,8 @@ def harness_requirements() -> list[Requirement]:
             for m in ("pyiceberg", "pyarrow", "duckdb", "psutil", "sqlalchemy")]
     for ext in ("duckdb_extension_iceberg", "duckdb_extension_avro", "duckdb_extension_httpfs"):
         reqs.append(module_requirement(ext, "run `make setup` (DuckDB extensions for the verifier)"))
+    # Iceberg's Java library: the deletes datagen commits through it
+    reqs += [Requirement(f"iceberg java: {r.name}", r.ok, r.detail, r.fix) for r in iceberg_runtime.requirements()]
     free = shutil.disk_usage(os.getcwd()).free
     reqs.append(Requirement("free disk in the working directory", free > 2 * 1024**3,
                             f"{free / 1024**3:.1f} GiB free", "free some space or use --warehouse elsewhere"))
@@ -24,7 +27,7 @@ def harness_requirements() -> list[Requirement]:
 
 def s3_bucket_requirement(settings) -> Requirement:
     """Can this machine list the warehouse prefix (endpoint, credentials, permissions)?"""
-    from bench.catalog.s3 import S3Connection, split_s3_uri
+    from bench.core.catalog.s3 import S3Connection, split_s3_uri
 
     bucket, prefix = split_s3_uri(settings.warehouse)
     conn = S3Connection.from_env()
@@ -46,9 +49,8 @@ def s3_bucket_requirement(settings) -> Requirement:
 def warehouse_section(names: list[str]) -> tuple[str, list[Requirement]] | None:
     """For an S3 warehouse in $BENCH_WAREHOUSE: S3 settings, reachability, and what each engine and the
     deletes generator need to use it (Spark: online only).  None for a local warehouse."""
-    from bench.catalog import CatalogSettings
-    from bench.engines.base import storage_requirements
-    from bench.errors import UserError
+    from bench.core.catalog import CatalogSettings
+    from bench.core.errors import UserError
 
     try:
         settings = CatalogSettings.for_warehouse(None)
@@ -68,7 +70,7 @@ def warehouse_section(names: list[str]) -> tuple[str, list[Requirement]] | None:
     for n in names:
         try:
             reqs += [Requirement(f"engine {n}: {r.name}", r.ok, r.detail, r.fix)
-                     for r in storage_requirements(get_engine(n), settings)]
+                     for r in get_engine(n).storage_requirements(settings)]
         except ImportError:
             pass  # reported in the engine's own section
     return f"warehouse {settings.warehouse} ($BENCH_WAREHOUSE)", reqs

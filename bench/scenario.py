@@ -1,56 +1,37 @@
-"""Scenarios are declarative data: scenarios/<name>.yaml validated by this schema on load."""
+"""Scenarios are declarative data: scenarios/<name>.yaml, validated by this schema on load.
+
+A scenario names its table recipe (datagen.recipes, a union by kind), the target file size, the
+small-file threshold and output codec every engine is held to, each engine's options (validated by
+that engine's own Options model, before any data is generated) and the published figures.  Adding a
+scenario is adding a file.  Each result records the scenario exactly as it was run (`record()`).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from bench.errors import UserError
+from bench.core.errors import UserError
+from bench.core.results import Published, ScenarioRecord
+from bench.engines import REGISTRY, engine_class
+from datagen.recipes import TableRecipe
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+KIND_OF_RECIPE = {"binpack": "smallfiles", "deletes": "deletes"}
 
 
-class TableRecipe(BaseModel):
-    """What datagen builds.  `kind` selects the generator; the rest are its parameters at scale 1.0."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: Literal["smallfiles", "deletes"]
-    codec: Literal["uncompressed", "snappy", "zstd", "gzip"] = "uncompressed"
-    codec_level: int | None = None
-    # smallfiles: files and bytes at scale 1.0 (the published table)
-    files: int = 17_358
-    total_bytes: int = 193_000_000_000
-    files_per_commit: int = 32
-    min_files: int = 16  # floor on the file count at tiny scales
-    # deletes (datagen/deletes.py documents each): files at scale 1.0; files_per_commit = writer
-    # checkpoints per commit pair, min_files = floor on the data-file count
-    data_files: int = Field(0, ge=0)
-    position_delete_files: int = Field(0, ge=0)
-    equality_delete_files: int = Field(0, ge=0)
-    rows_per_data_file: int = Field(50_000, ge=1)
-    deleted_fraction: float = Field(0.2, ge=0.0, lt=1.0)  # of a data file's rows, by position + equality
-    position_delete_share: float = Field(0.5, ge=0.0, le=1.0)  # share of deleted_fraction by position
-    equality_window: int = Field(4, ge=1)  # a row dies in one of the next N equality deletes
-    unmatched_key_ratio: float = Field(0.1, ge=0.0)  # extra keys matching nothing, per matched key
-    equality_delete_bytes: int | None = None  # target total bytes of equality deletes at scale 1.0
-    params: dict[str, Any] = Field(default_factory=dict)
-
-
-class Published(BaseModel):
-    """The published figure for this scenario, shown beside the measured one in the report."""
+class Output(BaseModel):
+    """What every file an engine writes must be."""
 
     model_config = ConfigDict(extra="forbid")
 
-    source: str = ""
-    scale: float = 1.0
-    machine: str = "AWS m5.4xlarge (16 vCPU, 64 GB, EBS)"
-    duration_s: dict[str, float | None] = Field(default_factory=dict)  # engine -> seconds (None = OOM)
-    status: dict[str, str] = Field(default_factory=dict)
-    notes: str = ""
+    codec: Literal["snappy", "zstd", "gzip", "lz4", "uncompressed", "brotli"] = "snappy"
+    level: int | None = None
 
 
 class Scenario(BaseModel):
@@ -60,10 +41,42 @@ class Scenario(BaseModel):
     description: str
     kind: Literal["binpack", "deletes"]
     table: TableRecipe
-    target_file_size_bytes: int = 512 * 1024 * 1024
-    local_scale: float = 0.005  # the default scale of `bench run` on one machine
-    engines: dict[str, dict[str, Any]] = Field(default_factory=dict)  # engine -> options
+    target_file_size_bytes: int = Field(512 * 1024 * 1024, ge=1)
+    # a data file below small_file_ratio x target is small: bin-packing must rewrite it (both engines
+    # are told this threshold; Spark's own default min-file-size-bytes is 75 % of the target too)
+    small_file_ratio: float = Field(0.75, gt=0.0, le=1.0)
+    output: Output = Field(default_factory=Output)
+    local_scale: float = Field(0.005, gt=0.0)  # the default scale of `bench run` on one machine
+    engines: dict[str, dict[str, Any]] = Field(default_factory=dict)  # engine -> its options
     published: Published | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        if KIND_OF_RECIPE[self.kind] != self.table.kind:
+            raise ValueError(f"a {self.kind} scenario needs a {KIND_OF_RECIPE[self.kind]} table, "
+                             f"not {self.table.kind}")
+        for engine, options in self.engines.items():
+            if engine not in REGISTRY:
+                raise ValueError(f"engines.{engine}: unknown engine (known: {', '.join(REGISTRY)})")
+            try:
+                engine_class(engine).Options.model_validate(options or {})
+            except ValidationError as e:
+                err = e.errors()[0]
+                where = ".".join(str(x) for x in err["loc"])
+                raise ValueError(f"engines.{engine}{'.' + where if where else ''}: {err['msg']}") from None
+        return self
+
+    def small_file_threshold(self, target: int | None = None) -> int:
+        return int(self.small_file_ratio * (target or self.target_file_size_bytes))
+
+    def options_for(self, engine: str) -> dict[str, Any]:
+        """The engine's options, validated and dumped (defaults filled in)."""
+        return engine_class(engine).Options.model_validate(self.engines.get(engine) or {}).model_dump(mode="json")
+
+    def record(self) -> ScenarioRecord:
+        content = self.model_dump(mode="json")
+        digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
+        return ScenarioRecord(name=self.name, sha256=digest, content=content)
 
 
 def scenario_files(directory: Path = SCENARIO_DIR) -> dict[str, Path]:
@@ -81,9 +94,12 @@ def load_scenario(name_or_path: str, directory: Path = SCENARIO_DIR) -> Scenario
     try:
         data = yaml.safe_load(p.read_text())
         return Scenario.model_validate(data)
-    except (yaml.YAMLError, ValidationError) as e:
-        first = str(e).splitlines()
-        raise UserError(f"invalid scenario file {p}: {' '.join(first[:3])}") from None
+    except yaml.YAMLError as e:
+        raise UserError(f"invalid scenario file {p}: {' '.join(str(e).splitlines()[:2])}") from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise UserError(f"invalid scenario file {p}: {where + ': ' if where else ''}{err['msg']}") from None
 
 
 def list_scenarios(directory: Path = SCENARIO_DIR) -> list[Scenario]:

@@ -11,8 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
-from pyiceberg.types import (BooleanType, DoubleType, IntegerType, LongType, NestedField, StringType,
-                             TimestampType)
+from pyiceberg.types import BooleanType, DoubleType, IntegerType, LongType, NestedField, StringType, TimestampType
 
 KEY_COLUMNS = ("v1", "v2")
 
@@ -40,7 +39,7 @@ _WORDS = np.array("""lorem ipsum dolor sit amet consectetur adipiscing elit sed 
 labore et dolore magna aliqua enim ad minim veniam quis nostrud exercitation ullamco laboris nisi aliquip
 ex ea commodo consequat duis aute irure in reprehenderit voluptate velit esse cillum fugiat nulla pariatur
 excepteur sint occaecat cupidatat non proident sunt culpa qui officia deserunt mollit anim id est laborum
-order item customer cart checkout payment refund shipment warehouse carrier tracking invoice""".split())
+order item customer cart checkout payment refund shipment warehouse carrier tracking invoice""".split())  # noqa: SIM905
 _EPOCH_US = 1_735_689_600_000_000  # 2025-01-01T00:00:00Z
 
 

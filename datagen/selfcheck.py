@@ -3,7 +3,8 @@
 Both sides run in one process tree on the same machine, one after the other, with the same parallelism
 (one writer per core), writing to the same disk:
 - datagen: the whole pipeline — generate rows, write Parquet with pyiceberg's writer (field ids and column
-  statistics), commit every checkpoint to the SQLite catalog, write the dataset manifest;
+  statistics), compute each file's ground-truth checksum, commit every checkpoint to the SQLite catalog,
+  write the dataset manifest;
 - plain: `pyarrow.parquet.write_table` of the very same tables, generated beforehand (not timed),
   written from a pool of threads (pyarrow releases the GIL while writing).
 The ratio is datagen throughput / plain throughput, the median over interleaved rounds paired one
@@ -22,16 +23,16 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from bench.catalog import CatalogSettings, load_sql_catalog
+from bench.core.catalog import CatalogSettings, load_sql_catalog
 from datagen import smallfiles
 from datagen.dataset import prepare
+from datagen.recipes import SmallFilesRecipe
 from datagen.schema import make_rows, pools_for
 
 
-def _recipe(files: int, file_mb: float, codec: str) -> dict:
-    return {"kind": "smallfiles", "codec": codec, "codec_level": 5 if codec == "zstd" else None,
-            "files": files, "total_bytes": int(files * file_mb * 1e6), "files_per_commit": 32,
-            "min_files": files}
+def _recipe(files: int, file_mb: float, codec: str) -> SmallFilesRecipe:
+    return SmallFilesRecipe(codec=codec, codec_level=5 if codec == "zstd" else None, files=files,
+                            total_bytes=int(files * file_mb * 1e6), files_per_commit=32, min_files=files)
 
 
 def datagen_throughput(files: int = 24, file_mb: float = 11.0, codec: str = "uncompressed",
@@ -39,7 +40,7 @@ def datagen_throughput(files: int = 24, file_mb: float = 11.0, codec: str = "unc
     workers = os.cpu_count() or 1
     base = Path(tempfile.mkdtemp(prefix="bench-selfcheck-", dir=os.environ.get("BENCH_SELFCHECK_DIR")))
     recipe = _recipe(files, file_mb, codec)
-    plans = smallfiles.plan_files(files, recipe["total_bytes"], 1.0, files, seed)
+    plans = smallfiles.plan_files(files, recipe.total_bytes, 1.0, files, seed)
     pools = pools_for(seed)
     tables = [make_rows(pools, seed, p.index, p.rows, p.key_offset) for p in plans]
     pq_codec = "none" if codec == "uncompressed" else codec
@@ -51,8 +52,8 @@ def datagen_throughput(files: int = 24, file_mb: float = 11.0, codec: str = "unc
             wh = base / f"datagen-{r}"
             os.sync()  # each side starts with no dirty pages of the other's writes to flush
             t0 = time.perf_counter()
-            ds = prepare(load_sql_catalog(CatalogSettings(warehouse=str(wh))), wh, "bench", recipe, 1.0,
-                         seed, workers=workers, echo=lambda _: None)
+            settings = CatalogSettings(warehouse=str(wh))
+            ds = prepare(load_sql_catalog(settings), settings, recipe, 1.0, seed, workers=workers)
             gen_s = time.perf_counter() - t0
             gen_rates.append(ds.bytes / gen_s)
 
@@ -61,8 +62,8 @@ def datagen_throughput(files: int = 24, file_mb: float = 11.0, codec: str = "unc
             os.sync()
             t0 = time.perf_counter()
             with ThreadPoolExecutor(workers) as ex:
-                list(ex.map(lambda it: pq.write_table(it[1], out / f"{it[0]}.parquet", compression=pq_codec,
-                                                      compression_level=5 if codec == "zstd" else None),
+                list(ex.map(lambda it, out=out: pq.write_table(it[1], out / f"{it[0]}.parquet", compression=pq_codec,
+                                                               compression_level=5 if codec == "zstd" else None),
                             enumerate(tables)))
             plain_s = time.perf_counter() - t0
             plain_bytes = sum(f.stat().st_size for f in out.iterdir())

@@ -9,27 +9,25 @@ instead, which keeps tiny test scales meaningful (many files to pack, a few MB i
 File sizes are log-normal (sigma 0.5) around B / n, clipped to [mean/8, mean*6], deterministic from the
 seed.  Rows per file come from a calibration of bytes per row for the uncompressed encoding, so the ZSTD
 table holds exactly the same rows as the uncompressed one; only its files are smaller.
+
+Ground truth: each writer computes the content checksum of the rows it generated (the verifier's
+checksum, `bench.core.checksum`); their sum and the row count are the table's ground truth.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from datagen.schema import make_rows, pools_for
+from bench.core.dataset import GroundTruth
+from datagen.context import GenContext, Generated
+from datagen.recipes import SmallFilesRecipe
+from datagen.schema import SCHEMA, make_rows, pools_for
+from datagen.writer import FilePlan, commit_in_checkpoints, parallel_write, write_properties
 
 ROUGH_BYTES_PER_ROW = 180  # only sizes the calibration sample
 SIZE_SIGMA = 0.5
-
-
-@dataclass(frozen=True)
-class FilePlan:
-    index: int
-    rows: int
-    key_offset: int
 
 
 def file_count(files_at_1: int, scale: float, min_files: int) -> int:
@@ -63,3 +61,28 @@ def plan_files(files_at_1: int, total_bytes_at_1: int, scale: float, min_files: 
     rows = np.maximum(1, np.round(sizes / bpr)).astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum(rows)[:-1]])
     return [FilePlan(i, int(r), int(o)) for i, (r, o) in enumerate(zip(rows, offsets))]
+
+
+def generate(ctx: GenContext) -> Generated:
+    """Create the table and fill it with the planned files, committed in writer checkpoints."""
+    recipe = ctx.recipe
+    assert isinstance(recipe, SmallFilesRecipe)
+    plans = plan_files(recipe.files, recipe.total_bytes, ctx.scale, recipe.min_files, ctx.seed)
+    props = write_properties(recipe)
+    tbl = ctx.catalog.create_table(ctx.ident, SCHEMA, properties={**props, "format-version": "2"})
+    pools_for(ctx.seed)  # built once here; forked writers inherit it
+    tasks = [(tbl.location(), props, ctx.seed, p) for p in plans]
+    nbytes, checksum = 0, 0
+    with ctx.progress.task(f"datagen {ctx.ident}", total=len(plans), unit="files") as task:
+        def counted():
+            nonlocal nbytes, checksum
+            for df, file_checksum in parallel_write(tasks, ctx.workers):
+                nbytes += df.file_size_in_bytes
+                checksum += file_checksum
+                yield df
+        commits = commit_in_checkpoints(tbl, counted(), recipe.files_per_commit, task.advance)
+    rows = sum(p.rows for p in plans)
+    gt = GroundTruth(rows=rows, checksum=str(checksum), rows_written=rows, data_files=len(plans),
+                     data_bytes=nbytes, commits=commits,
+                     computed_by="generator: sum of bench.core.checksum over each file's generated rows")
+    return Generated(files=len(plans), bytes=nbytes, rows=rows, ground_truth=gt)

@@ -1,7 +1,9 @@
-"""The HTML comparison report: reads result files only, draws charts, fills a template.
+"""The HTML comparison report: reads result files only (and the samples files and run.json beside
+them), draws charts, fills a template.  Depends on bench.core alone (an import-linter contract).
 
     from reports import render_report
-    path = render_report(["results/<run-id>"], out="reports/<name>.html", instance_type="m5.4xlarge")
+    path = render_report(["results/<run-id>"], out="reports/<name>.html")  # costs as stored in the results
+    path = render_report(["results/<run-id>"], instance_type="r5.4xlarge")  # re-priced, labelled so
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Charts as inline SVG (matplotlib, Agg-free SVG backend): no files, no external resources.
 
 Each function returns an SVG string ready to be placed in the HTML.  Element ids inside each SVG are
-prefixed with a unique chart id, so several SVGs can live in one document without clashing.
+prefixed with a unique chart id, so several SVGs can live in one document without clashing.  Engine
+colours come from the results (`RunResult.engine_color`, resolved by reports.model.assign_colors):
+every chart takes them as a dict engine -> colour.
 """
 
 from __future__ import annotations
@@ -16,12 +18,17 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
-ENGINE_COLORS = {"spark": "#E25A1C", "risingwave": "#2F5BEA"}
-_FALLBACK = ["#0F9D8A", "#8E44AD", "#B7950B", "#C0392B", "#2C3E50", "#16A085"]
+from reports.fmt import GiB, fmt_bytes, fmt_seconds, fmt_usd  # noqa: E402
+from reports.fmt import nbytes as _fmt_bytes  # noqa: E402
+from reports.fmt import seconds as _fmt_seconds  # noqa: E402
+
+__all__ = ["fmt_bytes", "fmt_seconds", "fmt_usd"]
+
 INK = "#1F2933"
 MUTED = "#7B8794"
 GRID = "#E4E7EB"
-GiB = 1024**3
+BAD = "#B42318"
+SETUP = "#CBD2D9"
 
 _counter = itertools.count(1)
 
@@ -47,12 +54,15 @@ STYLE = {
 }
 
 
-def engine_color(engine: str, engines: list[str] | None = None) -> str:
-    if engine in ENGINE_COLORS:
-        return ENGINE_COLORS[engine]
-    others = [e for e in (engines or [engine]) if e not in ENGINE_COLORS]
-    i = others.index(engine) if engine in others else 0
-    return _FALLBACK[i % len(_FALLBACK)]
+def _color(colors: dict[str, str], engine: str) -> str:
+    return colors.get(engine) or MUTED
+
+
+def _tint(color: str, amount: float) -> str:
+    """`color` mixed with white: 0 = itself, 1 = white."""
+    c = color.lstrip("#")
+    rgb = [int(c[i:i + 2], 16) for i in (0, 2, 4)] if len(c) == 6 else [123, 135, 148]
+    return "#" + "".join(f"{round(v + (255 - v) * amount):02X}" for v in rgb)
 
 
 def _svg(fig) -> str:
@@ -101,44 +111,28 @@ def _tick(v: float, value_fmt) -> str:
     return f"{v:g}"
 
 
-def _fmt_seconds(v: float) -> str:
-    if v >= 100:
-        return f"{v:,.0f} s"
-    if v >= 10:
-        return f"{v:.1f} s"
-    return f"{v:.2f} s"
-
-
-def _fmt_bytes(v: float) -> str:
-    for unit, div in (("GiB", GiB), ("MiB", 1024**2), ("KiB", 1024)):
-        if abs(v) >= div:
-            x = v / div
-            return f"{x:.2f} {unit}" if x < 10 else f"{x:.1f} {unit}" if x < 100 else f"{x:.0f} {unit}"
-    return f"{v:.0f} B"
-
-
-def fmt_usd(v: float | None) -> str:
-    """3 decimals as published; smaller amounts keep 3 significant digits instead of showing $0.000."""
-    if v is None:
-        return "—"
-    if v >= 0.01 or v == 0:
-        return f"${v:,.3f}"
-    return f"${v:.3g}" if v >= 1e-4 else f"${v:.2e}"
-
-
-def _hbar(rows, value_fmt, title, xlabel, engines, *, marker_rows=None, line=None, line_label=None,
-          missing_text=None):
-    """Horizontal bars with min-max whiskers.  rows: [(engine, median, min, max, points)]."""
+def _hbar(rows, value_fmt, title, xlabel, colors, *, marker_rows=None, line=None, line_label=None,
+          missing_text=None, excluded_points=None):
+    """Horizontal bars with min-max whiskers.  rows: [(engine, median, min, max, points)] over verified
+    runs; excluded_points: {engine: [values]} of runs that do not count, drawn as red crosses."""
+    excluded_points = excluded_points or {}
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.6, 0.95 + 0.48 * max(1, len(rows))), layout="constrained")
         labels = [r[0] for r in rows]
         ys = list(range(len(rows)))[::-1]
         top = 0.0
+        crosses = False
+        markers = {eng: val for eng, val in marker_rows or [] if val}
         for y, (eng, med, lo, hi, pts) in zip(ys, rows):
-            color = engine_color(eng, engines)
-            if med is None:
-                ax.text(0, y, "  " + (missing_text(eng) if missing_text else "no data"), va="center",
-                        ha="left", color="#B42318", fontsize=8.5, fontweight="bold")
+            color = _color(colors, eng)
+            mine = [p for p in excluded_points.get(eng) or [] if p]
+            for p in mine:
+                ax.plot(p, y, marker="x", ms=6, mew=1.6, color=BAD, zorder=5, ls="none")
+                top = max(top, p)
+                crosses = True
+            if med is None:  # above the row when crosses are on it, so the two never overlap
+                ax.text(0, y + (0.1 if mine else 0), "  " + (missing_text(eng) if missing_text else "no data"),
+                        va="bottom" if mine else "center", ha="left", color=BAD, fontsize=8.5, fontweight="bold")
                 continue
             ax.barh(y, med, height=0.56, color=color, alpha=0.9, zorder=2)
             if lo is not None and hi is not None and hi > lo:
@@ -146,18 +140,18 @@ def _hbar(rows, value_fmt, title, xlabel, engines, *, marker_rows=None, line=Non
                             elinewidth=1.1, capsize=4, capthick=1.1, zorder=3)
             for p in pts or []:
                 ax.plot(p, y, marker="o", ms=3.2, mfc="white", mec=INK, mew=0.8, zorder=4, ls="none")
-            right = max(hi or med, med, *(pts or [med]))
+            right = max(hi or med, med, *(pts or [med]), markers.get(eng, med))  # the label clears the marker
             top = max(top, right)
             ax.annotate(value_fmt(med), (right, y), xytext=(6, 0), textcoords="offset points",
                         va="center", ha="left", color=INK, fontsize=8.5)
         if marker_rows:
-            for y, (eng, val) in zip(ys, marker_rows):
+            for y, (_eng, val) in zip(ys, marker_rows):
                 if val:
                     ax.plot(val, y, marker="|", ms=14, mew=2, color=INK, zorder=5, ls="none")
                     top = max(top, val)
         if line is not None and (top == 0 or line <= 4 * top):
-            ax.axvline(line, color="#B42318", ls="--", lw=1.2, zorder=1)
-            ax.text(line, ys[0] + 0.45, f" {line_label}", color="#B42318", fontsize=8, va="bottom")
+            ax.axvline(line, color=BAD, ls="--", lw=1.2, zorder=1)
+            ax.text(line, ys[0] + 0.45, f" {line_label}", color=BAD, fontsize=8, va="bottom")
             top = max(top, line)
         ax.set_yticks(ys, labels)
         ax.set_xlim(0, (top or 1) * 1.28)
@@ -167,35 +161,109 @@ def _hbar(rows, value_fmt, title, xlabel, engines, *, marker_rows=None, line=Non
         ax.grid(axis="x", color=GRID, lw=0.8, zorder=0)
         ax.tick_params(axis="y", length=0, labelsize=9)
         ax.set_title(title)
-        if xlabel:
-            ax.set_xlabel(xlabel, color=MUTED)
+        if xlabel or crosses:
+            ax.set_xlabel(" · ".join(x for x in (xlabel, "× = a run that does not count (failed, oom, "
+                                                 "timeout or not verified)" if crosses else "") if x),
+                          color=MUTED, fontsize=8)
         return _svg(fig)
 
 
-def duration_chart(rows, engines, missing_text=None) -> str:
-    return _hbar(rows, _fmt_seconds, "Compaction time per engine (median, whiskers min–max, dots = reps)",
-                 None, engines, missing_text=missing_text)
+def duration_chart(rows, colors, missing_text=None) -> str:
+    return _hbar(rows, _fmt_seconds, "Compaction time (verified runs: median, min–max, dots = reps)", None,
+                 colors, missing_text=missing_text)
 
 
-def cost_chart(rows, engines, instance_label: str, missing_text=None) -> str:
-    return _hbar(rows, fmt_usd, f"Cost per compaction at {instance_label} on-demand", None, engines,
+def cost_chart(rows, colors, instance_label: str, missing_text=None) -> str:
+    return _hbar(rows, fmt_usd, f"Cost per compaction at {instance_label} on-demand (verified runs)", None,
+                 colors, missing_text=missing_text)
+
+
+def memory_chart(rows, hwm_rows, colors, budget: int | None, excluded_points=None, missing_text=None) -> str:
+    label = f"budget {_fmt_bytes(budget)}" if budget else None
+    return _hbar(rows, _fmt_bytes, "Peak memory per engine (process-tree RSS; | = largest VmHWM)", None,
+                 colors, marker_rows=hwm_rows, line=budget, line_label=label, excluded_points=excluded_points,
                  missing_text=missing_text)
 
 
-def memory_chart(rows, hwm_rows, engines, budget: int | None) -> str:
-    label = f"budget {_fmt_bytes(budget)}" if budget else None
-    return _hbar(rows, _fmt_bytes, "Peak memory per engine (process-tree RSS; | = largest VmHWM)", None,
-                 engines, marker_rows=hwm_rows, line=budget, line_label=label)
+def phases_chart(rows, colors, missing_text=None) -> str:
+    """Stacked bars, one per engine: its setup (hatched grey: session start-up and catalog warm-up,
+    excluded from the compaction time), then the median seconds of each of its compaction phases.
+    rows: [(engine, setup_s or None, [(phase, median_s)])]; an engine with no phases at all gets
+    missing_text(engine)."""
+    with plt.rc_context(STYLE):
+        n = max(1, len(rows))
+        legend_lines = 1 + sum(1 for r in rows if r[2])
+        fig, ax = plt.subplots(figsize=(9.0, 1.0 + 0.5 * n + 0.17 * legend_lines), layout="constrained")
+        ys = list(range(len(rows)))[::-1]
+        top = 0.0
+        setup_handle = None
+        legend_rows = []  # one row of legend entries per engine
+        for y, (eng, setup, phases) in zip(ys, rows):
+            color = _color(colors, eng)
+            if setup is None and not phases:
+                ax.text(0, y, "  " + (missing_text(eng) if missing_text else "no phases recorded"), va="center",
+                        ha="left", color=BAD, fontsize=8.5, fontweight="bold")
+                continue
+            left = 0.0
+            if setup:
+                h = ax.barh(y, setup, left=0, height=0.56, color=SETUP, hatch="////", edgecolor="white",
+                            linewidth=0.6, zorder=2, label="setup (excluded)")
+                setup_handle = setup_handle or h
+                left = setup
+            k = len(phases)
+            entries = []
+            for i, (name, secs) in enumerate(phases):
+                if not secs:
+                    continue
+                entries.append(ax.barh(y, secs, left=left, height=0.56, color=_tint(color, 0.62 * i / max(1, k - 1)),
+                                       edgecolor="white", linewidth=0.8, zorder=2, label=f"{eng}: {name}"))
+                left += secs
+            if entries:
+                legend_rows.append(entries)
+            top = max(top, left)
+            total = sum(s for _, s in phases if s)
+            ax.annotate(f"{_fmt_seconds(total)}" + (f" + {_fmt_seconds(setup)} setup" if setup else ""),
+                        (left, y), xytext=(6, 0), textcoords="offset points", va="center", ha="left",
+                        color=INK, fontsize=8.5)
+        # phase names inside the segments wide enough to hold them
+        for y, (_eng, setup, phases) in zip(ys, rows):
+            left = setup or 0.0
+            for i, (name, secs) in enumerate(phases):
+                if secs and top and secs / (top * 1.3) > 0.0078 * (len(name) + 1):
+                    light = 0.62 * i / max(1, len(phases) - 1) > 0.35
+                    ax.text(left + secs / 2, y, name, ha="center", va="center", fontsize=7.5,
+                            color=INK if light else "white", zorder=4)
+                left += secs or 0
+        ax.set_yticks(ys, [r[0] for r in rows])
+        ax.set_xlim(0, (top or 1) * 1.3)
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick(v, _fmt_seconds)))
+        ax.xaxis.set_major_locator(MaxNLocator(5))
+        ax.grid(axis="x", color=GRID, lw=0.8, zorder=0)
+        ax.tick_params(axis="y", length=0, labelsize=9)
+        ax.set_title("Where the time goes (verified runs: median seconds of each phase)")
+        if setup_handle is not None:
+            legend_rows.insert(0, [setup_handle])
+        if legend_rows:  # a grid read row by row: matplotlib fills legends column by column
+            from matplotlib.patches import Patch
+
+            ncols = max(len(r) for r in legend_rows)
+            grid = [r + [Patch(visible=False, label=" ")] * (ncols - len(r)) for r in legend_rows]
+            handles = [grid[r][c] for c in range(ncols) for r in range(len(grid))]
+            fig.legend(handles=handles, labels=[h.get_label() for h in handles], loc="outside lower left",
+                       ncols=ncols, fontsize=7.5, handlelength=1.4, columnspacing=1.4)
+        return _svg(fig)
 
 
-def timeline_chart(series, engines, *, column: str, title: str, ylabel: str, fmt, hline=None,
+def timeline_chart(series, colors, *, column: str, title: str, ylabel: str, fmt, hline=None,
                    hline_label=None, smooth: int = 1) -> str:
-    """series: [(engine, label, highlight, DataFrame of samples)] overlaid on one time axis."""
+    """series: [(engine, label, highlight, counts, DataFrame of samples)] overlaid on one time axis;
+    runs that do not count (failed, oom, not verified) are dashed."""
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.6, 2.6), layout="constrained")
         seen = set()
         top = 0.0
-        for eng, label, highlight, df in series:
+        for eng, _label, highlight, counts, df in series:
             if df is None or df.empty or column not in df:
                 continue
             y = df[column].astype(float)
@@ -203,9 +271,9 @@ def timeline_chart(series, engines, *, column: str, title: str, ylabel: str, fmt
                 y = y.rolling(smooth, min_periods=1, center=True).mean()
             y = y.fillna(0.0)
             top = max(top, float(y.max()))
-            ax.plot(df["t_s"], y, color=engine_color(eng, engines), lw=1.6 if highlight else 0.9,
+            ax.plot(df["t_s"], y, color=_color(colors, eng), lw=1.6 if highlight else 0.9,
                     alpha=1.0 if highlight else 0.45, label=eng if eng not in seen else None,
-                    zorder=3 if highlight else 2)
+                    ls="-" if counts else (0, (4, 2)), zorder=3 if highlight else 2)
             seen.add(eng)
         if hline:
             ax.axhline(hline, color=MUTED, ls=":", lw=1)
@@ -228,28 +296,22 @@ def timeline_chart(series, engines, *, column: str, title: str, ylabel: str, fmt
         return _svg(fig)
 
 
-def cores_chart(rows, p95_rows, engines, cores: int | None) -> str:
+def cores_chart(rows, p95_rows, colors, cores: int | None, missing_text=None) -> str:
     return _hbar(rows, lambda v: f"{v:.2f}", "Cores busy per engine (mean over the run; | = p95)", None,
-                 engines, marker_rows=p95_rows, line=cores,
-                 line_label=f"{cores} cores on this node" if cores else None)
+                 colors, marker_rows=p95_rows, line=cores,
+                 line_label=f"{cores} cores on this node" if cores else None, missing_text=missing_text)
 
 
-def memory_timeline(series, engines, budget=None) -> str:
-    show_budget = budget if budget and series and budget <= 4 * max(
-        (float(df["rss_bytes"].max()) for _, _, _, df in series if df is not None and not df.empty),
-        default=0) else None
-    return timeline_chart(series, engines, column="rss_bytes", title="Memory over time (process-tree RSS)", ylabel="RSS", fmt=lambda v: _fmt_bytes(v) if v else "0",
-                          hline=show_budget, hline_label="budget")
+def memory_timeline(series, colors, budget=None) -> str:
+    peak = max((float(df["rss_bytes"].max()) for *_, df in series
+                if df is not None and not df.empty and "rss_bytes" in df), default=0)
+    show_budget = budget if budget and series and budget <= 4 * peak else None
+    return timeline_chart(series, colors, column="rss_bytes", title="Memory over time (process-tree RSS)",
+                          ylabel="RSS", fmt=lambda v: _fmt_bytes(v) if v else "0", hline=show_budget,
+                          hline_label="budget")
 
 
-def cpu_timeline(series, engines, cores: int | None) -> str:
-    return timeline_chart(series, engines, column="cores", title="CPU over time (cores, 0.5 s mean)", ylabel="cores", fmt=lambda v: f"{v:g}", hline=cores,
+def cpu_timeline(series, colors, cores: int | None) -> str:
+    return timeline_chart(series, colors, column="cores", title="CPU over time (cores, 0.5 s mean)", ylabel="cores",
+                          fmt=lambda v: f"{v:g}", hline=cores,
                           hline_label=f"{cores} cores on this node" if cores else None, smooth=5)
-
-
-def fmt_bytes(v) -> str:
-    return "—" if v is None else _fmt_bytes(float(v))
-
-
-def fmt_seconds(v) -> str:
-    return "—" if v is None else _fmt_seconds(float(v))

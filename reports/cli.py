@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from bench.cost import DEFAULT_INSTANCE, PRICES
-from bench.errors import UserError, one_line_errors
+from bench.core.cost import DEFAULT_INSTANCE, PRICES
+from bench.core.errors import UserError, one_line_errors
 
 
 @click.command("report")
@@ -15,12 +15,16 @@ from bench.errors import UserError, one_line_errors
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="HTML file to write (default: reports/<run-id>.html).")
 @click.option("--instance-type", default=None,
-              help="On-demand price used for cost: one of " + ", ".join(PRICES) + ", or NAME=USD_PER_HOUR "
-                   "(default: the one recorded in the results, else " + DEFAULT_INSTANCE + ").")
+              help="Re-price every run at this instance type's on-demand price (labelled as re-priced, "
+                   "hypothetical): one of " + ", ".join(PRICES) + ", or NAME=USD_PER_HOUR. Default: the cost "
+                   "stored in each result when it ran (at " + DEFAULT_INSTANCE + " unless the run said otherwise).")
 @click.option("--title", default=None, help="Title of the report.")
 @one_line_errors
 def report_cmd(results, out, instance_type, title):
-    """Render RESULTS (run directories or result files; several are combined) as one HTML file."""
+    """Render RESULTS (run directories or result files; several are combined) as one HTML file.
+
+    A run directory whose run.json says the run is unfinished is reported as incomplete, even with no
+    result in it yet."""
     from reports.render import render_report
 
     path = render_report(list(results), out=out, instance_type=instance_type, title=title)

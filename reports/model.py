@@ -1,44 +1,159 @@
-"""Result files -> the report's view model.  Reads only result JSON, samples files and scenarios."""
+"""Result files -> the report's view model.
+
+Reads only what a run left behind: the result JSON files, the samples Parquet files and `run.json`
+beside them.  Never today's scenario files (a result carries the scenario it ran, `scenario_record`),
+never recomputing what the runner stored (cost, verification, phases): only `--instance-type`
+re-prices, and says so.  Every statistic is over verified runs (bench.core.stats); runs that failed,
+ran out of memory, timed out or were rejected by the verifier are listed with their reasons.
+"""
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+import os
+import statistics
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from bench.cost import DEFAULT_INSTANCE, PRICES, parse_instance, run_cost
-from bench.environment import describe_machine
-from bench.errors import UserError
-from bench.results import RunResult, iter_result_files
-from bench.stats import EngineStats, Speedup, all_speedups, engine_stats
+from bench.core.cost import parse_instance, run_cost
+from bench.core.errors import UserError
+from bench.core.machine import HARNESS_PACKAGES, describe_machine
+from bench.core.results import (
+    RUN_STATE_FILE,
+    Cost,
+    MemoryCap,
+    Published,
+    RunResult,
+    RunState,
+    ScenarioRecord,
+    TableStats,
+    is_result,
+    iter_result_files,
+    read_run_state,
+)
+from bench.core.stats import EngineStats, Speedup, Spread, all_speedups, engine_stats
+from reports.fmt import fmt_bytes as _fmt_b
 
-PUBLISHED_INSTANCE = "m5.4xlarge"
+FALLBACK_COLORS = ["#0F9D8A", "#8E44AD", "#B7950B", "#C0392B", "#2C3E50", "#16A085"]
+
+STATUS_MEANING = {
+    "oom": "the harness's memory budget was exceeded (kernel OOM kill in the engine's cgroup, or the RSS watchdog)",
+    "heap-oom": "the engine's own memory limit (e.g. the JVM heap) was hit below the harness's budget",
+    "timeout": "the time limit was exceeded; the process tree was killed",
+    "failed": "the engine or the harness failed",
+}
 
 
+# --- loading ------------------------------------------------------------------------------------------
 @dataclass
 class LoadedRun:
     result: RunResult
     path: Path
     samples: Any = None  # pandas DataFrame or None
     samples_note: str = ""  # why there are no samples
+    cost: Cost | None = None  # the cost shown: stored, or re-priced with --instance-type
+    reasons: list[str] = field(default_factory=list)  # why it does not count (failed checks, error)
+    advisory: list[str] = field(default_factory=list)  # failed advisory checks (shown, not decisive)
 
     @property
     def r(self) -> RunResult:
         return self.result
 
+    @property
+    def counts(self) -> bool:
+        return self.result.counts
 
-def load_runs(paths) -> list[LoadedRun]:
-    """Every RunResult JSON under `paths` (files or directories), with its samples file if present."""
+
+@dataclass
+class RunDirState:
+    """A run directory's run.json, and what it says about the results beside it."""
+
+    path: Path
+    state: RunState
+    written: int  # result files in the directory
+    alive: bool | None  # the harness process still exists (None: no pid recorded)
+
+    @property
+    def incomplete(self) -> bool:
+        return self.state.state != "complete" or (self.state.expected_results > 0 and
+                                                  self.written < self.state.expected_results)
+
+    @property
+    def warning(self) -> str:
+        s = self.state
+        of = f"{self.written} of {s.expected_results or '?'} results written"
+        if s.state == "running" and self.alive:
+            return (f"incomplete run: {of}; the run is still in progress (harness pid {s.pid} is alive, "
+                    f"started {s.started_at or '?'}): this report shows the results written so far")
+        if s.state == "running":
+            return (f"incomplete run: {of}; run.json still says running but the harness "
+                    f"{f'(pid {s.pid}) ' if s.pid else ''}is gone: it was killed before it could record the end "
+                    f"of the run (started {s.started_at or '?'})")
+        if s.state == "interrupted":
+            return (f"incomplete run: {of}; interrupted{f' at {s.ended_at}' if s.ended_at else ''}"
+                    f"{f': {s.note}' if s.note else ''}")
+        return f"incomplete run: {of}; run.json says complete, but results are missing from {self.path}"
+
+
+@dataclass
+class Loaded:
+    runs: list[LoadedRun]
+    states: dict[str, RunDirState]  # run id -> its run.json
+
+
+def _pid_alive(pid: int, started_at: str) -> bool | None:
+    if not pid:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, another user's
+    except OSError:
+        return None
+    try:  # a pid reused by a younger process is not the harness
+        import calendar
+        import time
+
+        import psutil
+
+        started = calendar.timegm(time.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ"))
+        return psutil.Process(pid).create_time() <= started + 5
+    except Exception:  # noqa: BLE001 - unknown start time or psutil: trust the pid
+        return True
+
+
+def _run_dir_state(run_dir: Path) -> RunDirState | None:
+    state = read_run_state(run_dir)
+    if state is None:
+        return None
+    written = sum(1 for p in run_dir.glob("*.json") if p.name != RUN_STATE_FILE and not p.name.startswith("."))
+    return RunDirState(run_dir, state, written, _pid_alive(state.pid, state.started_at))
+
+
+def load_runs(paths) -> Loaded:
+    """Every RunResult JSON under `paths` (files or directories), with its samples file if present, and
+    the run.json of every run directory involved (a run directory with only run.json is an incomplete
+    run: reported, not an error)."""
     out: list[LoadedRun] = []
     seen: set[Path] = set()
+    run_dirs: dict[Path, None] = {}
     for p in paths:
         p = Path(p)
         if not p.exists():
             raise UserError(f"no such results file or directory: {p}")
+        if p.is_dir():
+            for s in sorted(p.rglob(RUN_STATE_FILE)):
+                if "work" not in s.relative_to(p).parts[:-1]:
+                    run_dirs[s.parent.resolve()] = None
+        elif p.name == RUN_STATE_FILE:
+            run_dirs[p.parent.resolve()] = None
+            continue
         for f in iter_result_files(p):
             f = f.resolve()
             if f in seen:
@@ -50,21 +165,28 @@ def load_runs(paths) -> list[LoadedRun]:
                 if p.is_file():
                     raise UserError(f"{f} is not a readable JSON result: {e}") from None
                 continue  # some other file beside the results
-            if not (isinstance(data, dict) and "run_id" in data and "engine" in data):
+            if not is_result(data):
                 if p.is_file():
-                    raise UserError(f"{f} is not a bench result (no run_id/engine)")
-                continue  # job.json, outcome.json, ... beside the results
+                    raise UserError(f"{f} is not a bench result (no run_id/engine/status)")
+                continue
             try:
                 r = RunResult.model_validate(data)
             except ValidationError as e:
                 raise UserError(f"{f} is not a valid result: {str(e).splitlines()[0]}") from None
             out.append(LoadedRun(r, f))
-    if not out:
+            run_dirs[f.parent] = None
+    states: dict[str, RunDirState] = {}
+    for d in run_dirs:
+        st = _run_dir_state(d)
+        if st is not None:
+            states.setdefault(st.state.run_id, st)
+    if not out and not states:
         raise UserError(f"no results found in {', '.join(map(str, paths))} (expected "
                         f"<run-id>/<scenario>--<engine>--rep<N>.json files written by `bench run`)")
     for lr in out:
         _attach_samples(lr)
-    return out
+        lr.reasons, lr.advisory = run_reasons(lr.r)
+    return Loaded(out, states)
 
 
 def _attach_samples(lr: LoadedRun) -> None:
@@ -86,10 +208,45 @@ def _attach_samples(lr: LoadedRun) -> None:
     lr.samples_note = f"samples file missing: {sf}"
 
 
+def run_reasons(r: RunResult) -> tuple[list[str], list[str]]:
+    """Why a run does not count (its failed required checks with their messages, or its error), and
+    its failed advisory checks."""
+    v = r.verification
+    reasons: list[str] = []
+    if r.status == "ok" and not r.verified:
+        failed = [c for c in v.checks if not c.ok and c.required]
+        for c in failed:
+            reasons.append(f"{c.name}: {c.message}" if c.message else c.name)
+        shown = {c.name for c in failed}
+        for d in v.differences:  # anything the verifier said that is not a check above
+            name = d.split(":", 1)[0]
+            if name not in shown and not d.endswith("(advisory)"):
+                reasons.append(d)
+        if not reasons:
+            reasons.append("the verifier did not accept the output (no failed check recorded)")
+    if r.error:
+        reasons.append(r.error)
+    advisory = [f"{c.name}: {c.message}" if c.message else c.name for c in v.checks if not c.ok and not c.required]
+    return reasons, advisory
+
+
+# --- the view model -----------------------------------------------------------------------------------
+@dataclass
+class PhaseRow:
+    name: str
+    setup: bool  # session start-up / catalog warm-up: excluded from the compaction time
+    seconds: Spread  # over verified runs
+    detail: str
+    share: float | None = None  # of the median compaction time (compaction phases only)
+
+
 @dataclass
 class EngineRow:
     engine: str
+    color: str
     stats: EngineStats
+    verified_runs: list[LoadedRun]
+    missing: str | None  # "no verified run (...)" when there is none
     cost_median: float | None
     cost_min: float | None
     cost_max: float | None
@@ -97,15 +254,42 @@ class EngineRow:
     p95_cores_median: float | None
     read_bytes_median: float | None
     write_bytes_median: float | None
-    files_out: list[int]
-    bytes_out: list[int]
-    after: Any  # TableStats of the first ok run, or None
+    after: TableStats | None  # of the first verified run, else the first ok run
+    after_verified: bool
     status_text: str
+    phases: list[PhaseRow] = field(default_factory=list)
+    budget: int | None = None
+    enforcement: str = ""
+    caps: list[MemoryCap] = field(default_factory=list)
+    caps_differ: bool = False
+    peak_any: float | None = None  # highest peak RSS of any measured run, verified or not
+    peak_any_status: str = ""
+    catalog: dict[str, Spread] = field(default_factory=dict)  # catalog server usage, over verified runs
+    catalog_measured: int = 0  # verified runs that carry catalog-server numbers
     published_s: float | None = None
     published_status: str | None = None
     published_cost: float | None = None
-    throughput_mb_s: float | None = None
+    throughput_mb_s: float | None = None  # MB/s of uncompressed input
     published_throughput_mb_s: float | None = None
+
+
+@dataclass
+class CostView:
+    label: str  # the instance type the costs shown are at ("m5.4xlarge", "mixed: ...")
+    usd_per_hour: float | None
+    repriced: bool  # --instance-type asked for another price
+    hypothetical: bool  # some cost shown is a price applied to another machine's time
+    caption: str
+    stored_label: str = ""  # the instance type(s) the stored costs were at
+
+
+@dataclass
+class Method:
+    orders: list[tuple[str, list[str]]]  # (rep tag, engine order)
+    rotates: bool | None  # None: one engine or one repetition
+    cache: list[str]  # cache policies applied, with counts when mixed
+    inputs: list[str]  # input fingerprints and whether identical to the dataset
+    rules: list[str]
 
 
 @dataclass
@@ -114,30 +298,49 @@ class ResultSet:
     scenario_name: str
     scale: float
     runs: list[LoadedRun]
-    scenario: Any = None  # bench.scenario.Scenario or None
-    scenario_note: str = ""
+    record: ScenarioRecord = field(default_factory=ScenarioRecord)
+    published: Published | None = None
+    description: str = ""
+    scenario_notes: list[str] = field(default_factory=list)
     engines: list[str] = field(default_factory=list)
+    colors: dict[str, str] = field(default_factory=dict)
     stats: dict[str, EngineStats] = field(default_factory=dict)
     speedups: list[Speedup] = field(default_factory=list)
     rows: list[EngineRow] = field(default_factory=list)
     env: dict = field(default_factory=dict)
     env_differs: bool = False
     machine: str = ""
-    instance: Any = None  # InstancePrice used for cost
+    cost: CostView | None = None
     reasons: list[str] = field(default_factory=list)
     published_speedup: float | None = None
     budget: int | None = None
     enforcement: list[str] = field(default_factory=list)
     versions: dict = field(default_factory=dict)
     anchor: str = ""
+    run_state: RunDirState | None = None
+    method: Method | None = None
+    memory_notes: list[str] = field(default_factory=list)  # oom / heap-oom explained
 
     @property
     def measured(self) -> list[LoadedRun]:
         return [lr for lr in self.runs if not lr.r.warmup]
 
     @property
-    def before(self):
-        return self.runs[0].r.before
+    def verified(self) -> list[LoadedRun]:
+        return [lr for lr in self.runs if lr.counts]
+
+    @property
+    def first(self) -> RunResult:
+        """The run the set's shared facts (input table, target...) are read from: a verified one if any."""
+        return (self.verified or self.measured or self.runs)[0].r
+
+    @property
+    def before(self) -> TableStats:
+        return self.first.before
+
+    @property
+    def incomplete(self) -> bool:
+        return bool(self.run_state and self.run_state.incomplete)
 
     @property
     def headline_speedup(self) -> Speedup | None:
@@ -146,16 +349,29 @@ class ResultSet:
             return None
         return max(usable, key=lambda s: s.ratio.median)
 
+    @property
+    def statuses(self) -> set[str]:
+        return {lr.r.status for lr in self.measured}
+
+
+@dataclass
+class Report:
+    sets: list[ResultSet]
+    incomplete_only: list[RunDirState]  # run directories with run.json and no result at all
+    n_runs: int
+
 
 def fmt_scale(v: float) -> str:
     return f"{v:.10f}".rstrip("0").rstrip(".") if v < 0.01 else f"{v:g}"
 
 
 def _median(vals):
-    import statistics
-
     vals = [v for v in vals if v is not None]
     return statistics.median(vals) if vals else None
+
+
+def _gb(v: float) -> str:
+    return f"{v / 1e9:,.0f} GB" if v >= 10e9 else f"{v / 1e9:,.1f} GB" if v >= 1e9 else f"{v / 1e6:,.1f} MB"
 
 
 def group(runs: list[LoadedRun]) -> list[tuple[tuple[str, str, float], list[LoadedRun]]]:
@@ -164,137 +380,329 @@ def group(runs: list[LoadedRun]) -> list[tuple[tuple[str, str, float], list[Load
     for lr in runs:
         groups[(lr.r.run_id, lr.r.scenario, lr.r.scale)].append(lr)
     for v in groups.values():
-        v.sort(key=lambda lr: (lr.r.warmup is False, lr.r.rep, lr.r.engine))
+        v.sort(key=lambda lr: (lr.r.warmup is False, lr.r.rep, lr.r.order_position, lr.r.engine))
     return list(groups.items())
 
 
-def build(runs: list[LoadedRun], instance_type: str | None = None) -> list[ResultSet]:
-    from bench.scenario import load_scenario
+def assign_colors(runs: list[LoadedRun]) -> dict[str, str]:
+    """Each engine's colour as its results declare it; a fallback palette for engines that do not."""
+    declared: dict[str, str | None] = {}
+    for lr in runs:
+        if declared.get(lr.r.engine) is None:
+            declared[lr.r.engine] = lr.r.engine_color
+    used = {c.lower() for c in declared.values() if c}
+    spare = [c for c in FALLBACK_COLORS if c.lower() not in used] or FALLBACK_COLORS
+    out, i = {}, 0
+    for engine, color in declared.items():
+        if color:
+            out[engine] = color
+        else:
+            out[engine] = spare[i % len(spare)]
+            i += 1
+    return out
 
+
+def build(loaded: Loaded, instance_type: str | None = None) -> Report:
+    colors = assign_colors(loaded.runs)
+    reprice = parse_instance(instance_type) if instance_type else None  # an unknown type is a UserError
     sets = []
-    for i, ((run_id, scenario, scale), members) in enumerate(group(runs)):
-        rs = ResultSet(run_id=run_id, scenario_name=scenario, scale=scale, runs=members,
-                       anchor=f"set-{i + 1}")
-        try:
-            rs.scenario = load_scenario(scenario)
-        except UserError as e:
-            rs.scenario_note = str(e)
+    for i, ((run_id, scenario, scale), members) in enumerate(group(loaded.runs)):
+        rs = ResultSet(run_id=run_id, scenario_name=scenario, scale=scale, runs=members, anchor=f"set-{i + 1}")
+        rs.run_state = loaded.states.get(run_id)
         results = [lr.r for lr in members]
         rs.engines = list(dict.fromkeys(r.engine for r in results))
+        rs.colors = {e: colors[e] for e in rs.engines}
         rs.stats = engine_stats(results)
         rs.speedups = all_speedups(results)
-        rs.env = members[0].r.environment or {}
+        _scenario(rs)
+        first = rs.first
+        rs.env = first.environment or {}
         rs.env_differs = any((lr.r.environment or {}).get("cpu") != rs.env.get("cpu") or
                              (lr.r.environment or {}).get("packages") != rs.env.get("packages")
                              for lr in members)
         rs.machine = describe_machine(rs.env)
-        rs.instance = _instance_for(results, instance_type)
+        rs.cost = _costs(rs, instance_type if reprice else None)
         rs.budget = next((r.memory_budget_bytes for r in results if r.memory_budget_bytes), None)
         rs.enforcement = sorted({r.memory_enforcement for r in results if r.memory_enforcement})
-        rs.versions = dict(members[0].r.versions)
+        rs.versions = dict(first.versions)
         rs.rows = [_engine_row(rs, e) for e in rs.engines]
+        rs.method = _method(rs)
         _published(rs)
+        _memory_notes(rs)
         sets.append(rs)
-    return sets
+    with_results = {rs.run_id for rs in sets}
+    incomplete_only = [st for rid, st in loaded.states.items() if rid not in with_results]
+    return Report(sets, incomplete_only, len(loaded.runs))
 
 
-def _instance_for(results: list[RunResult], requested: str | None):
-    if requested:
-        return parse_instance(requested)
-    recorded = {r.cost.get("instance_type") for r in results if r.cost.get("instance_type")}
-    if len(recorded) == 1:
-        name = recorded.pop()
-        price = next(r.cost.get("usd_per_hour") for r in results if r.cost.get("instance_type") == name)
-        if name in PRICES and PRICES[name].usd_per_hour == price:
-            return PRICES[name]
-        return parse_instance(f"{name}={price}")
-    return parse_instance(DEFAULT_INSTANCE)
+def _scenario(rs: ResultSet) -> None:
+    """The scenario as it was run, from the results themselves."""
+    records = [lr.r.scenario_record for lr in rs.runs]
+    rs.record = next((rec for rec in records if rec.sha256 or rec.content), ScenarioRecord())
+    if not (rs.record.sha256 or rs.record.content):
+        rs.scenario_notes.append(
+            f"These results carry no scenario record (written by an older harness): the definition of "
+            f"scenario {rs.scenario_name!r} as it was run is unknown, so no description or published "
+            f"figures are shown.")
+        return
+    rs.description = str(rs.record.content.get("description") or "").strip()
+    try:
+        rs.published = rs.record.published()
+    except ValidationError as e:
+        rs.scenario_notes.append(f"The published figures in the scenario record are unreadable: "
+                                 f"{str(e).splitlines()[0]}")
+    hashes = Counter(rec.sha256 or "none" for rec in records)
+    if len(hashes) > 1:
+        parts = ", ".join(f"{h} ({n} run{'s' if n != 1 else ''})" for h, n in hashes.items())
+        rs.scenario_notes.append(
+            f"The runs of this set were run with {len(hashes)} different definitions of scenario "
+            f"{rs.scenario_name!r} (sha256 {parts}): they may not be comparable. The description and "
+            f"published figures shown are those of sha256 {rs.record.sha256}.")
 
 
-def run_cost_usd(r: RunResult, instance) -> float | None:
-    """The run's cost at `instance`: the recorded one when it was priced the same way, else recomputed
-    from the duration with the same formula."""
-    c = r.cost or {}
-    if (c.get("instance_type") == instance.name and c.get("usd_per_hour") == instance.usd_per_hour
-            and c.get("total_usd") is not None):
-        return float(c["total_usd"])
-    if r.duration_s is None or r.status != "ok":
-        return None
-    return run_cost(r.duration_s, f"{instance.name}={instance.usd_per_hour}")["total_usd"]
+def _costs(rs: ResultSet, instance_type: str | None) -> CostView:
+    """The cost shown per run: the one stored when it ran, or re-priced when --instance-type asks."""
+    stored = list(dict.fromkeys(lr.r.cost.instance_type for lr in rs.runs if lr.r.cost.instance_type))
+    stored_label = ", ".join(stored) or "not recorded"
+    if instance_type:
+        for lr in rs.runs:
+            lr.cost = _reprice(lr.r, instance_type)
+        c = next(lr.cost for lr in rs.runs if lr.cost is not None)
+        hyp = any(lr.cost.hypothetical for lr in rs.runs if lr.cost is not None)
+        caption = (f"Re-priced with --instance-type: the on-demand price of {c.instance_type} "
+                   f"(${c.usd_per_hour:g}/h) × the compaction time stored in each result"
+                   + (f" — hypothetical: the {c.instance_type} price applied to this machine's time." if hyp else
+                      f"; the runs were measured on {c.instance_type}.")
+                   + f" The costs stored in the results (computed when the runs ran) are at {stored_label}.")
+        return CostView(label=f"{c.instance_type} (re-priced)", usd_per_hour=c.usd_per_hour, repriced=True,
+                        hypothetical=hyp, caption=caption, stored_label=stored_label)
+    for lr in rs.runs:
+        lr.cost = lr.r.cost
+    priced = [lr.r.cost for lr in rs.runs if lr.r.cost.instance_type]
+    if not priced:
+        return CostView(label="not recorded", usd_per_hour=None, repriced=False, hypothetical=True,
+                        caption="These results carry no cost (give --instance-type to price them).",
+                        stored_label=stored_label)
+    hyp = any(c.hypothetical for c in priced)
+    rates = sorted({c.usd_per_hour for c in priced})
+    label = stored[0] if len(stored) == 1 else "mixed: " + stored_label
+    rate = f"${rates[0]:g}/h" if len(rates) == 1 else "/".join(f"${r:g}" for r in rates) + " per hour"
+    if hyp:
+        caption = (f"Cost = the on-demand price of {stored_label} ({rate}), the published node, applied to "
+                   f"the compaction time measured on this machine ({rs.machine}): hypothetical, this is not "
+                   f"what the run cost here. Computed when each run ran and stored in its result.")
+    else:
+        caption = (f"Cost = the on-demand price of {stored_label} ({rate}) × the compaction time, measured "
+                   f"on a {stored_label}. Computed when each run ran and stored in its result.")
+    return CostView(label=label, usd_per_hour=rates[0] if len(rates) == 1 else None, repriced=False,
+                    hypothetical=hyp, caption=caption, stored_label=stored_label)
+
+
+def _reprice(r: RunResult, instance_type: str) -> Cost:
+    duration = r.duration_s if r.status == "ok" else None
+    c = run_cost(duration, instance_type, ran_on=(r.environment or {}).get("instance_type"))
+    extra = {k: v for k, v in r.cost.extra.items()}  # storage and S3 terms do not depend on the price
+    if c.total_usd is not None and extra:
+        c.extra = extra
+        c.total_usd += float(extra.get("storage_usd") or 0) + float(extra.get("s3_usd") or 0)
+    c.note = "re-priced by bench report --instance-type: " + c.note
+    return c
+
+
+def missing_text(st: EngineStats) -> str:
+    """What stands where an engine's number would be when it has no verified run."""
+    parts = [f"NOT VERIFIED ×{st.unverified}" if st.unverified > 1 else "NOT VERIFIED"] if st.unverified else []
+    parts += [f"{s.upper()} ×{n}" if n > 1 else s.upper() for s, n in st.statuses.items() if s != "ok"]
+    return f"no verified run ({', '.join(parts) or 'none measured'})"
+
+
+def _spread_of(runs: list[LoadedRun], get) -> Spread:
+    return Spread.of(get(lr.r) for lr in runs)
 
 
 def _engine_row(rs: ResultSet, engine: str) -> EngineRow:
     st = rs.stats[engine]
-    runs = [lr.r for lr in rs.measured if lr.r.engine == engine]
-    ok = [r for r in runs if r.status == "ok"]
-    costs = [c for c in (run_cost_usd(r, rs.instance) for r in ok) if c is not None]
-    statuses = ", ".join(f"{n} {s}" for s, n in sorted(st.statuses.items(), key=lambda kv: kv[0] != "ok"))
-    bytes_in = _median([r.bytes_in for r in ok])
-    return EngineRow(
-        engine=engine, stats=st,
+    mine = [lr for lr in rs.runs if lr.r.engine == engine]
+    runs = [lr for lr in mine if not lr.r.warmup]
+    good = [lr for lr in runs if lr.counts]
+    ok = [lr for lr in runs if lr.r.status == "ok"]
+    costs = [lr.cost.total_usd for lr in good if lr.cost is not None and lr.cost.total_usd is not None]
+    parts = [f"{st.verified} verified"] if st.verified else []
+    if st.unverified:
+        parts.append(f"{st.unverified} NOT verified")
+    parts += [f"{n} {s}" for s, n in st.statuses.items() if s != "ok"]
+    after_run = (good or ok or [None])[0]
+    row = EngineRow(
+        engine=engine, color=rs.colors[engine], stats=st, verified_runs=good,
+        missing=None if st.verified else missing_text(st),
         cost_median=_median(costs), cost_min=min(costs) if costs else None,
         cost_max=max(costs) if costs else None, cost_values=costs,
-        p95_cores_median=_median([r.telemetry.p95_cores for r in runs]),
-        read_bytes_median=_median([r.telemetry.read_bytes for r in runs]),
-        write_bytes_median=_median([r.telemetry.write_bytes for r in runs]),
-        files_out=[r.files_out for r in ok if r.files_out is not None],
-        bytes_out=[r.bytes_out for r in ok if r.bytes_out is not None],
-        after=ok[0].after if ok else None,
-        status_text=statuses or "no measured run",
-        throughput_mb_s=(bytes_in / st.duration_s.median / 1e6
-                         if bytes_in and st.duration_s.median else None),
+        p95_cores_median=_median([lr.r.telemetry.p95_cores for lr in good]),
+        read_bytes_median=_median([lr.r.telemetry.read_bytes for lr in good]),
+        write_bytes_median=_median([lr.r.telemetry.write_bytes for lr in good]),
+        after=after_run.r.after if after_run else None, after_verified=bool(good),
+        status_text=", ".join(parts) or "no measured run",
     )
+    # throughput: the uncompressed (logical) size of the input, the same measure as the published one
+    logical = _median([lr.r.before.uncompressed_bytes or None for lr in good])
+    if logical and st.duration_s.median:
+        row.throughput_mb_s = logical / st.duration_s.median / 1e6
+    row.phases = _phases(good, st)
+    # memory
+    row.budget = next((lr.r.memory_budget_bytes for lr in mine if lr.r.memory_budget_bytes), None)
+    row.enforcement = next((lr.r.memory_enforcement for lr in mine if lr.r.memory_enforcement), "")
+    with_caps = [lr.r.memory_caps for lr in (runs + mine) if lr.r.memory_caps]
+    row.caps = with_caps[0] if with_caps else []
+    row.caps_differ = any([c.model_dump() for c in caps] != [c.model_dump() for c in row.caps] for caps in with_caps)
+    peaks = [(lr.r.telemetry.peak_rss_bytes, lr.r.status) for lr in runs if lr.r.telemetry.peak_rss_bytes]
+    if peaks:
+        row.peak_any, row.peak_any_status = max(peaks, key=lambda p: p[0])
+    # the loopback REST catalog server's work during this engine's runs
+    served = [lr for lr in good if lr.r.catalog_server is not None]
+    row.catalog_measured = len(served)
+    for name in ("cpu_s", "peak_rss_bytes", "requests", "commits", "commit_s", "request_s"):
+        row.catalog[name] = Spread.of(getattr(lr.r.catalog_server, name) for lr in served)
+    return row
+
+
+def _phases(good: list[LoadedRun], st: EngineStats) -> list[PhaseRow]:
+    """Median seconds of each phase over verified runs: setup phases first (excluded from the compaction
+    time), then the compaction's own, in the order the engine ran them."""
+    out: list[PhaseRow] = []
+    details: dict[tuple[bool, str], str] = {}
+    for lr in good:
+        for setup, phases in ((True, lr.r.setup_phases), (False, lr.r.phases)):
+            for p in phases:
+                if p.detail:
+                    details.setdefault((setup, p.name), p.detail)
+    setup_names = list(dict.fromkeys(p.name for lr in good for p in lr.r.setup_phases))
+    for n in setup_names:
+        out.append(PhaseRow(n, True, Spread.of(sum(p.seconds for p in lr.r.setup_phases if p.name == n)
+                                               for lr in good), details.get((True, n), "")))
+    total = st.duration_s.median
+    for n, spread in st.phases.items():
+        share = spread.median / total if total and spread.median is not None else None
+        out.append(PhaseRow(n, False, spread, details.get((False, n), ""), share))
+    return out
+
+
+def _method(rs: ResultSet) -> Method:
+    orders: dict[str, list[str]] = {}
+    for lr in rs.runs:
+        if lr.r.engine_order:
+            orders.setdefault(lr.r.tag, list(lr.r.engine_order))
+    distinct = {tuple(o) for o in orders.values()}
+    rotates = None if len(rs.engines) < 2 or len(orders) < 2 else len(distinct) > 1
+    cache = Counter()
+    for lr in rs.runs:
+        c = lr.r.cache
+        text = c.mode + (f" ({c.note})" if c.note else "")
+        if c.mode == "warm" and c.warmed_bytes:
+            text += f", {c.warmed_bytes / 1e6:,.1f} MB read to warm it"
+        if c.mode == "cold" and not c.dropped:
+            text += " — NOT dropped"
+        cache[text] += 1
+    n = len(rs.runs)
+    cache_lines = [t if len(cache) == 1 else f"{t}: {k} of {n} runs" for t, k in cache.items()]
+    inputs = Counter((lr.r.input.fingerprint or "not recorded", lr.r.input.identical_to_dataset) for lr in rs.runs)
+    input_lines = []
+    for (fp, same), k in inputs.items():
+        where = "every run" if k == n else f"{k} of {n} runs"
+        input_lines.append(f"fingerprint {fp}: " + ("identical to the dataset" if same else
+                                                    "NOT identical to the dataset") + f" ({where})")
+    rules = next((lr.r.verification.rules for lr in rs.runs if lr.r.verification.rules), [])
+    return Method(orders=list(orders.items()), rotates=rotates, cache=cache_lines, inputs=input_lines,
+                  rules=list(rules))
+
+
+def _published_files(content: dict, scale: float) -> int | None:
+    t = content.get("table") or {}
+    if "files" in t:
+        n = t.get("files")
+    else:
+        parts = [t.get(k) for k in ("data_files", "position_delete_files", "equality_delete_files")]
+        n = sum(p for p in parts if isinstance(p, (int, float))) if any(parts) else None
+    return round(n * scale) if isinstance(n, (int, float)) else None
 
 
 def _published(rs: ResultSet) -> None:
     """Published figures beside the measured ones, and why they differ."""
-    sc = rs.scenario
-    pub = sc.published if sc is not None else None
+    pub = rs.published
     if pub is None:
-        if sc is not None:
+        if rs.record.content:
             rs.reasons.append("This scenario has no published figures to compare with.")
         return
-    pub_bytes = sc.table.total_bytes * pub.scale if sc.table.kind == "smallfiles" else None
     for row in rs.rows:
         row.published_s = pub.duration_s.get(row.engine)
         row.published_status = pub.status.get(row.engine) or ("ok" if row.published_s else None)
         if row.published_s:
-            row.published_cost = run_cost(row.published_s, PUBLISHED_INSTANCE)["total_usd"]
-            if pub_bytes:
-                row.published_throughput_mb_s = pub_bytes / row.published_s / 1e6
+            try:
+                row.published_cost = run_cost(row.published_s, pub.instance_type, ran_on=pub.instance_type).total_usd
+            except UserError:
+                row.published_cost = None
+            if pub.logical_bytes:
+                row.published_throughput_mb_s = pub.logical_bytes / row.published_s / 1e6
     durations = {e: s for e, s in pub.duration_s.items() if s}
     if len(durations) >= 2:
-        hi, lo = max(durations.values()), min(durations.values())
-        rs.published_speedup = hi / lo
+        rs.published_speedup = max(durations.values()) / min(durations.values())
     # reasons, most important first
-    measured_bytes = rs.before.data_bytes + rs.before.delete_bytes
-    size = (f"{measured_bytes / 1e6:,.1f} MB in {rs.before.data_files + rs.before.delete_files:,} files"
-            if measured_bytes else "a smaller table")
-    pub_size = (f"~{pub_bytes / 1e9:,.0f} GB in {sc.table.files:,} files" if pub_bytes else "the full table")
+    b = rs.before
+    files = b.data_files + b.delete_files
+    size = (f"{_gb(b.uncompressed_bytes)} uncompressed, {_gb(b.data_bytes + b.delete_bytes)} on disk, in "
+            f"{files:,} files" if b.uncompressed_bytes else
+            f"{_gb(b.data_bytes + b.delete_bytes)} on disk in {files:,} files" if files else "a smaller table")
+    pub_files = _published_files(rs.record.content, pub.scale)
+    pub_size = ", ".join(x for x in (f"~{_gb(pub.logical_bytes)} uncompressed" if pub.logical_bytes else "",
+                                     f"{pub_files:,} files" if pub_files else "") if x) or "the full table"
     rs.reasons.append(
         f"Scale: measured at scale {fmt_scale(rs.scale)} ({size}); published at scale {fmt_scale(pub.scale)} "
-        f"({pub_size}). "
-        f"Durations do not scale linearly: fixed costs (JVM start, planning, commits) dominate small "
-        f"tables, so compare throughput and the speedup's direction rather than seconds.")
+        f"({pub_size}). Durations do not scale linearly: fixed costs (start-up, planning, commits) dominate "
+        f"small tables, so compare throughput and the speedup's direction rather than seconds.")
     cpu = rs.env.get("cpu", {}) if rs.env else {}
     mem = rs.env.get("memory", {}) if rs.env else {}
     cores = cpu.get("usable_cores") or cpu.get("logical_cores")
     ram = mem.get("total_bytes")
     rs.reasons.append(
         f"Machine: measured on {rs.machine}; published on {pub.machine}."
-        + (f" {cores} cores vs 16 vCPU limits the parallelism of both engines." if cores and cores < 16 else "")
+        + (f" {cores} cores vs 16 vCPU limits the parallelism of every engine." if cores and cores < 16 else "")
         + (f" {ram / 1e9:.0f} GB RAM vs 64 GB changes the memory budget." if ram and ram < 60e9 else ""))
     v = rs.versions
-    parts = [f"{k} {v[k]}" for k in ("pyspark", "iceberg-compaction", "snowpark-connect-deps-iceberg",
-                                     "pyiceberg") if v.get(k)]
-    rs.reasons.append("Versions: measured with " + (", ".join(parts) or "the recorded versions") +
-                      "; the published benchmark did not state its Spark, Iceberg or RisingWave versions.")
+    engine_packages = [f"{k} {v[k]}" for k in sorted(v) if v.get(k) and k not in HARNESS_PACKAGES]
+    rs.reasons.append("Versions: measured with " + (", ".join(engine_packages) or "the recorded versions") +
+                      "; the published benchmark did not state its engine or Iceberg versions.")
     for row in rs.rows:
-        if row.published_status and row.published_status != "ok" and row.stats.ok:
+        if row.published_status and row.published_status != "ok" and row.stats.verified:
             rs.reasons.append(f"Outcome: {row.engine} was published as {row.published_status.upper()} but "
-                              f"succeeded here (smaller table, so less memory needed).")
-        elif row.published_status == "ok" and row.stats.runs and not row.stats.ok:
+                              f"succeeded here (a smaller table needs less memory).")
+        elif row.published_status == "ok" and row.stats.runs and not row.stats.verified:
             rs.reasons.append(f"Outcome: {row.engine} succeeded in the published run but not here "
                               f"({row.status_text}).")
     if pub.notes:
         rs.reasons.append(f"Published notes: {pub.notes}")
+
+
+def _memory_notes(rs: ResultSet) -> None:
+    """oom and heap-oom, explained next to the runs (and published outcomes) that have them."""
+    for row in rs.rows:
+        mine = [lr for lr in rs.measured if lr.r.engine == row.engine]
+        n_oom = sum(1 for lr in mine if lr.r.status == "oom")
+        n_heap = sum(1 for lr in mine if lr.r.status == "heap-oom")
+        caps = "; ".join(f"{c.name} {_fmt_b(c.bytes) if c.bytes else 'no limit'}" for c in row.caps)
+        if n_oom:
+            rs.memory_notes.append(
+                f"{row.engine}: {n_oom} run{'s' if n_oom > 1 else ''} OOM — the harness's memory budget "
+                f"({_fmt_b(row.budget)}) was exceeded: the kernel killed the engine in its cgroup, or the RSS "
+                f"watchdog stopped it ({row.enforcement or 'enforcement not recorded'}).")
+        if n_heap:
+            rs.memory_notes.append(
+                f"{row.engine}: {n_heap} run{'s' if n_heap > 1 else ''} HEAP-OOM — the engine's own limit "
+                f"({caps or 'not recorded'}) was hit while its process tree was below the harness's budget "
+                f"({_fmt_b(row.budget)}): a limit of the engine's configuration, not of the machine.")
+        if row.published_status in ("oom", "heap-oom"):
+            what = ("its own memory limit (heap-oom)" if row.published_status == "heap-oom" else
+                    "out of memory (the published figures do not say which limit)")
+            pub = rs.published
+            rs.memory_notes.append(
+                f"{row.engine} was published as {row.published_status.upper()}: {what} on "
+                f"{pub.machine if pub else 'the published machine'}"
+                + (f" ({pub.notes})" if pub and pub.notes else "") + ".")

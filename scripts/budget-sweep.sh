@@ -11,11 +11,11 @@ out=${SWEEP_DIR:-results/sweep-$(date -u +%Y%m%d-%H%M%S)-$scenario}
 for b in "${budgets[@]}"; do
   .venv/bin/bench run "$scenario" --scale "$scale" --engines "${ENGINES:-spark,risingwave}" \
     --memory-budget "$b" --timeout "${TIMEOUT:-1800}" --results-dir "$out" --run-id "budget-$b" \
-    ${WAREHOUSE:+--warehouse "$WAREHOUSE"} | grep -E "^\[|speedup" || true
+    ${WAREHOUSE:+--warehouse "$WAREHOUSE"} | grep -E "\] (ok|failed|oom|heap-oom|timeout)|speedup" || true
 done
 .venv/bin/python - "$out" <<'PY'
 import sys
-from bench.results import read_results
+from bench.core.results import read_results
 rows = sorted(read_results(sys.argv[1]), key=lambda r: (-(r.memory_budget_bytes or 0), r.engine))
 print(f"{'budget':>10} {'engine':<11} {'status':<8} {'verified':<8} {'duration':>9} {'peak RSS':>10}  enforcement / error")
 for r in rows:

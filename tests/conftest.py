@@ -10,9 +10,15 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY = "0.00005"  # 16 files, ~10 MB: seconds per scenario
 TEST_ENGINES = ",".join([
     "corrupt=tests.engines.corrupt:CorruptEngine",
+    "partial=tests.engines.corrupt:PartialEngine",
+    "wrongcodec=tests.engines.corrupt:WrongCodecEngine",
+    "altered=tests.engines.corrupt:AlteredEngine",
+    "noids=tests.engines.corrupt:NoFieldIdsEngine",
+    "leaky=tests.engines.corrupt:LeakyEngine",
     "crash=tests.engines.faulty:CrashEngine",
     "hang=tests.engines.faulty:HangEngine",
     "hog=tests.engines.faulty:HogEngine",
+    "heap=tests.engines.faulty:HeapEngine",
 ])
 
 

@@ -102,10 +102,6 @@ def status_of(s3, prefix: str) -> dict:
     return json.loads(get_text(s3, prefix + "status.json"))
 
 
-def harness_has_report() -> bool:
-    return subprocess.run([str(BENCH), "report", "--help"], capture_output=True).returncode == 0
-
-
 # ----- the uploader ------------------------------------------------------------------------------------
 def test_publish_writes_status_last_and_records_failures(tmp_path, s3, monkeypatch):
     for k, v in s3.env.items():
@@ -178,10 +174,8 @@ def test_bootstrap_runs_the_real_harness_uploads_then_powers_off(tmp_path, s3):
     assert st["status"] == "ok" and st["exit_code"] == 0 and st["upload_errors"] == []
     assert st["scenarios"] == [{"scenario": "bin-packing", "exit_code": 0, "seconds": st["scenarios"][0]["seconds"]}]
     assert st["scale"] == TINY_SCALE and st["engines"] == "risingwave" and st["run_id"] == "e2e-ok"
-    if harness_has_report():
-        assert st["report"] == "ok" and r.prefix + "report.html" in keys
-    else:
-        assert st["report"] == "unavailable" and "no 'bench report' command" in r.log
+    assert st["report"] == "ok" and r.prefix + "report.html" in keys  # this harness has `bench report`
+    assert "verified" in get_text(s3, r.prefix + "report.html")
     # status.json was in the bucket, with everything else, before the power-off ran
     assert r.powered_off is not None and set(keys) <= set(r.powered_off)
     assert r.log.index("uploading results and logs") < r.log.index("powering off")
@@ -194,10 +188,8 @@ def test_bootstrap_runs_the_real_harness_uploads_then_powers_off(tmp_path, s3):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert json.loads((fetched / "status.json").read_text())["status"] == "ok"
     assert (fetched / results[0][len(r.prefix):]).is_file()
-    if harness_has_report():
-        assert html.is_file() and "risingwave" in html.read_text().lower()
-    else:
-        assert "skipped" in proc.stdout
+    assert html.is_file() and "risingwave" in html.read_text().lower()
+    assert f"report: {html}" in proc.stdout
 
 
 def test_failing_benchmark_still_uploads_logs_and_powers_off(tmp_path, s3):

@@ -33,6 +33,9 @@ def _free_port():
     (["run", "bin-packing", "--scale", "0"], ["--scale"]),
     (["run", "bin-packing", "--scale", "-1"], ["--scale"]),
     (["run", "bin-packing", "--memory-budget", "lots"], ["--memory-budget"]),
+    (["run", "bin-packing", "--cache", "lukewarm"], ["--cache"]),
+    (["run", "bin-packing", "--engines", "spark,spark"], ["twice"]),
+    (["run", "bin-packing", "--instance-type", "m9.huge"], ["unknown instance type"]),
     (["datagen", "nope"], ["unknown scenario"]),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needles):
@@ -86,3 +89,12 @@ def test_list_shows_scenarios_and_engines():
     assert p.returncode == 0, p.stderr
     for name in ("bin-packing", "bin-packing-zstd", "spark", "risingwave"):
         assert name in p.stdout
+
+
+def test_a_scenario_file_with_bad_engine_options_is_one_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    src = (Path(__file__).resolve().parent.parent / "scenarios" / "bin-packing.yaml").read_text()
+    bad.write_text(src.replace("    profile: local", "    profile: local\n    executor_cores: 4"))
+    p = run_bench("run", bad, "--results-dir", tmp_path / "r", "--warehouse", tmp_path / "wh")
+    _one_line_error(p, "invalid scenario file", "engines.spark", "executor_cores")
+    assert not (tmp_path / "wh").exists()  # refused before any data is generated

@@ -1,24 +1,34 @@
+"""Datagen: determinism, the scale rule, codecs, the generator's ground truth, the manifest written
+last, and the byte-for-byte restore every engine run starts from."""
+
 import hashlib
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
+from pydantic import ValidationError
 
-from bench.catalog import CatalogSettings, load_sql_catalog
+from bench.core.catalog import CatalogSettings, load_sql_catalog
+from bench.core.dataset import manifest_path
+from bench.core.table import local_path
+from bench.core.table.state import fingerprint, list_files, restore
 from bench.scenario import load_scenario
-from bench.verify import local_path, table_stats
+from bench.verify import table_stats
 from datagen import smallfiles
-from datagen.dataset import manifest_path, prepare, reset
+from datagen.dataset import prepare
+from datagen.recipes import DeletesRecipe, SmallFilesRecipe
 
 SCALE = 0.00005
 
 
 def _recipe(name="bin-packing"):
-    return load_scenario(name).table.model_dump()
+    return load_scenario(name).table
 
 
 def _make(tmp: Path, seed=42, recipe=None, scale=SCALE):
-    cat = load_sql_catalog(CatalogSettings(warehouse=str(tmp)))
-    return cat, prepare(cat, tmp, "bench", recipe or _recipe(), scale, seed, workers=2)
+    settings = CatalogSettings(warehouse=str(tmp))
+    cat = load_sql_catalog(settings)
+    return cat, prepare(cat, settings, recipe or _recipe(), scale, seed, workers=2)
 
 
 def _digest(paths):
@@ -34,20 +44,38 @@ def test_same_seed_same_bytes_different_seed_different_data(tmp_path):
     sa = table_stats(cat_a.load_table(a.table))
     sb = table_stats(cat_b.load_table(b.table))
     assert sa.checksum == sb.checksum and sa.rows == a.rows
-    assert c.table != a.table
-    assert table_stats(load_sql_catalog(CatalogSettings(warehouse=str(tmp_path / "c"))).load_table(c.table)).checksum != sa.checksum
+    assert c.table != a.table and c.ground_truth.checksum != a.ground_truth.checksum
+
+
+def test_small_files_ground_truth_is_the_generators_own_checksum(tmp_path):
+    """The ground truth comes from the generated rows (never read back) and equals what a reader of
+    the table sees: the before side is not read by the same code as the after side."""
+    cat, ds = _make(tmp_path)
+    gt = ds.ground_truth
+    assert gt.rows == ds.rows and gt.checksum not in ("", "0") and "generator" in gt.computed_by
+    st = table_stats(cat.load_table(ds.table))
+    assert (st.rows, st.checksum) == (gt.rows, gt.checksum)
 
 
 def test_scale_rule_sizes_and_floor():
     r = _recipe()
-    assert smallfiles.file_count(r["files"], 1.0, r["min_files"]) == 17_358
-    assert smallfiles.file_count(r["files"], 0.005, r["min_files"]) == 87
-    assert smallfiles.file_count(r["files"], 0.00001, r["min_files"]) == 16  # the floor
-    plans = smallfiles.plan_files(r["files"], r["total_bytes"], 0.005, r["min_files"], 42)
+    assert smallfiles.file_count(r.files, 1.0, r.min_files) == 17_358
+    assert smallfiles.file_count(r.files, 0.005, r.min_files) == 87
+    assert smallfiles.file_count(r.files, 0.00001, r.min_files) == 16  # the floor
+    plans = smallfiles.plan_files(r.files, r.total_bytes, 0.005, r.min_files, 42)
     rows = [p.rows for p in plans]
     assert len(plans) == 87 and max(rows) > 2 * min(rows)  # a realistic spread, not uniform files
     keys = [(p.key_offset, p.key_offset + p.rows) for p in plans]
     assert all(a[1] == b[0] for a, b in zip(keys, keys[1:]))  # unique keys across files
+
+
+def test_recipes_are_a_union_by_kind_validated_on_load():
+    assert isinstance(_recipe("bin-packing"), SmallFilesRecipe)
+    assert isinstance(_recipe("deletes-high"), DeletesRecipe)
+    with pytest.raises(ValidationError, match="at most one delete file"):
+        DeletesRecipe(data_files=10, position_delete_files=11)
+    with pytest.raises(ValidationError):
+        SmallFilesRecipe(files=10, data_files=3)  # a deletes parameter on a small-file table
 
 
 def test_bytes_and_codec_follow_the_recipe(tmp_path):
@@ -55,11 +83,13 @@ def test_bytes_and_codec_follow_the_recipe(tmp_path):
     cat, zstd = _make(tmp_path, recipe=_recipe("bin-packing-zstd"), scale=0.0002)
     assert abs(plain.bytes - 193e9 * 0.0002) / (193e9 * 0.0002) < 0.05
     assert zstd.rows == plain.rows and zstd.bytes < plain.bytes / 1.5
+    assert zstd.ground_truth.checksum == plain.ground_truth.checksum  # the same rows, other bytes
     md = pq.ParquetFile(local_path(zstd.live_files[0])).metadata
     assert md.row_group(0).column(0).compression == "ZSTD"
     assert md.schema.to_arrow_schema().field("v1").metadata[b"PARQUET:field_id"] == b"1"
     st = table_stats(cat.load_table(zstd.table))
-    assert st.codecs == ["ZSTD"] and st.data_files == zstd.files
+    assert st.codecs == ["zstd"] and st.data_files == zstd.files
+    assert st.uncompressed_bytes > zstd.bytes  # the logical size is larger than the compressed files
 
 
 def test_half_written_dataset_is_regenerated_and_complete_one_reused(tmp_path):
@@ -73,12 +103,22 @@ def test_half_written_dataset_is_regenerated_and_complete_one_reused(tmp_path):
     assert table_stats(cat.load_table(again.table)).rows == ds.rows
 
 
-def test_reset_restores_snapshot_and_removes_new_files(tmp_path):
+def test_restore_gives_the_dataset_back_byte_for_byte(tmp_path):
     cat, ds = _make(tmp_path)
+    before = fingerprint(list_files(ds.location), ds.metadata_location)
     tbl = cat.load_table(ds.table)
-    tbl.overwrite(tbl.scan().to_arrow())  # a "compaction" that writes a new file
-    data_dir = Path(local_path(tbl.location())) / "data"
-    assert len(list(data_dir.iterdir())) == ds.files + 1
-    reset(cat, ds)
-    assert cat.load_table(ds.table).current_snapshot().snapshot_id == ds.snapshot_id
-    assert len(list(data_dir.iterdir())) == ds.files
+    tbl.overwrite(tbl.scan().to_arrow())  # a "compaction": a new data file, manifests, metadata
+    changed = list_files(ds.location)
+    assert len(changed) > len(ds.table_files)
+    assert cat.load_table(ds.table).metadata_location != ds.metadata_location
+    deleted, after = restore(cat, ds.table, ds.metadata_location, ds.location, ds.table_files)
+    assert deleted == len(changed) - len(ds.table_files)
+    assert after == ds.table_files and list_files(ds.location) == ds.table_files
+    tbl = cat.load_table(ds.table)
+    assert tbl.metadata_location == ds.metadata_location and tbl.current_snapshot().snapshot_id == ds.snapshot_id
+    assert fingerprint(after, tbl.metadata_location) == before
+    # a damaged dataset (a file changed in place) is refused, never compacted as if it were the input
+    victim = Path(local_path(ds.live_files[0]))
+    victim.write_bytes(victim.read_bytes() + b"x")
+    with pytest.raises(RuntimeError, match="missing or changed"):
+        restore(cat, ds.table, ds.metadata_location, ds.location, ds.table_files)

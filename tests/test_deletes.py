@@ -10,27 +10,28 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from pydantic import ValidationError
 from pyiceberg.manifest import DataFileContent
 
-from bench.catalog import CatalogSettings, load_sql_catalog
-from bench.catalog.rest import serve
-from bench.errors import UserError
+from bench.core.catalog import CatalogSettings, load_sql_catalog
+from bench.core.catalog.rest import serve
+from bench.core.errors import UserError
+from bench.core.table import live_entries, live_files, local_path
+from bench.core.table.deletes import classify
 from bench.scenario import load_scenario
-from bench.verify import (classify_deletes, live_manifest_entries, local_path, read_duckdb_iceberg,
-                          read_live_data_parquet, read_merge_on_read, table_stats, verify_deletes,
-                          ReaderUnavailable)
+from bench.verify import VerifyInput, table_stats, verify
+from bench.verify.readers import ReaderUnavailable, read_duckdb_iceberg, read_merge_on_read, read_parquet_by_name
 from datagen import deletes
 from datagen.dataset import prepare
-from datagen.schema import COLUMNS
+from datagen.recipes import DeletesRecipe
 from tests.conftest import TINY, run_bench
 
 PER_COMMIT = 4  # 8 checkpoints at the tiny scale -> two commit pairs
 
 
-def recipe(name: str = "deletes-standard", **over) -> dict:
-    r = load_scenario(name).table.model_dump()
-    r.update(over)
-    return r
+def recipe(name: str = "deletes-standard", **over) -> DeletesRecipe:
+    r = load_scenario(name).table
+    return DeletesRecipe.model_validate({**r.model_dump(), **over})
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +41,7 @@ def generated(tmp_path_factory):
     settings = CatalogSettings(warehouse=str(wh))
     cat = load_sql_catalog(settings)
     r = recipe(files_per_commit=PER_COMMIT)
-    ds = prepare(cat, wh, "bench", r, float(TINY), 42, workers=2, echo=lambda _: None)
+    ds = prepare(cat, settings, r, float(TINY), 42, workers=2)
     return {"settings": settings, "catalog": cat, "ds": ds, "plan": deletes.plan(r, float(TINY)),
             "warehouse": wh}
 
@@ -66,10 +67,12 @@ def test_scale_rule_counts_and_checkpoint_shape():
     m = deletes.plan(massive, 1.0)
     assert m.eq_bytes_per_file == pytest.approx(20e9 / 20_000)  # ~20 GB of equality deletes at 1.0
     assert deletes.plan(massive, 0.002).eq_bytes_per_file == pytest.approx(20e9 * 0.002 / 40)
-    with pytest.raises(UserError):
-        deletes.plan(recipe(data_files=0), 1.0)
-    with pytest.raises(UserError):
-        deletes.plan(recipe(position_delete_files=30_000), 1.0)
+    with pytest.raises(ValidationError):
+        recipe(data_files=0)
+    with pytest.raises(ValidationError, match="at most one delete file"):
+        recipe(position_delete_files=30_000)
+    with pytest.raises(UserError, match="leaves no row"):
+        deletes.plan(recipe(deleted_fraction=0.99, rows_per_data_file=100), 1.0)
 
 
 def test_deleted_rows_are_deterministic_disjoint_and_planned_forward():
@@ -94,7 +97,7 @@ def test_deleted_rows_are_deterministic_disjoint_and_planned_forward():
 def test_shape_from_the_manifests(generated):
     cat, ds, p = generated["catalog"], generated["ds"], generated["plan"]
     tbl = cat.load_table(ds.table)
-    entries = live_manifest_entries(tbl)
+    entries = live_entries(tbl)
     data = {e.data_file.file_path: e for e in entries if e.data_file.content == DataFileContent.DATA}
     pos = [e for e in entries if e.data_file.content == DataFileContent.POSITION_DELETES]
     eq = [e for e in entries if e.data_file.content == DataFileContent.EQUALITY_DELETES]
@@ -121,7 +124,8 @@ def test_shape_from_the_manifests(generated):
         assert p.has_eq[i]
         # later than every data file at or before its checkpoint: it applies to all of them
         assert all(e.sequence_number > d.sequence_number for path, d in data.items() if index[path] <= i)
-    assert classify_deletes(tbl)["dangling_equality"] == 0 and classify_deletes(tbl)["dangling_position"] == 0
+    cls = classify(live_files(tbl), tbl.specs())
+    assert cls.dangling == [] and (cls.applying_position, cls.applying_equality) == (4, 4)
 
 
 def test_ground_truth_against_independent_readers(generated):
@@ -129,38 +133,38 @@ def test_ground_truth_against_independent_readers(generated):
     vs our merge-on-read over the Parquet files."""
     ds, cat = generated["ds"], generated["catalog"]
     gt = ds.ground_truth
-    assert gt["rows"] == gt["rows_written"] - gt["position_deleted_rows"] - gt["equality_deleted_rows"]
-    assert 0 < gt["rows"] < gt["rows_written"] and ds.rows == gt["rows"]
-    assert gt["equality_keys"] > gt["equality_deleted_rows"] > 0  # unmatched keys are in there too
+    assert gt.rows == gt.rows_written - gt.position_deleted_rows - gt.equality_deleted_rows
+    assert 0 < gt.rows < gt.rows_written and ds.rows == gt.rows
+    assert gt.equality_keys > gt.equality_deleted_rows > 0  # unmatched keys are in there too
     tbl = cat.load_table(ds.table)
-    expected = (gt["rows"], gt["checksum"])
-    assert read_merge_on_read(tbl, None, COLUMNS) == expected
+    expected = (gt.rows, gt.checksum)
+    assert read_merge_on_read(tbl, None) == expected
     with serve(generated["settings"]) as served:
-        assert read_duckdb_iceberg(tbl, None, COLUMNS, served) == expected
-        st = table_stats(tbl, settings=served)
+        assert read_duckdb_iceberg(tbl, None, served.settings) == expected
+        st = table_stats(tbl, settings=served.settings)
     assert (st.rows, st.checksum, st.content_reader) == (*expected, "duckdb-iceberg")
     with pytest.raises(ReaderUnavailable):  # deletes apply: reading the data files alone is wrong
-        read_live_data_parquet(tbl, None, COLUMNS)
+        read_parquet_by_name(tbl, None)
 
 
 @pytest.mark.spark
 @pytest.mark.slow
 def test_spark_reader_agrees_with_the_ground_truth(generated):
     """Iceberg's own Java reader (Spark) sees the surviving rows the generator planned."""
-    from bench.spark_runtime import spark_session
+    from tests.spark_session import spark_session
 
     ds, settings = generated["ds"], generated["settings"]
-    with spark_session(settings, cores=1, heap="1g") as spark:
+    with spark_session(settings) as spark:
         n, s1, s2 = spark.sql(f"SELECT count(*), sum(v1), sum(v2) FROM {settings.name}.{ds.table}").collect()[0]
     tbl = generated["catalog"].load_table(ds.table)
-    files = [local_path(e.data_file.file_path) for e in live_manifest_entries(tbl)
+    files = [local_path(e.data_file.file_path) for e in live_entries(tbl)
              if e.data_file.content == DataFileContent.DATA]
-    assert n == ds.ground_truth["rows"]
+    assert n == ds.ground_truth.rows
     # the same surviving keys as DuckDB's iceberg extension sees
     with serve(settings) as served:
-        from bench.catalog.duck import duckdb_connect_iceberg
+        from bench.core.catalog.duck import duckdb_connect_iceberg
 
-        con = duckdb_connect_iceberg(served)
+        con = duckdb_connect_iceberg(served.settings)
         d = con.execute(f"SELECT count(*), sum(v1), sum(v2) FROM ice.{ds.table}").fetchone()
         total = con.execute("SELECT sum(v2) FROM read_parquet(?)", [files]).fetchone()[0]
         con.close()
@@ -173,64 +177,78 @@ def test_verifier_reports_live_deletes_and_wrong_truth(generated):
     ds, cat = generated["ds"], generated["catalog"]
     tbl = cat.load_table(ds.table)
     with serve(generated["settings"]) as served:
-        st = table_stats(tbl, settings=served)
-        v = verify_deletes(st, st, ds.ground_truth, table=tbl, settings=served)
-        bad = verify_deletes(st, st, {**ds.ground_truth, "checksum": "1"}, table=tbl, settings=served)
+        st = table_stats(tbl, settings=served.settings)
+        paths = {e.data_file.file_path for e in live_entries(tbl)}
+
+        def check(gt):
+            vi = VerifyInput(kind="deletes", table=tbl, before=st, before_paths=paths, ground_truth=gt,
+                             target_file_size_bytes=512 << 20, small_file_threshold_bytes=384 << 20,
+                             output_codec="snappy", input_fingerprint="x", input_identical=True,
+                             settings=served.settings)
+            return verify(vi)[1]
+
+        v = check(ds.ground_truth)
+        bad = check(ds.ground_truth.model_copy(update={"checksum": "1"}))
     assert not v.verified
-    assert v.checks["no_applying_delete_files"] is False and v.checks["new_snapshot"] is False
-    assert v.checks["rows_match_ground_truth"] and v.checks["checksum_matches_ground_truth"]
-    assert v.checks["independent_readers_agree"]  # duckdb-iceberg and merge-on-read
-    assert {"duckdb-iceberg", "duckdb-merge-on-read"} <= {k for k, x in v.independent_reader.items()
-                                                          if isinstance(x, dict) and "rows" in x}
-    assert v.independent_reader["live_delete_files_after"]["position_applying"] == 4
-    assert any("still apply" in d for d in v.differences)
-    assert not bad.checks["checksum_matches_ground_truth"] and not bad.checks["input_matches_generator"]
+    ok = {c.name: c.ok for c in v.checks}
+    assert ok["no_live_delete_files"] is False and ok["new_snapshot"] is False
+    assert v.check("no_live_delete_files").required  # required for every engine, not advisory
+    assert ok["content_duckdb_merge_on_read"] and ok["content_duckdb_iceberg"]
+    assert ok["independent_readers_agree"]  # duckdb-iceberg and merge-on-read
+    assert not ok["content_pyiceberg_scan"]  # pyiceberg cannot apply equality deletes: it says so
+    assert "equality deletes" in v.check("content_pyiceberg_scan").message
+    assert "4 position and 4 equality delete files live" in v.check("no_live_delete_files").message
+    assert any(d.startswith("no_live_delete_files:") for d in v.differences)
+    bad_ok = {c.name: c.ok for c in bad.checks}
+    assert not bad_ok["content_duckdb_merge_on_read"] and not bad_ok["input_matches_generator"]
 
 
 # --- both engines end to end ------------------------------------------------------------------------
 @pytest.mark.spark
 @pytest.mark.slow
 def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
+    """Both engines reach the same end state (no live delete file, the ground truth's rows), each step
+    timed as a phase; an engine that leaves a delete file live is not verified."""
     wh, res = tmp_path / "wh", tmp_path / "results"
-    proc = run_bench("run", "deletes-standard", "--scale", TINY, "--engines", "spark,risingwave",
+    proc = run_bench("run", "deletes-standard", "--scale", TINY, "--engines", "spark,risingwave,leaky",
                      "--results-dir", res, "--warehouse", wh, "--run-id", "del")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     records = {json.loads(p.read_text())["engine"]: json.loads(p.read_text())
-               for p in (res / "del").glob("*.json")}
-    assert set(records) == {"spark", "risingwave"}
-    for engine, r in records.items():
-        assert r["status"] == "ok" and r["verified"], (engine, r["error"], r["verification"])
-        v, after = r["verification"], r["after"]
-        assert v["checks"]["rows_match_ground_truth"] and v["checks"]["checksum_matches_ground_truth"]
-        assert v["checks"]["independent_readers_agree"] and v["checks"]["no_applying_delete_files"]
-        assert after["rows"] == r["before"]["rows"] == generated["ds"].ground_truth["rows"]
+               for p in (res / "del").glob("*--rep0.json")}
+    assert set(records) == {"spark", "risingwave", "leaky"}
+    for engine in ("spark", "risingwave"):
+        r = records[engine]
+        assert r["status"] == "ok" and r["verified"], (engine, r["error"], r["verification"]["differences"])
+        checks = {c["name"]: c for c in r["verification"]["checks"]}
+        for name in ("content_duckdb_merge_on_read", "content_pyiceberg_scan", "content_duckdb_iceberg",
+                     "independent_readers_agree", "no_live_delete_files", "output_codec"):
+            assert checks[name]["ok"] and checks[name]["required"], (engine, name)
+        after = r["after"]
+        assert after["rows"] == r["before"]["rows"] == generated["ds"].ground_truth.rows
+        assert after["delete_files"] == 0  # the same end state for every engine
         assert r["before"]["position_delete_files"] == 4 and r["before"]["equality_delete_files"] == 4
-        # live delete files after compaction are reported, position and equality, dangling or not
-        live = v["independent_reader"]["live_delete_files_after"]
-        assert live["position"] == after["position_delete_files"]
-        assert live["equality"] == after["equality_delete_files"]
-        assert v["checks"]["no_live_delete_files"] == (after["delete_files"] == 0)
-        assert (after["delete_files"] == 0) or any("dangling" in d for d in v["differences"])
         assert r["telemetry"]["peak_rss_bytes"] > 0 and r["duration_s"] > 0
-    assert records["risingwave"]["engine_settings"]["strategy"] == "files_with_deletes"
-    assert any("delete-file-threshold" in a for a in records["spark"]["engine_actions"])
-    # Spark's extra step drops the equality deletes its procedures leave behind: nothing stays live
-    assert records["spark"]["after"]["delete_files"] == 0
-    assert records["spark"]["engine_result"]["remove_dangling_deletes"]["removed_equality_delete_files"] >= 0
+        # every step is a phase; the phases add up to the compaction time
+        assert abs(sum(p["seconds"] for p in r["phases"]) - r["duration_s"]) < 1e-6
+    spark, rw = records["spark"], records["risingwave"]
+    assert [p["name"] for p in spark["phases"]][:3] == ["rewrite_data_files", "rewrite_position_delete_files",
+                                                        "remove dangling deletes"]
+    assert "catalog warm-up" in [p["name"] for p in spark["setup_phases"]]  # outside duration_s
+    assert any("delete-file-threshold" in a for a in spark["engine_actions"])
+    # the input's last commit adds equality deletes: RisingWave's first pass leaves them dangling, its
+    # own second pass removes them, timed as a step of its run
+    assert rw["engine_result"]["delete_files_left_after_compaction"] > 0
+    assert [p["name"] for p in rw["phases"]][:3] == ["compaction", "inspect", "second pass"]
+    assert rw["engine_settings"]["strategy"] == "files_with_deletes"
+    # the same, without the second pass: not verified, and the failed check says why
+    leaky = records["leaky"]
+    assert leaky["status"] == "ok" and leaky["verified"] is False
+    assert any(d.startswith("no_live_delete_files:") for d in leaky["verification"]["differences"])
     # determinism: generated again from the same seed in another warehouse (other commit batching),
     # the same data files and the same ground truth
     ds_cli = json.loads(next(p for p in (wh / "datasets").glob("deletes_*.json")
                              if not p.name.endswith(".baseline.json")).read_text())
     gt, gt_cli = generated["ds"].ground_truth, ds_cli["ground_truth"]
-    assert (gt_cli["rows"], gt_cli["checksum"]) == (gt["rows"], gt["checksum"])
+    assert (gt_cli["rows"], gt_cli["checksum"]) == (gt.rows, gt.checksum)
     data = lambda files: sorted(f for f in files if not f.endswith("deletes.parquet"))  # noqa: E731
     assert _sha(data(ds_cli["live_files"])) == _sha(data(generated["ds"].live_files))
-
-
-def test_generator_refuses_a_catalog_spark_cannot_commit_to():
-    class FakeRest:
-        name = "bench"
-        properties = {"uri": "http://127.0.0.1:8181", "warehouse": "s3://bucket/wh"}
-
-    with pytest.raises(UserError, match="embedded SQLite catalog"):
-        deletes._settings_for(FakeRest(), "bench.t")

@@ -1,6 +1,6 @@
 """The HTML report, rendered from REAL results of `bench run` at the tiny scale and checked in a real
 headless Chromium: it loads offline with no failed request, every chart is there, and the numbers in
-its tables are the ones in the result files.  Also `bench export`."""
+its tables are the ones in the result files (statistics over verified runs only).  Also `bench export`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import TINY, run_bench
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package `chromium` (make test-deps installs it)
-CHARTS = ("duration", "cost", "memory", "memory_timeline", "cores", "cpu_timeline")
+CHARTS = ("duration", "cost", "phases", "memory", "memory_timeline", "cores", "cpu_timeline")
 
 
 @pytest.fixture(scope="session")
@@ -36,7 +36,7 @@ def real_results(tmp_path_factory, shared_warehouse) -> dict[str, Path]:
 
 
 def _json_results(run_dir: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(run_dir.glob("*.json"))]
+    return [json.loads(p.read_text()) for p in sorted(run_dir.glob("*.json")) if p.name != "run.json"]
 
 
 def _number(text: str) -> float:
@@ -60,6 +60,13 @@ def test_real_results_have_samples_files(real_results):
                 assert samples.num_rows >= 1 and "rss_bytes" in samples.column_names
                 assert r["telemetry"]["samples"] == samples.num_rows
                 assert r["cost"]["instance_type"] == "m5.4xlarge"
+                assert r["phases"] and r["duration_s"] == pytest.approx(sum(p["seconds"] for p in r["phases"]))
+                checks = r["verification"]["checks"]
+                assert isinstance(checks, list) and all({"name", "ok", "required"} <= set(c) for c in checks)
+            assert r["scenario_record"]["sha256"] and r["scenario_record"]["content"]["name"] == r["scenario"]
+            assert r["engine_order"] and r["engine"] in r["engine_order"]
+        state = json.loads((run_dir / "run.json").read_text())
+        assert state["state"] == "complete" and state["expected_results"] == len(_json_results(run_dir))
 
 
 def test_report_in_a_real_browser(real_results, tmp_path):
@@ -113,40 +120,72 @@ def test_report_in_a_real_browser(real_results, tmp_path):
                 for engine in dict.fromkeys(r["engine"] for r in rs):
                     mine = [r for r in rs if r["engine"] == engine and not r["warmup"]]
                     ok = [r for r in mine if r["status"] == "ok"]
+                    good = [r for r in ok if r["verified"]]  # every statistic is over verified runs only
                     row = section.locator(f'table[data-table="engines"] tr[data-engine="{engine}"]')
                     assert row.count() == 1
                     cell = row.locator('[data-metric="duration_median"]')
-                    if ok:
-                        med = statistics.median(r["duration_s"] for r in ok)
+                    if good:
+                        med = statistics.median(r["duration_s"] for r in good)
                         assert float(cell.get_attribute("data-value")) == pytest.approx(med, rel=1e-9)
                         shown = cell.inner_text()
                         assert abs(_number(shown) - med) <= 0.5 * 10 ** -_decimals(shown) + 1e-12, shown
-                        cost = statistics.median(r["cost"]["total_usd"] for r in ok)
+                        cost = statistics.median(r["cost"]["total_usd"] for r in good)  # as stored
                         cost_cell = row.locator('[data-metric="cost_median"]')
                         assert float(cost_cell.get_attribute("data-value")) == pytest.approx(cost, rel=1e-9)
                         shown = cost_cell.inner_text()
                         assert abs(_number(shown) - cost) <= 0.5 * 10 ** -_decimals(shown) * 1.0001, shown
-                        rss = statistics.median(r["telemetry"]["peak_rss_bytes"] for r in mine)
+                        rss = statistics.median(r["telemetry"]["peak_rss_bytes"] for r in good)
                         assert float(row.locator('[data-metric="peak_rss_median"]').get_attribute(
                             "data-value")) == pytest.approx(rss)
+                        # each phase the engine timed, in the phases table, median over verified runs
+                        for kind, key in (("compaction", "phases"), ("setup", "setup_phases")):
+                            for name in dict.fromkeys(p["name"] for r in good for p in r[key]):
+                                ph = section.locator(f'table[data-table="phases"] tr[data-engine="{engine}"]'
+                                                     f'[data-phase="{name}"][data-kind="{kind}"] '
+                                                     f'[data-metric="phase_median"]')
+                                expected = statistics.median(sum(p["seconds"] for p in r[key] if p["name"] == name)
+                                                             for r in good)
+                                assert float(ph.get_attribute("data-value")) == pytest.approx(expected, rel=1e-9)
+                        served = [r["catalog_server"] for r in good if r["catalog_server"]]
+                        if served:
+                            commits = section.locator(f'table[data-table="catalog"] tr[data-engine="{engine}"] '
+                                                      f'[data-metric="catalog_commits"]')
+                            assert float(commits.get_attribute("data-value")) == pytest.approx(
+                                statistics.median(c["commits"] for c in served))
                     else:
-                        assert cell.inner_text() == "—"
-                    verified = sum(1 for r in ok if r["verified"])
-                    assert row.locator('[data-metric="verified"]').inner_text() == f"{verified}/{len(mine)}"
-                    # files after, from the first ok run
+                        assert cell.inner_text().startswith("no verified run")
+                    assert row.locator('[data-metric="verified"]').inner_text() == f"{len(good)}/{len(mine)}"
+                    # files after, from the first verified run (else the first finished one)
                     if ok:
                         files = section.locator(f'table[data-table="files"] tr[data-engine="{engine}"] '
                                                 f'[data-metric="data_files"]')
-                        assert int(files.inner_text()) == ok[0]["after"]["data_files"]
+                        assert int(files.inner_text()) == (good or ok)[0]["after"]["data_files"]
+                    # memory limits and the catalog server: a row per engine
+                    for table in ("memory", "catalog"):
+                        assert section.locator(f'table[data-table="{table}"] tr[data-engine="{engine}"]').count() == 1
                 # every run is listed with its real status, failures included
                 for r in rs:
                     tag = "warmup" if r["warmup"] else r["rep"]
                     run_row = section.locator(f'table[data-table="runs"] tr[data-run="{r["engine"]}|{tag}"]')
                     assert run_row.count() == 1
                     assert run_row.get_attribute("data-status") == r["status"]
+                    counts = r["status"] == "ok" and r["verified"] and not r["warmup"]
+                    assert run_row.get_attribute("data-counts") == ("yes" if counts else "no")
                     assert r["status"] in run_row.locator(".badge").first.inner_text().lower()
+                    assert run_row.locator('[data-metric="order"]').get_attribute("data-value") == str(
+                        r["order_position"])
                     if r["error"]:
                         assert r["error"][:40] in run_row.inner_text()
+                    for c in r["verification"]["checks"]:  # a rejected output shows why
+                        if not c["ok"] and c["required"]:
+                            assert c["name"] in run_row.inner_text()
+                # the method: the verification rules and the cache policy of the runs
+                method = section.locator("[data-method]").inner_text()
+                rules = next((r["verification"]["rules"] for r in rs if r["verification"]["rules"]), [])
+                for rule in rules:
+                    assert rule[:60] in method
+                assert rs[0]["cache"]["mode"] in section.locator("[data-cache]").inner_text()
+                assert section.locator("[data-incomplete]").count() == 0
 
             # -- the failing engine is shown as failed, in the headline too
             failing = page.locator('section.set[data-set^="failing|"]')
@@ -154,12 +193,15 @@ def test_report_in_a_real_browser(real_results, tmp_path):
             assert "FAILED" in crash_row.inner_text().upper()
             assert "2 failed" in failing.locator('.kpi[data-engine="crash"]').inner_text()
 
-            # -- the headline speedup is the median of the paired ratios
+            # -- the headline speedup is the median of the paired ratios of verified runs
             rs = _json_results(real_results["compare"])
-            d = {r["engine"]: r["duration_s"] for r in rs if r["status"] == "ok"}
+            d = {r["engine"]: r["duration_s"] for r in rs if r["status"] == "ok" and r["verified"]}
             kpi = page.locator('section.set[data-set^="compare|"] [data-metric="speedup_median"]')
-            expected = max(d.values()) / min(d.values())
-            assert float(kpi.get_attribute("data-value")) == pytest.approx(expected, rel=1e-9)
+            if len(d) == 2:
+                expected = max(d.values()) / min(d.values())
+                assert float(kpi.get_attribute("data-value")) == pytest.approx(expected, rel=1e-9)
+            else:
+                assert kpi.count() == 0
 
             # -- published figures beside the measured ones, with reasons
             pub = page.locator('section.set[data-set^="compare|"] table[data-table="published"]')
@@ -168,6 +210,10 @@ def test_report_in_a_real_browser(real_results, tmp_path):
             reasons = page.locator('section.set[data-set^="compare|"] [data-reasons]').inner_text()
             for word in ("Scale", "Machine", "Versions"):
                 assert word in reasons
+            assert "mb/s of uncompressed input" in pub.inner_text().lower()  # headers are upper-cased by CSS
+            # the cost is the one stored with each run, and says whose price it is
+            caption = page.locator('section.set[data-set^="compare|"] [data-cost-caption]').inner_text()
+            assert "m5.4xlarge" in caption and "re-priced" not in caption.lower()
 
             # -- print: readable on paper (print CSS applies, charts fit the page)
             page.emulate_media(media="print")
@@ -191,9 +237,17 @@ def test_export_csv_and_parquet(real_results, tmp_path):
     for df in (pd.read_csv(csv), pd.read_parquet(parquet)):
         assert len(df) == n
         for col in ("run_id", "engine", "status", "duration_s", "telemetry.peak_rss_bytes", "cost.total_usd",
-                    "after.data_files", "environment.cpu.model"):
+                    "after.data_files", "environment.cpu.model", "scenario_record.sha256", "order_position"):
             assert col in df.columns, col
         assert set(df["status"]) == {"ok", "failed"}
+        # one column per verification check (whether it held), one per phase (seconds)
+        assert "verification.checks" not in df.columns and "phases" not in df.columns
+        for run_dir in real_results.values():
+            for r in _json_results(run_dir):
+                for c in r["verification"]["checks"]:
+                    assert f"verification.check.{c['name']}" in df.columns
+                for p in r["phases"]:
+                    assert f"phase.{p['name']}" in df.columns
 
 
 def test_report_and_export_bad_input(real_results, tmp_path):

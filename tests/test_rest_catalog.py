@@ -1,5 +1,6 @@
-"""The loopback Iceberg REST catalog (bench.catalog.rest) against real clients: pyiceberg's
-RestCatalog, pyiceberg's SqlCatalog on the same SQLite file, and DuckDB 1.5.5's iceberg extension."""
+"""The loopback Iceberg REST catalog (bench.core.catalog.rest) against real clients: pyiceberg's
+RestCatalog, pyiceberg's SqlCatalog on the same SQLite file, and DuckDB 1.5.5's iceberg extension;
+its service without sockets, and the HTTP layer's chunked bodies, route table and request log."""
 
 from __future__ import annotations
 
@@ -9,17 +10,26 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from http.client import HTTPConnection
 
 import psutil
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import CommitFailedException, NoSuchTableError
+from pyiceberg.schema import Schema
+from pyiceberg.table.update import AssertRefSnapshotId, AssertTableUUID, SetPropertiesUpdate
+from pyiceberg.types import LongType, NestedField, StringType
+from werkzeug.test import Client
 
-from bench.catalog import CatalogSettings, load_sql_catalog
-from bench.catalog.duck import duckdb_connect_iceberg
-from bench.catalog.rest import check_rest_uri, main as rest_main, serve
-from bench.errors import UserError
+from bench.core.catalog import CatalogSettings, load_sql_catalog
+from bench.core.catalog.duck import duckdb_connect_iceberg
+from bench.core.catalog.rest import ServedCatalog, check_rest_uri, serve
+from bench.core.catalog.rest import main as rest_main
+from bench.core.catalog.rest import service as svc
+from bench.core.catalog.rest.http import ENDPOINTS, URL_MAP, CatalogApp
+from bench.core.catalog.rest.service import CatalogService
+from bench.core.errors import UserError
 
 
 def batch(start: int, n: int = 5) -> pa.Table:
@@ -50,13 +60,15 @@ def http(method: str, url: str, body: dict | None = None) -> tuple[int, dict]:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    settings = CatalogSettings(str(tmp_path_factory.mktemp("wh")))
+    settings = CatalogSettings(warehouse=str(tmp_path_factory.mktemp("wh")))
     log = tmp_path_factory.mktemp("log") / "requests.log"
     with serve(settings, log_file=log) as s:
-        rc = RestCatalog("bench", uri=s.rest_uri)
+        assert isinstance(s, ServedCatalog) and s.log_file == log
+        rc = RestCatalog("bench", uri=s.settings.rest_uri)
         rc.create_namespace("bench")
-        yield s
-    assert "POST /v1/namespaces" in log.read_text()  # request log written only because asked
+        yield s.settings
+    records = [json.loads(ln) for ln in log.read_text().splitlines()]  # request log written only because asked
+    assert any(r.get("method") == "POST" and r.get("path") == "/v1/namespaces" for r in records)
 
 
 def test_serve_yields_rest_settings(served):
@@ -201,17 +213,17 @@ def test_check_rest_uri_dead_port_fails_fast():
 
 def _server_children(warehouse: str) -> list[psutil.Process]:
     return [p for p in psutil.Process().children(recursive=True)
-            if "bench.catalog.rest" in p.cmdline() and warehouse in p.cmdline()]
+            if "bench.core.catalog.rest" in p.cmdline() and warehouse in p.cmdline()]
 
 
 def test_server_process_is_gone_after_serve(tmp_path):
-    settings = CatalogSettings(str(tmp_path / "wh"))
-    with pytest.raises(RuntimeError, match="boom"):
-        with serve(settings) as s:
-            procs = _server_children(str(s.warehouse_path.resolve()))
-            assert len(procs) == 1 and procs[0].is_running()
-            assert procs[0].net_connections(kind="tcp")[0].laddr.ip == "127.0.0.1"
-            raise RuntimeError("boom")  # the server must stop on exceptions too
+    settings = CatalogSettings(warehouse=str(tmp_path / "wh"))
+    with pytest.raises(RuntimeError, match="boom"), serve(settings) as served:
+        s = served.settings
+        procs = _server_children(str(s.warehouse_path.resolve()))
+        assert len(procs) == 1 and procs[0].is_running() and procs[0].pid == served.pid
+        assert procs[0].net_connections(kind="tcp")[0].laddr.ip == "127.0.0.1"
+        raise RuntimeError("boom")  # the server must stop on exceptions too
     assert not psutil.pid_exists(procs[0].pid)
     assert _server_children(str(s.warehouse_path.resolve())) == []
     with pytest.raises(UserError):
@@ -240,3 +252,176 @@ def test_error_model_for_bad_requests(served):
         status, answer = http(method, uri + path, body)
         assert (status, answer["error"]["type"], answer["error"]["code"]) == (code, type_, code), (method, path)
         assert answer["error"]["message"]
+
+
+# --------------------------------------------------------------------------------------------
+# the service without sockets
+# --------------------------------------------------------------------------------------------
+
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "name", StringType(), required=False))
+
+
+@pytest.fixture
+def service(tmp_path, monkeypatch):
+    def no_sockets(*args, **kwargs):
+        raise AssertionError("the catalog service must not open sockets")
+
+    monkeypatch.setattr(socket, "socket", no_sockets)
+    s = CatalogService(CatalogSettings(warehouse=str(tmp_path / "wh")), endpoints=ENDPOINTS)
+    yield s
+    s.close()
+
+
+def _error(answer) -> dict:
+    status, model = answer
+    body = json.loads(model.model_dump_json())
+    assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "code"}
+    assert body["error"]["code"] == status and body["error"]["message"]
+    return body["error"]
+
+
+def test_service_operations_without_sockets(service):
+    status, config = service.get_config(service.settings.warehouse)
+    assert status == 200 and config.endpoints == ENDPOINTS
+    assert config.overrides["warehouse"] == service.settings.warehouse_uri
+    assert _error(service.get_config("/somewhere/else"))["type"] == "BadRequestException"
+
+    status, ns = service.create_namespace(svc.CreateNamespaceRequest(namespace=["bench"], properties={"a": "b"}))
+    assert status == 200 and ns.namespace == ("bench",) and ns.properties == {"a": "b"}
+    assert service.namespace_exists(("bench",)) == (204, None)
+    assert _error(service.create_namespace(svc.CreateNamespaceRequest(namespace=["bench"])))["type"] \
+        == "AlreadyExistsException"
+    assert svc.parse_namespace("a%1Fb") == ("a", "b") == svc.parse_namespace("a\x1fb")
+
+    status, created = service.create_table(("bench",), svc.CreateTableRequest(
+        name="t", location=None, schema=SCHEMA, partition_spec=None, write_order=None))
+    assert status == 200 and created.metadata_location and created.config == {}
+    status, listed = service.list_tables(("bench",))
+    assert status == 200 and [(e.namespace, e.name) for e in listed.identifiers] == [(("bench",), "t")]
+
+    status, loaded = service.load_table(("bench", "t"))
+    assert status == 200 and loaded.metadata_location == created.metadata_location
+    assert loaded.config == service.settings.file_io_properties()
+    uuid = loaded.metadata.table_uuid
+
+    # a commit whose requirements hold
+    ok = svc.CommitTableRequest(identifier={"namespace": ["ignored"], "name": "ignored"},
+                                requirements=(AssertTableUUID(uuid=uuid),),
+                                updates=(SetPropertiesUpdate(updates={"k": "1"}),))
+    status, committed = service.commit_table(("bench", "t"), ok)
+    assert status == 200 and committed.metadata.properties["k"] == "1"
+    assert committed.metadata_location != created.metadata_location
+
+    # a stale requirement: 409 in the REST error model, nothing written
+    stale = svc.commit_table_request({
+        "requirements": [AssertRefSnapshotId(ref="main", snapshot_id=42).model_dump(by_alias=True)],
+        "updates": [{"action": "set-properties", "updates": {"k": "2"}}]}, ("bench", "t"))
+    assert service.commit_table(("bench", "t"), stale)[0] == 409
+    error = _error(service.commit_table(("bench", "t"), stale))
+    assert error["type"] == "CommitFailedException" and error["code"] == 409
+    assert service.load_table(("bench", "t"))[1].metadata.properties["k"] == "1"
+
+    # unknown table / namespace: 404
+    for answer, type_ in [(service.load_table(("bench", "nope")), "NoSuchTableException"),
+                          (service.table_exists(("bench", "nope")), "NoSuchTableException"),
+                          (service.commit_table(("bench", "nope"), ok), "NoSuchTableException"),
+                          (service.drop_table(("bench", "nope")), "NoSuchTableException"),
+                          (service.list_tables(("nope",)), "NoSuchNamespaceException"),
+                          (service.namespace_exists(("nope",)), "NoSuchNamespaceException")]:
+        assert answer[0] == 404 and _error(answer)["type"] == type_
+
+    # what this catalog does not do: 501
+    two = svc.CommitTransactionRequest.model_validate({"table-changes": [{}, {}]})
+    assert _error(service.commit_transaction(two))["code"] == 501
+    overwrite = svc.register_table_request({"name": "r", "metadata-location": created.metadata_location,
+                                            "overwrite": True})
+    assert _error(service.register_table(("bench",), overwrite))["type"] == "UnsupportedOperationException"
+
+    # rename, drop namespace (409 while not empty), drop with purge
+    rename = svc.RenameTableRequest.model_validate({"source": {"namespace": ["bench"], "name": "t"},
+                                                    "destination": {"namespace": ["bench"], "name": "u"}})
+    assert service.rename_table(rename) == (204, None)
+    assert _error(service.drop_namespace(("bench",)))["type"] == "NamespaceNotEmptyException"
+    assert service.drop_table(("bench", "u"), purge=True) == (204, None)
+    assert service.drop_namespace(("bench",)) == (204, None)
+
+
+def test_server_error_is_500_with_traceback(service, capsys):
+    def broken(identifier):
+        raise RuntimeError("kaput")
+
+    service.load_table = broken
+    resp = Client(CatalogApp(service)).get("/v1/namespaces/bench/tables/t")  # WSGI, no sockets
+    assert resp.status_code == 500 and resp.json["error"]["type"] == "ServiceFailureException"
+    assert "RuntimeError: kaput" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# the HTTP layer
+# --------------------------------------------------------------------------------------------
+
+def test_chunked_request_body_is_accepted(served):
+    host, port = served.rest_uri.removeprefix("http://").split(":")
+    body = json.dumps({"namespace": ["chunked"], "properties": {"sent": "in chunks"}}).encode()
+    conn = HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.putrequest("POST", "/v1/namespaces")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Transfer-Encoding", "chunked")
+        conn.endheaders()
+        for i in range(0, len(body), 10):
+            chunk = body[i:i + 10]
+            conn.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        conn.send(b"0\r\n\r\n")
+        resp = conn.getresponse()
+        answer = json.loads(resp.read())
+    finally:
+        conn.close()
+    assert resp.status == 200 and answer == {"namespace": ["chunked"], "properties": {"sent": "in chunks"}}
+    assert load_sql_catalog(served).load_namespace_properties("chunked") == {"sent": "in chunks"}
+
+
+def test_config_advertises_the_route_table(served):
+    expected = []
+    for rule in URL_MAP.iter_rules():
+        (method,) = rule.methods
+        if (method, rule.rule) == ("GET", "/v1/config"):
+            continue
+        path = rule.rule.replace("/v1/", "/v1/{prefix}/").replace("<namespace>", "{namespace}")
+        expected.append(f"{method} {path.replace('<table>', '{table}')}")
+    assert len(expected) == len(list(URL_MAP.iter_rules())) - 1 == 15
+    assert check_rest_uri(served.rest_uri)["endpoints"] == expected == ENDPOINTS
+    # and every advertised endpoint is served (answers, though not necessarily with success)
+    for endpoint in expected:
+        method, path = endpoint.split(" ")
+        path = path.format(prefix="", namespace="nowhere", table="nothing").replace("//", "/")
+        status, answer = http(method, served.rest_uri + path, None if method in ("GET", "HEAD", "DELETE") else {})
+        assert status != 405 and answer.get("error", {}).get("type") != "NoSuchEndpointException", endpoint
+
+
+def test_request_log_and_server_pid(tmp_path):
+    log = tmp_path / "requests.log"
+    calls = [("GET", "/v1/config", None, 200), ("POST", "/v1/namespaces", {"namespace": ["logged"]}, 200),
+             ("HEAD", "/v1/namespaces/logged", None, 204), ("GET", "/v1/namespaces/logged/tables/nope", None, 404),
+             ("DELETE", "/v1/namespaces/logged", None, 204)]
+    with serve(CatalogSettings(warehouse=str(tmp_path / "wh")), log_file=log) as served:
+        assert served.log_file == log and served.pid
+        proc = psutil.Process(served.pid)
+        assert proc.is_running() and "bench.core.catalog.rest" in proc.cmdline()
+        uri = served.settings.rest_uri
+        t0 = time.time()
+        for method, path, body, code in calls:
+            assert http(method, uri + path, body)[0] == code, (method, path)
+        t1 = time.time()
+    assert not psutil.pid_exists(served.pid)
+
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert records[0] == {"event": "serving", "uri": uri, "db": str(served.settings.sqlite_path)}
+    assert (records[1]["method"], records[1]["path"]) == ("GET", "/v1/config")  # serve()'s readiness probe
+    mine = records[2:]
+    assert [(r["method"], r["path"], r["status"]) for r in mine] == [(m, p, c) for m, p, _, c in calls]
+    for r in mine:
+        assert set(r) == {"t", "method", "path", "status", "ms"} | ({"error"} if r["status"] >= 400 else set())
+        assert isinstance(r["t"], float) and t0 <= r["t"] <= t1
+        assert isinstance(r["ms"], float) and 0 <= r["ms"] <= (t1 - t0) * 1000
+    assert mine[3]["error"] == "NoSuchTableException: Table does not exist: logged.nope"

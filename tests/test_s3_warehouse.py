@@ -74,8 +74,8 @@ def aws_environ(s3_endpoint, tmp_path, monkeypatch):
 
 # --- settings -------------------------------------------------------------------------------------
 def test_warehouse_uris_and_state_dir(tmp_path, monkeypatch):
-    from bench.catalog import CatalogSettings
-    from bench.errors import UserError
+    from bench.core.catalog import CatalogSettings
+    from bench.core.errors import UserError
 
     monkeypatch.setenv("BENCH_STATE_DIR", str(tmp_path / "st"))
     a = CatalogSettings.for_warehouse("s3://bucket-a/wh/run1/")
@@ -84,7 +84,7 @@ def test_warehouse_uris_and_state_dir(tmp_path, monkeypatch):
     assert a.state_path.parent == tmp_path / "st" and a.state_path.name.startswith("bucket-a-")
     assert a.state_path != b.state_path  # every S3 warehouse has its own catalog
     assert a.sqlite_path == a.state_path / "catalog.db" and a.datasets_path == a.state_path / "datasets"
-    assert CatalogSettings.from_dict(a.to_dict()) == a
+    assert CatalogSettings.model_validate_json(a.model_dump_json()) == a
     with pytest.raises(ValueError):
         a.warehouse_path  # noqa: B018 - an S3 warehouse has no local directory
     local = CatalogSettings.for_warehouse(f"file://{tmp_path}/w")
@@ -95,8 +95,8 @@ def test_warehouse_uris_and_state_dir(tmp_path, monkeypatch):
 
 
 def test_s3_properties_from_environment():
-    from bench.catalog.s3 import S3Connection, redact
-    from bench.errors import UserError
+    from bench.core.catalog.s3 import S3Connection, redact
+    from bench.core.errors import UserError
 
     c = S3Connection.from_env({"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_ACCESS_KEY_ID": "k",
                                "AWS_SECRET_ACCESS_KEY": "s", "AWS_SESSION_TOKEN": "t"})
@@ -114,8 +114,8 @@ def test_s3_properties_from_environment():
                                         "s3.force-virtual-addressing": "false", "s3.region": "eu-west-1",
                                         "client.region": "eu-west-1"}
     assert S3Connection.from_env({}).fileio_properties() == {}  # AWS itself: virtual-hosted, region per bucket
-    spark = c.spark_catalog_properties()
-    assert spark["io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO" and "s" not in spark.values()
+    java = c.java_catalog_properties()
+    assert java["io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO" and "s" not in java.values()
     with pytest.raises(UserError):
         S3Connection.from_env({"AWS_ACCESS_KEY_ID": "k"})
     with pytest.raises(UserError):
@@ -123,9 +123,12 @@ def test_s3_properties_from_environment():
 
 
 def test_spark_s3_conf_online_and_refusal_offline(monkeypatch, tmp_path):
-    from bench import spark_runtime
-    from bench.catalog import CatalogSettings
-    from bench.errors import UserError
+    """A JVM (Spark's session, the deletes generator's committer) reaches S3 through Iceberg's S3FileIO:
+    refused offline, configured online (BENCH_MAVEN=1: jars from Maven Central, faked here)."""
+    from bench.core.catalog import CatalogSettings
+    from bench.core.errors import UserError
+    from bench.core.iceberg_java import runtime
+    from bench.engines.spark.session import base_conf
 
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
@@ -133,21 +136,22 @@ def test_spark_s3_conf_online_and_refusal_offline(monkeypatch, tmp_path):
     monkeypatch.setenv("BENCH_STATE_DIR", str(tmp_path))
     settings = CatalogSettings.for_warehouse("s3://bucket-a/wh")
     monkeypatch.delenv("BENCH_SPARK_MAVEN", raising=False)
-    with pytest.raises(UserError, match="Spark cannot use an S3 warehouse offline"):
-        spark_runtime.base_conf(settings)
-    assert not spark_runtime.s3_requirement().ok
-    monkeypatch.setenv("BENCH_SPARK_MAVEN", "1")
-    conf = spark_runtime.base_conf(settings)
-    assert spark_runtime.AWS_BUNDLE_PACKAGE in conf["spark.jars.packages"].split(",")
-    assert "org.apache.iceberg:iceberg-aws-bundle:1.10.2" == spark_runtime.AWS_BUNDLE_PACKAGE
+    monkeypatch.delenv("BENCH_MAVEN", raising=False)
+    with pytest.raises(UserError, match="iceberg-aws-bundle"):
+        base_conf(settings, "local[1]")
+    assert not runtime.s3_requirement().ok
+    monkeypatch.setenv("BENCH_MAVEN", "1")
+    monkeypatch.setattr(runtime, "fetch_maven", lambda name: tmp_path / f"{name}.jar")  # no network here
+    conf = base_conf(settings, "local[1]")
+    assert conf["spark.jars"].split(",")[-1] == str(tmp_path / "aws-bundle.jar")
     cat = "spark.sql.catalog.bench."
     assert conf[cat + "io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
     assert conf[cat + "s3.endpoint"] == "http://127.0.0.1:9000" and conf[cat + "s3.path-style-access"] == "true"
     assert conf[cat + "client.region"] == "us-east-1" and conf[cat + "warehouse"] == "s3://bucket-a/wh"
     assert conf[cat + "uri"] == f"jdbc:sqlite:{settings.state_path / 'catalog.db'}"
     assert not any(SECRET in v for v in conf.values())  # the AWS SDK reads keys from the environment
-    local = spark_runtime.base_conf(CatalogSettings.for_warehouse(tmp_path / "wh"))
-    assert spark_runtime.AWS_BUNDLE_PACKAGE not in local["spark.jars.packages"]
+    local = base_conf(CatalogSettings.for_warehouse(tmp_path / "wh"), "local[1]")
+    assert "aws-bundle" not in local["spark.jars"]
 
 
 # --- end to end through the CLI -----------------------------------------------------------------------
@@ -188,7 +192,7 @@ def test_run_risingwave_on_s3(s3_endpoint, tmp_path):
 
     # nothing of the warehouse on local disk: only the catalog, the manifests and a marker
     assert not (cwd / "warehouse").exists() and not any(cwd.rglob("*"))
-    assert sorted(p.name for p in state.iterdir()) == ["catalog.db", "datasets", "warehouse.json"]
+    assert sorted(p.name for p in state.iterdir()) == [".bench.lock", "catalog.db", "datasets", "warehouse.json"]
     assert not [p for p in tmp_path.rglob("*") if p.suffix in (".avro",) or p.name.endswith(".metadata.json")
                 or (p.suffix == ".parquet" and p.name != "samples.parquet")]
     # no secret in any file written, nor in the output
@@ -217,16 +221,17 @@ def test_rest_catalog_vends_s3_settings(aws_environ, tmp_path):
     import pyarrow as pa
     from pyiceberg.catalog.rest import RestCatalog
 
-    from bench.catalog import CatalogSettings, load_sql_catalog
-    from bench.catalog.duck import duckdb_connect_iceberg
-    from bench.catalog.rest import serve
+    from bench.core.catalog import CatalogSettings, load_sql_catalog
+    from bench.core.catalog.duck import duckdb_connect_iceberg
+    from bench.core.catalog.rest import serve
 
     settings = CatalogSettings.for_warehouse(f"s3://{BUCKET}/vend")
     cat = load_sql_catalog(settings)
     cat.create_namespace_if_not_exists("bench")
     tbl = cat.create_table("bench.t", pa.schema([("a", pa.int64())]))
     tbl.append(pa.table({"a": [1, 2, 3]}))
-    with serve(settings) as served:
+    with serve(settings) as srv:
+        served = srv.settings
         client = RestCatalog("c", uri=served.rest_uri)  # no s3.* properties of its own
         assert client.load_table("bench.t").scan().to_arrow().num_rows == 3
         con = duckdb_connect_iceberg(served)
@@ -247,7 +252,7 @@ def test_spark_and_deletes_on_s3_refused_offline(s3_endpoint, tmp_path):
     assert r.returncode == 2, r.stderr + r.stdout
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
-    assert "Spark cannot use an S3 warehouse offline" in lines[0] and "BENCH_SPARK_MAVEN=1" in lines[0]
+    assert "iceberg-aws-bundle" in lines[0] and "BENCH_MAVEN=1" in lines[0] and lines[0].count("spark:") == 1
     assert _keys(s3_endpoint, "refused") == [] and not results.exists()
 
     d = run_bench("datagen", "deletes-standard", "--scale", TINY, "--warehouse", f"s3://{BUCKET}/refused-del",
@@ -265,17 +270,20 @@ def test_spark_and_deletes_on_s3_refused_offline(s3_endpoint, tmp_path):
 
 
 def test_delete_compaction_and_delete_aware_readers_on_s3(aws_environ, tmp_path):
-    """Position deletes on S3 (written by DuckDB through the REST catalog), read by both delete-aware
-    readers (DuckDB's iceberg extension and our merge-on-read over s3:// files), compacted away by
-    iceberg-compaction on S3, and verified."""
+    """Position deletes on S3 (written by DuckDB through the REST catalog), read by the delete-aware
+    readers (DuckDB's iceberg extension, our merge-on-read over s3:// files, pyiceberg's scan),
+    compacted away by iceberg-compaction on S3, and verified."""
     import pyarrow as pa
 
-    from bench.catalog import CatalogSettings, load_sql_catalog
-    from bench.catalog.duck import _quote, duckdb_connect, extension_path
-    from bench.catalog.rest import serve
+    from bench.core.catalog import CatalogSettings, load_sql_catalog
+    from bench.core.catalog.duck import _quote, duckdb_connect, extension_path
+    from bench.core.catalog.rest import serve
+    from bench.core.dataset import GroundTruth
+    from bench.core.table import live_entries
     from bench.engines import get_engine
-    from bench.engines.base import CompactionJob
-    from bench.verify import CONTENT_READERS, table_stats, verify_deletes
+    from bench.engines.base import CompactionJob, PhaseClock
+    from bench.verify import VerifyInput, table_stats, verify
+    from bench.verify.readers import read
 
     settings = CatalogSettings.for_warehouse(f"s3://{BUCKET}/del")
     cat = load_sql_catalog(settings)
@@ -284,7 +292,8 @@ def test_delete_compaction_and_delete_aware_readers_on_s3(aws_environ, tmp_path)
                            properties={"format-version": "2"})
     for i in range(4):
         tbl.append(pa.table({"id": list(range(i * 50, i * 50 + 50)), "s": [f"v{i}"] * 50}))
-    with serve(settings) as served:
+    with serve(settings) as srv:
+        served = srv.settings
         con = duckdb_connect(remote=True)  # a writable attach (the verifier's own is read-only)
         try:
             for name in ("avro", "iceberg"):
@@ -298,23 +307,27 @@ def test_delete_compaction_and_delete_aware_readers_on_s3(aws_environ, tmp_path)
         with_deletes = cat.load_table("bench.t")
         before = table_stats(with_deletes, settings=served)
         assert before.position_delete_files >= 1 and before.rows == 200 - len(range(0, 200, 7))
-        columns = ["id", "s"]
-        answers = {n: r(with_deletes, None, columns, served) for n, r in CONTENT_READERS.items()
-                   if n != "duckdb-read-parquet-no-applying-deletes"}
-        assert set(answers.values()) == {(before.rows, before.checksum)}, answers
+        answers = {n: read(n, with_deletes, None, served)
+                   for n in ("duckdb-iceberg", "duckdb-merge-on-read", "pyiceberg-scan")}
+        assert {(a["rows"], a["checksum"]) for a in answers.values()} == {(before.rows, before.checksum)}, answers
 
-        job = CompactionJob(table="bench.t", catalog=served.to_dict(), scenario="s3-deletes", kind="deletes",
-                            target_file_size_bytes=64 * 2**20, cores=1, work_dir=str(tmp_path / "work"))
+        job = CompactionJob(table="bench.t", catalog=served, scenario="s3-deletes", kind="deletes",
+                            target_file_size_bytes=64 * 2**20, small_file_threshold_bytes=48 * 2**20, cores=1,
+                            work_dir=str(tmp_path / "work"))
         engine = get_engine("risingwave")
-        engine.open(job)
+        engine.open(job, PhaseClock())
         try:
-            engine.compact(job)
+            engine.compact(job, PhaseClock())
         finally:
             engine.close()
         compacted = cat.load_table("bench.t")
-        after = table_stats(compacted, settings=served)
-        v = verify_deletes(before, after, {"rows": before.rows, "checksum": before.checksum},
-                           table=compacted, settings=served)
+        vi = VerifyInput(kind="deletes", table=compacted, before=before,
+                         before_paths={e.data_file.file_path for e in live_entries(with_deletes)},
+                         ground_truth=GroundTruth(rows=before.rows, checksum=before.checksum),
+                         target_file_size_bytes=64 * 2**20, small_file_threshold_bytes=48 * 2**20,
+                         output_codec="snappy", input_fingerprint="t", input_identical=True, settings=served)
+        after, v = verify(vi)
         assert v.verified, v.differences
+        assert after.delete_files == 0
     written = [k for k in _keys(aws_environ, "del/") if k.endswith(".parquet")]
     assert any("/data/iceberg-compact-" in k for k in written) and len(written) >= 6

@@ -1,7 +1,8 @@
-"""The offline Spark runtime and the `spark` engine, with a real JVM and tiny tables.
+"""The `spark` engine, with a real JVM and tiny tables.
 
 JVM starts are the cost here (5-10 s each): the suite starts four, all in subprocesses that end
 with their test - the binpack run, the forced OOM, the delete writer and the delete compaction.
+The Iceberg jars it runs on are tested in tests/test_iceberg_java.py.
 """
 
 from __future__ import annotations
@@ -11,17 +12,17 @@ import subprocess
 import sys
 import textwrap
 import time
-import zipfile
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pydantic import ValidationError
 
-from bench import spark_runtime
-from bench.catalog import CatalogSettings, load_sql_catalog
-from bench.engines.base import CompactionJob
-from bench.errors import UserError
+from bench.core.catalog import CatalogSettings, load_sql_catalog
+from bench.core.errors import UserError
+from bench.core.iceberg_java import runtime
+from bench.engines.base import CompactionJob, PhaseClock
 
 MiB = 1024**2
 GiB = 1024**3
@@ -71,7 +72,7 @@ def run_worker(tmp: Path, job: CompactionJob, engine: str = "spark") -> tuple[di
     """Run the engine exactly as the harness does: job JSON -> worker subprocess -> outcome JSON."""
     tmp.mkdir(parents=True, exist_ok=True)
     job_path, out_path = tmp / "job.json", tmp / "out.json"
-    job_path.write_text(json.dumps(job.to_dict()))
+    job_path.write_text(job.model_dump_json())
     proc = subprocess.run([sys.executable, "-m", "bench.engines.worker", str(job_path), str(out_path), engine],
                           capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, cwd=PROJECT_ROOT)
     assert out_path.exists(), f"worker wrote no outcome (exit {proc.returncode}): {proc.stderr[-3000:]}"
@@ -79,9 +80,9 @@ def run_worker(tmp: Path, job: CompactionJob, engine: str = "spark") -> tuple[di
 
 
 def job_for(settings: CatalogSettings, table: str, tmp: Path, **kw) -> CompactionJob:
-    base = dict(table=f"{settings.namespace}.{table}", catalog=settings.to_dict(), scenario="test",
-                kind="binpack", target_file_size_bytes=512 * MiB,
-                options={"profile": "local", "output_codec": "snappy"}, memory_budget_bytes=GiB,
+    base = dict(table=f"{settings.namespace}.{table}", catalog=settings, scenario="test",
+                kind="binpack", target_file_size_bytes=512 * MiB, small_file_threshold_bytes=384 * MiB,
+                output_codec="snappy", options={"profile": "local"}, memory_budget_bytes=GiB,
                 cores=2, work_dir=str(tmp / "work"))
     base.update(kw)
     return CompactionJob(**base)
@@ -90,138 +91,9 @@ def job_for(settings: CatalogSettings, table: str, tmp: Path, **kw) -> Compactio
 @pytest.fixture(scope="module")
 def provisioned():
     """The real runtime in the default cache (what `bench setup` builds); idempotent."""
-    lines = list(spark_runtime.provision())
-    assert lines[-1].startswith("spark runtime ready")
-    return spark_runtime.spark_jars()
-
-
-# ------------------------------------------------------------------------------------------------
-# provisioning (no JVM besides jarjar)
-
-
-@pytest.fixture(scope="module")
-def built_cache(tmp_path_factory):
-    """A fresh BENCH_CACHE_DIR, provisioned once for this module's provisioning tests."""
-    cache = tmp_path_factory.mktemp("bench-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BENCH_CACHE_DIR", str(cache))
-        mp.delenv("BENCH_SPARK_MAVEN", raising=False)
-        t0 = time.perf_counter()
-        first = list(spark_runtime.provision())
-        t_first = time.perf_counter() - t0
-    return {"cache": cache, "first": first, "t_first": t_first}
-
-
-@pytest.fixture
-def temp_cache(built_cache, monkeypatch):
-    """Point this test (only) at the temporary cache."""
-    monkeypatch.setenv("BENCH_CACHE_DIR", str(built_cache["cache"]))
-    monkeypatch.delenv("BENCH_SPARK_MAVEN", raising=False)
-    return built_cache
-
-
-def requirement(name: str):
-    reqs = {r.name: r for r in spark_runtime.runtime_requirements()}
-    return reqs[name]
-
-
-def test_provision_builds_into_the_cache_dir(temp_cache):
-    jar = spark_runtime.relocated_jar_path()
-    assert jar is not None and jar.is_file()
-    assert jar.is_relative_to(temp_cache["cache"] / "spark-runtime")
-    assert any("building" in line for line in temp_cache["first"])
-    assert (jar.parent / "build.json").is_file()
-    # no half-built directories left behind
-    assert not [p for p in (temp_cache["cache"] / "spark-runtime").iterdir() if p.name.startswith(".build-")]
-
-
-def test_provision_twice_reuses_the_cache(temp_cache):
-    jar = spark_runtime.relocated_jar_path()
-    mtime = jar.stat().st_mtime_ns
-    t0 = time.perf_counter()
-    second = list(spark_runtime.provision())
-    t_second = time.perf_counter() - t0
-    assert any("(cached" in line for line in second), second
-    assert not any("building" in line for line in second)
-    assert jar.stat().st_mtime_ns == mtime
-    assert t_second < 2.0 and t_second < temp_cache["t_first"], (t_second, temp_cache["t_first"])
-
-
-def test_relocated_jar_is_complete(temp_cache):
-    jar = spark_runtime.relocated_jar_path()
-    with zipfile.ZipFile(jar) as z:
-        names = set(z.namelist())
-        assert "org/apache/iceberg/shaded/com/fasterxml/jackson/core/JsonFactoryBuilder.class" in names
-        for cls in spark_runtime.REQUIRED_CLASSES:
-            assert cls in names
-        assert not [n for n in names if n.startswith("com/fasterxml/")]
-        assert not [n for n in names if n.startswith("META-INF/versions/") or n.endswith("module-info.class")]
-        svc = "META-INF/services/org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonFactory"
-        assert z.read(svc).decode().strip() == "org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonFactory"
-        # every class the runtime jar references under the shaded Jackson prefix is now provided
-        with zipfile.ZipFile(spark_runtime.runtime_jar()) as rt:
-            present = {n for n in rt.namelist() if n.startswith("org/apache/iceberg/shaded/com/fasterxml/")}
-        assert "org/apache/iceberg/shaded/com/fasterxml/jackson/core/JsonFactoryBuilder.class" not in present
-    assert all(r.ok for r in spark_runtime.runtime_requirements()), spark_runtime.runtime_requirements()
-    jars = spark_runtime.spark_jars()
-    assert jars[0].endswith(spark_runtime.RUNTIME_JAR_NAME) and jars[1] == str(jar)
-    assert "sqlite-jdbc" in jars[2] and all(Path(j).is_file() for j in jars)
-
-
-@pytest.mark.parametrize("damage", ["empty", "truncated", "unrelocated"])
-def test_damaged_cached_jar_is_detected_and_repaired(temp_cache, damage):
-    jar = spark_runtime.relocated_jar_path()
-    good = jar.read_bytes()
-    if damage == "empty":
-        jar.write_bytes(b"")
-    elif damage == "truncated":
-        jar.write_bytes(good[: len(good) // 2])
-    else:  # a readable jar that still has unrelocated Jackson classes
-        with zipfile.ZipFile(jar, "a") as z:
-            z.writestr("com/fasterxml/jackson/core/JsonFactory.class", b"\xca\xfe\xba\xbe")
-    req = requirement("relocated jackson jar")
-    assert not req.ok
-    assert "bench setup" in req.fix
-    with pytest.raises(UserError, match="bench setup"):
-        spark_runtime.spark_jars()
-    if damage == "truncated":  # provision() replaces a damaged build (one rebuild is enough to show it)
-        lines = list(spark_runtime.provision())
-        assert any("discarding" in line for line in lines), lines
-    else:
-        jar.write_bytes(good)
-    assert requirement("relocated jackson jar").ok
-
-
-def test_missing_cache_is_reported_with_the_fix(tmp_path, monkeypatch):
-    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "empty-cache"))
-    monkeypatch.delenv("BENCH_SPARK_MAVEN", raising=False)
-    req = requirement("relocated jackson jar")
-    assert not req.ok and "not built" in req.detail and "bench setup" in req.fix
-    with pytest.raises(UserError, match="bench setup"):
-        spark_runtime.spark_jars()
-
-
-def test_missing_jarjar_is_reported(monkeypatch, tmp_path):
-    monkeypatch.setattr(spark_runtime, "JAVA_DIR", tmp_path)
-    reqs = {r.name: r for r in spark_runtime.runtime_requirements()}
-    assert not reqs["jarjar"].ok and reqs["jarjar"].fix == "apt-get install -y libjarjar-java"
-    assert not reqs["sqlite jdbc jar"].ok and "libxerial-sqlite-jdbc-java" in reqs["sqlite jdbc jar"].fix
-    assert not reqs["relocated jackson jar"].ok
-    with pytest.raises(UserError, match="libjarjar-java"):
-        list(spark_runtime.provision())
-
-
-def test_java_requirement_reports_version():
-    req = requirement("java")
-    assert req.ok, req
-    assert "17" in req.detail
-
-
-def test_maven_mode_uses_packages(monkeypatch):
-    monkeypatch.setenv("BENCH_SPARK_MAVEN", "1")
-    conf = spark_runtime.spark_jar_conf()
-    assert list(conf) == ["spark.jars.packages"]
-    assert "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2" in conf["spark.jars.packages"]
+    lines = list(runtime.provision())
+    assert lines[-1].startswith("iceberg java runtime ready")
+    return runtime.iceberg_jars()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -229,7 +101,7 @@ def test_maven_mode_uses_packages(monkeypatch):
 
 
 def test_profiles_and_budget_rule():
-    from bench.engines.spark import PAPER_PROFILE, memory_plan, min_budget_bytes, profile_settings
+    from bench.engines.spark.memory import PAPER_PROFILE, memory_plan, min_budget_bytes, profile_settings
 
     assert profile_settings("paper") == PAPER_PROFILE
     assert PAPER_PROFILE["spark.executor.memory"] == "40g" and PAPER_PROFILE["spark.driver.memory"] == "12g"
@@ -257,21 +129,26 @@ def test_profiles_and_budget_rule():
 
 def test_bad_options_fail_before_starting_a_jvm(tmp_path):
     from bench.engines.spark import SparkEngine
+    from bench.scenario import Scenario, load_scenario
 
-    settings = CatalogSettings(str(tmp_path / "wh"))
+    settings = CatalogSettings(warehouse=str(tmp_path / "wh"))
     eng = SparkEngine()
-    with pytest.raises(UserError, match="output_codec"):
-        eng.open(job_for(settings, "t", tmp_path, options={"output_codec": "lzma"}))
-    with pytest.raises(UserError, match="unknown option 'codec'"):
-        eng.open(job_for(settings, "t", tmp_path, options={"codec": "zstd"}))
+    clock = PhaseClock()
+    with pytest.raises(UserError, match="option codec"):
+        eng.open(job_for(settings, "t", tmp_path, options={"codec": "zstd"}), clock)
     with pytest.raises(UserError, match="spark_conf may not set spark.driver.memory"):
-        eng.open(job_for(settings, "t", tmp_path, options={"spark_conf": {"spark.driver.memory": "64g"}}))
+        eng.open(job_for(settings, "t", tmp_path, options={"spark_conf": {"spark.driver.memory": "64g"}}), clock)
     with pytest.raises(UserError, match="too small for Spark"):
-        eng.open(job_for(settings, "t", tmp_path, memory_budget_bytes=300 * MiB))
-    with pytest.raises(UserError, match="unsupported job kind"):
-        eng.open(job_for(settings, "t", tmp_path, kind="sort"))
-    assert eng.spark is None
+        eng.open(job_for(settings, "t", tmp_path, memory_budget_bytes=300 * MiB), clock)
+    with pytest.raises(ValidationError):
+        job_for(settings, "t", tmp_path, kind="sort")
+    assert eng.spark is None and clock.phases == []
     eng.close()  # safe after a failed open()
+    # a scenario with bad engine options fails when it loads, before any data is generated
+    raw = load_scenario("bin-packing").model_dump(mode="json")
+    raw["engines"]["spark"] = {"profile": "huge"}
+    with pytest.raises(ValidationError, match="engines.spark.profile"):
+        Scenario.model_validate(raw)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -281,11 +158,11 @@ def test_bad_options_fail_before_starting_a_jvm(tmp_path):
 @pytest.fixture(scope="module")
 def binpack_run(provisioned, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("spark-binpack")
-    settings = CatalogSettings(str(tmp / "warehouse"))
+    settings = CatalogSettings(warehouse=str(tmp / "warehouse"))
     make_small_files_table(settings, "small")
     before = table_state(settings, "small")
     job = job_for(settings, "small", tmp, memory_budget_bytes=GiB,
-                  options={"profile": "local", "output_codec": "snappy",
+                  options={"profile": "local",
                            "rewrite_options": {"max-concurrent-file-group-rewrites": 2,
                                                "partial-progress.enabled": False}})
     t0 = time.perf_counter()
@@ -301,6 +178,14 @@ def test_binpack_status_ok(binpack_run):
     rec = binpack_run["record"]
     assert rec["status"] == "ok", (rec, binpack_run["stderr"][-3000:])
     assert rec["setup_s"] > 0 and rec["duration_s"] > 0
+    # the steps: session start and catalog warm-up before the clock starts, then the procedure call
+    assert [p["name"] for p in rec["setup_phases"]][:2] == ["session start", "catalog warm-up"]
+    assert rec["phases"][0]["name"] == "rewrite_data_files"
+    assert abs(sum(p["seconds"] for p in rec["phases"]) - rec["duration_s"]) < 1e-6
+    caps = {c["name"]: c for c in rec["memory_caps"]}
+    assert caps["JVM heap"]["bytes"] <= 768 * MiB + 16 * MiB  # 75 % of the 1 GiB budget, as granted
+    assert caps["JVM direct memory"]["bytes"] == int(0.10 * GiB) // MiB * MiB
+    assert caps["JVM metaspace"]["bytes"] == 192 * MiB
 
 
 @pytest.mark.spark
@@ -326,7 +211,6 @@ def test_binpack_output_codec_is_snappy(binpack_run):
     for f in binpack_run["after"]["data_files"]:
         assert parquet_codecs(f["file_path"]) == {"SNAPPY"}
     out = binpack_run["record"]["outcome"]
-    assert out["output_codec"] == "snappy"
     assert "SET spark.sql.iceberg.compression-codec=snappy" in out["actions"]
 
 
@@ -350,17 +234,17 @@ def test_binpack_records_settings_versions_actions(binpack_run):
     assert out["versions"]["java"].startswith("17")
     calls = [a for a in out["actions"] if a.startswith("CALL")]
     assert calls == ["CALL bench.system.rewrite_data_files(table => 'bench.bench.small', strategy => 'binpack', "
-                     "options => map('target-file-size-bytes', '536870912', 'max-concurrent-file-group-rewrites', '2', "
-                     "'partial-progress.enabled', 'false'))"]
+                     "options => map('target-file-size-bytes', '536870912', 'min-file-size-bytes', '402653184', "
+                     "'max-concurrent-file-group-rewrites', '2', 'partial-progress.enabled', 'false'))"]
 
 
 @pytest.mark.spark
 @pytest.mark.slow
-def test_forced_oom_is_reported_as_oom(provisioned, tmp_path):
+def test_forced_oom_is_reported_as_heap_oom(provisioned, tmp_path):
     """A 768 MiB budget (512 MiB heap) and ten 64 MiB strings: the Parquet writer buffers about 100
     values before it first checks its page size, so the heap runs out deterministically (the input
     is tiny on disk: zstd)."""
-    settings = CatalogSettings(str(tmp_path / "warehouse"))
+    settings = CatalogSettings(warehouse=str(tmp_path / "warehouse"))
     cat = load_sql_catalog(settings)
     cat.create_namespace_if_not_exists(settings.namespace)
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("blob", pa.string())])
@@ -373,8 +257,8 @@ def test_forced_oom_is_reported_as_oom(provisioned, tmp_path):
     t0 = time.perf_counter()
     record, stderr = run_worker(tmp_path, job)
     elapsed = time.perf_counter() - t0
-    assert record["status"] == "oom", (record, stderr[-3000:])
-    assert record["phase"] == "compact"
+    assert record["status"] == "heap-oom", (record, stderr[-3000:])  # the JVM's limit, not the budget
+    assert record["step"] == "compact"
     assert "OutOfMemoryError" in record["error"]
     assert "java.lang.OutOfMemoryError" in stderr
     assert elapsed < WORKER_TIMEOUT_S
@@ -384,11 +268,11 @@ def test_forced_oom_is_reported_as_oom(provisioned, tmp_path):
 
 DELETE_WRITER = textwrap.dedent("""
     import json, sys
-    from bench.engines.base import CompactionJob
+    from bench.engines.base import CompactionJob, PhaseClock
     from bench.engines.spark import SparkEngine
-    job = CompactionJob.from_dict(json.load(open(sys.argv[1])))
+    job = CompactionJob.model_validate_json(open(sys.argv[1]).read())
     eng = SparkEngine()
-    eng.open(job)
+    eng.open(job, PhaseClock())
     try:
         t = "bench." + job.table
         eng.spark.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read')")
@@ -402,10 +286,10 @@ DELETE_WRITER = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def deletes_run(provisioned, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("spark-deletes")
-    settings = CatalogSettings(str(tmp / "warehouse"))
+    settings = CatalogSettings(warehouse=str(tmp / "warehouse"))
     make_small_files_table(settings, "withdel", appends=6)
     job = job_for(settings, "withdel", tmp, kind="deletes", memory_budget_bytes=GiB)
-    (tmp / "writer-job.json").write_text(json.dumps(job.to_dict()))
+    (tmp / "writer-job.json").write_text(job.model_dump_json())
     subprocess.run([sys.executable, "-c", DELETE_WRITER, str(tmp / "writer-job.json")], check=True,
                    capture_output=True, timeout=WORKER_TIMEOUT_S, cwd=PROJECT_ROOT)
     before = table_state(settings, "withdel")
@@ -427,6 +311,8 @@ def test_deletes_are_applied_and_no_delete_file_stays_live(deletes_run):
     assert len(after["data_files"]) == 1
     out = rec["outcome"]
     calls = [a for a in out["actions"] if a.startswith("CALL")]
+    assert [p["name"] for p in rec["phases"]][:3] == ["rewrite_data_files", "rewrite_position_delete_files",
+                                                      "remove dangling deletes"]
     assert len(calls) == 2
     assert "'delete-file-threshold', '1'" in calls[0]
     assert calls[1].startswith("CALL bench.system.rewrite_position_delete_files(")

@@ -9,7 +9,7 @@ import textwrap
 import pyarrow.parquet as pq
 import pytest
 
-from bench.telemetry import SAMPLE_COLUMNS, Sampler
+from bench.telemetry.sampler import SAMPLE_COLUMNS, Sampler
 
 MB = 1024 * 1024
 

@@ -1,21 +1,24 @@
-"""Engine registry: names -> engine classes.  The only place that knows which engines exist."""
+"""Engine registry: names -> engine classes.  The only place that knows which engines exist.
+
+An engine is named in a run as NAME (more engines plug in without code changes:
+BENCH_EXTRA_ENGINES="name=module:Class,...").  Modules are imported lazily, so a missing optional
+dependency of one engine does not break the others (and `bench doctor` can report it).
+"""
 
 from __future__ import annotations
 
 import importlib
 import os
 
+from bench.core.errors import UserError
 from bench.engines.base import Engine
-from bench.errors import UserError
 
-# name -> "module:Class"; modules are imported lazily so a missing optional dependency of one
-# engine does not break the others (and `bench doctor` can report it).
 REGISTRY: dict[str, str] = {
     "spark": "bench.engines.spark:SparkEngine",
     "risingwave": "bench.engines.risingwave:RisingWaveEngine",
 }
+DEFAULT_ENGINES = ("spark", "risingwave")  # what `bench run` compares unless told otherwise
 
-# Engines outside this package plug in without code changes: BENCH_EXTRA_ENGINES="name=module:Class,..."
 for _spec in filter(None, (x.strip() for x in os.environ.get("BENCH_EXTRA_ENGINES", "").split(","))):
     _name, _, _target = _spec.partition("=")
     if _target:
@@ -26,21 +29,35 @@ def engine_names() -> list[str]:
     return list(REGISTRY)
 
 
-def get_engine(name: str) -> Engine:
+def _unknown(name: str) -> UserError:
+    return UserError(f"unknown engine {name!r}; known engines: {', '.join(REGISTRY)}")
+
+
+def engine_class(name: str) -> type[Engine]:
     try:
         target = REGISTRY[name]
     except KeyError:
-        raise UserError(f"unknown engine {name!r}; known engines: {', '.join(REGISTRY)}") from None
+        raise _unknown(name) from None
     module_name, cls_name = target.split(":")
-    module = importlib.import_module(module_name)
-    return getattr(module, cls_name)()
+    return getattr(importlib.import_module(module_name), cls_name)
 
 
-def parse_engines(spec: str) -> list[str]:
-    names = [n.strip() for n in spec.split(",") if n.strip()]
+def get_engine(name: str) -> Engine:
+    return engine_class(name)()
+
+
+def parse_engines(spec: str | None) -> list[str]:
+    """'spark,risingwave' -> names, each known, none twice."""
+    names = [n.strip() for n in (spec or "").split(",") if n.strip()]
     if not names:
         raise UserError("--engines is empty; give a comma-separated list, e.g. spark,risingwave")
     for n in names:
         if n not in REGISTRY:
-            raise UserError(f"unknown engine {n!r}; known engines: {', '.join(REGISTRY)}")
+            raise _unknown(n)
+    if len(set(names)) != len(names):
+        raise UserError(f"--engines names an engine twice: {spec}")
     return names
+
+
+def default_engines() -> str:
+    return ",".join(DEFAULT_ENGINES)

@@ -1,105 +1,181 @@
 """The one small protocol every engine implements.
 
-An engine module lives in this folder, defines one class implementing `Engine`, and registers it in
-`bench.engines.REGISTRY`.  Nothing outside this folder imports an engine module or branches on an
-engine's name.
+An engine module lives in this folder, defines one class implementing `Engine` (most simply by
+subclassing `EngineBase`), and is named in the registry (`bench.engines.REGISTRY`).  Nothing outside
+this folder imports an engine module or branches on an engine's name: what the rest of the harness
+needs to know of an engine, the engine declares (its options model, colour, packages, output codecs).
 
-Life cycle (inside the engine's own subprocess, driven by `bench.engines.worker`):
-    engine.open(job)      # start sessions, connect catalogs      -> timed as `setup_s`
-    engine.compact(job)   # the compaction itself                  -> timed as `duration_s`
-    engine.close()        # stop sessions
-The worker times each phase with the same clock for every engine; the runner measures wall time of
-the whole subprocess, memory, and verifies the table afterwards, the same way for every engine.
+Life cycle, inside the engine's own subprocess (`bench.engines.worker`), every step timed with the
+same clock for every engine:
+    engine.open(job, clock)       # start sessions, connect and warm up the catalog  -> setup_s
+    engine.memory_caps()          # engine-internal memory limits (e.g. the JVM heap), as granted
+    engine.compact(job, clock)    # the compaction, step by step in `clock` phases    -> duration_s
+    engine.close()                # stop sessions
+The runner measures wall time, memory and CPU of the whole subprocess from outside and verifies the
+table afterwards, the same way for every engine.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
-from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, Protocol, runtime_checkable
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bench.core.catalog import CatalogSettings
+from bench.core.requirements import Requirement
+from bench.core.results import MemoryCap, Phase
+
+Kind = Literal["binpack", "deletes"]
+# An untimed gap in compact() longer than this becomes a phase "other" (so the phases add up).
+UNTIMED_MIN_S = 0.001
 
 
-@dataclass
-class Requirement:
-    """One thing an engine needs.  `bench doctor` checks all of them and lists every failure."""
-
-    name: str
-    ok: bool
-    detail: str = ""
-    fix: str = ""
-
-
-def module_requirement(module: str, fix: str) -> Requirement:
-    found = importlib.util.find_spec(module) is not None
-    return Requirement(f"python module {module}", found, "" if found else "not importable", fix)
-
-
-def binary_requirement(binary: str, fix: str) -> Requirement:
-    path = shutil.which(binary)
-    return Requirement(f"binary {binary}", path is not None, path or "not on PATH", fix)
-
-
-@dataclass
-class CompactionJob:
+class CompactionJob(BaseModel):
     """Everything an engine needs to compact one table.  Serialized to JSON for the subprocess."""
 
+    model_config = ConfigDict(extra="forbid")
+
     table: str  # "namespace.table"
-    catalog: dict  # bench.catalog.CatalogSettings.to_dict()
+    catalog: CatalogSettings
     scenario: str
-    kind: str  # "binpack" | "deletes"
+    kind: Kind
     target_file_size_bytes: int
-    options: dict[str, Any] = field(default_factory=dict)  # this engine's options from the scenario
+    small_file_threshold_bytes: int  # a data file below this is small: bin-packing rewrites it
+    output_codec: str = "snappy"  # Parquet codec new files must have
+    output_codec_level: int | None = None
+    options: dict[str, Any] = Field(default_factory=dict)  # this engine's options (its Options model, dumped)
     memory_budget_bytes: int | None = None  # the budget the engine must live within (None = node RAM)
     cores: int = 1  # cores the engine may use
     work_dir: str = ""  # scratch directory for this run (logs, spill)
 
-    def to_dict(self) -> dict:
-        return asdict(self)
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "CompactionJob":
-        return cls(**d)
-
-
-@dataclass
-class EngineOutcome:
+class EngineOutcome(BaseModel):
     """What the engine itself reports.  Wall time, memory and verification are measured outside."""
 
-    engine_result: dict[str, Any] = field(default_factory=dict)  # the engine's own result object
-    settings: dict[str, Any] = field(default_factory=dict)  # effective settings (heap granted, ...)
-    versions: dict[str, str] = field(default_factory=dict)  # engine-specific versions
-    actions: list[str] = field(default_factory=list)  # what was run (SQL, procedure calls, configs)
-    output_codec: str | None = None  # codec the engine was asked to write (checked from files later)
+    engine_result: dict[str, Any] = Field(default_factory=dict)  # the engine's own result object
+    settings: dict[str, Any] = Field(default_factory=dict)  # effective settings (heap granted, ...)
+    versions: dict[str, str] = Field(default_factory=dict)  # engine-specific versions
+    actions: list[str] = Field(default_factory=list)  # what was run (SQL, procedure calls, configs)
+
+
+class PhaseClock:
+    """The named steps of open() or compact(), timed with one clock (time.perf_counter)."""
+
+    def __init__(self) -> None:
+        self.phases: list[Phase] = []
+
+    @contextmanager
+    def phase(self, name: str, detail: str = "") -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases.append(Phase(name=name, seconds=time.perf_counter() - t0, detail=detail))
+
+    def complete(self, total_s: float) -> list[Phase]:
+        """The phases, plus one "other" phase for time outside any named phase, so they add up to
+        `total_s` (the wall time of the whole call)."""
+        gap = total_s - sum(p.seconds for p in self.phases)
+        out = list(self.phases)
+        if gap > UNTIMED_MIN_S or not out:
+            out.append(Phase(name="other", seconds=max(gap, 0.0),
+                             detail="engine code outside its named steps"))
+        return out
+
+
+class NoOptions(BaseModel):
+    """An engine without scenario options."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 @runtime_checkable
 class Engine(Protocol):
     name: ClassVar[str]
     description: ClassVar[str]
+    color: ClassVar[str]  # its colour in the report's charts
+    packages: ClassVar[tuple[str, ...]]  # distributions whose versions every result records
+    Options: ClassVar[type[BaseModel]]  # what a scenario may put under `engines: <name>:`
+    output_codecs: ClassVar[frozenset[str] | None]  # codecs it can write (None: any Parquet codec)
 
     def requirements(self) -> list[Requirement]:
         """Everything this engine needs on this machine; cheap, no side effects."""
 
-    def open(self, job: CompactionJob) -> None:
-        """Start sessions and connect to the catalog (not part of the timed compaction)."""
+    def storage_requirements(self, settings: CatalogSettings) -> list[Requirement]:
+        """What it needs to reach the warehouse of `settings` (e.g. S3)."""
 
-    def compact(self, job: CompactionJob) -> EngineOutcome:
-        """Compact `job.table`.  Raise on failure; a MemoryError-like failure should raise
-        `EngineOOM` so the runner records status `oom`."""
+    def open(self, job: CompactionJob, clock: PhaseClock) -> None:
+        """Start sessions and connect to (and warm up) the catalog; not part of the compaction's time.
+        Must not load the table to compact (its metadata read belongs to the compaction)."""
+
+    def memory_caps(self) -> list[MemoryCap]:
+        """Engine-internal memory limits as granted (called after open())."""
+
+    def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
+        """Compact `job.table` to the end state every engine must reach (for deletes: no live delete
+        file); time each step in `clock`.  Raise on failure; an engine-internal memory limit
+        (e.g. java.lang.OutOfMemoryError) raises `EngineOOM`."""
 
     def close(self) -> None:
         """Release sessions.  Must be safe to call after a failed open()."""
 
 
-def storage_requirements(engine, settings) -> list[Requirement]:
-    """What `engine` needs to reach the warehouse of `settings` (bench.catalog.CatalogSettings), e.g.
-    an S3 warehouse.  Engines may define an optional method `storage_requirements(settings)`; one
-    without it needs nothing beyond `requirements()`.  The runner refuses to start when one fails
-    (exit 2), and `bench doctor` lists them for $BENCH_WAREHOUSE."""
-    fn = getattr(engine, "storage_requirements", None)
-    return list(fn(settings)) if fn is not None else []
+class EngineBase:
+    """Defaults for the optional parts of the protocol."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    color: ClassVar[str] = "#7B8794"
+    packages: ClassVar[tuple[str, ...]] = ()
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    output_codecs: ClassVar[frozenset[str] | None] = None
+
+    def requirements(self) -> list[Requirement]:
+        return []
+
+    def storage_requirements(self, settings: CatalogSettings) -> list[Requirement]:
+        return []
+
+    def open(self, job: CompactionJob, clock: PhaseClock) -> None:
+        pass
+
+    def memory_caps(self) -> list[MemoryCap]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+    def options(self, job: CompactionJob) -> Any:
+        """The job's options as this engine's typed Options (UserError when they do not validate)."""
+        from pydantic import ValidationError
+
+        from bench.core.errors import UserError
+
+        try:
+            return self.Options.model_validate(job.options)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in err["loc"])
+            raise UserError(f"{self.name} engine: option {where}: {err['msg']}") from None
 
 
 class EngineOOM(RuntimeError):
-    """The engine ran out of memory (e.g. java.lang.OutOfMemoryError)."""
+    """The engine hit its own memory limit (e.g. java.lang.OutOfMemoryError): status heap-oom."""
+
+
+class WorkerRecord(BaseModel):
+    """What the engine subprocess writes when it ends (bench.engines.worker)."""
+
+    engine: str
+    status: Literal["ok", "failed", "heap-oom"] = "failed"
+    step: str = "start"  # where it ended: start | open | compact | close
+    error: str | None = None
+    setup_s: float | None = None
+    setup_phases: list[Phase] = Field(default_factory=list)
+    duration_s: float | None = None
+    phases: list[Phase] = Field(default_factory=list)
+    memory_caps: list[MemoryCap] = Field(default_factory=list)
+    outcome: EngineOutcome | None = None

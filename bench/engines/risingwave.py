@@ -2,50 +2,85 @@
 iceberg-compaction-core: iceberg-rust + DataFusion), driven through the loopback REST catalog.
 
 The engine speaks only REST (its MemoryCatalog cannot create or register tables), so the runner
-serves the embedded SQLite catalog with `bench.catalog.rest.serve()` and puts the URI into
-`job.catalog["rest_uri"]`.
+serves the embedded SQLite catalog over REST and puts the URI into `job.catalog.rest_uri`.
 
 Settings mirror the published run (RisingWave docs `iceberg/compaction-benchmark`):
   * max_input_parallelism = max_output_parallelism = 4 x job.cores (published: 64 on 16 cores);
   * target_file_size_bytes = job.target_file_size_bytes;
-  * kind "binpack": strategy `small_files` (or job.options["strategy"]), grouping `bin_pack`,
-    small_file_threshold_bytes = 0.75 x target -- our choice, mirroring Spark binpack's default
-    `min-file-size-bytes` (75 % of the target) so both engines select the same files;
+  * kind "binpack": strategy `small_files`, grouping `bin_pack`, small_file_threshold_bytes =
+    job.small_file_threshold_bytes (the harness gives every engine the same threshold);
   * kind "deletes": strategy `files_with_deletes` with min_delete_file_count_threshold = 1 (every
-    data file with at least one delete file), or `full` when job.options["strategy"] == "full".
-Any CompactionConfig field can be set in the scenario's engine options, either at top level
-(e.g. `grouping_strategy: bin_pack`) or under `config:`; `config:` wins.  Unknown keys are an error.
+    data file with at least one delete file).
+Any CompactionConfig field can be set in the scenario's engine options (`Options` below); they win.
+
+Steps (each a timed phase of the run):
+  1. `compaction`: one `Compaction(...).run()` call (plan, rewrite and commit happen inside it);
+  2. deletes only: `inspect`: count live delete files from the table's manifests (pyiceberg over REST);
+  3. deletes only, when some are left: `second pass`: the engine's first compaction after a delete
+     commit leaves the equality deletes it made dangling live (a known pitfall, reproduced here on
+     every run, since the input's last commit is an equality-delete commit); its own way to drop
+     them is a second compaction (strategy `full`), which rewrites the compacted files once more.
+     Every engine must reach the same end state (no live delete file), so this step is part of its run.
 
 Not configurable in this engine (recorded in every outcome's settings): a memory limit / spill (the
 harness enforces the budget from outside), the output codec (always Snappy, one row group per file),
-sort order.  Known pitfalls (FIELD-NOTES): the first compaction after a delete commit can leave the now
-dangling delete files live; the snapshot summaries of its `replace` commits omit deleted-file and
-record counts (count from manifests); `small_files`/`full` rewrite even a single file (only `auto`
-skips); a concurrent delete commit during its retry is lost (correctness bug).
+sort order.  Known pitfalls (FIELD-NOTES): snapshot summaries of its `replace` commits omit
+deleted-file and record counts (count from manifests); `small_files`/`full` rewrite even a single file
+(only `auto` skips); a concurrent delete commit during its retry is lost (correctness bug).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import inspect
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from bench.catalog import CatalogSettings
-from bench.engines.base import CompactionJob, EngineOutcome, Requirement, module_requirement
-from bench.errors import UserError
+from pydantic import BaseModel, ConfigDict
+
+from bench.core.catalog import CatalogSettings
+from bench.core.errors import UserError
+from bench.core.requirements import Requirement, module_requirement
+from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
 
 DISTRIBUTION = "iceberg-compaction"
 PINNED_VERSION = "202604.9.0rc0"
 PARALLELISM_PER_CORE = 4  # published: 64 = 4 x 16 cores, for both input and output parallelism
-SMALL_FILE_RATIO = 0.75  # Spark binpack's default min-file-size-bytes = 75 % of the target size
 OUTPUT_CODEC = "snappy"
 PITFALLS = [
-    "the first compaction after a delete commit can leave the (now dangling) delete files live: "
-    "count delete files from manifests",
+    "the first compaction after a delete commit leaves the (now dangling) delete files live: a second "
+    "pass removes them",
     "snapshot summaries of its replace commits omit deleted-file/record counts: count from manifests",
     "strategies small_files and full rewrite even a single file (only auto skips)",
 ]
 FIX = "make setup (installs iceberg-compaction==202604.9.0rc0 into .venv)"
+
+
+class RisingWaveOptions(BaseModel):
+    """CompactionConfig fields of iceberg-compaction 202604.9.0rc0 a scenario may set (None: the
+    harness's choice above, or the engine's default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    strategy: Literal["auto", "small_files", "full", "files_with_deletes"] | None = None
+    target_file_size_bytes: int | None = None
+    small_file_threshold_bytes: int | None = None
+    min_size_per_partition: int | None = None
+    max_file_count_per_partition: int | None = None
+    max_input_parallelism: int | None = None
+    max_output_parallelism: int | None = None
+    grouping_strategy: Literal["single", "bin_pack"] | None = None
+    bin_pack_target_size_bytes: int | None = None
+    min_group_size_bytes: int | None = None
+    min_group_file_count: int | None = None
+    min_delete_file_count_threshold: int | None = None
+    data_file_prefix: str | None = None
+    max_record_batch_rows: int | None = None
+    max_concurrent_closes: int | None = None
+    enable_validate_compaction: bool | None = None
+    enable_prefetch: bool | None = None
+    auto_min_small_files_count: int | None = None
+    auto_min_delete_heavy_files_count: int | None = None
+    max_auto_plans_per_run: int | None = None
 
 
 def _plain(value: Any) -> Any:
@@ -66,15 +101,28 @@ def _plain(value: Any) -> Any:
     return out or repr(value)
 
 
-class RisingWaveEngine:
+def _result(result: Any) -> dict[str, Any]:
+    if result is None:
+        return {"noop": True}
+    return {"input_files_count": result.input_files_count, "output_files_count": result.output_files_count,
+            "input_bytes_total": result.input_bytes_total, "output_bytes_total": result.output_bytes_total,
+            "manifest_rewrite": _plain(result.manifest_rewrite)}
+
+
+class RisingWaveEngine(EngineBase):
     name: ClassVar[str] = "risingwave"
     description: ClassVar[str] = ("RisingWave's Rust compaction engine (PyPI iceberg-compaction, "
                                   "DataFusion), through the loopback REST catalog")
+    color: ClassVar[str] = "#2F5BEA"
+    packages: ClassVar[tuple[str, ...]] = (DISTRIBUTION,)
+    Options: ClassVar[type[BaseModel]] = RisingWaveOptions
+    output_codecs: ClassVar[frozenset[str] | None] = frozenset({OUTPUT_CODEC})
 
     def __init__(self) -> None:
-        self._catalog = None
-        self._rest_uri: str | None = None
-        self._warehouse: str | None = None
+        self._catalog: Any = None
+        self._inspector: Any = None
+        self._settings: CatalogSettings | None = None
+        self._properties: dict[str, str] = {}
 
     # -- doctor -------------------------------------------------------------------------------
     def requirements(self) -> list[Requirement]:
@@ -83,31 +131,37 @@ class RisingWaveEngine:
             found = importlib.metadata.version(DISTRIBUTION)
         except importlib.metadata.PackageNotFoundError:
             found = None
-        reqs.append(Requirement(
-            f"{DISTRIBUTION}=={PINNED_VERSION}", found == PINNED_VERSION,
-            f"found {found}" if found else "not installed", FIX))
+        reqs.append(Requirement(f"{DISTRIBUTION}=={PINNED_VERSION}", found == PINNED_VERSION,
+                                f"found {found}" if found else "not installed", FIX))
         return reqs
 
     # -- life cycle ---------------------------------------------------------------------------
-    def open(self, job: CompactionJob) -> None:
-        import iceberg_compaction as ic
-
-        settings = CatalogSettings.from_dict(job.catalog)
+    def open(self, job: CompactionJob, clock: PhaseClock) -> None:
+        if job.output_codec != OUTPUT_CODEC:
+            raise UserError(f"risingwave cannot write {job.output_codec} (iceberg-compaction always writes "
+                            f"{OUTPUT_CODEC})")
+        settings = job.catalog
         if not settings.rest_uri:
-            raise UserError("the risingwave engine needs a REST catalog but job.catalog has no rest_uri "
-                            "(the runner serves one with bench.catalog.rest.serve)")
-        # S3 warehouse: FileIO settings (endpoint, region, credentials) from this process's environment;
-        # the loopback server hands the same out in LoadTableResult.config
-        properties = {**settings.file_io_properties(),
-                      **{str(k): str(v) for k, v in settings.properties.items()}}
-        if settings.external_rest:
-            warehouse = properties.get("warehouse")
-        else:
-            warehouse = settings.rest_warehouse  # the loopback server accepts its path or S3 URI
-        self._rest_uri = settings.rest_uri
-        self._warehouse = settings.warehouse
-        self._catalog = ic.RestCatalog(settings.name, uri=settings.rest_uri, warehouse=warehouse,
-                                       properties=properties)
+            raise UserError("the risingwave engine needs a REST catalog but the job's catalog has no rest_uri")
+        with clock.phase("catalog client", "iceberg-rust REST client (it fetches /v1/config lazily)"):
+            import iceberg_compaction as ic
+
+            # S3 warehouse: FileIO settings (endpoint, region, credentials) from this process's
+            # environment; the loopback server hands the same out in LoadTableResult.config
+            self._properties = {**settings.file_io_properties(),
+                                **{str(k): str(v) for k, v in settings.properties.items()}}
+            warehouse = self._properties.get("warehouse") if settings.external_rest else settings.rest_warehouse
+            self._settings = settings
+            self._catalog = ic.RestCatalog(settings.name, uri=settings.rest_uri, warehouse=warehouse,
+                                           properties=self._properties)
+        if job.kind == "deletes":
+            with clock.phase("inspector", "pyiceberg REST client, for counting live delete files afterwards"):
+                import pyiceberg.io.pyarrow  # noqa: F401
+                from pyiceberg.catalog.rest import RestCatalog
+
+                import bench.core.table  # noqa: F401
+
+                self._inspector = RestCatalog(settings.name, uri=str(settings.rest_uri), **self._properties)
 
     def close(self) -> None:
         self._catalog = None
@@ -115,84 +169,81 @@ class RisingWaveEngine:
     # -- the compaction -----------------------------------------------------------------------
     def config_values(self, job: CompactionJob) -> tuple[dict[str, Any], list[str]]:
         """The CompactionConfig arguments for `job` and notes on where non-defaults came from."""
-        import iceberg_compaction as ic
-
-        fields = list(inspect.signature(ic.CompactionConfig).parameters)
-        opts = dict(job.options or {})
-        overrides = dict(opts.pop("config", None) or {})
-        unknown = sorted(set(opts) - set(fields)) + sorted(f"config.{k}" for k in set(overrides) - set(fields))
-        if unknown:
-            raise UserError(f"unknown risingwave option(s) {', '.join(unknown)}; valid: config, "
-                            f"{', '.join(fields)}")
+        opts = {k: v for k, v in self.options(job).model_dump().items() if v is not None}
         parallelism = PARALLELISM_PER_CORE * max(1, int(job.cores))
-        values: dict[str, Any] = {
-            "target_file_size_bytes": int(job.target_file_size_bytes),
-            "max_input_parallelism": parallelism,
-            "max_output_parallelism": parallelism,
-        }
+        values: dict[str, Any] = {"target_file_size_bytes": int(job.target_file_size_bytes),
+                                  "max_input_parallelism": parallelism, "max_output_parallelism": parallelism}
         notes = [f"max_input_parallelism = max_output_parallelism = {PARALLELISM_PER_CORE} x "
                  f"{job.cores} cores = {parallelism} (published: 64 on 16 cores)"]
         if job.kind == "binpack":
             values.update(strategy="small_files", grouping_strategy="bin_pack",
-                          small_file_threshold_bytes=int(SMALL_FILE_RATIO * job.target_file_size_bytes))
-            notes.append(f"small_file_threshold_bytes = {SMALL_FILE_RATIO} x target (mirrors Spark "
-                         "binpack's default min-file-size-bytes)")
-        elif job.kind == "deletes":
-            # `strategy: full` in the options (applied below) rewrites every data file instead
+                          small_file_threshold_bytes=int(job.small_file_threshold_bytes))
+            notes.append("small_file_threshold_bytes = the harness's threshold, the same for every engine")
+        else:
             values.update(strategy="files_with_deletes", min_delete_file_count_threshold=1)
             notes.append("min_delete_file_count_threshold = 1 (every data file with a delete file)")
-        else:
-            raise UserError(f"risingwave engine: unknown job kind {job.kind!r} (binpack | deletes)")
         values.update(opts)
-        values.update(overrides)
-        if opts or overrides:
-            notes.append(f"from the scenario's options: {sorted({**opts, **overrides})}")
+        if opts:
+            notes.append(f"from the scenario's options: {sorted(opts)}")
         return values, notes
 
-    def compact(self, job: CompactionJob) -> EngineOutcome:
+    def _config(self, values: dict[str, Any]) -> Any:
         import iceberg_compaction as ic
 
+        try:
+            return ic.CompactionConfig(**values)
+        except (ic.ConfigError, TypeError, ValueError) as e:
+            raise UserError(f"invalid risingwave CompactionConfig {values}: {e}") from None
+
+    def _run(self, job: CompactionJob, values: dict[str, Any], actions: list[str]) -> Any:
+        import iceberg_compaction as ic
+
+        config = self._config(values)
+        actions.append(f"Compaction(RestCatalog({job.catalog.rest_uri!r}), {job.table!r}, CompactionConfig("
+                       f"{', '.join(f'{k}={v!r}' for k, v in values.items())}), to_branch='main').run()")
+        return ic.Compaction(self._catalog, job.table, config, to_branch="main").run()
+
+    def live_delete_files(self, job: CompactionJob) -> int:
+        """Live delete files of the table's current snapshot, from its manifests (pyiceberg, REST)."""
+        from bench.core.table import live_files
+
+        return len(live_files(self._inspector.load_table(job.table)).deletes)
+
+    def finish_deletes(self, job: CompactionJob, clock: PhaseClock, values: dict[str, Any],
+                       actions: list[str], result: dict[str, Any]) -> None:
+        """Reach the end state of a deletes compaction: no live delete file (step 2 and 3 above)."""
+        with clock.phase("inspect", "count live delete files in the manifests (pyiceberg over REST)"):
+            left = self.live_delete_files(job)
+        result["delete_files_left_after_compaction"] = left
+        if left:
+            with clock.phase("second pass", f"strategy full: drops the {left} dangling delete file(s) the "
+                                            "first pass left live"):
+                second = {**values, "strategy": "full"}
+                result["second_pass"] = _result(self._run(job, second, actions))
+
+    def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         if self._catalog is None:
             raise RuntimeError("open() was not called")
         values, notes = self.config_values(job)
-        try:
-            config = ic.CompactionConfig(**values)
-        except (ic.ConfigError, TypeError, ValueError) as e:
-            raise UserError(f"invalid risingwave CompactionConfig {values}: {e}") from None
-        used = {f: getattr(config, f) for f in inspect.signature(ic.CompactionConfig).parameters}
-        call = (f"Compaction(RestCatalog({self._rest_uri!r}), {job.table!r}, "
-                f"CompactionConfig({', '.join(f'{k}={v!r}' for k, v in values.items())}), "
-                f"to_branch='main').run()")
-        result = ic.Compaction(self._catalog, job.table, config, to_branch="main").run()
+        actions: list[str] = []
+        with clock.phase("compaction", "one Compaction.run() call: plan, rewrite and commit"):
+            result = _result(self._run(job, values, actions))
+        if job.kind == "deletes":
+            self.finish_deletes(job, clock, values, actions, result)
+        import iceberg_compaction as ic
 
-        if result is None:
-            engine_result: dict[str, Any] = {"noop": True}
-        else:
-            engine_result = {
-                "input_files_count": result.input_files_count,
-                "output_files_count": result.output_files_count,
-                "input_bytes_total": result.input_bytes_total,
-                "output_bytes_total": result.output_bytes_total,
-                "manifest_rewrite": _plain(result.manifest_rewrite),
-            }
+        used = {f: getattr(self._config(values), f) for f in inspect.signature(ic.CompactionConfig).parameters}
         settings = {
-            **used,
-            "to_branch": "main",
-            "catalog": "rest",
-            "rest_uri": self._rest_uri,
-            "warehouse": self._warehouse,
+            **used, "to_branch": "main", "catalog": "rest", "rest_uri": job.catalog.rest_uri,
+            "warehouse": job.catalog.warehouse,
             "output_codec": f"{OUTPUT_CODEC} (fixed by iceberg-compaction: not configurable)",
             "memory_limit": "not configurable; enforced by the harness from outside",
-            "memory_budget_bytes": job.memory_budget_bytes,
-            "cores": job.cores,
-            "notes": notes,
+            "memory_budget_bytes": job.memory_budget_bytes, "cores": job.cores, "notes": notes,
             "known_pitfalls": PITFALLS,
         }
         versions = {DISTRIBUTION: importlib.metadata.version(DISTRIBUTION)}
         module_version = getattr(ic, "__version__", None)
         versions["iceberg_compaction.__version__"] = str(module_version) if module_version else "not reported"
-        actions = [f"strategy={used['strategy']} grouping_strategy={used['grouping_strategy']}", call]
-        if result is None:
+        if result.get("noop"):
             actions.append("run() returned None: nothing to compact (no-op)")
-        return EngineOutcome(engine_result=engine_result, settings=settings, versions=versions,
-                             actions=actions, output_codec=OUTPUT_CODEC)
+        return EngineOutcome(engine_result=result, settings=settings, versions=versions, actions=actions)

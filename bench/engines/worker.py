@@ -1,62 +1,73 @@
 """Entry point of an engine subprocess: `python -m bench.engines.worker JOB.json OUT.json ENGINE`.
 
-Runs one engine's open/compact/close, timing each phase with the same clock for every engine, and
-writes the outcome (or the failure) as JSON.  The runner owns the process: it measures memory and
-wall time from outside, enforces the time limit, and classifies a killed process.
+Runs one engine's open/compact/close, timing each step with the same clock for every engine, and
+writes a WorkerRecord (or the failure) as JSON.  The runner owns the process: it measures memory and
+wall time from outside, enforces the time and memory limits, and classifies a killed process.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import traceback
-from dataclasses import asdict
 from pathlib import Path
 
+from bench.core.fileio import write_atomic
 from bench.engines import get_engine
-from bench.engines.base import CompactionJob, EngineOOM
+from bench.engines.base import CompactionJob, EngineOOM, PhaseClock, WorkerRecord
 
 OOM_MARKERS = ("OutOfMemoryError", "Cannot allocate memory", "MemoryError", "memory allocation of")
 
 
 def classify(exc: BaseException) -> str:
+    """heap-oom for an engine-internal memory limit, failed otherwise (the runner decides `oom`: the
+    budget's own evidence comes from outside)."""
     if isinstance(exc, (EngineOOM, MemoryError)):
-        return "oom"
+        return "heap-oom"
     text = f"{type(exc).__name__}: {exc}"
-    return "oom" if any(m in text for m in OOM_MARKERS) else "failed"
+    return "heap-oom" if any(m in text for m in OOM_MARKERS) else "failed"
 
 
 def main(argv: list[str]) -> int:
     job_path, out_path, engine_name = argv
-    job = CompactionJob.from_dict(json.loads(Path(job_path).read_text()))
-    engine = get_engine(engine_name)
-    record: dict = {"engine": engine_name, "status": "failed"}
-    phase = "open"
+    job = CompactionJob.model_validate_json(Path(job_path).read_text())
+    record = WorkerRecord(engine=engine_name)
+    engine = None
     try:
+        engine = get_engine(engine_name)
+        record.step = "open"
+        setup = PhaseClock()
         t0 = time.perf_counter()
-        engine.open(job)
+        engine.open(job, setup)
+        record.setup_phases = setup.complete(time.perf_counter() - t0)
+        record.setup_s = sum(p.seconds for p in record.setup_phases)
+        record.memory_caps = engine.memory_caps()
+        record.step = "compact"
+        clock = PhaseClock()
         t1 = time.perf_counter()
-        record["setup_s"] = t1 - t0
-        phase = "compact"
-        outcome = engine.compact(job)
-        t2 = time.perf_counter()
-        record["duration_s"] = t2 - t1
-        record["outcome"] = asdict(outcome)
-        record["status"] = "ok"
+        try:
+            record.outcome = engine.compact(job, clock)
+        finally:
+            record.phases = clock.complete(time.perf_counter() - t1)
+            record.duration_s = sum(p.seconds for p in record.phases)  # the phases add up to it
+        record.status = "ok"
+        record.step = "close"
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a recorded result
-        record["status"] = classify(exc)
-        record["phase"] = phase
-        record["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:2000]
+        record.status = classify(exc)  # type: ignore[assignment]
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        record.error = f"{type(exc).__name__}: {first}"[:2000]
+        if record.step != "compact":
+            record.duration_s, record.phases = None, []
         traceback.print_exc()
     finally:
-        try:
-            engine.close()
-        except Exception:  # noqa: BLE001
-            traceback.print_exc()
-    Path(out_path).write_text(json.dumps(record, indent=2, default=str))
+        if engine is not None:
+            try:
+                engine.close()
+            except Exception:  # noqa: BLE001
+                traceback.print_exc()
+    write_atomic(out_path, record.model_dump_json(indent=2))
     sys.stdout.flush()
-    return 0 if record["status"] == "ok" else 1
+    return 0 if record.status == "ok" else 1
 
 
 if __name__ == "__main__":

@@ -6,26 +6,17 @@ import os
 import time
 from typing import ClassVar
 
-from bench.engines.base import CompactionJob, EngineOutcome, Requirement
+from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
 
 
-class _Base:
+class _Base(EngineBase):
     description: ClassVar[str] = "test engine"
-
-    def requirements(self) -> list[Requirement]:
-        return []
-
-    def open(self, job: CompactionJob) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 class CrashEngine(_Base):
     name: ClassVar[str] = "crash"
 
-    def compact(self, job: CompactionJob) -> EngineOutcome:
+    def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         print("crash engine: about to die without a word", flush=True)
         os._exit(3)  # like a segfaulting native engine: no outcome file, no exception
 
@@ -33,7 +24,7 @@ class CrashEngine(_Base):
 class HangEngine(_Base):
     name: ClassVar[str] = "hang"
 
-    def compact(self, job: CompactionJob) -> EngineOutcome:
+    def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         print("hang engine: sleeping forever", flush=True)
         time.sleep(3600)
         return EngineOutcome()
@@ -44,10 +35,22 @@ class HogEngine(_Base):
 
     name: ClassVar[str] = "hog"
 
-    def compact(self, job: CompactionJob) -> EngineOutcome:
+    def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         held = []
         for i in range(64):
             held.append(bytearray(os.urandom(1)) * (64 * 1024 * 1024))
             print(f"hog engine: holding {(i + 1) * 64} MiB", flush=True)
             time.sleep(0.02)
         return EngineOutcome(engine_result={"held_mib": 64 * len(held)})
+
+
+class HeapEngine(_Base):
+    """Hits an engine-internal memory limit (like a JVM heap) far below the budget."""
+
+    name: ClassVar[str] = "heap"
+
+    def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
+        from bench.engines.base import EngineOOM
+
+        with clock.phase("allocate"):
+            raise EngineOOM("java.lang.OutOfMemoryError: Java heap space (simulated: a 64 MiB 'heap')")

@@ -1,0 +1,89 @@
+"""The hand-off from datagen to the runner and the verifier: a generated table and its ground truth.
+
+A dataset is one Iceberg table plus its manifest, `<state>/datasets/<table>.json`, written LAST by
+datagen, so a half-written dataset has no manifest and is never mistaken for a complete one.  The
+manifest records the recipe, its hash, seed and scale, the snapshot and metadata file to reset to,
+every file under the table's location (so a reset can restore them byte for byte), and the
+generator's ground truth: the rows and content checksum the table must hold, computed by the generator
+from the rows it generated, never by reading the table back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bench.core.fileio import write_atomic
+
+
+class GroundTruth(BaseModel):
+    """What the table holds, computed by the generator (`bench.core.checksum` over generated rows)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rows: int  # rows a reader must see (deleted rows excluded)
+    checksum: str  # order-independent checksum over all columns of those rows
+    computed_by: str = "generator"
+    rows_written: int = 0  # rows in data files, deleted or not
+    data_files: int = 0
+    data_bytes: int = 0
+    uncompressed_bytes: int = 0  # Parquet uncompressed page bytes of the data files
+    position_delete_files: int = 0
+    equality_delete_files: int = 0
+    position_delete_bytes: int = 0
+    equality_delete_bytes: int = 0
+    position_deleted_rows: int = 0
+    equality_deleted_rows: int = 0
+    equality_keys: int = 0
+    unmatched_equality_keys: int = 0
+    rows_per_data_file: int = 0
+    commits: int = 0
+
+
+class GeneratedTable(BaseModel):
+    """A complete dataset: the table and everything needed to reset and verify it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    table: str  # "namespace.table"
+    kind: str  # the recipe kind (smallfiles | deletes)
+    recipe_hash: str
+    recipe: dict[str, Any]  # the recipe as generated (validated model, dumped)
+    scale: float
+    seed: int
+    snapshot_id: int
+    metadata_location: str  # the metadata file a reset restores
+    location: str  # the table's location
+    files: int  # live data + delete files
+    bytes: int
+    rows: int
+    live_files: list[str] = Field(default_factory=list)  # every data and delete file of the snapshot
+    table_files: dict[str, int] = Field(default_factory=dict)  # every file under the location -> size
+    ground_truth: GroundTruth
+    created_at: str = ""
+    generation_s: float = 0.0
+    generator_version: str = ""
+    reused: bool = Field(default=False, exclude=True)  # set when a cached dataset was returned
+
+
+def manifest_path(state_dir: Path, table_name: str) -> Path:
+    return Path(state_dir) / "datasets" / f"{table_name}.json"
+
+
+def load_manifest(state_dir: Path, table_name: str) -> GeneratedTable | None:
+    """The dataset's manifest, or None when there is none (or it is from an older, incompatible
+    harness: then the dataset is generated again)."""
+    p = manifest_path(state_dir, table_name)
+    try:
+        return GeneratedTable.model_validate_json(p.read_text())
+    except FileNotFoundError:
+        return None
+    except ValueError:
+        return None
+
+
+def save_manifest(state_dir: Path, ds: GeneratedTable) -> Path:
+    """Write the manifest atomically (last step of datagen: its presence means complete)."""
+    return write_atomic(manifest_path(state_dir, ds.table.split(".")[-1]), ds.model_dump_json(indent=1))

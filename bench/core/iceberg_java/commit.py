@@ -1,0 +1,77 @@
+"""Commits through Iceberg's Java API: files written elsewhere (RowDelta), and metadata-only
+removals of delete files.  Work on any JVM that has Iceberg (`jvm`, a loaded `table`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RowDeltaCommitter:
+    """RowDelta commits of data and delete files written by another writer (metrics from Iceberg's
+    own `ParquetUtil.fileMetrics`; `MetricsConfig.forPositionDelete` for position deletes so their
+    file_path bounds are exact)."""
+
+    def __init__(self, jvm: Any, table: Any, equality_ids: Any):
+        """`equality_ids`: a Java int[] of the equality-delete field ids."""
+        self.ice = jvm.org.apache.iceberg
+        self.table = table
+        self.spec = table.spec()
+        self.io = table.io()
+        self.parquet = self.ice.FileFormat.PARQUET
+        self.data_metrics = self.ice.MetricsConfig.forTable(table)
+        self.position_metrics = self.ice.MetricsConfig.forPositionDelete(table)
+        self.eq_ids = equality_ids
+        self.commits = 0
+
+    def _metrics(self, path: str, config: Any) -> Any:
+        return self.ice.parquet.ParquetUtil.fileMetrics(self.io.newInputFile(path), config)
+
+    def data_file(self, path: str, size: int) -> Any:
+        return (self.ice.DataFiles.builder(self.spec).withPath(path).withFormat(self.parquet)
+                .withFileSizeInBytes(size).withMetrics(self._metrics(path, self.data_metrics)).build())
+
+    def position_file(self, path: str, size: int) -> Any:
+        return (self.ice.FileMetadata.deleteFileBuilder(self.spec).ofPositionDeletes().withPath(path)
+                .withFormat(self.parquet).withFileSizeInBytes(size)
+                .withMetrics(self._metrics(path, self.position_metrics)).build())
+
+    def equality_file(self, path: str, size: int) -> Any:
+        return (self.ice.FileMetadata.deleteFileBuilder(self.spec).ofEqualityDeletes(self.eq_ids)
+                .withPath(path).withFormat(self.parquet).withFileSizeInBytes(size)
+                .withMetrics(self._metrics(path, self.data_metrics)).build())
+
+    def row_delta(self, rows: list, deletes: list, summary: dict[str, str]) -> None:
+        rd = self.table.newRowDelta()
+        for f in rows:
+            rd = rd.addRows(f)
+        for f in deletes:
+            rd = rd.addDeletes(f)
+        for k, v in summary.items():
+            rd = rd.set(k, v)
+        rd.commit()
+        self.commits += 1
+
+
+def remove_delete_files(jvm: Any, table: Any, paths: set[str], summary: dict[str, str] | None = None) -> dict:
+    """Remove the live delete files named in `paths` from `table` in one RewriteFiles commit (no row
+    changes; the caller decides which files, e.g. the dangling ones by bench.core.table.deletes).
+    Returns {"position": n, "equality": m} removed."""
+    snap = table.currentSnapshot()
+    removed = {"position": 0, "equality": 0}
+    if snap is None or not paths:
+        return removed
+    io, specs, mf = table.io(), table.specs(), jvm.org.apache.iceberg.ManifestFiles
+    rewrite = table.newRewrite()
+    for m in snap.deleteManifests(io):
+        it = mf.readDeleteManifest(m, io, specs).iterator()
+        while it.hasNext():
+            f = it.next()
+            if str(f.location()) in paths:
+                kind = "equality" if f.content().toString() == "EQUALITY_DELETES" else "position"
+                rewrite.deleteFile(f.copyWithoutStats())
+                removed[kind] += 1
+    for k, v in (summary or {}).items():
+        rewrite.set(k, v)
+    if removed["position"] or removed["equality"]:
+        rewrite.commit()
+    return removed

@@ -1,0 +1,130 @@
+"""A JVM with Iceberg's Java library and the harness catalog, reached over py4j.
+
+    with JavaIceberg(settings) as java:
+        table = java.load_table("bench.t")          # org.apache.iceberg.Table
+        table.newRowDelta()...
+
+The JVM is a plain one (no Spark session): classpath = the Iceberg jars of `runtime.iceberg_jars()`
+plus Hadoop's client; it starts in well under a second and exits when this process closes it (or
+dies: py4j's die-on-exit watches its stdin).  The catalog is Iceberg's JdbcCatalog on the embedded
+SQLite file, or its REST client for an external catalog (online only: the offline runtime jar lacks
+HttpClient5).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench.core.catalog import CatalogSettings
+from bench.core.errors import UserError
+from bench.core.iceberg_java import runtime
+from bench.core.machine import java_binary
+
+QUIET_LOG4J2 = """\
+# bench: Iceberg/Hadoop console logging at WARN, without the native-hadoop warning every JVM prints
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
+logger.nativecode.level = error
+"""
+
+
+def quiet_log4j2_file() -> Path:
+    """A log4j2 configuration for the harness's JVMs (written once, content-addressed)."""
+    digest = hashlib.sha256(QUIET_LOG4J2.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"bench-log4j2-{digest}.properties"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(QUIET_LOG4J2)
+        os.replace(tmp, path)
+    return path
+
+
+def catalog_properties(settings: CatalogSettings) -> dict[str, str]:
+    """Properties for Iceberg's CatalogUtil.buildIcebergCatalog: the implementation and its settings."""
+    impl = {"type": "rest"} if settings.external_rest else {"catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog"}
+    if settings.external_rest and not runtime.use_maven():
+        raise UserError("a JVM cannot use a REST catalog offline (the offline Iceberg runtime lacks "
+                        "HttpClient5); use the embedded catalog or set BENCH_MAVEN=1 online")
+    return {**impl, **settings.java_catalog_properties()}
+
+
+class JavaIceberg:
+    """A py4j gateway to a JVM with Iceberg's Java library and the catalog of `settings` open."""
+
+    def __init__(self, settings: CatalogSettings, heap: str = "512m", log_file: str | None = None):
+        self.settings = settings
+        self.heap = heap
+        self.log_file = log_file
+        self.gateway: Any = None
+        self.jvm: Any = None
+        self.catalog: Any = None
+        self.proc: Any = None
+
+    def __enter__(self) -> JavaIceberg:
+        from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
+
+        java = java_binary()
+        if java is None:
+            raise UserError(f"java not found: {runtime.JAVA_FIX}")
+        classpath = runtime.iceberg_jars(remote=self.settings.is_remote) + [str(p) for p in runtime.hadoop_jars()]
+        err = open(self.log_file, "ab") if self.log_file else None  # noqa: SIM115 - lives with the JVM
+        try:
+            port, self.proc = launch_gateway(
+                classpath=os.pathsep.join(classpath), java_path=java, die_on_exit=True, return_proc=True,
+                javaopts=[f"-Xmx{self.heap}", f"-Dlog4j2.configurationFile={quiet_log4j2_file().as_uri()}",
+                          "-XX:+ExitOnOutOfMemoryError"],
+                redirect_stderr=err, redirect_stdout=err)
+        finally:
+            if err is not None:
+                err.close()
+        self.gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=True))
+        self.jvm = self.gateway.jvm
+        try:
+            props = self.jvm.java.util.HashMap()
+            for k, v in catalog_properties(self.settings).items():
+                props.put(k, v)
+            conf = self.jvm.org.apache.hadoop.conf.Configuration()
+            self.catalog = self.jvm.org.apache.iceberg.CatalogUtil.buildIcebergCatalog(self.settings.name, props, conf)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def load_table(self, ident: str) -> Any:
+        return self.catalog.loadTable(self.jvm.org.apache.iceberg.catalog.TableIdentifier.parse(ident))
+
+    def int_array(self, values: list[int]) -> Any:
+        arr = self.gateway.new_array(self.jvm.int, len(values))
+        for i, v in enumerate(values):
+            arr[i] = int(v)
+        return arr
+
+    def close(self) -> None:
+        gw, self.gateway = self.gateway, None
+        if gw is not None:
+            try:
+                gw.shutdown()
+            except Exception:  # noqa: BLE001 - the JVM may be gone already
+                pass
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            try:
+                if proc.stdin:
+                    proc.stdin.close()  # die-on-exit: the JVM exits when its stdin closes
+                proc.wait(timeout=30)
+            except Exception:  # noqa: BLE001 - still alive: make sure it is gone
+                proc.kill()
+                proc.wait()

@@ -1,0 +1,355 @@
+"""The result record: one typed record per engine run, serialized as JSON, written atomically.
+
+Layout of a run directory (`results/<run-id>/`):
+    run.json                                   the run's state: running | complete | interrupted (RunState)
+    <scenario>--<engine>--rep<N>.json          one RunResult per engine run (never overwritten)
+    work/<scenario>--<engine>--rep<N>/         the engine's job, log and 10 Hz samples
+The report and every other consumer read only these files, never live state.  A result carries the
+scenario as it was run (its content and hash) and its cost as computed when it ran, so an old result
+is always described with its own numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from bench.core.fileio import write_atomic
+
+# ok: compaction finished (verified says whether the output is right); failed: the engine or the
+# harness failed; oom: the memory budget was exceeded (kernel OOM kill in the engine's cgroup, or the
+# RSS watchdog); heap-oom: the engine's own memory limit (e.g. the JVM heap) was hit below the
+# budget; timeout: the time limit was exceeded.
+Status = Literal["ok", "failed", "oom", "heap-oom", "timeout"]
+STATUSES: tuple[str, ...] = ("ok", "failed", "oom", "heap-oom", "timeout")
+SCHEMA_VERSION = 2
+RUN_STATE_FILE = "run.json"
+
+
+class Phase(BaseModel):
+    """One step an engine took, timed in its subprocess with the same clock for every engine."""
+
+    name: str
+    seconds: float
+    detail: str = ""
+
+
+class MemoryCap(BaseModel):
+    """A memory limit inside the engine (e.g. the JVM heap), below the harness's budget."""
+
+    name: str
+    bytes: int | None = None  # None: no such limit
+    source: str = ""  # how it was determined (e.g. "Runtime.maxMemory() of the JVM")
+
+
+class FileFacts(BaseModel):
+    """Parquet facts of one file, from its footer."""
+
+    path: str
+    size: int
+    codecs: list[str] = Field(default_factory=list)  # lower case: snappy, zstd, uncompressed, ...
+    row_groups: int = 0
+    uncompressed_bytes: int = 0  # Parquet's uncompressed page bytes (the logical size)
+    field_ids: bool = True  # every column carries a Parquet field id
+
+
+class TableStats(BaseModel):
+    """What a table looks like at one snapshot, measured by the harness (not by an engine)."""
+
+    snapshot_id: int | None = None
+    metadata_location: str | None = None
+    rows: int = 0
+    checksum: str = ""  # order-independent content checksum over all columns
+    data_files: int = 0
+    delete_files: int = 0
+    position_delete_files: int = 0
+    equality_delete_files: int = 0
+    data_bytes: int = 0
+    delete_bytes: int = 0
+    uncompressed_bytes: int = 0  # logical size of the live data files (Parquet uncompressed bytes)
+    codecs: list[str] = Field(default_factory=list)  # Parquet codecs found in live data files
+    row_groups: int = 0
+    avg_row_group_bytes: float = 0.0
+    file_size_min: int = 0
+    file_size_median: int = 0
+    file_size_max: int = 0
+    # live delete files no live data file can be affected by (Iceberg v2 sequence-number rules);
+    # position_delete_files - dangling_position_delete_files still apply (likewise for equality)
+    dangling_position_delete_files: int = 0
+    dangling_equality_delete_files: int = 0
+    content_reader: str = ""  # which reader produced rows/checksum
+
+
+class Check(BaseModel):
+    """One verification check: required checks decide `verified`; advisory ones are only shown."""
+
+    name: str
+    ok: bool
+    message: str = ""  # what was compared; on failure, what differs
+    required: bool = True
+
+
+class Verification(BaseModel):
+    verified: bool = False
+    checks: list[Check] = Field(default_factory=list)
+    differences: list[str] = Field(default_factory=list)  # "<check>: <message>" of every failed check
+    rules: list[str] = Field(default_factory=list)  # the rules applied, in words (e.g. completeness)
+    reader: str = ""  # how the content was read back
+    readers: dict[str, Any] = Field(default_factory=dict)  # every reader's answer (or why it could not)
+
+    @field_validator("checks", mode="before")
+    @classmethod
+    def _v1_checks(cls, v: Any, info: Any) -> Any:
+        """Results of schema 1 stored checks as {name: ok}."""
+        if isinstance(v, dict):
+            return [{"name": k, "ok": bool(ok)} for k, ok in v.items()]
+        return v
+
+    def check(self, name: str) -> Check | None:
+        return next((c for c in self.checks if c.name == name), None)
+
+    @property
+    def failed(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+
+class TelemetrySummary(BaseModel):
+    peak_rss_bytes: int | None = None  # peak of the summed RSS of the engine's process tree
+    peak_hwm_bytes: int | None = None  # largest kernel VmHWM of any process in the tree
+    mean_cores: float | None = None
+    p95_cores: float | None = None
+    read_bytes: int | None = None
+    write_bytes: int | None = None
+    samples: int = 0
+    interval_s: float | None = None
+
+
+class CatalogServerUsage(BaseModel):
+    """Work the loopback REST catalog server did for the engine during its run: it runs outside the
+    engine's process tree (it commits for REST clients), so it is measured and shown separately."""
+
+    pid: int | None = None
+    cpu_s: float | None = None
+    peak_rss_bytes: int | None = None
+    requests: int = 0
+    commits: int = 0  # POST .../tables/{t} (a table commit)
+    commit_s: float = 0.0  # time the server spent answering commits
+    request_s: float = 0.0  # time the server spent answering all requests
+
+
+class CacheState(BaseModel):
+    """What the harness did to the page cache before the engine started."""
+
+    mode: Literal["cold", "warm", "none"] = "none"
+    requested: str = ""  # what was asked (--cache)
+    dropped: bool = False  # the page cache was dropped (cold)
+    warmed_bytes: int = 0  # bytes read to warm the cache (warm)
+    synced: bool = False
+    note: str = ""
+
+
+class InputState(BaseModel):
+    """The engine's input, measured after its reset."""
+
+    fingerprint: str = ""  # sha256 over the table's files (path, size) and its metadata file
+    identical_to_dataset: bool = False
+    metadata_location: str | None = None
+    files: int = 0
+
+
+class Cost(BaseModel):
+    instance_type: str = ""
+    usd_per_hour: float = 0.0
+    region: str = ""
+    price_date: str = ""
+    basis: str = ""
+    duration_s: float | None = None
+    compute_usd: float | None = None
+    total_usd: float | None = None
+    hypothetical: bool = True  # the price of `instance_type` applied to another machine's time
+    note: str = ""
+    extra: dict[str, Any] = Field(default_factory=dict)  # storage / S3 request terms when asked
+
+
+class Published(BaseModel):
+    """The published figures of a scenario, shown beside the measured ones in the report."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = ""
+    scale: float = 1.0
+    machine: str = "AWS m5.4xlarge (16 vCPU, 64 GB, EBS)"
+    instance_type: str = "m5.4xlarge"
+    logical_bytes: int | None = None  # the input's uncompressed size the published time is for
+    duration_s: dict[str, float | None] = Field(default_factory=dict)  # engine -> seconds (None = OOM)
+    status: dict[str, str] = Field(default_factory=dict)
+    notes: str = ""
+
+
+class ScenarioRecord(BaseModel):
+    """The scenario exactly as it was run."""
+
+    name: str = ""
+    sha256: str = ""  # of the validated content (canonical JSON)
+    content: dict[str, Any] = Field(default_factory=dict)
+
+    def published(self) -> Published | None:
+        raw = self.content.get("published")
+        return Published.model_validate(raw) if raw else None
+
+
+class RunResult(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    scenario: str
+    engine: str
+    rep: int = 0
+    warmup: bool = False
+    scale: float
+    seed: int
+    dataset: str = ""  # table identifier the run compacted
+    dataset_recipe_hash: str = ""
+    scenario_record: ScenarioRecord = Field(default_factory=ScenarioRecord)
+    status: Status
+    verified: bool = False
+    error: str | None = None
+    log_tail: list[str] = Field(default_factory=list)  # evidence for failed / oom / timeout
+
+    started_at: str = ""
+    engine_order: list[str] = Field(default_factory=list)  # the order engines ran in this repetition
+    order_position: int = 0  # this engine's place in it (0 = first)
+    cache: CacheState = Field(default_factory=CacheState)
+    input: InputState = Field(default_factory=InputState)
+
+    duration_s: float | None = None  # the compaction: the sum of `phases` (session start-up excluded)
+    phases: list[Phase] = Field(default_factory=list)  # what the engine did, in order
+    setup_s: float | None = None  # engine session start-up and catalog warm-up (open())
+    setup_phases: list[Phase] = Field(default_factory=list)
+    process_wall_s: float | None = None  # the whole engine subprocess, start to exit
+
+    files_in: int = 0
+    files_out: int | None = None
+    bytes_in: int = 0
+    bytes_out: int | None = None
+    rows: int = 0
+    before: TableStats = Field(default_factory=TableStats)
+    after: TableStats | None = None
+    verification: Verification = Field(default_factory=Verification)
+
+    engine_result: dict[str, Any] = Field(default_factory=dict)
+    engine_settings: dict[str, Any] = Field(default_factory=dict)
+    engine_actions: list[str] = Field(default_factory=list)
+    engine_color: str | None = None  # the engine's colour in charts (declared by the engine)
+    target_file_size_bytes: int = 0
+    small_file_threshold_bytes: int = 0  # files below it count as small (both engines are told it)
+    output_codec: str = ""  # the codec the scenario asks new files to have
+    memory_budget_bytes: int | None = None
+    memory_enforcement: str = ""
+    memory_caps: list[MemoryCap] = Field(default_factory=list)  # engine-internal limits
+    telemetry: TelemetrySummary = Field(default_factory=TelemetrySummary)
+    catalog_server: CatalogServerUsage | None = None
+    samples_file: str | None = None
+    cost: Cost = Field(default_factory=Cost)
+    environment: dict[str, Any] = Field(default_factory=dict)
+    versions: dict[str, str | None] = Field(default_factory=dict)
+
+    @field_validator("cost", mode="before")
+    @classmethod
+    def _v1_cost(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+    @property
+    def tag(self) -> str:
+        return "warmup" if self.warmup else f"rep{self.rep}"
+
+    @property
+    def counts(self) -> bool:
+        """Does this run count in statistics?  Measured (not warm-up), ok and verified."""
+        return not self.warmup and self.status == "ok" and self.verified
+
+
+class RunState(BaseModel):
+    """`run.json`: written when a run starts and when it ends, so a run killed in between is known
+    to be incomplete (the report says so instead of failing)."""
+
+    run_id: str
+    state: Literal["running", "complete", "interrupted"] = "running"
+    pid: int = 0
+    started_at: str = ""
+    ended_at: str | None = None
+    scenario: str = ""
+    scale: float | None = None
+    engines: list[str] = Field(default_factory=list)
+    reps: int = 0
+    expected_results: int = 0
+    command: str = ""
+    note: str = ""
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def result_path(results_dir: Path, r: RunResult) -> Path:
+    return Path(results_dir) / r.run_id / f"{r.scenario}--{r.engine}--{r.tag}.json"
+
+
+def save(results_dir: Path, r: RunResult) -> Path:
+    path = result_path(results_dir, r)
+    if path.exists():
+        raise FileExistsError(f"refusing to overwrite an earlier result: {path}")
+    write_atomic(path, r.model_dump_json(indent=2))
+    return path
+
+
+def write_run_state(run_dir: Path, state: RunState) -> Path:
+    return write_atomic(Path(run_dir) / RUN_STATE_FILE, state.model_dump_json(indent=1))
+
+
+def read_run_state(run_dir: Path) -> RunState | None:
+    p = Path(run_dir) / RUN_STATE_FILE
+    try:
+        return RunState.model_validate_json(p.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def iter_result_files(path: Path):
+    """Result JSON files under `path` (a run directory, a results directory, or one file)."""
+    path = Path(path)
+    if path.is_file():
+        yield path
+        return
+    for p in sorted(path.rglob("*.json")):
+        if not p.name.startswith(".") and p.name != RUN_STATE_FILE and "work" not in p.relative_to(path).parts:
+            yield p
+
+
+def is_result(data: Any) -> bool:
+    return isinstance(data, dict) and "run_id" in data and "engine" in data and "status" in data
+
+
+def read_results(path: Path) -> list[RunResult]:
+    out = []
+    for p in iter_result_files(path):
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if is_result(data):
+            out.append(RunResult.model_validate(data))
+    return out
+
+
+def load(path) -> Any:
+    """Results as a flat pandas DataFrame, one row per engine run (nested fields flattened)."""
+    import pandas as pd
+
+    rows = [r.model_dump() for r in read_results(Path(path))]
+    return pd.json_normalize(rows, sep=".") if rows else pd.DataFrame()

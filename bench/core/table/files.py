@@ -1,0 +1,42 @@
+"""Parquet footers of table files: codecs, row groups, logical bytes, field ids."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow.parquet as pq
+
+from bench.core.catalog.s3 import filesystem
+from bench.core.results import FileFacts
+from bench.core.table.entries import local_path
+
+
+def open_uri(uri: str):
+    """(pyarrow FileSystem, path) for a table file URI (file:, plain path or s3://)."""
+    return filesystem(uri if "://" in uri else "file://" + local_path(uri))
+
+
+def footer_facts(uri: str, size: int = 0) -> FileFacts:
+    fs, path = open_uri(uri)
+    with fs.open_input_file(path) as f:
+        md = pq.ParquetFile(f).metadata
+    codecs: set[str] = set()
+    uncompressed = 0
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        uncompressed += rg.total_byte_size
+        for c in range(rg.num_columns):
+            codecs.add(str(rg.column(c).compression).lower())
+    # every top-level column carries a field id (pyarrow exposes it as PARQUET:field_id metadata)
+    field_ids = all(bool(f.metadata) and b"PARQUET:field_id" in f.metadata
+                    for f in md.schema.to_arrow_schema())
+    return FileFacts(path=uri, size=size, codecs=sorted(codecs), row_groups=md.num_row_groups,
+                     uncompressed_bytes=uncompressed, field_ids=field_ids)
+
+
+def footers(files: list[tuple[str, int]], threads: int = 8) -> list[FileFacts]:
+    """Footer facts of (uri, size) pairs, read in parallel, in input order."""
+    if not files:
+        return []
+    with ThreadPoolExecutor(threads) as ex:
+        return list(ex.map(lambda f: footer_facts(f[0], f[1]), files))

@@ -1,0 +1,196 @@
+"""The verifier: a declarative list of checks per scenario kind, each with a name, whether it held, a
+message saying what was compared (and on failure what differs), and whether it is required.  A run is
+`verified` only when every required check held; every failed check is listed in `differences`.
+
+Rules (stated in each result's `verification.rules` and in the README):
+- the input is byte-identical to the dataset and its content equals the generator's ground truth;
+- the output's content equals the generator's ground truth, read by readers with different code paths:
+  by column name (DuckDB over the Parquet files) and by Parquet field id (pyiceberg's scan); for
+  tables with deletes also DuckDB's iceberg extension through the REST catalog, and at least two
+  readers must have answered;
+- a new snapshot was committed; no delete file is live after the run;
+- every file the run wrote has the codec the scenario asks for;
+- bin-packing is complete: per partition at most one live data file is smaller than the small-file
+  threshold (the remainder that cannot fill a target file), and the data files are at most
+  ceil(data bytes / target) + max(1, 10%) per partition.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+from pyiceberg.table import Table
+
+from bench.core.catalog import CatalogSettings
+from bench.core.dataset import GroundTruth
+from bench.core.results import Check, FileFacts, TableStats, Verification
+from bench.core.table import LiveFiles, live_files
+from bench.core.table.deletes import scope
+from bench.core.table.files import footers
+from bench.core.units import fmt_bytes
+from bench.verify.readers import read
+from bench.verify.stats import table_stats
+
+FILE_COUNT_SLACK_SHARE = 0.10  # data files may exceed ceil(bytes / target) by max(1, 10 %) per partition
+RULES = {
+    "binpack": [
+        "content: rows and checksum equal the generator's ground truth, read by column name "
+        "(duckdb-read-parquet) and by Parquet field id (pyiceberg-scan)",
+        "complete: per partition at most one live data file below the small-file threshold (a remainder "
+        "that cannot fill a target file)",
+        f"file count: per partition at most ceil(data bytes / target) + max(1, {FILE_COUNT_SLACK_SHARE:.0%}) "
+        "data files",
+        "codec: every file the run wrote has the scenario's output codec",
+        "no live delete file; a new snapshot was committed; the input was the dataset, byte for byte",
+    ],
+    "deletes": [
+        "content: rows and checksum equal the generator's ground truth, read by column name with the "
+        "Iceberg v2 delete rules (duckdb-merge-on-read), by Parquet field id (pyiceberg-scan) and by "
+        "DuckDB's iceberg extension (duckdb-iceberg); at least two readers answered and all agree",
+        "no live delete file (applying or dangling): every engine reaches the same end state",
+        "codec: every file the run wrote has the scenario's output codec",
+        "a new snapshot was committed; the input was the dataset, byte for byte",
+    ],
+}
+READERS_FOR = {
+    "binpack": ["duckdb-read-parquet", "pyiceberg-scan"],
+    "deletes": ["duckdb-merge-on-read", "pyiceberg-scan", "duckdb-iceberg"],
+}
+
+
+@dataclass
+class VerifyInput:
+    """Everything the verifier compares; the table is read here, never the engine's word."""
+
+    kind: str
+    table: Table  # loaded after the run (its current snapshot is the output)
+    before: TableStats  # the input, measured after this run's reset
+    before_paths: set[str]  # live files of the input
+    ground_truth: GroundTruth
+    target_file_size_bytes: int
+    small_file_threshold_bytes: int
+    output_codec: str
+    input_fingerprint: str = ""
+    input_identical: bool = False
+    settings: CatalogSettings | None = None
+    answers: dict[str, dict] = field(default_factory=dict)
+
+
+def _gt_message(answer: dict, gt: GroundTruth) -> tuple[bool, str]:
+    if "rows" not in answer:
+        why = answer.get("unavailable") or answer.get("error")
+        return False, f"{answer['reader']} could not read the table: {why}"
+    ok = answer["rows"] == gt.rows and answer["checksum"] == gt.checksum
+    if ok:
+        return True, f"{answer['reader']} ({answer['resolves']}): {gt.rows} rows, checksum equal to the ground truth"
+    return False, (f"{answer['reader']} ({answer['resolves']}) reads {answer['rows']} rows "
+                   f"({answer['rows'] - gt.rows:+d}) / checksum {answer['checksum']}, ground truth {gt.rows} / "
+                   f"{gt.checksum}")
+
+
+def content_checks(vi: VerifyInput) -> list[Check]:
+    """One check per reader (required when it could read; a reader that is unavailable here says why,
+    advisory), and for deletes: at least two readers agree."""
+    out = []
+    for name in READERS_FOR[vi.kind]:
+        a = vi.answers[name]
+        ok, msg = _gt_message(a, vi.ground_truth)
+        out.append(Check(name=f"content_{name.replace('-', '_')}", ok=ok, message=msg,
+                         required="unavailable" not in a))
+    if vi.kind == "deletes":
+        answered = {n: (a["rows"], a["checksum"]) for n, a in vi.answers.items() if "rows" in a}
+        agree = len(answered) >= 2 and len(set(answered.values())) == 1
+        out.append(Check(name="independent_readers_agree", ok=agree,
+                         message=(f"{len(answered)} readers answered ({', '.join(answered)})"
+                                  + ("" if agree else f"; answers: {answered}"))))
+    return out
+
+
+def input_checks(vi: VerifyInput) -> list[Check]:
+    gt, b = vi.ground_truth, vi.before
+    ok = b.rows == gt.rows and b.checksum == gt.checksum
+    return [
+        Check(name="input_identical", ok=vi.input_identical,
+              message=f"input fingerprint {vi.input_fingerprint}: the dataset's files and metadata, byte for byte"
+              if vi.input_identical else f"input fingerprint {vi.input_fingerprint} differs from the dataset's"),
+        Check(name="input_matches_generator", ok=ok,
+              message=(f"input ({b.content_reader}): {b.rows} rows, checksum equal to the ground truth" if ok else
+                       f"input reads {b.rows} rows / checksum {b.checksum} ({b.content_reader}), the generator's "
+                       f"ground truth is {gt.rows} / {gt.checksum}")),
+    ]
+
+
+def state_checks(vi: VerifyInput, after: TableStats, new: list[FileFacts]) -> list[Check]:
+    codecs = Counter(c for f in new for c in f.codecs)
+    wrong = [f for f in new if f.codecs != [vi.output_codec]]
+    codec_msg = (f"{len(new)} new data file(s), all {vi.output_codec}" if new and not wrong else
+                 "no new data file was written" if not new else
+                 f"{len(wrong)} of {len(new)} new data file(s) are not {vi.output_codec} (codecs found: "
+                 f"{dict(codecs)}), e.g. {wrong[0].path.rsplit('/', 1)[-1]}")
+    return [
+        Check(name="new_snapshot", ok=after.snapshot_id != vi.before.snapshot_id,
+              message=f"snapshot {vi.before.snapshot_id} -> {after.snapshot_id}"),
+        Check(name="no_live_delete_files", ok=after.delete_files == 0,
+              message="no delete file is live" if after.delete_files == 0 else
+              f"{after.position_delete_files} position and {after.equality_delete_files} equality delete files "
+              f"live after the run ({after.dangling_position_delete_files} and "
+              f"{after.dangling_equality_delete_files} of them dangling)"),
+        Check(name="output_codec", ok=bool(new) and not wrong, message=codec_msg),
+    ]
+
+
+def binpack_checks(vi: VerifyInput, files: LiveFiles, after: TableStats) -> list[Check]:
+    """Completeness: small files left per partition, and the file count against the bytes."""
+    by_scope: dict[tuple, list[int]] = {}
+    for e in files.data:
+        by_scope.setdefault(scope(e.data_file), []).append(e.data_file.file_size_in_bytes)
+    small = {k: [s for s in sizes if s < vi.small_file_threshold_bytes] for k, sizes in by_scope.items()}
+    too_many_small = {k: v for k, v in small.items() if len(v) > 1}
+    n_small = sum(len(v) for v in small.values())
+    complete_msg = (f"{n_small} data file(s) below the small-file threshold of "
+                    f"{fmt_bytes(vi.small_file_threshold_bytes)} in {len(by_scope)} partition(s)")
+    if too_many_small:
+        k, v = next(iter(too_many_small.items()))
+        complete_msg += (f"; {sum(len(v) for v in too_many_small.values())} small files in "
+                         f"{len(too_many_small)} partition(s) could still be merged (e.g. {len(v)} files of "
+                         f"{fmt_bytes(sum(v))} in one partition): the compaction is partial")
+    allowed = 0
+    for sizes in by_scope.values():
+        needed = math.ceil(sum(sizes) / vi.target_file_size_bytes)
+        allowed += needed + max(1, math.ceil(FILE_COUNT_SLACK_SHARE * needed))
+    count_ok = after.data_files <= allowed
+    return [
+        Check(name="compaction_complete", ok=not too_many_small, message=complete_msg),
+        Check(name="file_count", ok=count_ok,
+              message=f"{vi.before.data_files} -> {after.data_files} data files for {fmt_bytes(after.data_bytes)} "
+                      f"at a target of {fmt_bytes(vi.target_file_size_bytes)}: at most {allowed} allowed"),
+    ]
+
+
+def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
+    """Measure the table after the run and check it.  Returns (after stats, verification)."""
+    tbl = vi.table
+    files = live_files(tbl)
+    facts = footers([(e.data_file.file_path, e.data_file.file_size_in_bytes) for e in files.data])
+    new = [f for f in facts if f.path not in vi.before_paths]
+    for name in READERS_FOR[vi.kind]:
+        vi.answers[name] = read(name, tbl, None, vi.settings)
+    after = table_stats(tbl, content=False, settings=vi.settings, files=files, facts=facts)
+    primary = next((a for a in vi.answers.values() if "rows" in a), None)
+    if primary is not None:
+        after.rows, after.checksum, after.content_reader = primary["rows"], primary["checksum"], primary["reader"]
+    checks = input_checks(vi) + content_checks(vi) + state_checks(vi, after, new)
+    if vi.kind == "binpack":
+        checks += binpack_checks(vi, files, after)
+    failed = [c for c in checks if not c.ok and c.required]
+    v = Verification(
+        verified=not failed, checks=checks,
+        differences=[f"{c.name}: {c.message}" + ("" if c.required else " (advisory)") for c in checks if not c.ok],
+        rules=RULES[vi.kind], reader=", ".join(a["reader"] for a in vi.answers.values() if "rows" in a),
+        readers={"ground_truth": {"rows": vi.ground_truth.rows, "checksum": vi.ground_truth.checksum},
+                 "input": {"reader": vi.before.content_reader, "rows": vi.before.rows,
+                           "checksum": vi.before.checksum},
+                 **vi.answers, "new_files": [f.model_dump() for f in new[:50]]})
+    return after, v

@@ -1,0 +1,212 @@
+"""Content readers: (rows, checksum) of a snapshot, each by its own code path.
+
+    duckdb-read-parquet   DuckDB read_parquet over the live data files, columns by NAME; only when no
+                          live delete file applies
+    pyiceberg-scan        pyiceberg's scan of the snapshot, columns by Parquet FIELD ID (a file whose
+                          field ids are missing or wrong does not read back), streamed into DuckDB for
+                          the checksum; applies position deletes, cannot apply equality deletes
+    duckdb-iceberg        DuckDB's iceberg extension through the REST catalog (its own Iceberg reader,
+                          applies every delete); quadratic on equality deletes (duckdb-iceberg#626), so
+                          unavailable above a work limit
+    duckdb-merge-on-read  the Iceberg v2 delete rules applied by us in DuckDB SQL over the snapshot's
+                          Parquet files (data, position and equality deletes with their sequence
+                          numbers from the manifests), columns by name
+A reader that cannot read a table here raises ReaderUnavailable (with why); a reader that fails on a
+table it should read raises its own error, which the verifier reports as a failed check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyiceberg.table import Table
+
+from bench.core.catalog import CatalogSettings
+from bench.core.catalog.duck import duckdb_connect, duckdb_connect_iceberg
+from bench.core.catalog.s3 import is_s3
+from bench.core.checksum import checksum_select
+from bench.core.sql import ident, idents, string_list
+from bench.core.table import LiveFiles, live_files, local_path
+from bench.core.table.deletes import classify, equality_delete_work, is_global, scope
+
+# DuckDB 1.5.5's iceberg extension compares every data row with every applicable equality-delete row
+# (duckdb/duckdb-iceberg#626: minutes for 2M rows x 220k keys here); above this many comparisons it is
+# not used and says so.
+DUCKDB_ICEBERG_EQ_WORK_LIMIT = 2_000_000_000
+
+
+class ReaderUnavailable(RuntimeError):
+    """This reader cannot read this table here (e.g. no REST catalog to read through)."""
+
+
+@dataclass(frozen=True)
+class Reader:
+    name: str
+    resolves: str  # "name" | "field id" | "catalog" (how columns are matched to the schema)
+    deletes: str  # which deletes it applies
+    read: Callable[[Table, int | None, CatalogSettings | None], tuple[int, str]]
+
+
+def _columns(tbl: Table) -> list[str]:
+    return [f.name for f in tbl.schema().fields]
+
+
+def _connect(paths: list[str]):
+    return duckdb_connect(remote=any(is_s3(p) for p in paths))
+
+
+def parquet_checksum(paths: list[str], columns: list[str]) -> tuple[int, str]:
+    """Rows and checksum of Parquet files, columns by name (DuckDB read_parquet)."""
+    if not paths:
+        return 0, "0"
+    con = _connect(paths)
+    try:
+        n, s = con.execute(checksum_select(columns, "read_parquet(?)"), [[local_path(p) for p in paths]]).fetchone()
+    finally:
+        con.close()
+    return int(n), str(s)
+
+
+def read_parquet_by_name(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None = None,
+                         files: LiveFiles | None = None) -> tuple[int, str]:
+    files = files or live_files(tbl, snapshot_id)
+    if files.deletes:
+        cls = classify(files, tbl.specs())
+        if cls.applying_position or cls.applying_equality:
+            raise ReaderUnavailable(f"{cls.applying_position} position and {cls.applying_equality} equality "
+                                    f"delete files still apply")
+    return parquet_checksum(LiveFiles.paths(files.data), _columns(tbl))
+
+
+def read_pyiceberg_scan(tbl: Table, snapshot_id: int | None,
+                        settings: CatalogSettings | None = None) -> tuple[int, str]:
+    """pyiceberg resolves columns by field id; its batches stream into DuckDB's checksum."""
+    import duckdb
+
+    reader = tbl.scan(snapshot_id=snapshot_id).to_arrow_batch_reader()
+    con = duckdb.connect()
+    try:
+        con.register("_scan", reader)
+        n, s = con.execute(checksum_select(_columns(tbl), "_scan")).fetchone()
+    finally:
+        con.close()
+    return int(n), str(s)
+
+
+def read_duckdb_iceberg(tbl: Table, snapshot_id: int | None,
+                        settings: CatalogSettings | None = None) -> tuple[int, str]:
+    if settings is None or not settings.rest_uri:
+        raise ReaderUnavailable("duckdb-iceberg reads through a REST catalog; none is served")
+    files = live_files(tbl, snapshot_id)
+    work = equality_delete_work(files, tbl.specs())
+    if work > DUCKDB_ICEBERG_EQ_WORK_LIMIT:
+        raise ReaderUnavailable(f"{work:.3g} row x equality-key comparisons exceed its limit of "
+                                f"{DUCKDB_ICEBERG_EQ_WORK_LIMIT:.3g} (duckdb-iceberg#626)")
+    ns, name = tuple(tbl.name())[-2:]
+    source = f"ice.{ident(ns)}.{ident(name)}"
+    if snapshot_id is not None:
+        source += f" AT (VERSION => {int(snapshot_id)})"
+    con = duckdb_connect_iceberg(settings)
+    try:
+        n, s = con.execute(checksum_select(_columns(tbl), source)).fetchone()
+    finally:
+        con.close()
+    return int(n), str(s)
+
+
+def read_merge_on_read(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None = None) -> tuple[int, str]:
+    """A row of data file F (sequence number f) is deleted by a position delete (file_path = F's
+    manifest path, pos = its row number, sequence number >= f) or an equality delete (equal on its
+    equality columns, null-safe; sequence number > f; same partition unless the delete's spec is
+    unpartitioned).  Columns are matched by name."""
+    files = live_files(tbl, snapshot_id)
+    if not files.data:
+        return 0, "0"
+    columns = _columns(tbl)
+    schema, specs = tbl.schema(), tbl.specs()
+    scopes: dict[tuple, int] = {}
+
+    def scope_id(df) -> int:
+        return scopes.setdefault(scope(df), len(scopes))
+
+    con = _connect(LiveFiles.paths(files.all))
+    try:
+        con.execute("CREATE TEMP TABLE dfiles(local VARCHAR, path VARCHAR, seq BIGINT, scope INTEGER)")
+        con.executemany("INSERT INTO dfiles VALUES (?, ?, ?, ?)",
+                        [(local_path(e.data_file.file_path), e.data_file.file_path, e.sequence_number,
+                          scope_id(e.data_file)) for e in files.data])
+        data_list = string_list([local_path(p) for p in LiveFiles.paths(files.data)])
+        con.execute(f"CREATE TEMP VIEW rows_ AS SELECT {idents(columns, 'd')}, d.file_row_number AS _pos, "
+                    f"f.path AS _path, f.seq AS _seq, f.scope AS _scope FROM read_parquet({data_list}, "
+                    f"filename=true, file_row_number=true, union_by_name=true) d JOIN dfiles f ON d.filename = f.local")
+        conditions = []
+        if files.position:
+            con.execute("CREATE TEMP TABLE pfiles(local VARCHAR, seq BIGINT)")
+            con.executemany("INSERT INTO pfiles VALUES (?, ?)",
+                            [(local_path(e.data_file.file_path), e.sequence_number) for e in files.position])
+            con.execute("CREATE TEMP TABLE pdel AS SELECT p.file_path, p.pos, f.seq FROM read_parquet(?, "
+                        "filename=true) p JOIN pfiles f ON p.filename = f.local",
+                        [[local_path(p) for p in LiveFiles.paths(files.position)]])
+            conditions.append("NOT EXISTS (SELECT 1 FROM pdel p WHERE p.file_path = r._path "
+                              "AND p.pos = r._pos AND p.seq >= r._seq)")
+        groups: dict[tuple[int, ...], list] = {}
+        for e in files.equality:
+            groups.setdefault(tuple(sorted(e.data_file.equality_ids or [])), []).append(e)
+        for g, (ids, entries) in enumerate(groups.items()):
+            names = [schema.find_column_name(i) for i in ids]
+            if not names or any(n is None for n in names):
+                raise RuntimeError(f"equality delete ids {ids} are not columns of the table schema")
+            con.execute(f"CREATE TEMP TABLE efiles{g}(local VARCHAR, seq BIGINT, scope INTEGER, global_ BOOLEAN)")
+            con.executemany(f"INSERT INTO efiles{g} VALUES (?, ?, ?, ?)",
+                            [(local_path(e.data_file.file_path), e.sequence_number, scope_id(e.data_file),
+                              is_global(e.data_file, specs)) for e in entries])
+            con.execute(f"CREATE TEMP TABLE edel{g} AS SELECT {idents(names, 'q')}, f.seq, f.scope, f.global_ "
+                        f"FROM read_parquet(?, filename=true, union_by_name=true) q JOIN efiles{g} f "
+                        f"ON q.filename = f.local", [[local_path(e.data_file.file_path) for e in entries]])
+            match = " AND ".join(f"e.{ident(n)} IS NOT DISTINCT FROM r.{ident(n)}" for n in names)
+            conditions.append(f"NOT EXISTS (SELECT 1 FROM edel{g} e WHERE {match} AND e.seq > r._seq "
+                              f"AND (e.global_ OR e.scope = r._scope))")
+        where = (" WHERE " + " AND ".join(conditions)) if conditions else ""
+        n, s = con.execute(checksum_select(columns, f"(SELECT * FROM rows_ r{where}) AS live")).fetchone()
+    finally:
+        con.close()
+    return int(n), str(s)
+
+
+READERS: dict[str, Reader] = {r.name: r for r in (
+    Reader("duckdb-read-parquet", "name", "none (only when no delete file applies)", read_parquet_by_name),
+    Reader("pyiceberg-scan", "field id", "position (equality: refuses)", read_pyiceberg_scan),
+    Reader("duckdb-iceberg", "catalog", "position and equality (through the REST catalog)", read_duckdb_iceberg),
+    Reader("duckdb-merge-on-read", "name", "position and equality (our SQL)", read_merge_on_read),
+)}
+
+
+def read(name: str, tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None) -> dict:
+    """One reader's answer as a record: {reader, resolves, rows, checksum} or {reader, unavailable} or
+    {reader, error}."""
+    r = READERS[name]
+    out: dict = {"reader": name, "resolves": r.resolves}
+    try:
+        out["rows"], out["checksum"] = r.read(tbl, snapshot_id, settings)
+    except ReaderUnavailable as e:
+        out["unavailable"] = str(e)
+    except Exception as e:  # noqa: BLE001 - a reader failing on this table is a finding, not a crash
+        out["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:500]
+    return out
+
+
+def first_available(names: list[str], tbl: Table, snapshot_id: int | None,
+                    settings: CatalogSettings | None) -> dict:
+    """The answer of the first reader in `names` that can read the table."""
+    answers = []
+    for name in names:
+        a = read(name, tbl, snapshot_id, settings)
+        if "rows" in a:
+            return a
+        answers.append(a)
+    reasons = "; ".join(f"{a['reader']}: {a.get('unavailable') or a.get('error')}" for a in answers)
+    raise RuntimeError(f"no reader could read the table: {reasons}")
+
+
+__all__ = ["READERS", "Reader", "ReaderUnavailable", "first_available", "parquet_checksum", "read"]

@@ -1,0 +1,54 @@
+"""Table recipes: what datagen builds, as a union discriminated by `kind`.  Parameters are at scale
+1.0 (the published size); each generator documents its scale rule."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Codec = Literal["uncompressed", "snappy", "zstd", "gzip"]
+
+
+class _Recipe(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    codec: Codec = "uncompressed"  # Parquet codec of the generated files
+    codec_level: int | None = None
+    files_per_commit: int = Field(32, ge=1)  # files (writer checkpoints) per commit
+    min_files: int = Field(16, ge=1)  # floor on the data-file count at tiny scales
+
+
+class SmallFilesRecipe(_Recipe):
+    """Many small data files (datagen/smallfiles.py)."""
+
+    kind: Literal["smallfiles"] = "smallfiles"
+    files: int = Field(17_358, ge=1)
+    total_bytes: int = Field(193_000_000_000, ge=1)  # uncompressed Parquet bytes at scale 1.0
+
+
+class DeletesRecipe(_Recipe):
+    """A CDC table full of position and equality deletes (datagen/deletes/)."""
+
+    kind: Literal["deletes"] = "deletes"
+    min_files: int = Field(8, ge=1)
+    data_files: int = Field(ge=1)
+    position_delete_files: int = Field(0, ge=0)
+    equality_delete_files: int = Field(0, ge=0)
+    rows_per_data_file: int = Field(50_000, ge=1)
+    deleted_fraction: float = Field(0.2, ge=0.0, lt=1.0)  # of a data file's rows, by position + equality
+    position_delete_share: float = Field(0.5, ge=0.0, le=1.0)  # share of deleted_fraction by position
+    equality_window: int = Field(4, ge=1)  # a row dies in one of the next N equality deletes
+    unmatched_key_ratio: float = Field(0.1, ge=0.0)  # extra keys matching nothing, per matched key
+    equality_delete_bytes: int | None = Field(None, ge=1)  # total equality-delete bytes at scale 1.0
+
+    @model_validator(mode="after")
+    def _one_delete_file_per_checkpoint(self) -> DeletesRecipe:
+        if self.position_delete_files > self.data_files or self.equality_delete_files > self.data_files:
+            raise ValueError(f"a writer checkpoint closes at most one delete file of each kind: "
+                             f"position_delete_files ({self.position_delete_files}) and equality_delete_files "
+                             f"({self.equality_delete_files}) must be <= data_files ({self.data_files})")
+        return self
+
+
+TableRecipe = Annotated[Union[SmallFilesRecipe, DeletesRecipe], Field(discriminator="kind")]

@@ -1,0 +1,38 @@
+"""Number formats shared by the charts, the tables and the model's sentences."""
+
+from __future__ import annotations
+
+GiB = 1024**3
+
+
+def seconds(v: float) -> str:
+    if v >= 100:
+        return f"{v:,.0f} s"
+    if v >= 10:
+        return f"{v:.1f} s"
+    return f"{v:.2f} s"
+
+
+def nbytes(v: float) -> str:
+    for unit, div in (("GiB", GiB), ("MiB", 1024**2), ("KiB", 1024)):
+        if abs(v) >= div:
+            x = v / div
+            return f"{x:.2f} {unit}" if x < 10 else f"{x:.1f} {unit}" if x < 100 else f"{x:.0f} {unit}"
+    return f"{v:.0f} B"
+
+
+def fmt_usd(v: float | None) -> str:
+    """3 decimals as published; smaller amounts keep 3 significant digits instead of showing $0.000."""
+    if v is None:
+        return "—"
+    if v >= 0.01 or v == 0:
+        return f"${v:,.3f}"
+    return f"${v:.3g}" if v >= 1e-4 else f"${v:.2e}"
+
+
+def fmt_bytes(v) -> str:
+    return "—" if v is None else nbytes(float(v))
+
+
+def fmt_seconds(v) -> str:
+    return "—" if v is None else seconds(float(v))
