@@ -27,6 +27,7 @@ from pathlib import Path
 import click
 
 from bench.core.errors import UserError, one_line_errors
+from bench.engines import default_engines
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TF_DIR = PROJECT_ROOT / "terraform"
@@ -152,7 +153,7 @@ def aws():
 @tf_dir_option
 @click.option("--scenarios", default=None, help="Comma-separated scenarios (default: the five published).")
 @click.option("--scale", type=float, default=None, help="1.0 = the published size (the default).")
-@click.option("--engines", default=None, help="Comma-separated engines (default: spark,risingwave).")
+@click.option("--engines", default=None, help=f"Comma-separated engines (default: {default_engines()}).")
 @click.option("--reps", type=click.IntRange(min=1), default=None, help="Repetitions per engine.")
 @click.option("--region", default=None, help="AWS region (default: us-east-1).")
 @click.option("--instance-type", default=None, help="Default m5.4xlarge, as published.")

@@ -8,17 +8,21 @@ import click
 
 from bench.aws_cli import aws
 from bench.core.cost import DEFAULT_INSTANCE, PRICES
-from bench.core.errors import one_line_errors
+from bench.core.errors import UserError, one_line_errors
 from bench.core.progress import Progress
-from bench.core.units import SCALE_HELP
+from bench.core.units import SCALE_HELP, check_scale
+from bench.engines import default_engines
 from bench.telemetry.selfcheck import selfcheck_telemetry
 from reports.cli import export_cmd, report_cmd
 
 
 def positive_scale(ctx, param, value):
-    if value is not None and not value > 0:
-        raise click.BadParameter(SCALE_HELP)
-    return value
+    if value is None:
+        return value
+    try:
+        return check_scale(value)
+    except UserError:
+        raise click.BadParameter(SCALE_HELP) from None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -98,7 +102,7 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
 @main.command()
 @click.argument("scenario")
 @common_data_options
-@click.option("--engines", default=None, help="Comma-separated engines (default: spark,risingwave).")
+@click.option("--engines", default=None, help=f"Comma-separated engines (default: {default_engines()}).")
 @click.option("--reps", type=click.IntRange(min=1), default=1, show_default=True,
               help="Measured repetitions per engine (their order rotates from one to the next).")
 @click.option("--warmup/--no-warmup", default=False, help="One warm-up run per engine, excluded from statistics.")

@@ -15,7 +15,7 @@ import pytest
 from bench.core.errors import UserError
 from bench.core.lock import WarehouseLock
 from bench.core.progress import Progress
-from bench.core.sql import ident, literal, spark_literal, spark_map
+from bench.core.sql import ident, literal
 from bench.core.units import check_scale, parse_size
 from bench.engines.base import PhaseClock
 
@@ -94,8 +94,6 @@ def test_sizes_scales_and_quoting():
         with pytest.raises(UserError, match="positive"):
             check_scale(bad)
     assert literal("it's") == "'it''s'" and ident('a"b') == '"a""b"'
-    assert spark_literal("it's \\ ok") == "'it\\'s \\\\ ok'" and spark_literal(True) == "'true'"
-    assert spark_map({"a": 1}) == "map('a', '1')"
 
 
 def test_phase_clock_phases_add_up_to_the_call():

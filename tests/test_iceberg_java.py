@@ -53,11 +53,11 @@ def requirement(name: str):
 def test_provision_builds_into_the_cache_dir(temp_cache):
     jar = runtime.relocated_jar_path()
     assert jar is not None and jar.is_file()
-    assert jar.is_relative_to(temp_cache["cache"] / "spark-runtime")
+    assert jar.is_relative_to(temp_cache["cache"] / "iceberg-java")
     assert any("building" in line for line in temp_cache["first"])
     assert (jar.parent / "build.json").is_file()
     # no half-built directories left behind
-    assert not [p for p in (temp_cache["cache"] / "spark-runtime").iterdir() if p.name.startswith(".build-")]
+    assert not [p for p in (temp_cache["cache"] / "iceberg-java").iterdir() if p.name.startswith(".build-")]
 
 
 def test_provision_twice_reuses_the_cache(temp_cache):

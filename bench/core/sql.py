@@ -1,8 +1,6 @@
-"""Quoting for the SQL the harness writes (DuckDB and Spark SQL).  The one place."""
+"""Quoting for the standard SQL the harness writes (DuckDB, SQLite).  The one place."""
 
 from __future__ import annotations
-
-from typing import Any
 
 
 def literal(text: str) -> str:
@@ -24,17 +22,3 @@ def idents(names: list[str] | tuple[str, ...], prefix: str = "") -> str:
 def string_list(items: list[str]) -> str:
     """A DuckDB list literal of strings: ['a', 'b']."""
     return "[" + ", ".join(literal(i) for i in items) + "]"
-
-
-def spark_literal(value: Any) -> str:
-    """A Spark SQL string literal (backslash escapes) of a scalar; booleans as 'true'/'false'."""
-    if isinstance(value, bool):
-        value = "true" if value else "false"
-    if not isinstance(value, (str, int, float)):
-        raise ValueError(f"only scalars can be Spark SQL literals, got {value!r}")
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def spark_map(options: dict[str, Any]) -> str:
-    """map('k', 'v', ...) of Spark SQL literals."""
-    return "map(" + ", ".join(f"{spark_literal(k)}, {spark_literal(v)}" for k, v in options.items()) + ")"

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import psutil
 
+from bench.core.fileio import write_atomic
 from bench.core.results import TelemetrySummary
 
 SAMPLE_COLUMNS = (
@@ -364,12 +365,9 @@ class Sampler:
                            metadata={"pid": str(self.pid), "interval_s": str(self.interval_s)})
         table = pa.table([pa.array(list(col), type=schema.field(i).type)
                           for i, col in enumerate(cols)], schema=schema)
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-        return path
+        buf = pa.BufferOutputStream()
+        pq.write_table(table, buf)
+        return write_atomic(path, buf.getvalue().to_pybytes())
 
 
 def read_samples(path) -> object:

@@ -21,6 +21,7 @@ from typing import Any
 
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
+from bench.core.fileio import write_atomic
 from bench.core.iceberg_java import runtime
 from bench.core.machine import java_binary
 
@@ -43,9 +44,7 @@ def quiet_log4j2_file() -> Path:
     digest = hashlib.sha256(QUIET_LOG4J2.encode()).hexdigest()[:12]
     path = Path(tempfile.gettempdir()) / f"bench-log4j2-{digest}.properties"
     if not path.exists():
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(QUIET_LOG4J2)
-        os.replace(tmp, path)
+        write_atomic(path, QUIET_LOG4J2)
     return path
 
 

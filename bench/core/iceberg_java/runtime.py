@@ -104,8 +104,8 @@ def cache_root() -> Path:
 
 
 def cache_dir() -> Path:
-    """Where the relocated Jackson jar is built (the directory name predates this module)."""
-    return cache_root() / "spark-runtime"
+    """Where the relocated Jackson jar is built."""
+    return cache_root() / "iceberg-java"
 
 
 def _package_dir(module: str) -> Path | None:

@@ -35,7 +35,6 @@ from bench.core.iceberg_java import runtime as iceberg_runtime
 from bench.core.iceberg_java.commit import remove_delete_files
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import MemoryCap
-from bench.core.sql import spark_literal, spark_map
 from bench.engines.base import CompactionJob, EngineBase, EngineOOM, EngineOutcome, PhaseClock
 from bench.engines.spark import memory, session
 
@@ -67,6 +66,20 @@ class SparkOptions(BaseModel):
             raise ValueError(f"spark_conf may not set {reserved[0]}: it comes from the profile, the memory "
                              f"budget or the job")
         return self
+
+
+def spark_literal(value: Any) -> str:
+    """A Spark SQL string literal (backslash escapes) of a scalar; booleans as 'true'/'false'."""
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    if not isinstance(value, (str, int, float)):
+        raise ValueError(f"only scalars can be Spark SQL literals, got {value!r}")
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def spark_map(options: dict[str, Any]) -> str:
+    """map('k', 'v', ...) of Spark SQL literals."""
+    return "map(" + ", ".join(f"{spark_literal(k)}, {spark_literal(v)}" for k, v in options.items()) + ")"
 
 
 def _row_dict(rows: list) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bench.core.catalog import CATALOG_NAME, CatalogSettings
 from bench.core.errors import UserError
+from bench.core.fileio import write_atomic
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,9 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         with CatalogServer(settings, a.host, a.port, log_file=a.log_file) as server:
             _stop_on_signal_or_orphan(server.shutdown, a.parent_pid)
             if a.ready_file:
-                tmp = Path(f"{a.ready_file}.tmp")
-                tmp.write_text(server.uri + "\n")
-                tmp.replace(a.ready_file)
+                write_atomic(a.ready_file, server.uri + "\n")
             server.serve_forever()
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
