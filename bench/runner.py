@@ -391,7 +391,7 @@ def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Pa
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     limiter = Limiter(ctx.budget)
     label = f"[{slot.engine} {slot.tag}]"
-    last_beat = [0.0]
+    last_beat = [time.monotonic()]  # the first heartbeat after one interval, not at the fork
 
     def on_sample(rss: int) -> None:
         limiter.on_sample(rss)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 import pyarrow as pa
@@ -12,6 +13,8 @@ import pyarrow.compute as pc
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.types import BooleanType, DoubleType, IntegerType, LongType, NestedField, StringType, TimestampType
+
+from bench.core.checksum import arrow_checksum, column_hashes, combine, exact_sum, int_hashes
 
 KEY_COLUMNS = ("v1", "v2")
 
@@ -75,6 +78,15 @@ class ValuePools:
             "region": _REGIONS.take(pa.array(rng.integers(0, len(_REGIONS), rows))),
             "is_test": pa.array(rng.random(rows) < 0.01),
         }
+        self._hashes: dict[str, np.ndarray] | None = None
+
+    def hashes(self) -> dict[str, np.ndarray]:
+        """DuckDB's hash of every pooled value, per column (computed once per process, ~0.1 s)."""
+        if self._hashes is None:
+            hashes = dict(zip(self.columns, column_hashes(pa.table(self.columns))))
+            hashes["payload"] = column_hashes(pa.table({"payload": self.payload}))[0]
+            self._hashes = hashes
+        return self._hashes
 
 
 @functools.lru_cache(maxsize=4)
@@ -82,23 +94,62 @@ def pools_for(seed: int) -> ValuePools:
     return ValuePools(seed)
 
 
+def _plan(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int):
+    """A file's generated columns (v1, v2, event_ts) and its window start in each pool."""
+    rng = np.random.default_rng([seed, file_index])
+    starts = rng.integers(0, POOL_ROWS, len(pools.columns) + 1)
+    ts = _EPOCH_US + file_index * 60_000_000 + (np.arange(rows, dtype=np.int64) * 60_000_000) // rows
+    v1 = rng.integers(0, 1 << 20, rows, dtype=np.int32)
+    v2 = np.arange(key_offset, key_offset + rows, dtype=np.int64)
+    pool_starts = {name: int(st) for name, st in zip(pools.columns, starts)}
+    pool_starts["payload"] = int(starts[-1]) % len(pools.payload)
+    return v1, v2, ts, pool_starts
+
+
 def make_rows(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int) -> pa.Table:
     """Rows of one data file.  Deterministic in (seed, file_index); keys (v1, v2) are unique across the
     table because v2 = key_offset + row number, with key_offset unique per file.  Event times rise
     through the file's minute like a stream's."""
-    rng = np.random.default_rng([seed, file_index])
-    starts = rng.integers(0, POOL_ROWS, len(pools.columns) + 1)
-    ts = _EPOCH_US + file_index * 60_000_000 + (np.arange(rows, dtype=np.int64) * 60_000_000) // rows
-    win = {name: _window(col, int(st), rows) for (name, col), st in zip(pools.columns.items(), starts)}
+    v1, v2, ts, starts = _plan(pools, seed, file_index, rows, key_offset)
+    win = {name: _window(col, starts[name], rows) for name, col in pools.columns.items()}
     cols = [
-        pa.array(rng.integers(0, 1 << 20, rows, dtype=np.int32)),
-        pa.array(np.arange(key_offset, key_offset + rows, dtype=np.int64)),
-        win["v3"],
-        pa.array(ts, type=pa.timestamp("us")),
+        pa.array(v1), pa.array(v2), win["v3"], pa.array(ts, type=pa.timestamp("us")),
         win["user_id"], win["amount"], win["quantity"], win["status"], win["region"], win["is_test"],
-        _window(pools.payload, int(starts[-1]) % len(pools.payload), rows),
+        _window(pools.payload, starts["payload"], rows),
     ]
     return pa.Table.from_arrays(cols, schema=ARROW_SCHEMA)
+
+
+_FAST_HASH_CHECKED: dict[int, bool] = {}  # pid -> the pooled hashing matched DuckDB's on its first file
+
+
+def row_hashes(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int,
+               table: pa.Table | None = None) -> np.ndarray:
+    """DuckDB's hash(v1, ..., payload) of each row of `make_rows(...)`, from the pools' hashes (each
+    value hashed once per process) combined in numpy.  The first file of every process is also hashed
+    by DuckDB itself and must match, otherwise DuckDB hashes every file (`table`: the rows, if made)."""
+    v1, v2, ts, starts = _plan(pools, seed, file_index, rows, key_offset)
+    pid = os.getpid()
+    if _FAST_HASH_CHECKED.get(pid) is False:
+        rows_table = table if table is not None else make_rows(pools, seed, file_index, rows, key_offset)
+        return combine(column_hashes(rows_table))
+    pooled = pools.hashes()
+    win = {name: _np_window(h, starts[name], rows) for name, h in pooled.items()}
+    out = combine([int_hashes(v1), int_hashes(v2), win["v3"], int_hashes(ts), win["user_id"], win["amount"],
+                   win["quantity"], win["status"], win["region"], win["is_test"], win["payload"]])
+    if pid not in _FAST_HASH_CHECKED:
+        rows_table = table if table is not None else make_rows(pools, seed, file_index, rows, key_offset)
+        _FAST_HASH_CHECKED[pid] = exact_sum(out) == arrow_checksum(rows_table)[1]
+        if not _FAST_HASH_CHECKED[pid]:
+            return combine(column_hashes(rows_table))
+    return out
+
+
+def _np_window(values: np.ndarray, start: int, rows: int) -> np.ndarray:
+    """`rows` consecutive values from `start`, wrapping around (like `_window`)."""
+    if start + rows <= len(values):
+        return values[start:start + rows]
+    return np.take(values, np.arange(start, start + rows) % len(values))
 
 
 def _window(pool: pa.Array, start: int, rows: int) -> pa.ChunkedArray:

@@ -70,7 +70,7 @@ def generate(ctx: GenContext) -> Generated:
     plans = plan_files(recipe.files, recipe.total_bytes, ctx.scale, recipe.min_files, ctx.seed)
     props = write_properties(recipe)
     tbl = ctx.catalog.create_table(ctx.ident, SCHEMA, properties={**props, "format-version": "2"})
-    pools_for(ctx.seed)  # built once here; forked writers inherit it
+    pools_for(ctx.seed).hashes()  # built once here; forked writers inherit them
     tasks = [(tbl.location(), props, ctx.seed, p) for p in plans]
     nbytes, checksum = 0, 0
     with ctx.progress.task(f"datagen {ctx.ident}", total=len(plans), unit="files") as task:

@@ -16,9 +16,9 @@ from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
 from bench.core.catalog.s3 import fileio_properties, is_s3
-from bench.core.checksum import arrow_checksum
+from bench.core.checksum import exact_sum
 from datagen.recipes import DeletesRecipe, SmallFilesRecipe
-from datagen.schema import SCHEMA, make_rows, pools_for
+from datagen.schema import SCHEMA, make_rows, pools_for, row_hashes
 
 
 @dataclass(frozen=True)
@@ -81,9 +81,10 @@ def write_data_file(location: str, props: dict, seed: int, plan: FilePlan,
     """Generate one file's rows, write them (see `write_rows`) and return the file with the content
     checksum of its rows (`bench.core.checksum`: the generator's ground truth, from the rows
     generated, never read back)."""
-    rows = make_rows(pools_for(seed), seed, plan.index, plan.rows, plan.key_offset)
+    pools = pools_for(seed)
+    rows = make_rows(pools, seed, plan.index, plan.rows, plan.key_offset)
     df = write_rows(data_file_path(location, plan.index), props, rows, spec_id=spec_id)
-    return df, arrow_checksum(rows)[1]
+    return df, exact_sum(row_hashes(pools, seed, plan.index, plan.rows, plan.key_offset, rows))
 
 
 def _write_task(args):

@@ -2,6 +2,7 @@
 last, and the byte-for-byte restore every engine run starts from."""
 
 import hashlib
+import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -122,3 +123,26 @@ def test_restore_gives_the_dataset_back_byte_for_byte(tmp_path):
     victim.write_bytes(victim.read_bytes() + b"x")
     with pytest.raises(RuntimeError, match="missing or changed"):
         restore(cat, ds.table, ds.metadata_location, ds.location, ds.table_files)
+
+
+def test_pooled_row_hashes_equal_duckdbs_hash_and_fall_back_when_not(monkeypatch):
+    """The generator hashes each pooled value once and combines the hashes in numpy: the result must be
+    DuckDB's own hash(); when a process's first file disagrees, DuckDB hashes every file instead."""
+    import numpy as np
+
+    from bench.core.checksum import arrow_checksum, exact_sum
+    from datagen import schema
+
+    pools = schema.pools_for(42)
+    monkeypatch.setattr(schema, "_FAST_HASH_CHECKED", {})
+    for i, (n, off) in enumerate([(1000, 0), (1_100_000, 5)]):  # the second wraps around the pools
+        rows = schema.make_rows(pools, 42, i, n, off)
+        assert exact_sum(schema.row_hashes(pools, 42, i, n, off, rows)) == arrow_checksum(rows)[1]
+    assert {os.getpid(): True} == schema._FAST_HASH_CHECKED
+    monkeypatch.setattr(schema, "_FAST_HASH_CHECKED", {})
+    monkeypatch.setattr(schema, "int_hashes", lambda v: np.zeros(len(v), dtype=np.uint64))  # a wrong hash
+    rows = schema.make_rows(pools, 42, 7, 500, 0)
+    assert exact_sum(schema.row_hashes(pools, 42, 7, 500, 0, rows)) == arrow_checksum(rows)[1]
+    assert {os.getpid(): False} == schema._FAST_HASH_CHECKED  # every later file: DuckDB's own hash
+    rows = schema.make_rows(pools, 42, 8, 500, 0)
+    assert exact_sum(schema.row_hashes(pools, 42, 8, 500, 0, rows)) == arrow_checksum(rows)[1]

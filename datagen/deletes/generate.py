@@ -136,7 +136,7 @@ class _Pipeline:
         pl, ctx = self.pl, self.ctx
         # forked writers: the pool forks its workers at the first submit, before the JVM starts, and
         # they inherit the value pools built here once
-        pools_for(ctx.seed)
+        pools_for(ctx.seed).hashes()
         n_files = pl.n + pl.position_files + pl.equality_files
         with ProcessPoolExecutor(max_workers=ctx.workers, mp_context=mp.get_context("fork")) as ex, \
                 ctx.progress.task(f"datagen {ctx.ident}", total=n_files, unit="files") as task:

@@ -13,10 +13,10 @@ from pyiceberg.manifest import DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from bench.core.checksum import arrow_checksum
+from bench.core.checksum import exact_sum
 from bench.core.table.deletes import POS_FILE_PATH_ID, POS_POS_ID
 from datagen.deletes.plan import _SEEDS, DeletesPlan, deleted_rows, equality_path, position_path
-from datagen.schema import KEY_COLUMNS, SCHEMA, make_rows, pools_for
+from datagen.schema import KEY_COLUMNS, SCHEMA, make_rows, pools_for, row_hashes
 from datagen.writer import data_file_path, write_rows
 
 POSITION_DELETE_SCHEMA = Schema(
@@ -60,7 +60,8 @@ class CheckpointOut:
 def write_checkpoint(location: str, props: dict, seed: int, pl: DeletesPlan, j: int) -> CheckpointOut:
     """Write data file j (and its position-delete file) and compute its surviving rows' ground truth."""
     fp = pl.file_plan(j)
-    rows = make_rows(pools_for(seed), seed, fp.index, fp.rows, fp.key_offset)
+    pools = pools_for(seed)
+    rows = make_rows(pools, seed, fp.index, fp.rows, fp.key_offset)
     data_path = data_file_path(location, j)
     df = write_rows(data_path, props, rows)
     data = Written(data_path, df.file_size_in_bytes, df.record_count)
@@ -84,7 +85,8 @@ def write_checkpoint(location: str, props: dict, seed: int, pl: DeletesPlan, j: 
     keep = np.ones(fp.rows, dtype=bool)
     keep[pos] = False
     keep[eq] = False
-    survivors, checksum = arrow_checksum(rows.filter(pa.array(keep)))
+    hashes = row_hashes(pools, seed, fp.index, fp.rows, fp.key_offset, rows)
+    survivors, checksum = int(keep.sum()), exact_sum(hashes[keep])
     return CheckpointOut(j, data, position, eq_keys, survivors, checksum, len(pos), len(eq))
 
 
