@@ -1,0 +1,216 @@
+"""What one `bench run` resolves before anything runs: options, the run context shared by its engine
+runs, the schedule (engine order rotated per repetition), and the checks that turn bad input into one
+UserError with nothing written."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyiceberg.catalog import Catalog
+
+from bench.core.catalog import CatalogSettings, load_catalog
+from bench.core.catalog.rest import ServedCatalog, check_rest_uri
+from bench.core.cost import parse_instance
+from bench.core.dataset import GeneratedTable
+from bench.core.errors import UserError
+from bench.core.lock import WarehouseLock
+from bench.core.machine import node_ram_bytes
+from bench.core.progress import Progress
+from bench.core.units import check_scale, parse_size
+from bench.engines import default_engines, engine_class, parse_engines
+from bench.scenario import Scenario, load_scenario
+from datagen.dataset import prepare, storage_requirements
+
+CACHE_MODES = ("cold", "warm")
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+
+@dataclass
+class RunOptions:
+    scenario: str
+    scale: float | None = None
+    seed: int = 42
+    warehouse: str | None = None
+    engines: str | None = None
+    reps: int = 1
+    warmup: bool = False
+    results_dir: str | None = None
+    run_id: str | None = None
+    timeout_s: int = 3600
+    memory_budget: str | None = None
+    catalog_uri: str | None = None
+    target_file_size: str | None = None
+    instance_type: str | None = None
+    cache: str | None = None  # cold | warm | None (cold where permitted, else warm)
+    wait: bool = True  # wait for the warehouse lock (False: exit 2 when it is held)
+
+
+@dataclass
+class RunContext:
+    """Everything resolved for one `bench run`, shared by its engine runs."""
+
+    run_id: str
+    scenario: Scenario
+    scale: float
+    seed: int
+    engines: list[str]
+    settings: CatalogSettings
+    results_dir: Path
+    target: int
+    threshold: int
+    budget: int
+    timeout_s: int
+    cache_mode: str
+    cache_requested: str
+    instance_type: str | None
+    progress: Progress
+    served: ServedCatalog | None = None
+    catalog: Catalog | None = None
+    dataset: GeneratedTable | None = None
+    environment: dict = field(default_factory=dict)
+    versions: dict = field(default_factory=dict)
+
+    @property
+    def run_dir(self) -> Path:
+        return self.results_dir / self.run_id
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One engine run in the schedule."""
+
+    engine: str
+    rep: int
+    warmup: bool
+    order: tuple[str, ...]  # the engines' order in this repetition
+
+    @property
+    def tag(self) -> str:
+        return "warmup" if self.warmup else f"rep{self.rep}"
+
+    @property
+    def position(self) -> int:
+        return self.order.index(self.engine)
+
+
+def schedule(engines: list[str], reps: int, warmup: bool) -> list[Slot]:
+    """Repetition r runs the engines rotated by r (so each engine goes first as often as the others);
+    the warm-up round, when asked, runs first in the given order."""
+    out: list[Slot] = []
+    rounds = ([(0, True)] if warmup else []) + [(r, False) for r in range(reps)]
+    for rep, is_warmup in rounds:
+        k = 0 if is_warmup else rep % len(engines)
+        order = tuple(engines[k:] + engines[:k])
+        out += [Slot(e, rep, is_warmup, order) for e in order]
+    return out
+
+
+def check_results_dir(results_dir: str | None) -> Path:
+    path = Path(results_dir or os.environ.get("BENCH_RESULTS") or Path.cwd() / "results").resolve()
+    probe_dir = path
+    while not probe_dir.exists():
+        probe_dir = probe_dir.parent
+    if not probe_dir.is_dir() or not os.access(probe_dir, os.W_OK | os.X_OK):
+        raise UserError(f"results directory {path} is not writable; choose another with --results-dir")
+    return path
+
+
+def new_run_id(results: Path, scenario: str, requested: str | None) -> str:
+    base = requested or time.strftime("%Y%m%d-%H%M%S") + f"-{scenario}"
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", base):
+        raise UserError(f"--run-id {base!r} may only contain letters, digits, '.', '_' and '-'")
+    run_id, n = base, 1
+    while (results / run_id).exists():  # never write into an earlier run
+        n += 1
+        run_id = f"{base}-{n}"
+    return run_id
+
+
+def can_drop_caches() -> bool:
+    try:
+        with open(DROP_CACHES, "w"):
+            return True
+    except OSError:
+        return False
+
+
+def resolve_cache(requested: str | None, settings: CatalogSettings) -> tuple[str, str]:
+    """(mode, note): cold where the harness may drop the page cache, else warm."""
+    if requested is not None and requested not in CACHE_MODES:
+        raise UserError(f"--cache {requested!r}: use cold or warm")
+    if settings.is_remote:
+        return "none", "S3 warehouse: the page cache holds no input"
+    if requested == "cold" and not can_drop_caches():
+        raise UserError(f"--cache cold needs to write {DROP_CACHES} (root); use --cache warm")
+    if requested:
+        return requested, ""
+    if can_drop_caches():
+        return "cold", ""
+    return "warm", f"cold was not possible ({DROP_CACHES} is not writable): warm instead"
+
+
+def storage_problems(sc: Scenario, scale: float, seed: int, engines: list[str],
+                     settings: CatalogSettings) -> list[str]:
+    """What cannot reach this warehouse (e.g. a JVM on S3 offline), as one-line items."""
+    if settings.is_remote:
+        settings.storage_description()  # bad S3 settings in the environment -> UserError now
+    out = [f"datagen: {r.detail} -> {r.fix}" for r in storage_requirements(sc.table, scale, seed, settings)
+           if not r.ok]
+    out += [f"{e}: {r.detail} -> {r.fix}" for e in engines
+            for r in engine_class(e)().storage_requirements(settings) if not r.ok]
+    return out
+
+
+def resolve(opts: RunOptions, progress: Progress) -> RunContext:
+    """Validate every input before anything runs (bad input: one UserError, nothing written)."""
+    sc = load_scenario(opts.scenario)
+    engines = parse_engines(opts.engines or default_engines())
+    scale = check_scale(sc.local_scale if opts.scale is None else opts.scale)
+    budget = parse_size(opts.memory_budget, "--memory-budget") if opts.memory_budget else node_ram_bytes()
+    target = (parse_size(opts.target_file_size, "--target-file-size") if opts.target_file_size
+              else sc.target_file_size_bytes)
+    parse_instance(opts.instance_type)  # an unknown instance type is bad input, before anything runs
+    results = check_results_dir(opts.results_dir)
+    settings = CatalogSettings.for_warehouse(opts.warehouse)
+    if opts.catalog_uri:
+        check_rest_uri(opts.catalog_uri)
+    missing = [f"{e}: {r.line()}" for e in engines for r in engine_class(e)().requirements() if not r.ok]
+    if missing:
+        raise UserError("missing prerequisites: " + "; ".join(missing) + " (see `bench doctor`)")
+    for e in engines:
+        codecs = engine_class(e).output_codecs
+        if codecs is not None and sc.output.codec not in codecs:
+            raise UserError(f"{e} cannot write {sc.output.codec} (it writes {', '.join(sorted(codecs))}); "
+                            f"the scenario's output.codec applies to every engine")
+    unreachable = storage_problems(sc, scale, opts.seed, engines, settings)
+    if unreachable:
+        raise UserError(f"warehouse {settings.warehouse}: " + "; ".join(unreachable))
+    cache_mode, cache_note = resolve_cache(opts.cache, settings)
+    if opts.catalog_uri:
+        settings = settings.with_rest(opts.catalog_uri, external=True)
+    ctx = RunContext(run_id=new_run_id(results, sc.name, opts.run_id), scenario=sc, scale=scale, seed=opts.seed,
+                     engines=engines, settings=settings, results_dir=results, target=target,
+                     threshold=sc.small_file_threshold(target), budget=budget, timeout_s=opts.timeout_s,
+                     cache_mode=cache_mode, cache_requested=opts.cache or f"default ({cache_mode})",
+                     instance_type=opts.instance_type, progress=progress)
+    if cache_note:
+        progress.info(f"cache: {cache_note}")
+    return ctx
+
+
+
+def prepare_dataset(scenario: str | Scenario, scale: float | None, seed: int, warehouse: str | None,
+                    progress: Progress, wait: bool = True) -> GeneratedTable:
+    """`bench datagen`: the dataset of a scenario (generated unless it exists), under the lock."""
+    sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+    scale = check_scale(sc.local_scale if scale is None else scale)
+    settings = CatalogSettings.for_warehouse(warehouse)
+    problems = storage_problems(sc, scale, seed, [], settings)
+    if problems:
+        raise UserError(f"warehouse {settings.warehouse}: " + "; ".join(problems))
+    with WarehouseLock(settings.lock_path, wait=wait, say=progress.info):
+        return prepare(load_catalog(settings), settings, sc.table, scale, seed, progress=progress)

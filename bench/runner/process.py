@@ -1,0 +1,150 @@
+"""One engine run as a process: its own process group and memory cgroup, a time limit, the 10 Hz
+sampler on its tree (with a heartbeat to the progress line) and on the catalog server, and the
+classification of how it ended (ok, failed, oom, heap-oom, timeout)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.core.catalog.rest import ServedCatalog
+from bench.core.fileio import write_atomic
+from bench.core.results import CatalogServerUsage
+from bench.core.units import fmt_bytes
+from bench.engines.base import CompactionJob, WorkerRecord
+from bench.runner.context import RunContext, Slot
+from bench.telemetry.limits import Limiter
+from bench.telemetry.sampler import Sampler
+
+LOG_TAIL_LINES = 40
+HEARTBEAT_S = 5.0
+
+
+def tail(path: Path, n: int = LOG_TAIL_LINES) -> list[str]:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+    return [ln[:500] for ln in lines[-n:]]
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@dataclass
+class EngineRun:
+    status: str
+    process_wall_s: float
+    record: WorkerRecord | None
+    log: Path
+    telemetry: object
+    samples_file: str
+    enforcement: str
+    error: str | None = None
+    server: CatalogServerUsage | None = None
+
+
+def server_usage(served: ServedCatalog | None, sampler: Sampler | None, t0: float,
+                 t1: float) -> CatalogServerUsage | None:
+    """What the loopback catalog server did between unix times t0 and t1: CPU and peak RSS from its
+    samples, requests and commits from its request log."""
+    if served is None or served.pid is None or sampler is None:
+        return None
+    s = sampler.summary
+    rows = sampler.samples
+    use = CatalogServerUsage(pid=served.pid, peak_rss_bytes=s.peak_rss_bytes,
+                             cpu_s=round(rows[-1]["cpu_s"], 3) if rows else None)
+    if served.log_file and served.log_file.exists():
+        for line in served.log_file.read_text(errors="replace").splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if "t" not in e or not (t0 <= e["t"] <= t1):
+                continue
+            use.requests += 1
+            use.request_s += e.get("ms", 0.0) / 1000
+            if e.get("method") == "POST" and re.fullmatch(r"/v1/namespaces/[^/]+/tables/[^/]+", e.get("path", "")):
+                use.commits += 1
+                use.commit_s += e.get("ms", 0.0) / 1000
+    use.request_s, use.commit_s = round(use.request_s, 4), round(use.commit_s, 4)
+    return use
+
+
+def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Path) -> EngineRun:
+    """Spawn the engine worker in its own process group and memory cgroup, sample it (and the catalog
+    server), enforce the time and memory limits."""
+    work.mkdir(parents=True, exist_ok=True)
+    job_file, out_file, log_file = work / "job.json", work / "outcome.json", work / "engine.log"
+    write_atomic(job_file, job.model_dump_json(indent=2))
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    limiter = Limiter(ctx.budget)
+    label = f"[{slot.engine} {slot.tag}]"
+    last_beat = [time.monotonic()]  # the first heartbeat after one interval, not at the fork
+
+    def on_sample(rss: int) -> None:
+        limiter.on_sample(rss)
+        now = time.monotonic()
+        if now - last_beat[0] >= (1.0 if ctx.progress.live else HEARTBEAT_S):
+            last_beat[0] = now
+            row = sampler.last or {}
+            ctx.progress.status(f"{label} compacting: {row.get('t_s', 0):.0f} s, RSS {fmt_bytes(rss)} of "
+                                f"{fmt_bytes(ctx.budget)} budget, {row.get('cores') or 0:.1f} cores busy")
+
+    server_sampler = None
+    if ctx.served is not None and ctx.served.pid is not None:
+        server_sampler = Sampler(ctx.served.pid, interval_s=0.1).start()
+    with open(log_file, "wb") as log:
+        t0, unix0 = time.perf_counter(), time.time()
+        proc = subprocess.Popen([sys.executable, "-m", "bench.engines.worker", str(job_file), str(out_file),
+                                 slot.engine], stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True, preexec_fn=limiter.preexec)
+        limiter.attach(proc.pid)
+        timed_out = False
+        sampler = Sampler(proc.pid, interval_s=0.1, on_sample=on_sample)
+        with sampler:
+            try:
+                proc.wait(timeout=ctx.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            if timed_out or limiter.exceeded:
+                kill_tree(proc)
+                proc.wait()
+        wall = time.perf_counter() - t0
+        kill_tree(proc)  # nothing the engine started may outlive it
+    if server_sampler is not None:
+        server_sampler.stop()
+    server = server_usage(ctx.served, server_sampler, unix0, time.time())
+    ctx.progress.done()
+    samples = work / "samples.parquet"
+    sampler.write_samples(samples)
+    record = None
+    if out_file.exists():
+        try:
+            record = WorkerRecord.model_validate_json(out_file.read_text())
+        except ValueError:
+            record = None
+    oom_evidence = limiter.evidence(proc.returncode)
+    error = record.error if record else None
+    if timed_out:
+        status, error = "timeout", f"time limit of {ctx.timeout_s} s exceeded; process tree killed"
+    elif oom_evidence:
+        status, error = "oom", oom_evidence + (f"; engine said: {error}" if error else "")
+    elif record is not None:
+        status = record.status
+    else:
+        status, error = "failed", f"engine process exited with status {proc.returncode} and wrote no outcome"
+    limiter.release()
+    return EngineRun(status, wall, record, log_file, sampler.summary, str(samples), limiter.description, error,
+                     server)

@@ -1,0 +1,167 @@
+"""The run: for each repetition (engine order rotated), for each engine: restore -> cache -> engine
+process -> verify -> one result; `run.json` says whether the whole run completed."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from contextlib import ExitStack
+
+from bench.core.catalog import load_catalog
+from bench.core.catalog.rest import serve
+from bench.core.cost import run_cost
+from bench.core.lock import WarehouseLock
+from bench.core.machine import HARNESS_PACKAGES, environment, package_versions, usable_cores
+from bench.core.progress import Progress
+from bench.core.results import RunResult, RunState, now_iso, save, write_run_state
+from bench.core.units import fmt_bytes
+from bench.engines import engine_class
+from bench.engines.base import CompactionJob
+from bench.runner.context import RunContext, RunOptions, Slot, resolve, schedule
+from bench.runner.inputs import prepare_cache, reset_input
+from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
+from bench.telemetry.limits import remove_stale_cgroups
+from bench.verify import VerifyInput, verify
+from datagen.dataset import prepare
+
+
+def run_one(ctx: RunContext, slot: Slot) -> RunResult:
+    sc, ds = ctx.scenario, ctx.dataset
+    assert ds is not None and ctx.catalog is not None
+    engine_cls = engine_class(slot.engine)
+    label = f"[{slot.engine} {slot.tag}]"
+    r = RunResult(run_id=ctx.run_id, scenario=sc.name, engine=slot.engine, rep=slot.rep, warmup=slot.warmup,
+                  scale=ctx.scale, seed=ctx.seed, dataset=ds.table, dataset_recipe_hash=ds.recipe_hash,
+                  scenario_record=sc.record(), status="failed", started_at=now_iso(),
+                  engine_order=list(slot.order), order_position=slot.position, engine_color=engine_cls.color,
+                  target_file_size_bytes=ctx.target, small_file_threshold_bytes=ctx.threshold,
+                  output_codec=sc.output.codec, memory_budget_bytes=ctx.budget, environment=ctx.environment,
+                  versions=dict(ctx.versions))
+    work = ctx.run_dir / "work" / f"{sc.name}--{slot.engine}--{slot.tag}"
+    try:
+        ctx.progress.info(f"{label} restoring {ds.table} to its dataset state (position {slot.position + 1} of "
+                          f"{len(slot.order)}: {' -> '.join(slot.order)})")
+        r.input, r.before, before_paths = reset_input(ctx)
+        r.files_in = r.before.data_files + r.before.delete_files
+        r.bytes_in = r.before.data_bytes + r.before.delete_bytes
+        r.rows = r.before.rows
+        r.cache = prepare_cache(ctx)
+        job = CompactionJob(table=ds.table, catalog=ctx.served.settings if ctx.served else ctx.settings,
+                            scenario=sc.name, kind=sc.kind, target_file_size_bytes=ctx.target,
+                            small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
+                            output_codec_level=sc.output.level, options=sc.options_for(slot.engine),
+                            memory_budget_bytes=ctx.budget, cores=usable_cores(), work_dir=str(work))
+        ctx.progress.info(f"{label} compacting (cache {r.cache.mode}, budget {fmt_bytes(ctx.budget)}, "
+                          f"time limit {ctx.timeout_s} s)")
+        er = run_engine_process(ctx, slot, job, work)
+        r.status = er.status  # type: ignore[assignment]
+        r.error = er.error
+        r.process_wall_s = er.process_wall_s
+        r.memory_enforcement = er.enforcement
+        r.telemetry = er.telemetry  # type: ignore[assignment]
+        r.catalog_server = er.server
+        r.samples_file = os.path.relpath(er.samples_file, ctx.run_dir)
+        rec = er.record
+        if rec is not None:
+            r.setup_s, r.setup_phases, r.memory_caps = rec.setup_s, rec.setup_phases, rec.memory_caps
+            r.phases = rec.phases
+            r.duration_s = rec.duration_s if r.status == "ok" else None
+            if rec.outcome is not None:
+                r.engine_result, r.engine_settings = rec.outcome.engine_result, rec.outcome.settings
+                r.engine_actions = rec.outcome.actions
+                r.versions.update(rec.outcome.versions)
+        if r.status != "ok":
+            r.log_tail = tail(er.log)
+        else:
+            with ctx.progress.task(f"{label} verifying", unit="step"):
+                tbl = ctx.catalog.load_table(ds.table)
+                vi = VerifyInput(kind=sc.kind, table=tbl, before=r.before, before_paths=before_paths,
+                                 ground_truth=ds.ground_truth, target_file_size_bytes=ctx.target,
+                                 small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
+                                 input_fingerprint=r.input.fingerprint,
+                                 input_identical=r.input.identical_to_dataset,
+                                 settings=ctx.served.settings if ctx.served else ctx.settings)
+                r.after, r.verification = verify(vi)
+            r.files_out = r.after.data_files + r.after.delete_files
+            r.bytes_out = r.after.data_bytes + r.after.delete_bytes
+            r.verified = r.verification.verified
+    except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
+        r.status, r.verified = "failed", False
+        r.error = f"harness: {type(exc).__name__}: {exc}"
+        r.log_tail = traceback.format_exc().splitlines()[-LOG_TAIL_LINES:]
+    r.cost = run_cost(r.duration_s if r.status == "ok" else None, ctx.instance_type,
+                      ran_on=ctx.environment.get("instance_type"))
+    path = save(ctx.results_dir, r)
+    dur = f"{r.duration_s:.2f} s" if r.duration_s is not None else "-"
+    phases = ", ".join(f"{p.name} {p.seconds:.2f} s" for p in r.phases) if r.status == "ok" else ""
+    ctx.progress.info(f"{label} {r.status}, {dur}{f' ({phases})' if phases else ''}, files {r.files_in} -> "
+                      f"{r.files_out if r.files_out is not None else '-'}, verified={r.verified}"
+                      + (f", error: {r.error}" if r.error else "") + f" ({path.name})")
+    for d in r.verification.differences[:5] if r.status == "ok" else []:
+        ctx.progress.info(f"{label}   {d}")
+    return r
+
+
+def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
+    ctx = resolve(opts, progress)
+    slots = schedule(ctx.engines, opts.reps, opts.warmup)
+    ctx.environment = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
+                                  packages=HARNESS_PACKAGES + tuple(p for e in ctx.engines
+                                                                    for p in engine_class(e).packages))
+    ctx.environment["warehouse"] = ctx.settings.storage_description()
+    ctx.versions = package_versions(HARNESS_PACKAGES + tuple(p for e in ctx.engines for p in engine_class(e).packages))
+    state = RunState(run_id=ctx.run_id, pid=os.getpid(), started_at=now_iso(), scenario=ctx.scenario.name,
+                     scale=ctx.scale, engines=ctx.engines, reps=opts.reps, expected_results=len(slots),
+                     command=" ".join(sys.argv)[:500])
+    out: list[RunResult] = []
+    with ExitStack() as stack:
+        stack.enter_context(WarehouseLock(ctx.settings.lock_path, wait=opts.wait, say=progress.info))
+        stale = remove_stale_cgroups()
+        if stale:
+            progress.info(f"removed {len(stale)} memory cgroup(s) left by a killed run")
+        write_run_state(ctx.run_dir, state)
+        try:
+            log = ctx.run_dir / "work" / "catalog-server.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            ctx.served = stack.enter_context(serve(ctx.settings, log_file=log))
+            ctx.catalog = load_catalog(ctx.settings)
+            ds = ctx.dataset = prepare(ctx.catalog, ctx.settings, ctx.scenario.table, ctx.scale, ctx.seed,
+                                       progress=progress)
+            progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
+                          f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
+            for slot in slots:
+                out.append(run_one(ctx, slot))
+            state.state = "complete"
+        except BaseException as exc:
+            state.state, state.note = "interrupted", f"{type(exc).__name__}: {exc}"[:500]
+            raise
+        finally:
+            state.ended_at = now_iso()
+            write_run_state(ctx.run_dir, state)
+    progress.block(summary_table(out, ctx.engines))
+    progress.info(f"results: {ctx.run_dir}")
+    return out
+
+
+def summary_table(results: list[RunResult], engines: list[str]) -> str:
+    from bench.core.stats import paired_speedup
+
+    rows = [f"{'engine':<12} {'rep':<7} {'order':<6} {'status':<9} {'duration':>10} {'files in -> out':>18} "
+            f"{'verified':>9}"]
+    for r in results:
+        dur = f"{r.duration_s:.2f} s" if r.duration_s is not None else "-"
+        files = f"{r.files_in} -> {r.files_out if r.files_out is not None else '-'}"
+        rows.append(f"{r.engine:<12} {'warmup' if r.warmup else r.rep:<7} {r.order_position + 1:<6} {r.status:<9} "
+                    f"{dur:>10} {files:>18} {str(r.verified):>9}")
+    base = engines[0]
+    for e in engines[1:]:
+        sp = paired_speedup(results, base, e)
+        if sp.pairs:
+            rng = (f" (min {sp.ratio.min:.2f}x, max {sp.ratio.max:.2f}x over {len(sp.pairs)} paired reps)"
+                   if len(sp.pairs) > 1 else "")
+            rows.append(f"speedup: {sp.faster} is {sp.ratio.median:.2f}x faster than {sp.slower}"
+                        f" (compaction wall time, verified runs){rng}")
+        else:
+            rows.append(f"speedup: {e} vs {base}: not available (needs verified runs of both)")
+    return "\n".join(rows)
