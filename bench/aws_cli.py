@@ -169,11 +169,16 @@ def aws():
 @click.option("--run-id", default=None, help="Name of the run (default: UTC time).")
 @click.option("--var", "tf_vars", multiple=True, metavar="NAME=VALUE",
               help="Any other variable of terraform/variables.tf (repeatable).")
+@click.option("--plan-from", "plan_from", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where to look for sweeps and frontiers to plan from (default: ./results).")
 @click.option("--auto-approve", is_flag=True, default=False, help="Do not ask before applying.")
 @one_line_errors
 def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, max_lifetime,
-       max_disk_performance, warehouse_on_s3, git_ref, git_url, run_id, tf_vars, auto_approve):
-    """Create the instance; it runs the benchmark, uploads the results and terminates itself."""
+       max_disk_performance, warehouse_on_s3, git_ref, git_url, run_id, tf_vars, plan_from, auto_approve):
+    """Create the instance; it runs the benchmark, uploads the results and terminates itself.
+
+    Before provisioning it prints the plan of the run (`bench plan`, from the sweeps and frontiers found
+    under --plan-from) and sizes the data volume and the deadline from it, unless they are given."""
     run_id = run_id or new_run_id()
     values: dict = {"run_id": run_id}
     for key, val in (("scenarios", _split(scenarios)), ("scale", scale), ("engines", _split(engines)),
@@ -196,6 +201,7 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
         values["harness_archive_path"] = str(archive)
         click.echo(f"harness: this checkout ({rev}), {n} files -> {archive}")
     values |= dict(_parse_var(v) for v in tf_vars)
+    _apply_plan(values, plan_from or PROJECT_ROOT / "results", max_disk_performance)
     var_file = STATE_DIR / f"run-{run_id}.tfvars.json"
     var_file.write_text(json.dumps(values, indent=2) + "\n")
     (STATE_DIR / "last-run.json").write_text(json.dumps(
@@ -211,6 +217,32 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
                f"results will land in {outs.get('results_uri')} (status.json last).\n"
                f"It terminates itself when done, at the latest {outs.get('deadline_minutes')} min after boot.\n"
                "Next: `bench aws status`, then `bench aws fetch`, then `bench aws down`.")
+
+
+PUBLISHED_SCENARIOS = ["bin-packing", "bin-packing-zstd", "deletes-standard", "deletes-high", "deletes-massive"]
+MAX_DISK_MB_S = 4750 / 8  # gp3 at its maximum, held to an m5.4xlarge's EBS bandwidth
+
+
+def _apply_plan(values: dict, sources: Path, max_disk: bool) -> None:
+    """Print the plan of this run and size the volume and the deadline from it (unless set)."""
+    from bench.campaigns import GP3_BASELINE_MB_S, make_plan, plan_table
+
+    scenarios = values.get("scenarios") or PUBLISHED_SCENARIOS
+    if not Path(sources).is_dir():
+        click.echo(f"plan: no {sources} to plan from; Terraform's defaults size the volume and the deadline")
+        return
+    plan = make_plan(list(scenarios), float(values.get("scale", 1.0)), values.get("instance_type"),
+                     int(values.get("reps", 1)), [Path(sources)], MAX_DISK_MB_S if max_disk else GP3_BASELINE_MB_S)
+    click.echo(plan_table(plan))
+    if plan.total_s is None or any(not s.engines for s in plan.scenarios):
+        click.echo("plan: incomplete (a scenario has no sweep): Terraform's defaults size the volume and the deadline")
+        return
+    if "data_volume_size_gb" not in values:
+        values["data_volume_size_gb"] = max(20, plan.ebs_gb)
+        click.echo(f"plan: data volume {values['data_volume_size_gb']} GB")
+    if "max_lifetime_minutes" not in values:
+        values["max_lifetime_minutes"] = max(60, plan.deadline_minutes)
+        click.echo(f"plan: deadline {values['max_lifetime_minutes']} min")
 
 
 def _locate(terraform_dir: Path, bucket: str | None, run_id: str | None) -> tuple[str, str, dict]:

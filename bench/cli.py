@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -132,6 +133,92 @@ def run(scenario, scale, seed, warehouse, no_wait, engines, reps, warmup, cache,
                       memory_budget=memory_budget, catalog_uri=catalog_uri, target_file_size=target_file_size,
                       instance_type=instance_type, cache=cache, wait=not no_wait)
     run_scenario(opts, Progress())
+
+
+def campaign_options(fn):
+    """Options a sweep and a frontier share with `bench run`."""
+    for opt in reversed([
+        click.option("--engines", default=None, help=f"Comma-separated engines (default: {default_engines()})."),
+        click.option("--cache", type=click.Choice(["cold", "warm"]), default=None,
+                     help="Page cache before each engine run (as in `bench run`)."),
+        click.option("--results-dir", type=click.Path(file_okay=False), default=None,
+                     help="Where the campaign directory goes (default: ./results)."),
+        click.option("--run-id", default=None, help="Name of the campaign directory (default: a timestamp)."),
+        click.option("--timeout", type=click.IntRange(min=1), default=3600, show_default=True,
+                     help="Time limit of one engine run, seconds."),
+    ]):
+        fn = opt(fn)
+    return fn
+
+
+@main.command()
+@click.argument("scenario")
+@click.option("--scales", required=True, help="Comma-separated scales, e.g. 0.001,0.002,0.005,0.01,0.02.")
+@click.option("--reps", type=click.IntRange(min=1), default=3, show_default=True, help="Repetitions per scale.")
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--warehouse", metavar="DIR|URI", default=None, help="As in `bench run`.")
+@click.option("--no-wait", "no_wait", is_flag=True, default=False, help="As in `bench run`.")
+@click.option("--memory-budget", default=None, help="Memory budget per engine run (default: the node's RAM).")
+@campaign_options
+@one_line_errors
+def sweep(scenario, scales, reps, seed, warehouse, no_wait, memory_budget, engines, cache, results_dir, run_id,
+          timeout):
+    """Run SCENARIO at several scales and fit time and memory against input size per engine."""
+    from bench.campaigns import SweepOptions, parse_scales
+    from bench.campaigns import sweep as run_sweep
+
+    run_sweep(SweepOptions(scenario=scenario, scales=parse_scales(scales), reps=reps, engines=engines, seed=seed,
+                           warehouse=warehouse, results_dir=results_dir, run_id=run_id, timeout_s=timeout,
+                           memory_budget=memory_budget, cache=cache, wait=not no_wait), Progress())
+
+
+@main.command()
+@click.argument("scenario")
+@click.option("--scale", type=float, default=None, callback=positive_scale, help="One scale.")
+@click.option("--scales", default=None, help="Several scales (comma-separated), to fit the frontier against size.")
+@click.option("--floor", default=None, help="Lowest budget to try (default: each engine's own minimum).")
+@click.option("--ceiling", default=None, help="Highest budget (default: this node's RAM).")
+@click.option("--precision", default="64M", show_default=True,
+              help="Stop when the passing and failing budgets are this close (or 5 %% of the budget).")
+@click.option("--max-slowdown", type=float, default=10.0, show_default=True,
+              help="A run slower than this many times the unconstrained one counts as failing (thrashing).")
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--warehouse", metavar="DIR|URI", default=None, help="As in `bench run`.")
+@click.option("--no-wait", "no_wait", is_flag=True, default=False, help="As in `bench run`.")
+@campaign_options
+@one_line_errors
+def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, seed, warehouse, no_wait, engines,
+             cache, results_dir, run_id, timeout):
+    """Find, per engine, the smallest memory budget at which SCENARIO completes verified."""
+    from bench.campaigns import FrontierOptions, parse_scales
+    from bench.campaigns import frontier as run_frontier
+
+    if (scale is None) == (scales is None):
+        raise UserError("give --scale S or --scales S1,S2,... (one of them)")
+    run_frontier(FrontierOptions(scenario=scenario, scales=[scale] if scale else parse_scales(scales),
+                                 engines=engines, seed=seed, warehouse=warehouse, results_dir=results_dir,
+                                 run_id=run_id, timeout_s=timeout, floor=floor, ceiling=ceiling, precision=precision,
+                                 max_slowdown=max_slowdown, cache=cache, wait=not no_wait), Progress())
+
+
+@main.command()
+@click.argument("scenarios", nargs=-1, required=True)
+@click.option("--scale", type=float, default=1.0, show_default=True, callback=positive_scale)
+@click.option("--instance-type", default="m5.4xlarge", show_default=True,
+              help=f"The target: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
+@click.option("--reps", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--from", "sources", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="Where to look for sweeps and frontiers (default: ./results).")
+@click.option("--storage-mb-s", type=float, default=None,
+              help="The target's storage throughput in MB/s (default: gp3's 125 MiB/s baseline).")
+@one_line_errors
+def plan(scenarios, scale, instance_type, reps, sources, storage_mb_s):
+    """Expected time, memory, disk and cost of a full reproduction, from the fitted models."""
+    from bench.campaigns import GP3_BASELINE_MB_S, make_plan, plan_table
+
+    p = make_plan(list(scenarios), scale, instance_type, reps, [Path(s) for s in sources] or [Path("results")],
+                  storage_mb_s or GP3_BASELINE_MB_S)
+    click.echo(plan_table(p))
 
 
 @main.group()

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bench.core.campaign import FRONTIER_FILE, SWEEP_FILE
 from bench.core.cost import parse_instance, run_cost
 from bench.core.errors import UserError
 from bench.core.machine import HARNESS_PACKAGES, describe_machine
@@ -136,10 +137,11 @@ def _run_dir_state(run_dir: Path) -> RunDirState | None:
     return RunDirState(run_dir, state, written, _pid_alive(state.pid, state.started_at))
 
 
-def load_runs(paths) -> Loaded:
+def load_runs(paths, allow_empty: bool = False) -> Loaded:
     """Every RunResult JSON under `paths` (files or directories), with its samples file if present, and
     the run.json of every run directory involved (a run directory with only run.json is an incomplete
-    run: reported, not an error)."""
+    run: reported, not an error).  Campaign summaries (sweep.json, frontier.json) are not results: they
+    are skipped here (reports.campaigns reads them); `allow_empty` when the paths hold one."""
     out: list[LoadedRun] = []
     seen: set[Path] = set()
     run_dirs: dict[Path, None] = {}
@@ -153,6 +155,8 @@ def load_runs(paths) -> Loaded:
                     run_dirs[s.parent.resolve()] = None
         elif p.name == RUN_STATE_FILE:
             run_dirs[p.parent.resolve()] = None
+            continue
+        elif p.name in (SWEEP_FILE, FRONTIER_FILE):
             continue
         for f in iter_result_files(p):
             f = f.resolve()
@@ -180,7 +184,7 @@ def load_runs(paths) -> Loaded:
         st = _run_dir_state(d)
         if st is not None:
             states.setdefault(st.state.run_id, st)
-    if not out and not states:
+    if not out and not states and not allow_empty:
         raise UserError(f"no results found in {', '.join(map(str, paths))} (expected "
                         f"<run-id>/<scenario>--<engine>--rep<N>.json files written by `bench run`)")
     for lr in out:

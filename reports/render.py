@@ -11,9 +11,18 @@ from markupsafe import Markup
 
 from bench.core.cost import PRICE_DATE, PRICE_SOURCE
 from bench.core.fileio import write_atomic
-from reports import charts
+from reports import campaigns, charts
 from reports.fmt import fmt_bytes, fmt_seconds, fmt_usd
-from reports.model import STATUS_MEANING, Report, ResultSet, build, fmt_scale, load_runs, missing_text
+from reports.model import (
+    STATUS_MEANING,
+    Report,
+    ResultSet,
+    assign_colors,
+    build,
+    fmt_scale,
+    load_runs,
+    missing_text,
+)
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATUS_CLASS = {"ok": "ok", "failed": "bad", "oom": "bad", "heap-oom": "bad", "timeout": "warn"}
@@ -33,6 +42,8 @@ def _env() -> Environment:
     env.filters["scale"] = fmt_scale
     env.filters["gb"] = lambda v: "—" if v is None else f"{v / 1e9:,.0f} GB" if v >= 10e9 else f"{v / 1e9:,.2f} GB"
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f} %"
+    env.filters["gbf"] = campaigns.fmt_gb  # a size already in (logical) GB
+    env.filters["r2"] = campaigns.fmt_r2
     env.globals["status_class"] = lambda s: STATUS_CLASS.get(s, "warn")
     env.globals["status_meaning"] = lambda s: STATUS_MEANING.get(s, "")
     return env
@@ -100,7 +111,10 @@ def _charts(rs: ResultSet, series) -> dict[str, Markup]:
 
 
 def render_html(paths, instance_type: str | None = None, title: str | None = None) -> str:
-    report: Report = build(load_runs(paths), instance_type)
+    located = campaigns.locate(paths)  # sweeps and frontiers: shown above the run sets they contain
+    loaded = load_runs(paths, allow_empty=bool(located))
+    report: Report = build(loaded, instance_type)
+    camp = campaigns.build(located, report.sets, assign_colors(loaded.runs))
     env = _env()
     tpl = env.get_template("report.html.j2")
     css = (TEMPLATES / "report.css").read_text()
@@ -114,15 +128,16 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
     except metadata.PackageNotFoundError:
         version = "dev"
     if title is None:
-        names = list(dict.fromkeys([rs.scenario_name for rs in report.sets] +
+        names = list(dict.fromkeys([v.s.scenario for v in camp.all] + [rs.scenario_name for rs in report.sets] +
                                    [st.state.scenario or st.state.run_id for st in report.incomplete_only]))
-        engines = list(dict.fromkeys(e for rs in report.sets for e in rs.engines))
+        engines = list(dict.fromkeys([e for v in camp.all for e in v.engines] +
+                                     [e for rs in report.sets for e in rs.engines]))
         title = f"{', '.join(names)}: {' vs '.join(engines)}" if engines else f"{', '.join(names)}: incomplete run"
     return tpl.render(
         title=title, css=Markup(css), views=views, sets=report.sets, incomplete_only=report.incomplete_only,
         generated=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         version=version, price_source=PRICE_SOURCE, price_date=PRICE_DATE,
-        sources=[str(p) for p in paths], n_runs=report.n_runs,
+        sources=[str(p) for p in paths], n_runs=report.n_runs, campaigns=camp,
     )
 
 

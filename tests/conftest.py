@@ -9,6 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TINY = "0.00005"  # 16 files, ~10 MB: seconds per scenario
 TEST_ENGINES = ",".join([
+    "rewrite=tests.engines.corrupt:RewriteEngine",
     "corrupt=tests.engines.corrupt:CorruptEngine",
     "partial=tests.engines.corrupt:PartialEngine",
     "wrongcodec=tests.engines.corrupt:WrongCodecEngine",

@@ -137,3 +137,41 @@ def test_missing_terraform_is_one_clear_line(monkeypatch, tmp_path):
     monkeypatch.setenv("BENCH_TERRAFORM", str(tmp_path / "no-terraform-here"))
     r = CliRunner().invoke(main, ["aws", "status", "--terraform-dir", str(tmp_path)])
     assert r.exit_code == 2 and "terraform not found" in r.output
+
+
+def test_up_prints_the_plan_and_sizes_volume_and_deadline_from_it(fake_tf, tmp_path):
+    """A sweep of the run's scenario in --plan-from: `up` prints the plan and takes the volume size and
+    the deadline from it (a plan cannot be made without one: then Terraform's defaults, said so)."""
+    from bench.core.campaign import Point, Stat, SweepSummary, write_summary
+    from bench.core.fit import fit_line
+
+    xs = [0.2, 0.4, 1.0, 1.0]
+    s = SweepSummary(sweep_id="sw", scenario="bin-packing", scales=[0.001, 0.002, 0.005], reps=1,
+                     engines=["risingwave"], state="complete", started_at="2026-11-23T00:00:00Z", cores=2,
+                     time_fits={"risingwave": fit_line(xs, [1 + 4 * x for x in xs], "duration_s", "s")},
+                     points=[Point(engine="risingwave", scale=0.005, gb=0.965, disk_gb=0.965, output_disk_gb=0.42,
+                                   runs=1, verified=1, duration_s=Stat(median=4.9), setup_s=0.1, verify_s=2.0,
+                                   mean_cores=1.6)])
+    write_summary(tmp_path / "plans" / "sw", s)
+    def args(run_id, scenario="bin-packing", plans=tmp_path / "plans"):
+        return ["aws", "up", "--terraform-dir", str(fake_tf.dir), "--run-id", run_id, "--scenarios", scenario,
+                "--git-ref", "v1", "--git-url", "https://example.invalid/h.git", "--auto-approve",
+                "--plan-from", str(plans)]
+
+    r = CliRunner().invoke(main, args("p1"))
+    assert r.exit_code == 0, r.output
+    assert "plan (a MODEL, not a measurement): m5.4xlarge" in r.output
+    apply = next(c for c in fake_tf.calls() if c[1] == "apply")
+    values = json.loads(Path(next(a for a in apply if a.startswith("-var-file=")).split("=", 1)[1]).read_text())
+    assert values["data_volume_size_gb"] >= 193 * 1.3 and values["max_lifetime_minutes"] >= 60
+    assert f"data volume {values['data_volume_size_gb']} GB" in r.output
+    # given explicitly, the user's values win; without any sweep, nothing is invented
+    r = CliRunner().invoke(main, [*args("p2"), "--max-lifetime", "300", "--var", "data_volume_size_gb=2000"])
+    assert r.exit_code == 0, r.output
+    apply = [c for c in fake_tf.calls() if c[1] == "apply"][-1]
+    values = json.loads(Path(next(a for a in apply if a.startswith("-var-file=")).split("=", 1)[1]).read_text())
+    assert values["max_lifetime_minutes"] == 300 and values["data_volume_size_gb"] == 2000
+    (tmp_path / "empty").mkdir()
+    r = CliRunner().invoke(main, args("p3", "deletes-high", tmp_path / "empty"))
+    assert r.exit_code == 0, r.output
+    assert "no sweep of deletes-high" in r.output and "Terraform's defaults" in r.output

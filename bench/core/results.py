@@ -232,6 +232,7 @@ class RunResult(BaseModel):
     setup_s: float | None = None  # engine session start-up and catalog warm-up (open())
     setup_phases: list[Phase] = Field(default_factory=list)
     process_wall_s: float | None = None  # the whole engine subprocess, start to exit
+    verify_s: float | None = None  # the harness's verification after the run (not the engine's time)
 
     files_in: int = 0
     files_out: int | None = None

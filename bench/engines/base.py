@@ -100,6 +100,7 @@ class Engine(Protocol):
     packages: ClassVar[tuple[str, ...]]  # distributions whose versions every result records
     Options: ClassVar[type[BaseModel]]  # what a scenario may put under `engines: <name>:`
     output_codecs: ClassVar[frozenset[str] | None]  # codecs it can write (None: any Parquet codec)
+    min_budget_bytes: ClassVar[int]  # the smallest memory budget it can start in (a frontier's floor)
 
     def requirements(self) -> list[Requirement]:
         """Everything this engine needs on this machine; cheap, no side effects."""
@@ -132,6 +133,7 @@ class EngineBase:
     packages: ClassVar[tuple[str, ...]] = ()
     Options: ClassVar[type[BaseModel]] = NoOptions
     output_codecs: ClassVar[frozenset[str] | None] = None
+    min_budget_bytes: ClassVar[int] = 64 * 1024 * 1024  # the smallest memory budget it can start in
 
     def requirements(self) -> list[Requirement]:
         return []

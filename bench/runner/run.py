@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 import traceback
 from contextlib import ExitStack
 
@@ -74,6 +75,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         if r.status != "ok":
             r.log_tail = tail(er.log)
         else:
+            t_verify = time.perf_counter()
             with ctx.progress.task(f"{label} verifying", unit="step"):
                 tbl = ctx.catalog.load_table(ds.table)
                 vi = VerifyInput(kind=sc.kind, table=tbl, before=r.before, before_paths=before_paths,
@@ -83,6 +85,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                                  input_identical=r.input.identical_to_dataset,
                                  settings=ctx.served.settings if ctx.served else ctx.settings)
                 r.after, r.verification = verify(vi)
+            r.verify_s = time.perf_counter() - t_verify
             r.files_out = r.after.data_files + r.after.delete_files
             r.bytes_out = r.after.data_bytes + r.after.delete_bytes
             r.verified = r.verification.verified

@@ -100,6 +100,7 @@ class SparkEngine(EngineBase):
     Options: ClassVar[type[BaseModel]] = SparkOptions
     output_codecs: ClassVar[frozenset[str] | None] = frozenset(
         {"snappy", "zstd", "gzip", "lz4", "uncompressed", "brotli"})
+    min_budget_bytes: ClassVar[int] = memory.min_budget_bytes()  # the heap Spark accepts, plus non-heap
 
     def __init__(self) -> None:
         self.spark: Any = None

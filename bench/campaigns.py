@@ -1,0 +1,603 @@
+"""Runs of runs: a sweep over scales, a memory frontier over budgets, and the plan of a full reproduction.
+
+Each loop is ordinary `bench run`s (`bench.runner.run_scenario`), each writing ordinary result files
+into one campaign directory, plus one summary record (`bench.core.campaign`) with the fits the report
+reads.  Nothing here re-implements the runner.
+
+    sweep     time = fixed + per_GB x input GB (and peak memory the same way) per engine, with residuals
+              and an interval; extrapolated to scale 1 on this node and, by a stated model, to the
+              published node (bench.core.fit.NodeModel), beside the published figures
+    frontier  per engine, the smallest memory budget at which it completes verified: bisection between a
+              floor (the engine's own minimum) and the node's RAM, each probe a recorded run; over
+              several scales fitted like the curves and carried to scale 1 against the published node's
+              64 GB: does the model predict the published OOMs?
+    plan      from the fits: datagen time, disk space, engine times, memory frontiers, wall time, cost,
+              the EBS size and deadline a full reproduction needs (`bench aws up` uses it)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.core.campaign import (
+    DatagenPoint,
+    Extrapolation,
+    FrontierPoint,
+    FrontierPrediction,
+    FrontierSummary,
+    Plan,
+    PlannedEngine,
+    PlannedScenario,
+    Point,
+    Probe,
+    Speedup,
+    Stat,
+    SweepSummary,
+    find_summaries,
+    write_summary,
+)
+from bench.core.catalog import CatalogSettings
+from bench.core.cost import PRICES, parse_instance
+from bench.core.dataset import load_manifest
+from bench.core.errors import UserError
+from bench.core.fit import Fit, NodeModel, fit_line, node_model
+from bench.core.machine import describe_machine, environment, node_ram_bytes, usable_cores
+from bench.core.progress import Progress
+from bench.core.results import RunResult, now_iso
+from bench.core.stats import paired_speedup
+from bench.core.units import GiB, MiB, check_scale, fmt_bytes, parse_size
+from bench.engines import default_engines, engine_class, parse_engines
+from bench.runner import RunOptions, run_scenario
+from bench.runner.context import check_results_dir
+from bench.scenario import Scenario, load_scenario
+
+PUBLISHED_INSTANCE = "m5.4xlarge"
+PUBLISHED_RAM_BYTES = 64 * 10**9  # "64 GB" as published (AWS: 64 GiB; the published text says GB)
+GP3_BASELINE_MB_S = 125 * 1.048576  # gp3's free 125 MiB/s, in MB/s
+# the most an m5.4xlarge moves to and from EBS: 4,750 Mbps (AWS, EBS-optimized instances), i.e. what a gp3
+# volume at its maximum (1,000 MiB/s) is held to on that instance
+M5_4XLARGE_EBS_MB_S = 4750 / 8
+DEFAULT_PRECISION = "64M"
+PRECISION_SHARE = 0.05  # a frontier is found to max(precision, 5 % of the budget)
+FIRST_GUESS = 1.25  # after the ceiling passes: try 1.25 x its peak RSS first
+MAX_SLOWDOWN = 10.0  # a probe slower than this x the unconstrained run is stopped and counts as failing
+MIN_PROBE_TIMEOUT_S = 60
+
+
+def parse_scales(text: str) -> list[float]:
+    try:
+        scales = [check_scale(float(s), "--scales") for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise UserError(f"--scales {text!r}: give a comma-separated list of positive numbers") from None
+    if not scales:
+        raise UserError("--scales is empty: give e.g. 0.001,0.002,0.005")
+    if len(set(scales)) != len(scales):
+        raise UserError(f"--scales {text!r} names a scale twice")
+    return sorted(scales)
+
+
+def fmt_scale(s: float) -> str:
+    return f"{s:.10f}".rstrip("0").rstrip(".")
+
+
+def campaign_dir(results_dir: str | None, requested: str | None, kind: str, scenario: str) -> Path:
+    results = check_results_dir(results_dir)
+    base = requested or f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{scenario}"
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", base):
+        raise UserError(f"--run-id {base!r} may only contain letters, digits, '.', '_' and '-'")
+    d, n = results / base, 1
+    while d.exists():
+        n += 1
+        d = results / f"{base}-{n}"
+    return d
+
+
+# --- from results to points ------------------------------------------------------------------------
+def _stat(values: list[float]) -> Stat:
+    return Stat(median=statistics.median(values), min=min(values), max=max(values)) if values else Stat()
+
+
+def point_of(engine: str, scale: float, results: list[RunResult], run_dir: str = "") -> Point | None:
+    runs = [r for r in results if r.engine == engine and not r.warmup]
+    if not runs:
+        return None
+    good = [r for r in runs if r.counts]
+    before = runs[0].before
+    return Point(
+        engine=engine, scale=scale, gb=before.uncompressed_bytes / 1e9,
+        disk_gb=(before.data_bytes + before.delete_bytes) / 1e9,
+        output_disk_gb=statistics.median([r.after.data_bytes / 1e9 for r in good if r.after]) if good else None,
+        runs=len(runs), verified=len(good),
+        duration_s=_stat([r.duration_s for r in good if r.duration_s is not None]),
+        peak_rss_bytes=_stat([float(r.telemetry.peak_rss_bytes) for r in good if r.telemetry.peak_rss_bytes]),
+        setup_s=statistics.median([r.setup_s for r in good if r.setup_s is not None]) if good else None,
+        verify_s=statistics.median([r.verify_s for r in good if r.verify_s is not None])
+        if any(r.verify_s is not None for r in good) else None,
+        mean_cores=statistics.median([r.telemetry.mean_cores for r in good if r.telemetry.mean_cores]) if good
+        else None,
+        run_dir=run_dir)
+
+
+def fits_of(points: list[Point], results: list[RunResult], engines: list[str]) -> tuple[dict, dict]:
+    """Per engine: duration and peak RSS against input GB, over every verified run (each rep a point)."""
+    gb_of = {(p.engine, p.scale): p.gb for p in points}
+    time_fits, memory_fits = {}, {}
+    for e in engines:
+        good = [r for r in results if r.engine == e and r.counts and (e, r.scale) in gb_of]
+        xs = [gb_of[(e, r.scale)] for r in good]
+        time_fits[e] = fit_line(xs, [r.duration_s or 0.0 for r in good], "duration_s", "s")
+        memory_fits[e] = fit_line(xs, [float(r.telemetry.peak_rss_bytes or 0) for r in good], "peak_rss_bytes",
+                                  "bytes")
+    return time_fits, memory_fits
+
+
+def published_model(point: Point) -> NodeModel:
+    """The stated model carrying this node's per-core throughput to the published m5.4xlarge."""
+    here = f"{usable_cores()} cores"
+    disk = (point.disk_gb + (point.output_disk_gb or 0.0)) / point.gb if point.gb else 1.0
+    return node_model(PUBLISHED_INSTANCE, PRICES[PUBLISHED_INSTANCE].vcpu, GP3_BASELINE_MB_S,
+                      point.mean_cores or 1.0, disk, here)
+
+
+def extrapolate(sc: Scenario, points: list[Point], time_fits: dict[str, Fit], memory_fits: dict[str, Fit],
+                scale: float = 1.0) -> list[Extrapolation]:
+    pub = sc.published
+    out = []
+    for e, fit in time_fits.items():
+        mine = sorted((p for p in points if p.engine == e and p.verified), key=lambda p: p.scale)
+        if not mine:
+            continue
+        top = mine[-1]  # the largest measured scale: above the small-table floor, bytes scale with s
+        gb = top.gb / top.scale * scale
+        model = published_model(top)
+        m = model.seconds(fit, gb)
+        fast = model.model_copy(update={"storage_mb_s": M5_4XLARGE_EBS_MB_S}).seconds(fit, gb)
+        x = Extrapolation(engine=e, scale=scale, gb=gb, this_node_s=fit.predict(gb),
+                          this_node_interval=fit.interval(gb),
+                          this_node_peak_rss_bytes=memory_fits[e].predict(gb), model=model, model_s=m["seconds"],
+                          model_bound=m["bound"], model_fast_s=fast["seconds"], model_fast_bound=fast["bound"],
+                          fast_storage_mb_s=M5_4XLARGE_EBS_MB_S,
+                          published_s=pub.duration_s.get(e) if pub else None,
+                          published_status=pub.status.get(e) if pub else None)
+        if x.published_s and scale == 1.0:
+            x.published_implied_mb_s = gb * model.disk_gb_per_logical_gb * 1e9 / x.published_s / 1e6
+        notes = [f"{gb:,.0f} GB logical at scale {fmt_scale(scale)}, from the largest measured point "
+                 f"({fmt_scale(top.scale)}: {top.gb:.2f} GB) scaled by size"]
+        if fit.poor:
+            notes.append(f"the time fit is poor ({fit.note})")
+        if x.published_implied_mb_s and x.published_implied_mb_s > M5_4XLARGE_EBS_MB_S:
+            notes.append(f"the published {x.published_s:,.0f} s implies {x.published_implied_mb_s:,.0f} MB/s through "
+                         f"the disk for this table's {model.disk_gb_per_logical_gb:.2f} GB read and written per "
+                         f"logical GB, more than an m5.4xlarge moves to EBS ({M5_4XLARGE_EBS_MB_S:,.0f} MB/s): the "
+                         f"published input was smaller on disk, cached, or not on EBS")
+        x.note = "; ".join(notes)
+        out.append(x)
+    return out
+
+
+def datagen_points(settings: CatalogSettings, results: list[RunResult], scale: float) -> DatagenPoint | None:
+    r = next((r for r in results if r.dataset), None)
+    if r is None:
+        return None
+    ds = load_manifest(settings.state_path, r.dataset.split(".")[-1])
+    if ds is None:
+        return None
+    return DatagenPoint(scale=scale, bytes=ds.bytes, logical_bytes=r.before.uncompressed_bytes,
+                        seconds=ds.generation_s, reused=ds.reused)
+
+
+# --- sweep ------------------------------------------------------------------------------------------
+@dataclass
+class SweepOptions:
+    scenario: str
+    scales: list[float]
+    reps: int = 3
+    engines: str | None = None
+    seed: int = 42
+    warehouse: str | None = None
+    results_dir: str | None = None
+    run_id: str | None = None
+    timeout_s: int = 3600
+    memory_budget: str | None = None
+    cache: str | None = None
+    instance_type: str | None = None
+    wait: bool = True
+
+
+def sweep(opts: SweepOptions, progress: Progress) -> SweepSummary:
+    sc = load_scenario(opts.scenario)
+    engines = parse_engines(opts.engines or default_engines())
+    directory = campaign_dir(opts.results_dir, opts.run_id, "sweep", sc.name)
+    settings = CatalogSettings.for_warehouse(opts.warehouse)
+    env = environment(settings.state_path if settings.is_remote else settings.warehouse_path)
+    s = SweepSummary(sweep_id=directory.name, scenario=sc.name, scenario_record=sc.record(), scales=opts.scales,
+                     reps=opts.reps, engines=engines, started_at=now_iso(), machine=describe_machine(env),
+                     cores=usable_cores(), ram_bytes=node_ram_bytes())
+    directory.mkdir(parents=True)
+    write_summary(directory, s)
+    results: list[RunResult] = []
+    try:
+        for i, scale in enumerate(opts.scales):
+            run_id = f"scale-{fmt_scale(scale)}"
+            progress.info(f"sweep {s.sweep_id}: scale {fmt_scale(scale)} ({i + 1} of {len(opts.scales)})")
+            got = run_scenario(RunOptions(
+                scenario=opts.scenario, scale=scale, seed=opts.seed, warehouse=opts.warehouse,
+                engines=",".join(engines),
+                reps=opts.reps, results_dir=str(directory), run_id=run_id, timeout_s=opts.timeout_s,
+                memory_budget=opts.memory_budget, cache=opts.cache, instance_type=opts.instance_type,
+                wait=opts.wait), progress)
+            results += got
+            s.run_dirs[fmt_scale(scale)] = run_id
+            for e in engines:
+                p = point_of(e, scale, got, run_id)
+                if p is not None:
+                    s.points.append(p)
+            dp = datagen_points(settings, got, scale)
+            if dp is not None:
+                s.datagen.append(dp)
+            summarize_sweep(s, sc, results)
+            write_summary(directory, s)
+        s.state = "complete"
+    except BaseException:
+        s.state = "interrupted"
+        raise
+    finally:
+        s.ended_at = now_iso()
+        write_summary(directory, s)
+    progress.block(sweep_table(s))
+    progress.info(f"sweep: {directory}")
+    return s
+
+
+def summarize_sweep(s: SweepSummary, sc: Scenario, results: list[RunResult]) -> None:
+    s.time_fits, s.memory_fits = fits_of(s.points, results, s.engines)
+    s.speedups = []
+    for scale in sorted({p.scale for p in s.points}):
+        at = [r for r in results if r.scale == scale]
+        gb = next(p.gb for p in s.points if p.scale == scale)
+        for i, a in enumerate(s.engines):
+            for b in s.engines[i + 1:]:
+                sp = paired_speedup(at, a, b)
+                if sp.pairs:
+                    s.speedups.append(Speedup(scale=scale, gb=gb, faster=sp.faster, slower=sp.slower,
+                                              median=sp.ratio.median or 0, min=sp.ratio.min or 0,
+                                              max=sp.ratio.max or 0, pairs=len(sp.pairs)))
+    s.extrapolations = extrapolate(sc, s.points, s.time_fits, s.memory_fits)
+    fresh = [d for d in s.datagen if not d.reused] or s.datagen
+    s.datagen_fit = fit_line([d.logical_bytes / 1e9 for d in fresh], [d.seconds for d in fresh],
+                             "datagen_s", "s") if fresh else None
+    s.notes = [f"{e}: the {q} fit is poor: {f.note}" for e in s.engines
+               for q, f in (("time", s.time_fits[e]), ("memory", s.memory_fits[e])) if f.poor]
+
+
+def sweep_table(s: SweepSummary) -> str:
+    rows = [f"{'engine':<12} {'fixed':>9} {'per GB':>10} {'R2':>6}  {'scale 1 here':>13} {'m5.4xlarge model':>17} "
+            f"{'(fast disk)':>17} {'published':>10}"]
+    ex = {x.engine: x for x in s.extrapolations}
+    for e in s.engines:
+        f = s.time_fits.get(e)
+        if f is None:
+            continue
+        x = ex.get(e)
+        here = f"{x.this_node_s:,.0f} s" if x and x.this_node_s else "-"
+        model = f"{x.model_s:,.0f} s ({x.model_bound})" if x and x.model_s else "-"
+        fast = f"{x.model_fast_s:,.0f} s ({x.model_fast_bound})" if x and x.model_fast_s else "-"
+        pub = (f"{x.published_s:,.0f} s" if x.published_s else (x.published_status or "-")) if x else "-"
+        r2 = f"{f.r2:.3f}" if f.r2 is not None else "-"
+        rows.append(f"{e:<12} {f.fixed:>7.2f} s {f.per_gb:>7.2f} s/GB {r2:>6}  {here:>13} {model:>17} {fast:>17} "
+                    f"{pub:>10}"
+                    + ("  (poor fit)" if f.poor else ""))
+    rows.append("scale 1 and the m5.4xlarge columns are models, not measurements: gp3 at its 125 MiB/s baseline, "
+                f"and at the instance's EBS maximum ({M5_4XLARGE_EBS_MB_S:,.0f} MB/s); the report lists the "
+                "assumptions")
+    rows += [f"note: {x.engine}: {x.note}" for x in s.extrapolations if "implies" in x.note]
+    return "\n".join(rows)
+
+
+# --- frontier ---------------------------------------------------------------------------------------
+@dataclass
+class FrontierOptions:
+    scenario: str
+    scales: list[float]
+    engines: str | None = None
+    seed: int = 42
+    warehouse: str | None = None
+    results_dir: str | None = None
+    run_id: str | None = None
+    timeout_s: int = 3600
+    floor: str | None = None
+    ceiling: str | None = None
+    precision: str = DEFAULT_PRECISION
+    max_slowdown: float = MAX_SLOWDOWN
+    cache: str | None = None
+    wait: bool = True
+
+
+def _probe(opts: FrontierOptions, directory: Path, engine: str, scale: float, budget: int, timeout_s: int,
+           progress: Progress) -> Probe:
+    run_id = f"{engine}-s{fmt_scale(scale)}-{budget // MiB}m"
+    progress.info(f"frontier: {engine} at scale {fmt_scale(scale)} under {fmt_bytes(budget)}")
+    got = run_scenario(RunOptions(scenario=opts.scenario, scale=scale, seed=opts.seed, warehouse=opts.warehouse,
+                                  engines=engine, reps=1, results_dir=str(directory), run_id=run_id,
+                                  timeout_s=timeout_s, memory_budget=str(budget), cache=opts.cache,
+                                  wait=opts.wait), progress)
+    r = got[0]
+    heap = next((c.bytes for c in r.memory_caps if c.name == "JVM heap"), None)
+    # under a budget, a time limit set from the unconstrained run means thrashing: a memory failure
+    thrashing = r.status == "timeout" and timeout_s < opts.timeout_s
+    return Probe(budget_bytes=budget, status=r.status, verified=r.verified, passed=r.counts,
+                 memory_failure=r.status in ("oom", "heap-oom") or thrashing,
+                 peak_rss_bytes=r.telemetry.peak_rss_bytes, duration_s=r.duration_s, heap_bytes=heap,
+                 error=(f"slower than {opts.max_slowdown:g}x the unconstrained run (memory pressure): "
+                        if thrashing else "") + (r.error or "") or None,
+                 result_file=f"{run_id}/{r.scenario}--{r.engine}--{r.tag}.json")
+
+
+def find_frontier(opts: FrontierOptions, directory: Path, engine: str, scale: float, floor: int, ceiling: int,
+                  precision: int, progress: Progress) -> FrontierPoint:
+    """Bisection between `floor` and `ceiling` for the smallest budget that passes (completes verified)."""
+    fp = FrontierPoint(engine=engine, scale=scale, gb=0.0, floor_bytes=floor, ceiling_bytes=ceiling,
+                       precision_bytes=precision)
+
+    limit = [opts.timeout_s]
+
+    def probe(budget: int) -> Probe:
+        p = _probe(opts, directory, engine, scale, budget, limit[0], progress)
+        fp.probes.append(p)
+        return p
+
+    top = probe(ceiling)
+    if not top.passed:
+        fp.note = (f"fails even at the ceiling ({fmt_bytes(ceiling)}): {top.status}" if top.memory_failure else
+                   f"no frontier: the run at the ceiling ended {top.status} (not a memory failure): {top.error}")
+        fp.max_failed_bytes = ceiling if top.memory_failure else None
+        return fp
+    fp.duration_unconstrained_s = top.duration_s
+    wall = _process_wall(directory / top.result_file) or top.duration_s or 0.0
+    limit[0] = min(opts.timeout_s, max(MIN_PROBE_TIMEOUT_S, int(opts.max_slowdown * wall) + 1))
+    lo, hi = floor, ceiling
+    guess = (int(FIRST_GUESS * (top.peak_rss_bytes or 0)) // MiB) * MiB
+    candidates = [floor] + ([guess] if floor < guess < ceiling else [])
+    for budget in candidates:  # the floor, then a first guess above the peak at the ceiling
+        p = probe(budget)
+        if p.passed:
+            hi = budget
+            if budget == floor:
+                fp.note = f"completes at the floor ({fmt_bytes(floor)}): the frontier is at or below it"
+                break
+        else:
+            lo = budget
+            if not p.memory_failure:
+                fp.note += f"{fmt_bytes(budget)} ended {p.status} (not a memory failure: counted as failing). "
+    while hi != floor and hi - lo > max(precision, int(PRECISION_SHARE * hi)):
+        mid = ((lo + hi) // 2 // MiB) * MiB
+        p = probe(mid)
+        if p.passed:
+            hi = mid
+        else:
+            lo = mid
+            if not p.memory_failure:
+                fp.note += f"{fmt_bytes(mid)} ended {p.status} (not a memory failure: counted as failing). "
+    best = next(p for p in fp.probes if p.budget_bytes == hi)
+    fp.min_budget_bytes, fp.max_failed_bytes = hi, (lo if hi != floor else None)
+    fp.peak_rss_at_min, fp.duration_at_min_s = best.peak_rss_bytes, best.duration_s
+    fp.heap_at_min_bytes = best.heap_bytes
+    return fp
+
+
+def _process_wall(path: Path) -> float | None:
+    try:
+        return RunResult.model_validate_json(path.read_text()).process_wall_s
+    except (OSError, ValueError):
+        return None
+
+
+def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
+    sc = load_scenario(opts.scenario)
+    engines = parse_engines(opts.engines or default_engines())
+    ram = node_ram_bytes()
+    ceiling = parse_size(opts.ceiling, "--ceiling") if opts.ceiling else ram
+    precision = parse_size(opts.precision, "--precision")
+    user_floor = parse_size(opts.floor, "--floor") if opts.floor else 0
+    floors = {e: max(user_floor, engine_class(e).min_budget_bytes) for e in engines}
+    for e, f in floors.items():
+        if f >= ceiling:
+            raise UserError(f"{e}: its floor {fmt_bytes(f)} is not below the ceiling {fmt_bytes(ceiling)}")
+    directory = campaign_dir(opts.results_dir, opts.run_id, "frontier", sc.name)
+    settings = CatalogSettings.for_warehouse(opts.warehouse)
+    env = environment(settings.state_path if settings.is_remote else settings.warehouse_path)
+    s = FrontierSummary(frontier_id=directory.name, scenario=sc.name, scenario_record=sc.record(), scales=opts.scales,
+                        engines=engines, started_at=now_iso(), machine=describe_machine(env), ram_bytes=ram,
+                        notes=[f"a probe passes when the run completes verified within {opts.max_slowdown:g}x the "
+                               f"wall time of the unconstrained run (at least {MIN_PROBE_TIMEOUT_S} s); slower is "
+                               f"memory pressure (thrashing) and counts as failing",
+                               f"bisection to max({fmt_bytes(precision)}, {PRECISION_SHARE:.0%} of the budget), "
+                               f"between each engine's floor and {fmt_bytes(ceiling)}"])
+    directory.mkdir(parents=True)
+    write_summary(directory, s)
+    try:
+        for scale in opts.scales:
+            for e in engines:
+                fp = find_frontier(opts, directory, e, scale, floors[e], ceiling, precision, progress)
+                first = directory / fp.probes[0].result_file
+                if first.exists():
+                    fp.gb = RunResult.model_validate_json(first.read_text()).before.uncompressed_bytes / 1e9
+                s.points.append(fp)
+                summarize_frontier(s, sc)
+                write_summary(directory, s)
+                progress.info(f"frontier: {e} at scale {fmt_scale(scale)}: "
+                              + (f"completes from {fmt_bytes(fp.min_budget_bytes)}" if fp.min_budget_bytes
+                                 else fp.note) + f" ({len(fp.probes)} runs)")
+        s.state = "complete"
+    except BaseException:
+        s.state = "interrupted"
+        raise
+    finally:
+        s.ended_at = now_iso()
+        write_summary(directory, s)
+    progress.block(frontier_table(s))
+    progress.info(f"frontier: {directory}")
+    return s
+
+
+def summarize_frontier(s: FrontierSummary, sc: Scenario) -> None:
+    pub = sc.published
+    s.fits, s.predictions = {}, []
+    for e in s.engines:
+        pts = [p for p in s.points if p.engine == e and p.min_budget_bytes and p.gb]
+        s.fits[e] = fit_line([p.gb for p in pts], [float(p.min_budget_bytes or 0) for p in pts],
+                             "min_budget_bytes", "bytes")
+        if not pts:
+            continue
+        top = max(pts, key=lambda p: p.scale)
+        gb = top.gb / top.scale
+        fit = s.fits[e]
+        pred = frontier_at(s, e, gb)
+        published = pub.status.get(e) if pub else None
+        if pred is None:
+            predicted = "unknown"
+        else:
+            predicted = "oom" if pred > PUBLISHED_RAM_BYTES else "ok"
+        agrees = None if published is None or predicted == "unknown" else \
+            (predicted == "oom") == (published in ("oom", "heap-oom"))
+        note = (f"from {len(pts)} scale(s); " + ("the fit is poor: " + fit.note if fit.poor and len(pts) >= 2 else
+                                                 "a straight line through the measured frontiers" if len(pts) >= 2 else
+                                                 "one scale: assumes memory grows in proportion to size"))
+        s.predictions.append(FrontierPrediction(engine=e, gb=gb, min_budget_bytes=pred,
+                                                interval=fit.interval(gb) if len({p.gb for p in pts}) >= 2 else None,
+                                                node_ram_bytes=PUBLISHED_RAM_BYTES, predicted=predicted,
+                                                published_status=published, agrees=agrees, note=note))
+
+
+def frontier_table(s: FrontierSummary) -> str:
+    rows = [f"{'engine':<12} {'scale':>8} {'input':>9} {'min budget':>11} {'peak RSS there':>15} {'time there':>11} "
+            f"{'unconstrained':>14} {'runs':>5}"]
+    for p in s.points:
+        mb = fmt_bytes(p.min_budget_bytes) if p.min_budget_bytes else "none"
+        rows.append(f"{p.engine:<12} {fmt_scale(p.scale):>8} {p.gb:>7.2f}GB {mb:>11} "
+                    f"{fmt_bytes(p.peak_rss_at_min) if p.peak_rss_at_min else '-':>15} "
+                    f"{f'{p.duration_at_min_s:.1f} s' if p.duration_at_min_s else '-':>11} "
+                    f"{f'{p.duration_unconstrained_s:.1f} s' if p.duration_unconstrained_s else '-':>14} "
+                    f"{len(p.probes):>5}")
+    for x in s.predictions:
+        pred = fmt_bytes(x.min_budget_bytes) if x.min_budget_bytes else "-"
+        rows.append(f"model at scale 1 ({x.gb:,.0f} GB): {x.engine} needs ~{pred} -> {x.predicted} on a 64 GB node; "
+                    f"published: {x.published_status or 'not published'}"
+                    + ("" if x.agrees is None else f" ({'agrees' if x.agrees else 'DISAGREES'})"))
+    return "\n".join(rows)
+
+
+# --- plan -------------------------------------------------------------------------------------------
+def latest(summaries: list, kind: str, scenario: str):
+    mine = [s for s in summaries if s.kind == kind and s.scenario == scenario]
+    return max(mine, key=lambda s: s.started_at) if mine else None
+
+
+def make_plan(scenarios: list[str], scale: float, instance_type: str | None, reps: int, sources: list[Path],
+              storage_mb_s: float = GP3_BASELINE_MB_S) -> Plan:
+    inst = parse_instance(instance_type or PUBLISHED_INSTANCE)
+    summaries = find_summaries(sources)
+    ram = int(inst.memory_gib * GiB)
+    plan = Plan(instance_type=inst.name, cores=inst.vcpu, ram_bytes=ram, usd_per_hour=inst.usd_per_hour, reps=reps,
+                ebs_mb_s=storage_mb_s, assumptions=[
+                    f"engine times: the per-core throughput measured in the latest sweep, scaled perfectly to "
+                    f"{inst.vcpu} cores, capped by {storage_mb_s:g} MB/s of storage; fixed costs as measured",
+                    "datagen: the sweep's datagen fit, scaled by cores the same way",
+                    "verification and session start-up: as measured, scaled by size (verification) or not (start-up)",
+                    "memory: the frontier fit (if any) against the instance's RAM",
+                    "disk: the largest scenario's input and output, plus 30 % and 20 GB of headroom"])
+    total = 0.0
+    unknown = False
+    for name in scenarios:
+        sc = load_scenario(name)
+        sw = latest(summaries, "sweep", sc.name)
+        fr = latest(summaries, "frontier", sc.name)
+        ps = PlannedScenario(scenario=sc.name, scale=scale, logical_bytes=0, dataset_bytes=0, output_bytes=0)
+        if sw is None or not sw.points:
+            ps.notes.append(f"no sweep of {sc.name} found under {', '.join(map(str, sources))}: run "
+                            f"`bench sweep {sc.name} --scales ...` first")
+            plan.scenarios.append(ps)
+            unknown = True
+            continue
+        ps.sources.append(f"sweep {sw.sweep_id}")
+        top = max(sw.points, key=lambda p: p.scale)
+        gb = top.gb / top.scale * scale
+        ps.logical_bytes = gb * 1e9
+        ps.dataset_bytes = top.disk_gb / top.gb * gb * 1e9 if top.gb else 0
+        outs = [p for p in sw.points if p.output_disk_gb]
+        ps.output_bytes = (max(p.output_disk_gb or 0 for p in outs) / top.gb * gb * 1e9) if outs and top.gb else 0
+        if sw.datagen_fit is not None and sw.datagen_fit.per_gb > 0:
+            ps.datagen_s = max(sw.datagen_fit.predict(gb), 0.0) * (sw.cores or 1) / inst.vcpu
+        wall = ps.datagen_s or 0.0
+        for e in sw.engines:
+            fit = sw.time_fits.get(e)
+            mine = [p for p in sw.points if p.engine == e and p.verified]
+            if fit is None or not mine:
+                continue
+            top_e = max(mine, key=lambda p: p.scale)
+            model = node_model(inst.name, inst.vcpu, storage_mb_s, top_e.mean_cores or 1.0,
+                               (top_e.disk_gb + (top_e.output_disk_gb or 0)) / top_e.gb if top_e.gb else 1.0,
+                               f"{sw.cores} cores")
+            m = model.seconds(fit, gb)
+            pe = PlannedEngine(engine=e, seconds=m["seconds"], bound=m["bound"], setup_s=top_e.setup_s,
+                               source=f"sweep {sw.sweep_id}: {fit.note}")
+            if top_e.verify_s is not None and top_e.gb:
+                pe.verify_s = top_e.verify_s / top_e.gb * gb * (sw.cores or 1) / inst.vcpu
+            if fr is not None:
+                pe.min_budget_bytes = frontier_at(fr, e, gb)
+                if pe.min_budget_bytes is not None:
+                    pe.predicted_memory = "oom" if pe.min_budget_bytes > ram else "ok"
+                    ps.sources.append(f"frontier {fr.frontier_id}")
+            if pe.seconds is None:
+                unknown = True
+            else:
+                wall += reps * (pe.seconds + (pe.setup_s or 0) + (pe.verify_s or 0) + 10)
+            ps.engines.append(pe)
+        ps.wall_s = wall
+        total += wall
+        plan.scenarios.append(ps)
+    plan.total_s = None if unknown and not total else total
+    plan.cost_usd = inst.usd_per_hour * total / 3600 if total else None
+    biggest = max((p.dataset_bytes + p.output_bytes for p in plan.scenarios), default=0.0)
+    plan.ebs_gb = int(math.ceil((biggest * 1.3 / 1e9 + 20) / 10) * 10)
+    plan.deadline_minutes = min(2880, int(math.ceil((total * 1.5 / 60 + 30) / 10) * 10)) if total else 0
+    return plan
+
+
+def frontier_at(fr: FrontierSummary, engine: str, gb: float) -> float | None:
+    """The smallest budget at `gb` logical GB: the frontier fit with two scales or more, else in proportion
+    to the one measured frontier (a model either way)."""
+    pts = [p for p in fr.points if p.engine == engine and p.min_budget_bytes and p.gb]
+    if not pts:
+        return None
+    if len({p.gb for p in pts}) >= 2:
+        return fr.fits[engine].predict(gb)
+    top = pts[0]
+    return (top.min_budget_bytes or 0) / top.gb * gb
+
+
+def plan_table(plan: Plan) -> str:
+    def t(s: float | None) -> str:
+        return "-" if s is None else f"{s / 60:,.1f} min"
+
+    rows = [f"plan (a MODEL, not a measurement): {plan.instance_type} ({plan.cores} vCPU, "
+            f"{fmt_bytes(plan.ram_bytes)}), "
+            f"{plan.reps} rep(s) per engine"]
+    for ps in plan.scenarios:
+        rows.append(f"  {ps.scenario} at scale {fmt_scale(ps.scale)}: {ps.logical_bytes / 1e9:,.0f} GB logical, "
+                    f"{ps.dataset_bytes / 1e9:,.0f} GB on disk, datagen {t(ps.datagen_s)}, wall {t(ps.wall_s)}")
+        for e in ps.engines:
+            mem = (f", needs ~{fmt_bytes(e.min_budget_bytes)} -> {e.predicted_memory}" if e.min_budget_bytes else "")
+            rows.append(f"    {e.engine:<12} {t(e.seconds)} per run ({e.bound}-bound), start-up "
+                        f"{e.setup_s or 0:.0f} s, verification {t(e.verify_s)}{mem}")
+        rows += [f"    note: {n}" for n in ps.notes]
+    rows.append(f"  total {t(plan.total_s)}, cost ${plan.cost_usd:,.2f}" if plan.cost_usd is not None else
+                "  total: unknown (a scenario has no sweep)")
+    rows.append(f"  EBS: {plan.ebs_gb} GB at {plan.ebs_mb_s:g} MB/s; deadline {plan.deadline_minutes} min")
+    rows += [f"  assumes: {a}" for a in plan.assumptions]
+    return "\n".join(rows)

@@ -1,0 +1,254 @@
+"""Records of runs of runs: a sweep over scales, a memory frontier over budgets, and the plan of a full
+reproduction.  Each campaign stores ordinary result files (one run directory per scale, or per probe)
+plus one small summary written here, which the report reads like it reads results:
+
+    results/<sweep-id>/sweep.json          SweepSummary    (+ scale-<s>/ run directories)
+    results/<frontier-id>/frontier.json    FrontierSummary (+ <engine>-s<scale>-<MiB>m/ run directories)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from bench.core.fileio import write_atomic
+from bench.core.fit import Fit, NodeModel
+from bench.core.results import ScenarioRecord
+
+SWEEP_FILE = "sweep.json"
+FRONTIER_FILE = "frontier.json"
+
+
+class Stat(BaseModel):
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+class Point(BaseModel):
+    """One engine at one scale: verified runs only."""
+
+    engine: str
+    scale: float
+    gb: float  # input, logical (Parquet uncompressed) GB
+    disk_gb: float  # input on disk, GB
+    output_disk_gb: float | None = None
+    runs: int = 0
+    verified: int = 0
+    duration_s: Stat = Field(default_factory=Stat)
+    peak_rss_bytes: Stat = Field(default_factory=Stat)
+    setup_s: float | None = None
+    verify_s: float | None = None  # the harness's verification per run (median)
+    mean_cores: float | None = None
+    run_dir: str = ""
+
+
+class Speedup(BaseModel):
+    scale: float
+    gb: float
+    faster: str
+    slower: str
+    median: float
+    min: float
+    max: float
+    pairs: int
+
+
+class Extrapolation(BaseModel):
+    """Where the fits lead at `scale` (1.0: the published size): models, labelled as such."""
+
+    engine: str
+    scale: float = 1.0
+    gb: float
+    this_node_s: float | None = None  # the time fit, on this node
+    this_node_interval: tuple[float, float] | None = None
+    this_node_peak_rss_bytes: float | None = None  # the memory fit, on this node
+    model: NodeModel | None = None  # the published node
+    model_s: float | None = None
+    model_bound: str = ""  # cpu | storage
+    model_fast_s: float | None = None  # the same model with the fastest storage the instance allows
+    model_fast_bound: str = ""
+    fast_storage_mb_s: float | None = None
+    published_s: float | None = None
+    published_implied_mb_s: float | None = None  # the disk throughput the published time implies
+    published_status: str | None = None
+    note: str = ""
+
+
+class DatagenPoint(BaseModel):
+    scale: float
+    bytes: int  # on disk
+    logical_bytes: int
+    seconds: float  # generation time recorded in the dataset manifest
+    reused: bool = False
+
+
+class SweepSummary(BaseModel):
+    kind: Literal["sweep"] = "sweep"
+    sweep_id: str
+    scenario: str
+    scenario_record: ScenarioRecord = Field(default_factory=ScenarioRecord)
+    scales: list[float]
+    reps: int
+    engines: list[str]
+    state: Literal["running", "complete", "interrupted"] = "running"
+    started_at: str = ""
+    ended_at: str | None = None
+    machine: str = ""
+    cores: int = 0
+    ram_bytes: int = 0
+    points: list[Point] = Field(default_factory=list)
+    time_fits: dict[str, Fit] = Field(default_factory=dict)  # engine -> duration_s against GB
+    memory_fits: dict[str, Fit] = Field(default_factory=dict)  # engine -> peak RSS against GB
+    speedups: list[Speedup] = Field(default_factory=list)
+    extrapolations: list[Extrapolation] = Field(default_factory=list)
+    datagen: list[DatagenPoint] = Field(default_factory=list)
+    datagen_fit: Fit | None = None  # generation seconds against logical GB
+    run_dirs: dict[str, str] = Field(default_factory=dict)  # scale -> run directory (relative)
+    notes: list[str] = Field(default_factory=list)
+
+
+class Probe(BaseModel):
+    """One run of the bisection: an engine under one budget."""
+
+    budget_bytes: int
+    status: str
+    verified: bool
+    passed: bool  # completed and verified under this budget
+    memory_failure: bool  # oom or heap-oom: the budget (or the engine's own limit inside it) was too small
+    peak_rss_bytes: int | None = None
+    duration_s: float | None = None
+    heap_bytes: int | None = None  # the engine's own heap cap at this budget, if it has one
+    error: str | None = None
+    result_file: str = ""
+
+
+class FrontierPoint(BaseModel):
+    engine: str
+    scale: float
+    gb: float
+    floor_bytes: int
+    ceiling_bytes: int
+    precision_bytes: int
+    min_budget_bytes: int | None = None  # the smallest budget that passed (None: not even the ceiling)
+    max_failed_bytes: int | None = None  # the largest budget that failed for memory (None: the floor passed)
+    peak_rss_at_min: int | None = None
+    duration_at_min_s: float | None = None
+    duration_unconstrained_s: float | None = None  # at the ceiling (the node's RAM)
+    heap_at_min_bytes: int | None = None
+    probes: list[Probe] = Field(default_factory=list)
+    note: str = ""
+
+
+class FrontierPrediction(BaseModel):
+    engine: str
+    scale: float = 1.0
+    gb: float
+    min_budget_bytes: float | None  # the fit's prediction
+    interval: tuple[float, float] | None = None
+    node_ram_bytes: int  # the published node's RAM
+    predicted: Literal["ok", "oom", "unknown"] = "unknown"
+    published_status: str | None = None
+    agrees: bool | None = None
+    note: str = ""
+
+
+class FrontierSummary(BaseModel):
+    kind: Literal["frontier"] = "frontier"
+    frontier_id: str
+    scenario: str
+    scenario_record: ScenarioRecord = Field(default_factory=ScenarioRecord)
+    scales: list[float]
+    engines: list[str]
+    state: Literal["running", "complete", "interrupted"] = "running"
+    started_at: str = ""
+    ended_at: str | None = None
+    machine: str = ""
+    ram_bytes: int = 0
+    points: list[FrontierPoint] = Field(default_factory=list)
+    fits: dict[str, Fit] = Field(default_factory=dict)  # engine -> min budget against GB
+    predictions: list[FrontierPrediction] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class PlannedEngine(BaseModel):
+    engine: str
+    seconds: float | None = None  # per run, on the target (model)
+    bound: str = ""
+    setup_s: float | None = None
+    verify_s: float | None = None
+    min_budget_bytes: float | None = None
+    predicted_memory: str = "unknown"  # ok | oom | unknown
+    source: str = ""
+
+
+class PlannedScenario(BaseModel):
+    scenario: str
+    scale: float
+    logical_bytes: float
+    dataset_bytes: float
+    output_bytes: float
+    datagen_s: float | None = None
+    engines: list[PlannedEngine] = Field(default_factory=list)
+    wall_s: float | None = None
+    sources: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class Plan(BaseModel):
+    """What a full reproduction is expected to take, from the fitted models (a model throughout)."""
+
+    instance_type: str
+    cores: int
+    ram_bytes: int
+    usd_per_hour: float
+    reps: int
+    scenarios: list[PlannedScenario] = Field(default_factory=list)
+    total_s: float | None = None
+    cost_usd: float | None = None
+    ebs_gb: int = 0
+    ebs_mb_s: float = 125.0
+    deadline_minutes: int = 0
+    assumptions: list[str] = Field(default_factory=list)
+
+
+Summary = SweepSummary | FrontierSummary
+
+
+def write_summary(directory: Path, summary: Summary) -> Path:
+    name = SWEEP_FILE if summary.kind == "sweep" else FRONTIER_FILE
+    return write_atomic(Path(directory) / name, summary.model_dump_json(indent=1))
+
+
+def read_summary(path: Path) -> Summary | None:
+    try:
+        data: Any = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    if data.get("kind") == "sweep":
+        return SweepSummary.model_validate(data)
+    if data.get("kind") == "frontier":
+        return FrontierSummary.model_validate(data)
+    return None
+
+
+def find_summaries(paths: list[Path]) -> list[Summary]:
+    """Every sweep.json / frontier.json in or under `paths` (files or directories)."""
+    out: list[Summary] = []
+    seen: set[Path] = set()
+    for p in map(Path, paths):
+        files = [p] if p.is_file() else sorted([*p.rglob(SWEEP_FILE), *p.rglob(FRONTIER_FILE)]) if p.is_dir() else []
+        for f in files:
+            f = f.resolve()
+            if f in seen or f.name not in (SWEEP_FILE, FRONTIER_FILE):
+                continue
+            seen.add(f)
+            s = read_summary(f)
+            if s is not None:
+                out.append(s)
+    return out

@@ -1,0 +1,132 @@
+"""Straight-line fits of measurements against input size, and the stated model that carries them to
+another node.  Pure arithmetic over numbers the harness measured; nothing here runs anything.
+
+    y = fixed + per_gb x GB        (numpy.polyfit with its covariance)
+
+A fit says how good it is: R², the residuals (absolute and relative), standard errors of both
+coefficients, and a prediction interval (about 95 %: 2 standard deviations of the prediction plus the
+residual scatter).  It is `poor` when it rests on fewer than three points, when R² < 0.9, or when a point
+lies more than 25 % off the line; `note` says which.  Every extrapolation is a model and says so.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+POOR_R2 = 0.9
+POOR_RELATIVE_RESIDUAL = 0.25
+
+
+class Fit(BaseModel):
+    quantity: str  # what was fitted, e.g. "duration_s", "peak_rss_bytes", "min_budget_bytes"
+    unit: str = ""  # of y: "s", "bytes"
+    x: str = "input GB (uncompressed, logical)"
+    fixed: float = 0.0
+    per_gb: float = 0.0
+    fixed_se: float | None = None
+    per_gb_se: float | None = None
+    cov: list[list[float]] | None = None  # covariance of (per_gb, fixed), polyfit's order
+    n: int = 0
+    r2: float | None = None
+    residual_sd: float = 0.0
+    residuals: list[float] = Field(default_factory=list)  # y - fit, per point, in input order
+    relative_residuals: list[float] = Field(default_factory=list)
+    xs: list[float] = Field(default_factory=list)
+    ys: list[float] = Field(default_factory=list)
+    poor: bool = True
+    note: str = ""
+
+    def predict(self, gb: float) -> float:
+        return self.fixed + self.per_gb * gb
+
+    def interval(self, gb: float) -> tuple[float, float] | None:
+        """About 95 % (± 2 sd) around predict(gb): the coefficients' uncertainty plus the scatter of the
+        points about the line; None when the fit has no covariance (fewer than 4 points)."""
+        if self.cov is None:
+            return None
+        c = np.array(self.cov)
+        var = c[0, 0] * gb * gb + 2 * c[0, 1] * gb + c[1, 1] + self.residual_sd ** 2
+        half = 2 * math.sqrt(max(var, 0.0))
+        y = self.predict(gb)
+        return y - half, y + half
+
+
+def fit_line(xs: list[float], ys: list[float], quantity: str, unit: str = "") -> Fit:
+    """Least squares y = fixed + per_gb x over the points (x in GB)."""
+    x = np.asarray(xs, dtype=float)
+    y = np.asarray(ys, dtype=float)
+    f = Fit(quantity=quantity, unit=unit, n=len(x), xs=[float(v) for v in x], ys=[float(v) for v in y])
+    if len(x) < 2 or len(set(x.tolist())) < 2:
+        f.note = f"{len(x)} point(s) at {len(set(x.tolist()))} size(s): no line can be fitted"
+        if len(y):
+            f.fixed = float(y.mean())
+        return f
+    if len(x) >= 4:
+        coef, cov = np.polyfit(x, y, 1, cov=True)
+        f.cov = [[float(v) for v in row] for row in cov]
+        f.per_gb_se, f.fixed_se = float(math.sqrt(max(cov[0, 0], 0))), float(math.sqrt(max(cov[1, 1], 0)))
+    else:
+        coef = np.polyfit(x, y, 1)
+    f.per_gb, f.fixed = float(coef[0]), float(coef[1])
+    pred = f.per_gb * x + f.fixed
+    res = y - pred
+    f.residuals = [float(r) for r in res]
+    f.relative_residuals = [float(r / v) if v else 0.0 for r, v in zip(res, y)]
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    f.r2 = 1 - float((res ** 2).sum()) / ss_tot if ss_tot > 0 else None
+    f.residual_sd = float(math.sqrt((res ** 2).sum() / (len(x) - 2))) if len(x) > 2 else 0.0
+    problems = []
+    if len(x) < 3:
+        problems.append(f"only {len(x)} points: the line goes through them, nothing checks it")
+    if f.r2 is not None and f.r2 < POOR_R2:
+        problems.append(f"R² = {f.r2:.2f} < {POOR_R2}")
+    far = [(xv, rr) for xv, rr in zip(x, f.relative_residuals) if abs(rr) > POOR_RELATIVE_RESIDUAL]
+    for xv, rr in far:
+        problems.append(f"at {xv:.3g} GB the measured value is {abs(rr):.0%} {'above' if rr > 0 else 'below'} the line")
+    if f.fixed < 0:
+        problems.append(f"negative fixed cost ({f.fixed:.3g} {unit}): the line does not describe small tables")
+    f.poor = bool(problems)
+    f.note = "; ".join(problems) if problems else f"R² = {f.r2:.3f}, every point within {POOR_RELATIVE_RESIDUAL:.0%}"
+    return f
+
+
+class NodeModel(BaseModel):
+    """The stated model that carries a time fit from this node to another (e.g. the published m5.4xlarge):
+    the per-core throughput measured here, times the target's cores (perfect scaling), capped by the
+    target's storage throughput over the bytes a compaction moves through the disk; fixed costs as
+    measured here.  A model, not a measurement: every assumption is in `assumptions`."""
+
+    target: str  # e.g. "m5.4xlarge"
+    target_cores: int
+    storage_mb_s: float  # the target's storage throughput (e.g. gp3's 125 MiB/s baseline)
+    cores_used_here: float  # mean cores the engine kept busy here (the per-core throughput's divisor)
+    disk_gb_per_logical_gb: float  # bytes through the disk (input read + output written) per logical GB
+    assumptions: list[str] = Field(default_factory=list)
+
+    def seconds(self, fit: Fit, gb: float) -> dict:
+        """{cpu_s, storage_s, seconds, bound} for `gb` logical GB."""
+        if fit.per_gb <= 0 or self.cores_used_here <= 0:
+            return {"cpu_s": None, "storage_s": None, "seconds": None, "bound": "no usable fit"}
+        per_core_gb_s = 1.0 / fit.per_gb / self.cores_used_here
+        cpu_s = gb / (per_core_gb_s * self.target_cores)
+        storage_s = gb * self.disk_gb_per_logical_gb * 1e9 / (self.storage_mb_s * 1e6) if self.storage_mb_s else 0.0
+        bound = "storage" if storage_s > cpu_s else "cpu"
+        return {"cpu_s": cpu_s, "storage_s": storage_s, "seconds": max(fit.fixed, 0.0) + max(cpu_s, storage_s),
+                "bound": bound}
+
+
+def node_model(target: str, target_cores: int, storage_mb_s: float, cores_used_here: float,
+               disk_gb_per_logical_gb: float, here: str) -> NodeModel:
+    return NodeModel(target=target, target_cores=target_cores, storage_mb_s=storage_mb_s,
+                     cores_used_here=cores_used_here, disk_gb_per_logical_gb=disk_gb_per_logical_gb,
+                     assumptions=[
+                         f"per-core throughput as measured here ({here}, {cores_used_here:.2f} cores busy on average), "
+                         f"scaled perfectly to {target_cores} cores",
+                         f"capped by storage at {storage_mb_s:g} MB/s over {disk_gb_per_logical_gb:.2f} GB read and "
+                         "written per logical GB (input files + output files)",
+                         "fixed costs as measured here; the same versions, settings and data shape",
+                         "no effect of memory pressure, the OS page cache or other tenants",
+                     ])

@@ -1,0 +1,475 @@
+"""Campaign summaries -> the report's view of them: a sweep (one scenario at several scales: how time and
+memory grow with the input, and where the fits lead) and a memory frontier (the smallest budget each
+engine passes at, per scale).
+
+Reads only the summary files (`sweep.json`, `frontier.json`, found by bench.core.campaign) and the result
+sets already loaded beside them, which it links to.  It recomputes nothing the campaign stored: the fits,
+speedups, extrapolations and predictions are shown as written; the one derived figure is the split of a
+NodeModel's time into its CPU and storage terms, by the model's own method.  Every extrapolation is a
+model and is labelled so.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from markupsafe import Markup
+from pydantic import ValidationError
+
+from bench.core.campaign import (
+    FRONTIER_FILE,
+    SWEEP_FILE,
+    Extrapolation,
+    FrontierPoint,
+    FrontierPrediction,
+    FrontierSummary,
+    Point,
+    Probe,
+    Summary,
+    SweepSummary,
+    find_summaries,
+)
+from bench.core.errors import UserError
+from bench.core.fit import Fit
+from reports import charts
+from reports.fmt import fmt_bytes, fmt_seconds
+from reports.model import FALLBACK_COLORS, ResultSet, fmt_scale
+
+QUANTITY = {"duration_s": "compaction time", "peak_rss_bytes": "peak memory (RSS)",
+            "min_budget_bytes": "smallest passing budget", "datagen_s": "data generation"}
+STATE_NOTE = {
+    "running": ("had not finished when this summary was last written (it is still running, or it was killed "
+                "before it could record its end): what follows rests on the points measured so far"),
+    "interrupted": "was interrupted: what follows rests on the points measured before it stopped",
+}
+
+
+def fmt_gb(v: float | None) -> str:
+    """Input sizes in (decimal, logical) GB: 193 GB, 19.3 GB, 1.93 GB, 0.0193 GB."""
+    if v is None:
+        return "—"
+    if v >= 100:
+        return f"{v:,.0f} GB"
+    if v >= 10:
+        return f"{v:.1f} GB"
+    if v >= 1:
+        return f"{v:.2f} GB"
+    return f"{v:.3g} GB"
+
+
+def fmt_r2(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3f}"
+
+
+# --- finding ------------------------------------------------------------------------------------------
+@dataclass
+class Located:
+    summary: Summary
+    path: Path  # the summary file: its directory holds the campaign's run directories
+
+
+def locate(paths) -> list[Located]:
+    """Every summary in or under `paths`, with the file it came from (found by bench.core.campaign, one
+    file at a time so each summary keeps its place)."""
+    out: list[Located] = []
+    seen: set[Path] = set()
+    for p in map(Path, paths):
+        if p.is_file():
+            files = [p] if p.name in (SWEEP_FILE, FRONTIER_FILE) else []
+        elif p.is_dir():
+            files = sorted([*p.rglob(SWEEP_FILE), *p.rglob(FRONTIER_FILE)])
+        else:
+            files = []
+        for f in files:
+            f = f.resolve()
+            if f in seen:
+                continue
+            seen.add(f)
+            try:
+                found = find_summaries([f])
+            except ValidationError as e:
+                raise UserError(f"{f} is not a valid campaign summary: {str(e).splitlines()[0]}") from None
+            out.extend(Located(s, f) for s in found)
+    return out
+
+
+def engine_colors(located: list[Located], base: dict[str, str]) -> dict[str, str]:
+    """The results' colours where the results name the engine; the fallback palette, in the stable order
+    of the summaries' engine lists, for the others."""
+    engines = list(dict.fromkeys(e for loc in located for e in _engines(loc.summary)))
+    out = {e: base[e] for e in engines if e in base}
+    used = {c.lower() for c in base.values() if c}
+    spare = [c for c in FALLBACK_COLORS if c.lower() not in used] or FALLBACK_COLORS
+    for i, e in enumerate(e for e in engines if e not in out):
+        out[e] = spare[i % len(spare)]
+    return out
+
+
+def _engines(s: Summary) -> list[str]:
+    named = list(s.engines) + [p.engine for p in s.points]
+    if isinstance(s, SweepSummary):
+        named += list(s.time_fits) + list(s.memory_fits) + [e.engine for e in s.extrapolations]
+    else:
+        named += list(s.fits) + [p.engine for p in s.predictions]
+    return list(dict.fromkeys(named))
+
+
+# --- linking the campaign's run sets ------------------------------------------------------------------
+def _set_dir(rs: ResultSet) -> Path | None:
+    return rs.runs[0].path.parent.resolve() if rs.runs else None
+
+
+def _under(rs: ResultSet, root: Path) -> bool:
+    d = _set_dir(rs)
+    return d is not None and (d == root or root in d.parents)
+
+
+def _same(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _path_matches(path: Path, stored: str, root: Path) -> bool:
+    """`stored` (as a campaign recorded it: absolute, or relative to the campaign's or the results'
+    directory) names `path`."""
+    if not stored:
+        return False
+    s = Path(stored)
+    if s.is_absolute():
+        return s.resolve() == path
+    return (root / s).resolve() == path or (root.parent / s).resolve() == path or (
+        len(s.parts) <= len(path.parts) and path.parts[-len(s.parts):] == s.parts)
+
+
+# --- views --------------------------------------------------------------------------------------------
+@dataclass
+class FitRow:
+    engine: str
+    color: str
+    quantity: str  # as fitted: duration_s, peak_rss_bytes, min_budget_bytes, ...
+    label: str
+    fit: Fit
+    fixed: str
+    fixed_se: str
+    per_gb: str
+    per_gb_se: str
+    r2: str
+    usable: bool  # a line could be fitted at all
+
+
+def _fmt_of(fit: Fit):
+    if fit.unit == "bytes" or fit.quantity.endswith("_bytes"):
+        return fmt_bytes
+    return fmt_seconds
+
+
+def fit_row(engine: str, color: str, fit: Fit) -> FitRow:
+    f = _fmt_of(fit)
+    usable = fit.n >= 2 and len(set(fit.xs)) >= 2
+    return FitRow(engine=engine, color=color, quantity=fit.quantity, label=QUANTITY.get(fit.quantity, fit.quantity),
+                  fit=fit, fixed=f(fit.fixed), fixed_se="" if fit.fixed_se is None else f"± {f(fit.fixed_se)}",
+                  per_gb=f"{f(fit.per_gb)}/GB" if usable else "—",
+                  per_gb_se="" if fit.per_gb_se is None else f"± {f(fit.per_gb_se)}",
+                  r2=fmt_r2(fit.r2), usable=usable)
+
+
+def fit_sentence(fit: Fit) -> str:
+    r = fit_row("", "", fit)
+    if not r.usable:
+        return f"{r.fixed} on average — {fit.note}"
+    return (f"{r.fixed} + {r.per_gb}{f' ({r.per_gb_se})' if r.per_gb_se else ''} over {fit.n} points, "
+            f"R² {r.r2}")
+
+
+@dataclass
+class Link:
+    anchor: str
+    label: str
+
+
+@dataclass
+class PointRow:
+    point: Point
+    color: str
+    links: list[Link]
+    first: bool  # the first row of its scale
+    span: int  # rows of its scale
+
+
+@dataclass
+class ExtrapolationRow:
+    e: Extrapolation
+    color: str
+    cpu_s: float | None = None
+    storage_s: float | None = None
+    vs_published: float | None = None  # model ÷ published
+
+
+@dataclass
+class SweepView:
+    s: SweepSummary
+    path: Path
+    anchor: str
+    colors: dict[str, str]
+    engines: list[str]
+    charts: dict[str, Markup] = field(default_factory=dict)
+    points: list[PointRow] = field(default_factory=list)
+    fits: list[FitRow] = field(default_factory=list)
+    extrapolations: list[ExtrapolationRow] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+    target: str = ""
+    datagen: FitRow | None = None
+    datagen_text: str = ""
+    state_note: str = ""
+    run_sets: list[str] = field(default_factory=list)  # anchors of the run sets it contains
+
+    kind = "sweep"
+
+    @property
+    def ident(self) -> str:
+        return self.s.sweep_id
+
+
+@dataclass
+class ProbeRow:
+    probe: Probe
+    index: int  # in the order the bisection ran it
+    role: str  # "smallest passing" | "largest failing" | ""
+    link: Link | None
+
+
+@dataclass
+class FrontierRow:
+    point: FrontierPoint
+    color: str
+    probes: list[ProbeRow]
+    time_ratio: float | None  # time at the smallest budget ÷ time unconstrained
+
+
+@dataclass
+class PredictionRow:
+    p: FrontierPrediction
+    color: str
+    fit: FitRow | None
+
+
+@dataclass
+class FrontierView:
+    s: FrontierSummary
+    path: Path
+    anchor: str
+    colors: dict[str, str]
+    engines: list[str]
+    charts: dict[str, Markup] = field(default_factory=dict)
+    rows: list[FrontierRow] = field(default_factory=list)
+    fits: list[FitRow] = field(default_factory=list)
+    predictions: list[PredictionRow] = field(default_factory=list)
+    node_label: str = ""
+    node_ram: int | None = None
+    node_ram_on_chart: bool = False
+    state_note: str = ""
+    run_sets: list[str] = field(default_factory=list)
+
+    kind = "frontier"
+
+    @property
+    def ident(self) -> str:
+        return self.s.frontier_id
+
+
+def _state_note(kind: str, s: Summary) -> str:
+    note = STATE_NOTE.get(s.state)
+    if not note:
+        return ""
+    when = f" (started {s.started_at}" + (f", ended {s.ended_at})" if s.ended_at else ")") if s.started_at else ""
+    return f"This {kind}{when} {note}."
+
+
+def _order(engines: list[str], present) -> list[str]:
+    return [e for e in engines if e in set(present)]
+
+
+def sweep_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[ResultSet]) -> SweepView:
+    s: SweepSummary = loc.summary  # type: ignore[assignment]
+    root = loc.path.parent
+    engines = _engines(s)
+    v = SweepView(s=s, path=loc.path, anchor=anchor, colors={e: colors[e] for e in engines}, engines=engines,
+                  state_note=_state_note("sweep", s))
+    mine = [rs for rs in sets if _under(rs, root)]
+    v.run_sets = [rs.anchor for rs in mine]
+
+    def links(scale: float, run_dir: str) -> list[Link]:
+        found = [rs for rs in mine if _same(rs.scale, scale)]
+        named = [rs for rs in found if (d := _set_dir(rs)) is not None and _path_matches(d, run_dir, root)]
+        return [Link(rs.anchor, f"run {rs.run_id}") for rs in (named or found)]
+
+    for scale in sorted({p.scale for p in s.points}):
+        pts = sorted((p for p in s.points if _same(p.scale, scale)),
+                     key=lambda p: engines.index(p.engine) if p.engine in engines else len(engines))
+        for i, p in enumerate(pts):
+            v.points.append(PointRow(point=p, color=v.colors.get(p.engine, charts.MUTED),
+                                     links=links(scale, p.run_dir or s.run_dirs.get(fmt_scale(scale), "")),
+                                     first=i == 0, span=len(pts)))
+    # fits: time then memory, per engine
+    for fits in (s.time_fits, s.memory_fits):
+        for e in _order(engines, fits):
+            v.fits.append(fit_row(e, v.colors[e], fits[e]))
+    # extrapolations
+    for x in sorted(s.extrapolations, key=lambda x: engines.index(x.engine) if x.engine in engines else 99):
+        row = ExtrapolationRow(e=x, color=v.colors.get(x.engine, charts.MUTED))
+        fit = s.time_fits.get(x.engine)
+        if x.model is not None and fit is not None:
+            split = x.model.seconds(fit, x.gb)
+            row.cpu_s, row.storage_s = split.get("cpu_s"), split.get("storage_s")
+        if x.model_s and x.published_s:
+            row.vs_published = x.model_s / x.published_s
+        v.extrapolations.append(row)
+    models = [x.model for x in s.extrapolations if x.model is not None]
+    if models:
+        m = models[0]
+        v.target = f"{m.target} ({m.target_cores} cores, storage {m.storage_mb_s:g} MB/s)"
+        shared = {a for a in m.assumptions if all(a in other.assumptions for other in models)}
+        # in the model's order; what differs per engine (e.g. the cores it kept busy here) once per engine
+        for i in range(max(len(x.assumptions) for x in models)):
+            for x in s.extrapolations:
+                a = x.model.assumptions[i] if x.model is not None and i < len(x.model.assumptions) else None
+                if a is None:
+                    continue
+                text = a if a in shared else f"{x.engine}: {a}"
+                if text not in v.assumptions:
+                    v.assumptions.append(text)
+    if s.datagen_fit is not None:
+        v.datagen = fit_row("datagen", charts.MUTED, s.datagen_fit)
+        v.datagen_text = fit_sentence(s.datagen_fit)
+    reused = sum(1 for d in s.datagen if d.reused)
+    if reused:
+        v.datagen_text += (f"{'; ' if v.datagen_text else ''}{reused} of {len(s.datagen)} datasets were reused: "
+                           f"their time is the one recorded when they were generated")
+    # charts
+    time_series, mem_series = [], []
+    for e in engines:
+        pts = [p for p in s.points if p.engine == e]
+        if not pts and e not in s.time_fits:
+            continue
+        time_series.append((e, [(p.gb, p.duration_s.median, p.duration_s.min, p.duration_s.max) for p in pts],
+                            s.time_fits.get(e)))
+        mem_series.append((e, [(p.gb, p.peak_rss_bytes.median, p.peak_rss_bytes.min, p.peak_rss_bytes.max)
+                               for p in pts], s.memory_fits.get(e)))
+    v.charts["time"] = Markup(charts.scaling_chart(
+        time_series, v.colors, title="Compaction time against input size (verified runs: median, min–max)",
+        value_fmt=fmt_seconds))
+    v.charts["memory"] = Markup(charts.scaling_chart(
+        mem_series, v.colors, title="Peak memory against input size (process-tree RSS: median, min–max)",
+        value_fmt=fmt_bytes, byte_axis=True))
+    v.charts["speedup"] = Markup(charts.speedup_scaling_chart(_speedup_series(s), v.colors))
+    return v
+
+
+def _speedup_series(s: SweepSummary):
+    """One series per pair of engines, oriented towards the engine that is faster at most sizes (ties:
+    the one faster at the largest), so a change of the faster engine shows as a crossing of 1×."""
+    pairs: dict[frozenset, list] = {}
+    for sp in s.speedups:
+        pairs.setdefault(frozenset((sp.faster, sp.slower)), []).append(sp)
+    out = []
+    for pair, sps in pairs.items():
+        wins: dict[str, int] = {}
+        for sp in sps:
+            wins[sp.faster] = wins.get(sp.faster, 0) + 1
+        largest = max(sps, key=lambda sp: sp.gb).faster
+        ref = max(sorted(pair), key=lambda e: (wins.get(e, 0), e == largest))
+        other = next(iter(pair - {ref}), ref)
+        pts = []
+        for sp in sps:
+            if sp.faster == ref:
+                pts.append((sp.gb, sp.median, sp.min, sp.max))
+            elif sp.median and sp.min and sp.max:
+                pts.append((sp.gb, 1 / sp.median, 1 / sp.max, 1 / sp.min))
+        out.append((ref, other, pts))
+    return out
+
+
+def frontier_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[ResultSet]) -> FrontierView:
+    s: FrontierSummary = loc.summary  # type: ignore[assignment]
+    root = loc.path.parent
+    engines = _engines(s)
+    v = FrontierView(s=s, path=loc.path, anchor=anchor, colors={e: colors[e] for e in engines}, engines=engines,
+                     state_note=_state_note("frontier", s))
+    mine = [rs for rs in sets if _under(rs, root)]
+    v.run_sets = [rs.anchor for rs in mine]
+
+    def link(point: FrontierPoint, probe: Probe) -> Link | None:
+        for rs in mine:
+            if any(_path_matches(lr.path.resolve(), probe.result_file, root) for lr in rs.runs):
+                return Link(rs.anchor, f"run {rs.run_id}")
+        for rs in mine:
+            if _same(rs.scale, point.scale) and point.engine in rs.engines and rs.budget == probe.budget_bytes:
+                return Link(rs.anchor, f"run {rs.run_id}")
+        return None
+
+    for e in engines:
+        for p in sorted((p for p in s.points if p.engine == e), key=lambda p: p.scale):
+            probes = []
+            for i, pr in enumerate(p.probes):
+                role = ("smallest passing" if pr.passed and pr.budget_bytes == p.min_budget_bytes else
+                        "largest failing" if not pr.passed and pr.budget_bytes == p.max_failed_bytes else "")
+                probes.append(ProbeRow(probe=pr, index=i + 1, role=role, link=link(p, pr)))
+            ratio = (p.duration_at_min_s / p.duration_unconstrained_s
+                     if p.duration_at_min_s and p.duration_unconstrained_s else None)
+            v.rows.append(FrontierRow(point=p, color=v.colors[e], probes=probes, time_ratio=ratio))
+    for e in _order(engines, s.fits):
+        v.fits.append(fit_row(e, v.colors[e], s.fits[e]))
+    fits = {f.engine: f for f in v.fits}
+    for pred in sorted(s.predictions, key=lambda x: engines.index(x.engine) if x.engine in engines else 99):
+        v.predictions.append(PredictionRow(p=pred, color=v.colors.get(pred.engine, charts.MUTED),
+                                           fit=fits.get(pred.engine)))
+    # the published node, for the chart's line
+    rams = [p.node_ram_bytes for p in s.predictions if p.node_ram_bytes]
+    v.node_ram = rams[0] if rams else None
+    try:
+        pub = s.scenario_record.published()
+    except ValidationError:
+        pub = None
+    v.node_label = pub.instance_type if pub else "published node"
+    series = []
+    for e in engines:
+        pts = [p for p in s.points if p.engine == e]
+        if pts or e in s.fits:
+            series.append((e, [(p.gb, p.min_budget_bytes, p.max_failed_bytes, p.ceiling_bytes) for p in pts],
+                           s.fits.get(e)))
+    drawn = [b for _, pts, _ in series for _, mn, _, ceil in pts for b in (mn if mn is not None else ceil,)]
+    v.node_ram_on_chart = bool(v.node_ram and drawn and v.node_ram <= 4 * max(drawn))
+    v.charts["frontier"] = Markup(charts.frontier_chart(series, v.colors, v.node_ram, v.node_label))
+    return v
+
+
+@dataclass
+class Campaigns:
+    sweeps: list[SweepView] = field(default_factory=list)
+    frontiers: list[FrontierView] = field(default_factory=list)
+    member: dict[str, tuple[str, str]] = field(default_factory=dict)  # run-set anchor -> (campaign, its anchor)
+
+    @property
+    def all(self) -> list[SweepView | FrontierView]:
+        return [*self.sweeps, *self.frontiers]
+
+    def __bool__(self) -> bool:
+        return bool(self.sweeps or self.frontiers)
+
+
+def build(located: list[Located], sets: list[ResultSet], base_colors: dict[str, str]) -> Campaigns:
+    colors = engine_colors(located, base_colors)
+    out = Campaigns()
+    for loc in located:
+        if isinstance(loc.summary, SweepSummary):
+            out.sweeps.append(sweep_view(loc, f"sweep-{len(out.sweeps) + 1}", colors, sets))
+        else:
+            out.frontiers.append(frontier_view(loc, f"frontier-{len(out.frontiers) + 1}", colors, sets))
+    for v in out.all:
+        for a in v.run_sets:
+            out.member.setdefault(a, (f"{v.kind} {v.ident}", v.anchor))
+    return out
+
+
+__all__ = ["Campaigns", "Located", "build", "fmt_gb", "fmt_r2", "fmt_scale", "locate"]
