@@ -18,6 +18,7 @@ reads.  Nothing here re-implements the runner.
 from __future__ import annotations
 
 import math
+import os
 import re
 import statistics
 import time
@@ -160,7 +161,8 @@ def extrapolate(sc: Scenario, points: list[Point], time_fits: dict[str, Fit], me
         x = Extrapolation(engine=e, scale=scale, gb=gb, this_node_s=fit.predict(gb),
                           this_node_interval=fit.interval(gb),
                           this_node_peak_rss_bytes=memory_fits[e].predict(gb), model=model, model_s=m["seconds"],
-                          model_bound=m["bound"], model_fast_s=fast["seconds"], model_fast_bound=fast["bound"],
+                          model_bound=m["bound"], model_cpu_s=m["cpu_s"], model_storage_s=m["storage_s"],
+                          model_fast_s=fast["seconds"], model_fast_bound=fast["bound"],
                           fast_storage_mb_s=M5_4XLARGE_EBS_MB_S,
                           published_s=pub.duration_s.get(e) if pub else None,
                           published_status=pub.status.get(e) if pub else None)
@@ -216,7 +218,8 @@ def sweep(opts: SweepOptions, progress: Progress) -> SweepSummary:
     settings = CatalogSettings.for_warehouse(opts.warehouse)
     env = environment(settings.state_path if settings.is_remote else settings.warehouse_path)
     s = SweepSummary(sweep_id=directory.name, scenario=sc.name, scenario_record=sc.record(), scales=opts.scales,
-                     reps=opts.reps, engines=engines, started_at=now_iso(), machine=describe_machine(env),
+                     reps=opts.reps, engines=engines, started_at=now_iso(), pid=os.getpid(),
+                     machine=describe_machine(env),
                      cores=usable_cores(), ram_bytes=node_ram_bytes())
     directory.mkdir(parents=True)
     write_summary(directory, s)
@@ -412,7 +415,8 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
     settings = CatalogSettings.for_warehouse(opts.warehouse)
     env = environment(settings.state_path if settings.is_remote else settings.warehouse_path)
     s = FrontierSummary(frontier_id=directory.name, scenario=sc.name, scenario_record=sc.record(), scales=opts.scales,
-                        engines=engines, started_at=now_iso(), machine=describe_machine(env), ram_bytes=ram,
+                        engines=engines, started_at=now_iso(), pid=os.getpid(), machine=describe_machine(env),
+                        ram_bytes=ram,
                         notes=[f"a probe passes when the run completes verified within {opts.max_slowdown:g}x the "
                                f"wall time of the unconstrained run (at least {MIN_PROBE_TIMEOUT_S} s); slower is "
                                f"memory pressure (thrashing) and counts as failing",
@@ -468,7 +472,7 @@ def summarize_frontier(s: FrontierSummary, sc: Scenario) -> None:
         note = (f"from {len(pts)} scale(s); " + ("the fit is poor: " + fit.note if fit.poor and len(pts) >= 2 else
                                                  "a straight line through the measured frontiers" if len(pts) >= 2 else
                                                  "one scale: assumes memory grows in proportion to size"))
-        s.predictions.append(FrontierPrediction(engine=e, gb=gb, min_budget_bytes=pred,
+        s.predictions.append(FrontierPrediction(engine=e, node=PUBLISHED_INSTANCE, gb=gb, min_budget_bytes=pred,
                                                 interval=fit.interval(gb) if len({p.gb for p in pts}) >= 2 else None,
                                                 node_ram_bytes=PUBLISHED_RAM_BYTES, predicted=predicted,
                                                 published_status=published, agrees=agrees, note=note))

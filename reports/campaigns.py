@@ -35,7 +35,7 @@ from bench.core.errors import UserError
 from bench.core.fit import Fit
 from reports import charts
 from reports.fmt import fmt_bytes, fmt_seconds
-from reports.model import FALLBACK_COLORS, ResultSet, fmt_scale
+from reports.model import FALLBACK_COLORS, ResultSet, _pid_alive, fmt_scale
 
 QUANTITY = {"duration_s": "compaction time", "peak_rss_bytes": "peak memory (RSS)",
             "min_budget_bytes": "smallest passing budget", "datagen_s": "data generation"}
@@ -282,6 +282,9 @@ def _state_note(kind: str, s: Summary) -> str:
     note = STATE_NOTE.get(s.state)
     if not note:
         return ""
+    if s.state == "running" and s.pid and _pid_alive(s.pid, s.started_at) is False:
+        note = (f"was killed before it could record its end (its process, pid {s.pid}, is gone): what follows "
+                "rests on the points measured before that")
     when = f" (started {s.started_at}" + (f", ended {s.ended_at})" if s.ended_at else ")") if s.started_at else ""
     return f"This {kind}{when} {note}."
 

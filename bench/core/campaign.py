@@ -43,7 +43,7 @@ class Point(BaseModel):
     setup_s: float | None = None
     verify_s: float | None = None  # the harness's verification per run (median)
     mean_cores: float | None = None
-    run_dir: str = ""
+    run_dir: str = ""  # relative to the campaign directory
 
 
 class Speedup(BaseModel):
@@ -69,6 +69,8 @@ class Extrapolation(BaseModel):
     model: NodeModel | None = None  # the published node
     model_s: float | None = None
     model_bound: str = ""  # cpu | storage
+    model_cpu_s: float | None = None  # the model's two terms: compute on the target's cores...
+    model_storage_s: float | None = None  # ...and the bytes through its storage
     model_fast_s: float | None = None  # the same model with the fastest storage the instance allows
     model_fast_bound: str = ""
     fast_storage_mb_s: float | None = None
@@ -95,6 +97,7 @@ class SweepSummary(BaseModel):
     reps: int
     engines: list[str]
     state: Literal["running", "complete", "interrupted"] = "running"
+    pid: int = 0  # the harness process (a `running` summary whose pid is gone was killed)
     started_at: str = ""
     ended_at: str | None = None
     machine: str = ""
@@ -123,7 +126,7 @@ class Probe(BaseModel):
     duration_s: float | None = None
     heap_bytes: int | None = None  # the engine's own heap cap at this budget, if it has one
     error: str | None = None
-    result_file: str = ""
+    result_file: str = ""  # relative to the campaign directory
 
 
 class FrontierPoint(BaseModel):
@@ -144,7 +147,12 @@ class FrontierPoint(BaseModel):
 
 
 class FrontierPrediction(BaseModel):
+    """At `scale`: `predicted` is oom when the predicted smallest budget exceeds the node's RAM, ok when
+    it does not, unknown without a prediction; `agrees` compares that with the published outcome
+    (oom and heap-oom both count as out of memory)."""
+
     engine: str
+    node: str = "m5.4xlarge"
     scale: float = 1.0
     gb: float
     min_budget_bytes: float | None  # the fit's prediction
@@ -164,6 +172,7 @@ class FrontierSummary(BaseModel):
     scales: list[float]
     engines: list[str]
     state: Literal["running", "complete", "interrupted"] = "running"
+    pid: int = 0  # the harness process (a `running` summary whose pid is gone was killed)
     started_at: str = ""
     ended_at: str | None = None
     machine: str = ""
