@@ -605,3 +605,18 @@ def plan_table(plan: Plan) -> str:
     rows.append(f"  EBS: {plan.ebs_gb} GB at {plan.ebs_mb_s:g} MB/s; deadline {plan.deadline_minutes} min")
     rows += [f"  assumes: {a}" for a in plan.assumptions]
     return "\n".join(rows)
+
+
+def refit(directory: Path) -> SweepSummary:
+    """Recompute a sweep's fits and extrapolations from its result files (e.g. after this harness's
+    fitting changed); the measurements are not touched."""
+    from bench.core.campaign import read_summary
+    from bench.core.results import read_results
+
+    s = read_summary(Path(directory) / "sweep.json")
+    if not isinstance(s, SweepSummary):
+        raise UserError(f"no sweep summary in {directory}")
+    results = [r for run_dir in s.run_dirs.values() for r in read_results(Path(directory) / run_dir)]
+    summarize_sweep(s, load_scenario(s.scenario), results)
+    write_summary(Path(directory), s)
+    return s

@@ -146,3 +146,44 @@ def test_pooled_row_hashes_equal_duckdbs_hash_and_fall_back_when_not(monkeypatch
     assert {os.getpid(): False} == schema._FAST_HASH_CHECKED  # every later file: DuckDB's own hash
     rows = schema.make_rows(pools, 42, 8, 500, 0)
     assert exact_sum(schema.row_hashes(pools, 42, 8, 500, 0, rows)) == arrow_checksum(rows)[1]
+
+
+def test_restore_survives_commits_that_delete_old_metadata(tmp_path):
+    """A table whose commits delete old metadata versions (write.metadata.delete-after-commit, as the
+    deletes datagen sets): the dataset keeps only what its current metadata needs, so an engine's commit
+    cannot take a dataset file with it, and the restore still finds every one."""
+    import pyarrow as pa
+
+    from bench.core.table.state import keep_spare, prune_metadata
+
+    settings = CatalogSettings(warehouse=str(tmp_path))
+    cat = load_sql_catalog(settings)
+    cat.create_namespace("bench")
+    tbl = cat.create_table("bench.t", pa.schema([("a", pa.int64())]), properties={
+        "format-version": "2", "write.metadata.delete-after-commit.enabled": "true",
+        "write.metadata.previous-versions-max": "1"})
+    for i in range(4):
+        tbl.append(pa.table({"a": [i]}))
+    tbl = cat.load_table("bench.t")
+    old = [r for r in list_files(tbl.location()) if r.endswith(".metadata.json")]
+    deleted = prune_metadata(tbl)
+    assert deleted and all(d.endswith(".metadata.json") for d in deleted)
+    kept = list_files(tbl.location())
+    assert [r for r in kept if r.endswith(".metadata.json")] == [_rel(tbl.metadata_location)]
+    assert len(old) > 1 and cat.load_table("bench.t").scan().to_arrow().num_rows == 4  # still readable
+    location, meta = tbl.location(), tbl.metadata_location
+    spare = tmp_path / "spare"
+    assert keep_spare(meta, location, spare) == [_rel(meta)]
+    for i in range(3):  # an "engine" committing: each commit deletes the oldest metadata version...
+        tbl.append(pa.table({"a": [10 + i]}))
+    assert _rel(meta) not in list_files(location)  # ...the dataset's own metadata file too, by now
+    _, after = restore(cat, "bench.t", meta, location, kept, spare)  # put back from the spare copy
+    assert after == kept and cat.load_table("bench.t").scan().to_arrow().num_rows == 4
+    with pytest.raises(RuntimeError, match="missing or changed"):  # without a spare: damaged, said so
+        for i in range(3):
+            cat.load_table("bench.t").append(pa.table({"a": [20 + i]}))
+        restore(cat, "bench.t", meta, location, kept)
+
+
+def _rel(metadata_location: str) -> str:
+    return "metadata/" + metadata_location.rsplit("/", 1)[-1]

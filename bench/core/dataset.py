@@ -84,6 +84,11 @@ def load_manifest(state_dir: Path, table_name: str) -> GeneratedTable | None:
         return None
 
 
+def spare_dir(state_dir: Path, table_name: str) -> Path:
+    """Where copies of the dataset's metadata file live (bench.core.table.state.keep_spare)."""
+    return Path(state_dir) / "datasets" / f"{table_name}.spare"
+
+
 def save_manifest(state_dir: Path, ds: GeneratedTable) -> Path:
     """Write the manifest atomically (last step of datagen: its presence means complete)."""
     return write_atomic(manifest_path(state_dir, ds.table.split(".")[-1]), ds.model_dump_json(indent=1))

@@ -83,9 +83,16 @@ def fit_line(xs: list[float], ys: list[float], quantity: str, unit: str = "") ->
         problems.append(f"only {len(x)} points: the line goes through them, nothing checks it")
     if f.r2 is not None and f.r2 < POOR_R2:
         problems.append(f"R² = {f.r2:.2f} < {POOR_R2}")
-    far = [(xv, rr) for xv, rr in zip(x, f.relative_residuals) if abs(rr) > POOR_RELATIVE_RESIDUAL]
-    for xv, rr in far:
-        problems.append(f"at {xv:.3g} GB the measured value is {abs(rr):.0%} {'above' if rr > 0 else 'below'} the line")
+    far: dict[float, list[float]] = {}
+    for xv, rr in zip(x, f.relative_residuals):
+        if abs(rr) > POOR_RELATIVE_RESIDUAL:
+            far.setdefault(float(xv), []).append(rr)
+    for xv, rrs in far.items():
+        side = "above" if all(r > 0 for r in rrs) else "below" if all(r < 0 for r in rrs) else "off"
+        lo, hi = f"{min(map(abs, rrs)):.0%}", f"{max(map(abs, rrs)):.0%}"
+        size = lo if lo == hi else f"{lo}-{hi}"
+        runs = "" if len(rrs) == 1 else f" ({len(rrs)} points)"
+        problems.append(f"at {xv:.3g} GB{runs} the measured value is {size} {side} the line")
     if f.fixed < 0:
         problems.append(f"negative fixed cost ({f.fixed:.3g} {unit}): the line does not describe small tables")
     f.poor = bool(problems)

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from bench.core.dataset import manifest_path
+from bench.core.dataset import manifest_path, spare_dir
 from bench.core.fileio import write_atomic
 from bench.core.results import CacheState, InputState, TableStats
 from bench.core.table import LiveFiles, live_files, local_path
@@ -49,7 +49,8 @@ def reset_input(ctx: RunContext) -> tuple[InputState, TableStats, set[str]]:
     """Restore the dataset byte for byte and measure what the engine will get."""
     ds = ctx.dataset
     assert ctx.catalog is not None and ds is not None
-    _, listing = restore(ctx.catalog, ds.table, ds.metadata_location, ds.location, ds.table_files)
+    _, listing = restore(ctx.catalog, ds.table, ds.metadata_location, ds.location, ds.table_files,
+                         spare_dir(ctx.settings.state_path, ds.table.split(".")[-1]))
     tbl = ctx.catalog.load_table(ds.table)
     fp = fingerprint(listing, tbl.metadata_location)
     identical = (listing == ds.table_files and tbl.metadata_location == ds.metadata_location)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 import uuid
 from pathlib import Path
 
@@ -192,9 +193,27 @@ class Limiter:
                     f"budget of {self.budget} bytes; tree killed")
         return None
 
-    def release(self) -> None:
-        if self.cgroup is not None:
-            self._remove(self.cgroup)
+    def release(self, wait_s: float = 5.0) -> None:
+        """Remove the cgroup.  Processes of the tree that are still being torn down (a JVM killed a moment
+        ago) keep it busy: kill what is left and retry for up to `wait_s`."""
+        if self.cgroup is None:
+            return
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                self.cgroup.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    return  # left for remove_stale_cgroups() of a later run
+                try:
+                    for pid in (self.cgroup / "cgroup.procs").read_text().split():
+                        os.kill(int(pid), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+                time.sleep(0.05)
 
     @staticmethod
     def _remove(d: Path) -> None:

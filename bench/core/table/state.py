@@ -11,12 +11,15 @@ snapshots, a run killed half-way).  The input fingerprint recorded in each resul
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pyarrow.fs as pafs
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchTableError
+from pyiceberg.table import Table
 
 from bench.core.catalog.s3 import filesystem
+from bench.core.fileio import write_atomic
 
 
 def list_files(location: str) -> dict[str, int]:
@@ -30,6 +33,43 @@ def list_files(location: str) -> dict[str, int]:
     return {i.path[len(root) + 1:]: int(i.size or 0) for i in infos if i.type == pafs.FileType.File}
 
 
+def prune_metadata(tbl: Table) -> list[str]:
+    """Delete the files under the table's `metadata/` that its current metadata file does not need: older
+    metadata versions (and their Hadoop `.crc` files).  A table property like
+    write.metadata.delete-after-commit lets an engine's commit delete those, so a dataset that kept them
+    could not be restored byte for byte after such a commit; readers and engines never need them.  Kept:
+    the current metadata file, every snapshot's manifest list and the manifests they list, and the
+    `.crc` file of each.  Returns the deleted paths (relative to the location)."""
+    keep = {tbl.metadata_location}
+    for snap in tbl.metadata.snapshots:
+        keep.add(snap.manifest_list)
+        keep.update(m.manifest_path for m in snap.manifests(tbl.io))
+    location = tbl.location().rstrip("/")
+    fs, root = filesystem(location)
+    root = root.rstrip("/")
+    keep_rel = {_relative(p, location) for p in keep}
+    keep_rel |= {_crc(rel) for rel in keep_rel}
+    deleted = []
+    for rel in list_files(location):
+        if rel.startswith("metadata/") and rel not in keep_rel:
+            fs.delete_file(f"{root}/{rel}")
+            deleted.append(rel)
+    return deleted
+
+
+def _relative(uri: str, location: str) -> str:
+    """`uri` relative to `location` (file:/x, file:///x and /x spell the same local path)."""
+    from bench.core.table.entries import local_path
+
+    path, root = local_path(uri), local_path(location).rstrip("/")
+    return path[len(root) + 1:] if path.startswith(root + "/") else path
+
+
+def _crc(rel: str) -> str:
+    head, _, name = rel.rpartition("/")
+    return f"{head}/.{name}.crc" if head else f".{name}.crc"
+
+
 def fingerprint(files: dict[str, int], metadata_location: str | None) -> str:
     h = hashlib.sha256(f"metadata={(metadata_location or '').rsplit('/', 1)[-1]}\n".encode())
     for rel, size in sorted(files.items()):
@@ -40,27 +80,55 @@ def fingerprint(files: dict[str, int], metadata_location: str | None) -> str:
 def point_at(catalog: Catalog, ident: str, metadata_location: str) -> bool:
     """Make the catalog's entry for `ident` point at `metadata_location` (drop without purge, then
     register); True when it had to change."""
+    exists = True
     try:
         current = catalog.load_table(ident).metadata_location
-    except (NoSuchTableError, FileNotFoundError):
+    except NoSuchTableError:
+        current, exists = None, False
+    except (FileNotFoundError, OSError):  # registered, but its metadata file is gone
         current = None
     if current == metadata_location:
         return False
-    if current is not None:
+    if exists:
         catalog.drop_table(ident)
     catalog.register_table(ident, metadata_location)
     return True
 
 
+def keep_spare(metadata_location: str, location: str, spare: Path) -> list[str]:
+    """Copy the current metadata file (and its `.crc`) into `spare`: a commit with
+    write.metadata.delete-after-commit can delete it once enough newer versions exist; `restore` puts
+    it back from here.  Returns the spared paths (relative to the location)."""
+    fs, root = filesystem(location)
+    root = root.rstrip("/")
+    rel = _relative(metadata_location, location)
+    spared = []
+    for r in (rel, _crc(rel)):
+        try:
+            with fs.open_input_stream(f"{root}/{r}") as f:
+                data = f.read()
+        except FileNotFoundError:
+            continue
+        write_atomic(Path(spare) / r, data)
+        spared.append(r)
+    return spared
+
+
 def restore(catalog: Catalog, ident: str, metadata_location: str, location: str,
-            files: dict[str, int]) -> tuple[int, dict[str, int]]:
-    """Restore the table to `metadata_location` and exactly `files` under `location`.  Returns
-    (files deleted, the listing after).  Raises RuntimeError when a recorded file is missing or
-    changed (the dataset is damaged: it must be generated again)."""
-    point_at(catalog, ident, metadata_location)
+            files: dict[str, int], spare: Path | None = None) -> tuple[int, dict[str, int]]:
+    """Restore the table to `metadata_location` and exactly `files` under `location` (files a commit
+    deleted are put back from `spare`, see keep_spare).  Returns (files deleted, the listing after).
+    Raises RuntimeError when a recorded file is missing or changed and has no spare (the dataset is
+    damaged: it must be generated again)."""
     fs, root = filesystem(location)
     root = root.rstrip("/")
     now = list_files(location)
+    for rel, size in files.items():
+        copy = Path(spare) / rel if spare else None
+        if now.get(rel) != size and copy is not None and copy.is_file() and copy.stat().st_size == size:
+            with fs.open_output_stream(f"{root}/{rel}") as out:
+                out.write(copy.read_bytes())
+            now[rel] = size
     extra = sorted(set(now) - set(files))
     for rel in extra:
         fs.delete_file(f"{root}/{rel}")
@@ -69,4 +137,5 @@ def restore(catalog: Catalog, ident: str, metadata_location: str, location: str,
     if damaged:
         raise RuntimeError(f"{len(damaged)} file(s) of the dataset are missing or changed under {location}, "
                            f"e.g. {damaged[0]}: generate the dataset again (delete its manifest)")
+    point_at(catalog, ident, metadata_location)  # last: registering reads the metadata file
     return len(extra), after
