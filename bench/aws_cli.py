@@ -234,7 +234,7 @@ def _apply_plan(values: dict, sources: Path, max_disk: bool) -> None:
     plan = make_plan(list(scenarios), float(values.get("scale", 1.0)), values.get("instance_type"),
                      int(values.get("reps", 1)), [Path(sources)], MAX_DISK_MB_S if max_disk else GP3_BASELINE_MB_S)
     click.echo(plan_table(plan))
-    if plan.total_s is None or any(not s.engines for s in plan.scenarios):
+    if not plan.complete:
         click.echo("plan: incomplete (a scenario has no sweep): Terraform's defaults size the volume and the deadline")
         return
     if "data_volume_size_gb" not in values:

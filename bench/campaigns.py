@@ -22,8 +22,9 @@ import os
 import re
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench.core.campaign import (
     DatagenPoint,
@@ -49,10 +50,10 @@ from bench.core.errors import UserError
 from bench.core.fit import Fit, NodeModel, fit_line, node_model
 from bench.core.machine import describe_machine, environment, node_ram_bytes, usable_cores
 from bench.core.progress import Progress
-from bench.core.results import RunResult, now_iso
+from bench.core.results import RunResult, file_label, now_iso
 from bench.core.stats import paired_speedup
 from bench.core.units import GiB, MiB, check_scale, fmt_bytes, parse_size
-from bench.engines import default_engines, engine_class, parse_engines
+from bench.engines import campaign_engines, engine_class, parse_engines
 from bench.runner import RunOptions, run_scenario
 from bench.runner.context import check_results_dir
 from bench.scenario import Scenario, load_scenario
@@ -99,7 +100,7 @@ def campaign_dir(results_dir: str | None, requested: str | None, kind: str, scen
 
 
 # --- from results to points ------------------------------------------------------------------------
-def _stat(values: list[float]) -> Stat:
+def stat_of(values: list[float]) -> Stat:
     return Stat(median=statistics.median(values), min=min(values), max=max(values)) if values else Stat()
 
 
@@ -114,8 +115,8 @@ def point_of(engine: str, scale: float, results: list[RunResult], run_dir: str =
         disk_gb=(before.data_bytes + before.delete_bytes) / 1e9,
         output_disk_gb=statistics.median([r.after.data_bytes / 1e9 for r in good if r.after]) if good else None,
         runs=len(runs), verified=len(good),
-        duration_s=_stat([r.duration_s for r in good if r.duration_s is not None]),
-        peak_rss_bytes=_stat([float(r.telemetry.peak_rss_bytes) for r in good if r.telemetry.peak_rss_bytes]),
+        duration_s=stat_of([r.duration_s for r in good if r.duration_s is not None]),
+        peak_rss_bytes=stat_of([float(r.telemetry.peak_rss_bytes) for r in good if r.telemetry.peak_rss_bytes]),
         setup_s=statistics.median([r.setup_s for r in good if r.setup_s is not None]) if good else None,
         verify_s=statistics.median([r.verify_s for r in good if r.verify_s is not None])
         if any(r.verify_s is not None for r in good) else None,
@@ -209,11 +210,12 @@ class SweepOptions:
     cache: str | None = None
     instance_type: str | None = None
     wait: bool = True
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option ENGINE.KEY=VALUE
 
 
 def sweep(opts: SweepOptions, progress: Progress) -> SweepSummary:
     sc = load_scenario(opts.scenario)
-    engines = parse_engines(opts.engines or default_engines())
+    engines = parse_engines(opts.engines or campaign_engines())
     directory = campaign_dir(opts.results_dir, opts.run_id, "sweep", sc.name)
     settings = CatalogSettings.for_warehouse(opts.warehouse)
     env = environment(settings.state_path if settings.is_remote else settings.warehouse_path)
@@ -233,7 +235,7 @@ def sweep(opts: SweepOptions, progress: Progress) -> SweepSummary:
                 engines=",".join(engines),
                 reps=opts.reps, results_dir=str(directory), run_id=run_id, timeout_s=opts.timeout_s,
                 memory_budget=opts.memory_budget, cache=opts.cache, instance_type=opts.instance_type,
-                wait=opts.wait), progress)
+                wait=opts.wait, options=opts.options), progress)
             results += got
             s.run_dirs[fmt_scale(scale)] = run_id
             for e in engines:
@@ -319,18 +321,21 @@ class FrontierOptions:
     max_slowdown: float = MAX_SLOWDOWN
     cache: str | None = None
     wait: bool = True
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option ENGINE.KEY=VALUE
 
 
 def _probe(opts: FrontierOptions, directory: Path, engine: str, scale: float, budget: int, timeout_s: int,
            progress: Progress) -> Probe:
-    run_id = f"{engine}-s{fmt_scale(scale)}-{budget // MiB}m"
+    run_id = f"{file_label(engine)}-s{fmt_scale(scale)}-{budget // MiB}m"
     progress.info(f"frontier: {engine} at scale {fmt_scale(scale)} under {fmt_bytes(budget)}")
     got = run_scenario(RunOptions(scenario=opts.scenario, scale=scale, seed=opts.seed, warehouse=opts.warehouse,
                                   engines=engine, reps=1, results_dir=str(directory), run_id=run_id,
                                   timeout_s=timeout_s, memory_budget=str(budget), cache=opts.cache,
-                                  wait=opts.wait), progress)
+                                  wait=opts.wait, options=opts.options), progress)
     r = got[0]
-    heap = next((c.bytes for c in r.memory_caps if c.name == "JVM heap"), None)
+    # the heap that does the work: the executor's in a cluster mode, else the one JVM's
+    caps = {c.name: c.bytes for c in r.memory_caps}
+    heap = caps.get("executor JVM heap", caps.get("JVM heap"))
     # under a budget, a time limit set from the unconstrained run means thrashing: a memory failure
     thrashing = r.status == "timeout" and timeout_s < opts.timeout_s
     return Probe(budget_bytes=budget, status=r.status, verified=r.verified, passed=r.counts,
@@ -338,7 +343,7 @@ def _probe(opts: FrontierOptions, directory: Path, engine: str, scale: float, bu
                  peak_rss_bytes=r.telemetry.peak_rss_bytes, duration_s=r.duration_s, heap_bytes=heap,
                  error=(f"slower than {opts.max_slowdown:g}x the unconstrained run (memory pressure): "
                         if thrashing else "") + (r.error or "") or None,
-                 result_file=f"{run_id}/{r.scenario}--{r.engine}--{r.tag}.json")
+                 result_file=f"{run_id}/{r.scenario}--{file_label(r.engine)}--{r.tag}.json")
 
 
 def find_frontier(opts: FrontierOptions, directory: Path, engine: str, scale: float, floor: int, ceiling: int,
@@ -402,12 +407,12 @@ def _process_wall(path: Path) -> float | None:
 
 def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
     sc = load_scenario(opts.scenario)
-    engines = parse_engines(opts.engines or default_engines())
+    engines = parse_engines(opts.engines or campaign_engines())
     ram = node_ram_bytes()
     ceiling = parse_size(opts.ceiling, "--ceiling") if opts.ceiling else ram
     precision = parse_size(opts.precision, "--precision")
     user_floor = parse_size(opts.floor, "--floor") if opts.floor else 0
-    floors = {e: max(user_floor, engine_class(e).min_budget_bytes) for e in engines}
+    floors = {e: max(user_floor, engine_class(e)().min_budget(sc.options_for(e, opts.options))) for e in engines}
     for e, f in floors.items():
         if f >= ceiling:
             raise UserError(f"{e}: its floor {fmt_bytes(f)} is not below the ceiling {fmt_bytes(ceiling)}")
@@ -510,9 +515,12 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
     plan = Plan(instance_type=inst.name, cores=inst.vcpu, ram_bytes=ram, usd_per_hour=inst.usd_per_hour, reps=reps,
                 ebs_mb_s=storage_mb_s, assumptions=[
                     f"engine times: the per-core throughput measured in the latest sweep, scaled perfectly to "
-                    f"{inst.vcpu} cores, capped by {storage_mb_s:g} MB/s of storage; fixed costs as measured",
-                    "datagen: the sweep's datagen fit, scaled by cores the same way",
-                    "verification and session start-up: as measured, scaled by size (verification) or not (start-up)",
+                    f"{inst.vcpu} cores, capped by {storage_mb_s:.0f} MB/s of storage; fixed costs as measured",
+                    "datagen: the sweep's datagen fit, scaled by cores the same way, and at least the dataset's "
+                    "bytes written at that storage rate",
+                    "the input read once per dataset (its cached baseline) and the verification of every run (the "
+                    "output read twice, by name and by field id): at least their bytes at that storage rate, else "
+                    "as measured here scaled by size and cores; session start-up as measured",
                     "memory: the frontier fit (if any) against the instance's RAM",
                     "disk: the largest scenario's input and output, plus 30 % and 20 GB of headroom"])
     total = 0.0
@@ -535,9 +543,11 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
         ps.dataset_bytes = top.disk_gb / top.gb * gb * 1e9 if top.gb else 0
         outs = [p for p in sw.points if p.output_disk_gb]
         ps.output_bytes = (max(p.output_disk_gb or 0 for p in outs) / top.gb * gb * 1e9) if outs and top.gb else 0
+        rate = storage_mb_s * 1e6  # bytes per second through the target's storage
         if sw.datagen_fit is not None and sw.datagen_fit.per_gb > 0:
-            ps.datagen_s = max(sw.datagen_fit.predict(gb), 0.0) * (sw.cores or 1) / inst.vcpu
-        wall = ps.datagen_s or 0.0
+            ps.datagen_s = max(max(sw.datagen_fit.predict(gb), 0.0) * (sw.cores or 1) / inst.vcpu,
+                               ps.dataset_bytes / rate)
+        wall = (ps.datagen_s or 0.0) + ps.dataset_bytes / rate  # + the input's one baseline read
         for e in sw.engines:
             fit = sw.time_fits.get(e)
             mine = [p for p in sw.points if p.engine == e and p.verified]
@@ -551,7 +561,8 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
             pe = PlannedEngine(engine=e, seconds=m["seconds"], bound=m["bound"], setup_s=top_e.setup_s,
                                source=f"sweep {sw.sweep_id}: {fit.note}")
             if top_e.verify_s is not None and top_e.gb:
-                pe.verify_s = top_e.verify_s / top_e.gb * gb * (sw.cores or 1) / inst.vcpu
+                pe.verify_s = max(top_e.verify_s / top_e.gb * gb * (sw.cores or 1) / inst.vcpu,
+                                  2 * ps.output_bytes / rate)
             if fr is not None:
                 pe.min_budget_bytes = frontier_at(fr, e, gb)
                 if pe.min_budget_bytes is not None:
@@ -565,7 +576,8 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
         ps.wall_s = wall
         total += wall
         plan.scenarios.append(ps)
-    plan.total_s = None if unknown and not total else total
+    plan.total_s = total if total else None
+    plan.complete = not unknown
     plan.cost_usd = inst.usd_per_hour * total / 3600 if total else None
     biggest = max((p.dataset_bytes + p.output_bytes for p in plan.scenarios), default=0.0)
     plan.ebs_gb = int(math.ceil((biggest * 1.3 / 1e9 + 20) / 10) * 10)
@@ -600,9 +612,14 @@ def plan_table(plan: Plan) -> str:
             rows.append(f"    {e.engine:<12} {t(e.seconds)} per run ({e.bound}-bound), start-up "
                         f"{e.setup_s or 0:.0f} s, verification {t(e.verify_s)}{mem}")
         rows += [f"    note: {n}" for n in ps.notes]
-    rows.append(f"  total {t(plan.total_s)}, cost ${plan.cost_usd:,.2f}" if plan.cost_usd is not None else
-                "  total: unknown (a scenario has no sweep)")
-    rows.append(f"  EBS: {plan.ebs_gb} GB at {plan.ebs_mb_s:g} MB/s; deadline {plan.deadline_minutes} min")
+    missing = [p.scenario for p in plan.scenarios if not p.engines]
+    if plan.cost_usd is not None:
+        rows.append(f"  total {t(plan.total_s)}, cost ${plan.cost_usd:,.2f}"
+                    + (f" for the planned scenarios only ({', '.join(missing)}: no sweep, not counted)"
+                       if missing else ""))
+    else:
+        rows.append("  total: unknown (no scenario has a sweep)")
+    rows.append(f"  EBS: {plan.ebs_gb} GB at {plan.ebs_mb_s:.0f} MB/s; deadline {plan.deadline_minutes} min")
     rows += [f"  assumes: {a}" for a in plan.assumptions]
     return "\n".join(rows)
 

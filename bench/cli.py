@@ -12,7 +12,7 @@ from bench.core.cost import DEFAULT_INSTANCE, PRICES
 from bench.core.errors import UserError, one_line_errors
 from bench.core.progress import Progress
 from bench.core.units import SCALE_HELP, check_scale
-from bench.engines import default_engines
+from bench.engines import FLAGS, campaign_engines, default_engines
 from bench.telemetry.selfcheck import selfcheck_telemetry
 from reports.cli import export_cmd, report_cmd
 
@@ -37,7 +37,7 @@ def main():
 def list_cmd():
     """List scenarios and engines."""
     from bench.engines import engine_class, engine_names
-    from bench.scenario import list_scenarios
+    from bench.scenario import list_scenarios, profile_names
 
     click.echo("scenarios:")
     for s in list_scenarios():
@@ -49,6 +49,9 @@ def list_cmd():
         except ImportError as e:
             desc = f"(cannot be imported: {e})"
         click.echo(f"  {n:<12} {desc}")
+        profiles = profile_names(n)
+        if profiles:
+            click.echo(f"  {'':<12} profiles: {', '.join(f'{n}:{p}' for p in profiles)}")
 
 
 @main.command()
@@ -69,6 +72,32 @@ def setup():
 
     for line in provision():
         click.echo(line)
+
+
+def engine_option_flags(fn):
+    """--option ENGINE.KEY=VALUE (repeatable) and the registry's shortcuts (e.g. --spark-mode); the
+    command receives them merged as `options` (ENGINE -> {KEY: VALUE})."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from bench.scenario import parse_option_overrides
+
+        items = list(kwargs.pop("option_items", ()) or ())
+        for flag, spec in FLAGS.items():
+            value = kwargs.pop(flag.replace("-", "_"), None)
+            if value is not None:
+                items.append(f"{spec.engine}.{spec.option}={value}")
+        return fn(*args, options=parse_option_overrides(items), **kwargs)
+
+    wrapper = one_line_errors(wrapper)  # a bad --option is one line too
+    for flag, spec in FLAGS.items():
+        wrapper = click.option(f"--{flag}", flag.replace("-", "_"), type=click.Choice(spec.choices), default=None,
+                               help=spec.help)(wrapper)
+    return click.option("--option", "option_items", multiple=True, metavar="ENGINE.KEY=VALUE",
+                        help="Set an engine option for this run (over the scenario's and the profile's), e.g. "
+                             "risingwave.max_input_parallelism=8 or spark.spark_conf.spark.sql.files."
+                             "maxPartitionBytes=64m; repeatable.")(wrapper)
 
 
 def common_data_options(fn):
@@ -122,23 +151,24 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
 @click.option("--target-file-size", default=None, help="Override the scenario's target file size, e.g. 512M.")
 @click.option("--instance-type", default=DEFAULT_INSTANCE, show_default=True,
               help=f"On-demand price used for cost: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
+@engine_option_flags
 @one_line_errors
 def run(scenario, scale, seed, warehouse, no_wait, engines, reps, warmup, cache, results_dir, run_id, timeout,
-        memory_budget, catalog_uri, target_file_size, instance_type):
+        memory_budget, catalog_uri, target_file_size, instance_type, options):
     """Run SCENARIO against the engines, verify every compaction and record results."""
     from bench.runner import RunOptions, run_scenario
 
     opts = RunOptions(scenario=scenario, scale=scale, seed=seed, warehouse=warehouse, engines=engines,
                       reps=reps, warmup=warmup, results_dir=results_dir, run_id=run_id, timeout_s=timeout,
                       memory_budget=memory_budget, catalog_uri=catalog_uri, target_file_size=target_file_size,
-                      instance_type=instance_type, cache=cache, wait=not no_wait)
+                      instance_type=instance_type, cache=cache, wait=not no_wait, options=options)
     run_scenario(opts, Progress())
 
 
 def campaign_options(fn):
     """Options a sweep and a frontier share with `bench run`."""
     for opt in reversed([
-        click.option("--engines", default=None, help=f"Comma-separated engines (default: {default_engines()})."),
+        click.option("--engines", default=None, help=f"Comma-separated engines (default: {campaign_engines()})."),
         click.option("--cache", type=click.Choice(["cold", "warm"]), default=None,
                      help="Page cache before each engine run (as in `bench run`)."),
         click.option("--results-dir", type=click.Path(file_okay=False), default=None,
@@ -160,16 +190,17 @@ def campaign_options(fn):
 @click.option("--no-wait", "no_wait", is_flag=True, default=False, help="As in `bench run`.")
 @click.option("--memory-budget", default=None, help="Memory budget per engine run (default: the node's RAM).")
 @campaign_options
+@engine_option_flags
 @one_line_errors
 def sweep(scenario, scales, reps, seed, warehouse, no_wait, memory_budget, engines, cache, results_dir, run_id,
-          timeout):
+          timeout, options):
     """Run SCENARIO at several scales and fit time and memory against input size per engine."""
     from bench.campaigns import SweepOptions, parse_scales
     from bench.campaigns import sweep as run_sweep
 
     run_sweep(SweepOptions(scenario=scenario, scales=parse_scales(scales), reps=reps, engines=engines, seed=seed,
                            warehouse=warehouse, results_dir=results_dir, run_id=run_id, timeout_s=timeout,
-                           memory_budget=memory_budget, cache=cache, wait=not no_wait), Progress())
+                           memory_budget=memory_budget, cache=cache, wait=not no_wait, options=options), Progress())
 
 
 @main.command()
@@ -186,9 +217,10 @@ def sweep(scenario, scales, reps, seed, warehouse, no_wait, memory_budget, engin
 @click.option("--warehouse", metavar="DIR|URI", default=None, help="As in `bench run`.")
 @click.option("--no-wait", "no_wait", is_flag=True, default=False, help="As in `bench run`.")
 @campaign_options
+@engine_option_flags
 @one_line_errors
 def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, seed, warehouse, no_wait, engines,
-             cache, results_dir, run_id, timeout):
+             cache, results_dir, run_id, timeout, options):
     """Find, per engine, the smallest memory budget at which SCENARIO completes verified."""
     from bench.campaigns import FrontierOptions, parse_scales
     from bench.campaigns import frontier as run_frontier
@@ -198,7 +230,51 @@ def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, s
     run_frontier(FrontierOptions(scenario=scenario, scales=[scale] if scale else parse_scales(scales),
                                  engines=engines, seed=seed, warehouse=warehouse, results_dir=results_dir,
                                  run_id=run_id, timeout_s=timeout, floor=floor, ceiling=ceiling, precision=precision,
-                                 max_slowdown=max_slowdown, cache=cache, wait=not no_wait), Progress())
+                                 max_slowdown=max_slowdown, cache=cache, wait=not no_wait, options=options),
+                 Progress())
+
+
+@main.command()
+@click.argument("engine")
+@click.argument("scenario")
+@click.option("--scale", type=float, default=None, callback=positive_scale,
+              help="Scale of the runs (default: the scenario's local scale).")
+@click.option("--budget-minutes", type=click.FloatRange(min=0.1), default=30.0, show_default=True,
+              help="Stop starting new configurations after this long.")
+@click.option("--max-configs", type=click.IntRange(min=1), default=16, show_default=True,
+              help="At most this many configurations (the published one included).")
+@click.option("--reps", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Repetitions of each configuration in the search.")
+@click.option("--confirm-reps", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Paired repetitions of published vs tuned in the confirmation run (0: none).")
+@click.option("--min-gain", type=float, default=0.05, show_default=True,
+              help="A value is kept only if it is at least this share faster than the best so far.")
+@click.option("--profile", default="tuned", show_default=True,
+              help="Profile to write the best configuration to (scenarios/profiles/ENGINE/PROFILE.yaml).")
+@click.option("--write-profile/--no-write-profile", default=True, show_default=True)
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--warehouse", metavar="DIR|URI", default=None, help="As in `bench run`.")
+@click.option("--no-wait", "no_wait", is_flag=True, default=False, help="As in `bench run`.")
+@click.option("--memory-budget", default=None, help="Memory budget per engine run (default: the node's RAM).")
+@click.option("--cache", type=click.Choice(["cold", "warm"]), default=None, help="As in `bench run`.")
+@click.option("--results-dir", type=click.Path(file_okay=False), default=None,
+              help="Where the tune directory goes (default: ./results).")
+@click.option("--run-id", default=None, help="Name of the tune directory (default: a timestamp).")
+@click.option("--timeout", type=click.IntRange(min=1), default=3600, show_default=True,
+              help="Time limit of one engine run, seconds (configurations are also cut off at 3x the published one).")
+@engine_option_flags
+@one_line_errors
+def tune(engine, scenario, scale, budget_minutes, max_configs, reps, confirm_reps, min_gain, profile, write_profile,
+         seed, warehouse, no_wait, memory_budget, cache, results_dir, run_id, timeout, options):
+    """Search ENGINE's knobs on SCENARIO (coordinate descent), write the best as ENGINE:tuned, confirm it."""
+    from bench.tune import TuneOptions
+    from bench.tune import tune as run_tune
+
+    run_tune(TuneOptions(engine=engine, scenario=scenario, scale=scale, reps=reps, confirm_reps=confirm_reps,
+                         max_configs=max_configs, budget_minutes=budget_minutes, min_gain=min_gain, profile=profile,
+                         write_profile=write_profile, seed=seed, warehouse=warehouse, results_dir=results_dir,
+                         run_id=run_id, timeout_s=timeout, memory_budget=memory_budget, cache=cache,
+                         wait=not no_wait, options=options), Progress())
 
 
 @main.command()

@@ -4,12 +4,20 @@ A scenario names its table recipe (datagen.recipes, a union by kind), the target
 small-file threshold and output codec every engine is held to, each engine's options (validated by
 that engine's own Options model, before any data is generated) and the published figures.  Adding a
 scenario is adding a file.  Each result records the scenario exactly as it was run (`record()`).
+
+Profiles are declarative too: scenarios/profiles/ENGINE/PROFILE.yaml names a set of engine options
+(`options`, for every scenario, and `scenarios: {name: options}` per scenario, over them) that
+`--engines ENGINE:PROFILE` runs.  An engine run's options are, each over the one before:
+the scenario's `engines: ENGINE:`, the profile's `options`, the profile's `scenarios: SCENARIO:`,
+and `--option ENGINE.KEY=VALUE` from the command line; the engine's Options model validates the
+result, and every result records it (`engine_options`) with the profile it came from.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,10 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from bench.core.errors import UserError
 from bench.core.results import Published, ScenarioRecord
-from bench.engines import REGISTRY, engine_class
+from bench.engines import REGISTRY, engine_class, split_label
 from datagen.recipes import TableRecipe
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+PROFILE_DIR = SCENARIO_DIR / "profiles"  # $BENCH_PROFILE_DIR instead when set (see profile_dir())
 KIND_OF_RECIPE = {"binpack": "smallfiles", "deletes": "deletes"}
 
 
@@ -69,14 +78,134 @@ class Scenario(BaseModel):
     def small_file_threshold(self, target: int | None = None) -> int:
         return int(self.small_file_ratio * (target or self.target_file_size_bytes))
 
-    def options_for(self, engine: str) -> dict[str, Any]:
-        """The engine's options, validated and dumped (defaults filled in)."""
-        return engine_class(engine).Options.model_validate(self.engines.get(engine) or {}).model_dump(mode="json")
+    def options_for(self, label: str, overrides: dict[str, dict[str, Any]] | None = None,
+                    profiles: Path | None = None) -> dict[str, Any]:
+        """The options of engine run `label` (NAME or NAME:PROFILE): the scenario's, the profile's and
+        the command line's, validated by the engine's Options model and dumped (defaults filled in)."""
+        name, profile = split_label(label)
+        layers: list[tuple[str, dict[str, Any]]] = [(f"scenario {self.name}", self.engines.get(name) or {})]
+        if profile:
+            prof = load_profile(name, profile, profiles or profile_dir())
+            layers += prof.layers(self.name)
+        if overrides and overrides.get(name):
+            layers.append(("--option", overrides[name]))
+        merged: dict[str, Any] = {}
+        for _, layer in layers:
+            merged = deep_merge(merged, layer)
+        try:
+            return engine_class(name).Options.model_validate(merged).model_dump(mode="json")
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = ".".join(str(x) for x in err["loc"])
+            sources = ", ".join(src for src, layer in layers if layer)
+            raise UserError(f"{label} options ({sources}): {where + ': ' if where else ''}{err['msg']}") from None
 
     def record(self) -> ScenarioRecord:
         content = self.model_dump(mode="json")
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
         return ScenarioRecord(name=self.name, sha256=digest, content=content)
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` on top of `base`; nested mappings (e.g. spark_conf) merge key by key."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+class Profile(BaseModel):
+    """scenarios/profiles/ENGINE/PROFILE.yaml: named engine options (`--engines ENGINE:PROFILE`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engine: str
+    name: str
+    description: str = ""
+    options: dict[str, Any] = Field(default_factory=dict)  # for every scenario
+    scenarios: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per scenario, over `options`
+    provenance: dict[str, Any] = Field(default_factory=dict)  # per scenario: where the settings come from
+
+    def layers(self, scenario: str) -> list[tuple[str, dict[str, Any]]]:
+        if self.scenarios and scenario not in self.scenarios and not self.options:
+            raise UserError(f"profile {self.engine}:{self.name} has no settings for scenario {scenario} (it has "
+                            f"{', '.join(self.scenarios)}); run `bench tune {self.engine} {scenario}` to make them")
+        return [(f"profile {self.engine}:{self.name}", self.options),
+                (f"profile {self.engine}:{self.name} for {scenario}", self.scenarios.get(scenario) or {})]
+
+
+def profile_dir() -> Path:
+    """Where profiles live: $BENCH_PROFILE_DIR, else scenarios/profiles."""
+    return Path(os.environ.get("BENCH_PROFILE_DIR") or PROFILE_DIR)
+
+
+def profile_path(engine: str, profile: str, directory: Path | None = None) -> Path:
+    return Path(directory or profile_dir()) / engine / f"{profile}.yaml"
+
+
+def profile_names(engine: str, directory: Path | None = None) -> list[str]:
+    return sorted(p.stem for p in (Path(directory or profile_dir()) / engine).glob("*.yaml"))
+
+
+def save_profile_entry(engine: str, profile: str, scenario: str, options: dict[str, Any],
+                       provenance: dict[str, Any], description: str, directory: Path | None = None) -> Path:
+    """Set profile ENGINE:PROFILE's options for `scenario` (other scenarios' entries are kept)."""
+    from bench.core.fileio import write_atomic
+
+    path = profile_path(engine, profile, directory)
+    prof = (load_profile(engine, profile, directory) if path.exists()
+            else Profile(engine=engine, name=profile, description=description))
+    prof.scenarios[scenario] = options
+    prof.provenance[scenario] = provenance
+    engine_class(engine).Options.model_validate(deep_merge(prof.options, options))  # never write a bad profile
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = (f"# {engine}:{profile}, written by `bench tune`: per scenario, the best verified configuration the "
+              f"search found\n# (options over the scenario's), and where it comes from. Run it with --engines "
+              f"{engine}:{profile}.\n")
+    write_atomic(path, header + yaml.safe_dump(prof.model_dump(mode="json"), sort_keys=False, width=110))
+    return path
+
+
+def load_profile(engine: str, profile: str, directory: Path | None = None) -> Profile:
+    p = profile_path(engine, profile, directory)
+    if not p.exists():
+        known = profile_names(engine, directory)
+        raise UserError(f"unknown profile {engine}:{profile} (no {p}); {engine} has "
+                        + (f"profiles: {', '.join(known)}" if known else "no profiles")
+                        + (f"; `bench tune {engine} SCENARIO` writes {engine}:tuned" if profile == "tuned" else ""))
+    try:
+        prof = Profile.model_validate(yaml.safe_load(p.read_text()))
+    except yaml.YAMLError as e:
+        raise UserError(f"invalid profile file {p}: {' '.join(str(e).splitlines()[:2])}") from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise UserError(f"invalid profile file {p}: {where + ': ' if where else ''}{err['msg']}") from None
+    if (prof.engine, prof.name) != (engine, profile):
+        raise UserError(f"profile file {p} says it is {prof.engine}:{prof.name}, not {engine}:{profile}")
+    return prof
+
+
+def parse_option_overrides(items: list[str] | tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """['spark.mode=standalone', 'spark.spark_conf.spark.sql.files.maxPartitionBytes=64m'] ->
+    {'spark': {'mode': 'standalone', 'spark_conf': {'spark.sql.files.maxPartitionBytes': '64m'}}}.
+    Values are YAML scalars (4 -> int, true -> bool)."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, eq, raw = item.partition("=")
+        engine, dot, rest = key.strip().partition(".")
+        if not eq or not dot or not rest:
+            raise UserError(f"--option {item!r}: write ENGINE.KEY=VALUE, e.g. spark.mode=standalone")
+        if engine not in REGISTRY:
+            raise UserError(f"--option {item!r}: unknown engine {engine!r}; known engines: {', '.join(REGISTRY)}")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        field, dot2, sub = rest.partition(".")
+        layer = {field: {sub: value}} if dot2 else {field: value}
+        out[engine] = deep_merge(out.get(engine, {}), layer)
+    return out
 
 
 def scenario_files(directory: Path = SCENARIO_DIR) -> dict[str, Path]:

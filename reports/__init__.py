@@ -1,6 +1,6 @@
 """The HTML comparison report: reads result files only (and the samples files and run.json beside
-them, and the summaries of sweeps and memory frontiers: sweep.json, frontier.json), draws charts, fills
-a template.  Depends on bench.core alone (an import-linter contract).
+them, and the summaries of sweeps, memory frontiers and tuning searches: sweep.json, frontier.json,
+tune.json), draws charts, fills a template.  Depends on bench.core alone (an import-linter contract).
 
     from reports import render_report
     path = render_report(["results/<run-id>"], out="reports/<name>.html")  # costs as stored in the results

@@ -1,9 +1,10 @@
 """Campaign summaries -> the report's view of them: a sweep (one scenario at several scales: how time and
-memory grow with the input, and where the fits lead) and a memory frontier (the smallest budget each
-engine passes at, per scale).
+memory grow with the input, and where the fits lead), a memory frontier (the smallest budget each
+engine passes at, per scale) and a tune (a search over an engine's settings, and the confirmation of
+the best against the published configuration).
 
-Reads only the summary files (`sweep.json`, `frontier.json`, found by bench.core.campaign) and the result
-sets already loaded beside them, which it links to.  It recomputes nothing the campaign stored: the fits,
+Reads only the summary files (`sweep.json`, `frontier.json`, `tune.json`, found by bench.core.campaign)
+and the result sets already loaded beside them, which it links to.  It recomputes nothing the campaign stored: the fits,
 speedups, extrapolations and predictions are shown as written; the one derived figure is the split of a
 NodeModel's time into its CPU and storage terms, by the model's own method.  Every extrapolation is a
 model and is labelled so.
@@ -19,8 +20,7 @@ from markupsafe import Markup
 from pydantic import ValidationError
 
 from bench.core.campaign import (
-    FRONTIER_FILE,
-    SWEEP_FILE,
+    SUMMARY_FILES,
     Extrapolation,
     FrontierPoint,
     FrontierPrediction,
@@ -29,12 +29,15 @@ from bench.core.campaign import (
     Probe,
     Summary,
     SweepSummary,
+    TuneConfig,
+    TuneKnob,
+    TuneSummary,
     find_summaries,
 )
 from bench.core.errors import UserError
 from bench.core.fit import Fit
 from reports import charts
-from reports.fmt import fmt_bytes, fmt_seconds
+from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_value
 from reports.model import FALLBACK_COLORS, ResultSet, _pid_alive, fmt_scale
 
 QUANTITY = {"duration_s": "compaction time", "peak_rss_bytes": "peak memory (RSS)",
@@ -75,11 +78,12 @@ def locate(paths) -> list[Located]:
     file at a time so each summary keeps its place)."""
     out: list[Located] = []
     seen: set[Path] = set()
+    names = list(SUMMARY_FILES.values())
     for p in map(Path, paths):
         if p.is_file():
-            files = [p] if p.name in (SWEEP_FILE, FRONTIER_FILE) else []
+            files = [p] if p.name in names else []
         elif p.is_dir():
-            files = sorted([*p.rglob(SWEEP_FILE), *p.rglob(FRONTIER_FILE)])
+            files = sorted(f for n in names for f in p.rglob(n))
         else:
             files = []
         for f in files:
@@ -108,6 +112,8 @@ def engine_colors(located: list[Located], base: dict[str, str]) -> dict[str, str
 
 
 def _engines(s: Summary) -> list[str]:
+    if isinstance(s, TuneSummary):  # the engine as published, and the profile the search wrote
+        return list(dict.fromkeys([s.engine, tuned_label(s)]))
     named = list(s.engines) + [p.engine for p in s.points]
     if isinstance(s, SweepSummary):
         named += list(s.time_fits) + list(s.memory_fits) + [e.engine for e in s.extrapolations]
@@ -206,14 +212,23 @@ class ExtrapolationRow:
     vs_published: float | None = None  # model ÷ published
 
 
-@dataclass
-class SweepView:
-    s: SweepSummary
+@dataclass(kw_only=True)
+class CampaignView:
+    """What every campaign's view has: its summary file, anchor, engines and their colours, charts, a
+    note when it did not finish, and the run sets it contains (their anchors)."""
+
     path: Path
     anchor: str
     colors: dict[str, str]
     engines: list[str]
     charts: dict[str, Markup] = field(default_factory=dict)
+    state_note: str = ""
+    run_sets: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class SweepView(CampaignView):
+    s: SweepSummary
     points: list[PointRow] = field(default_factory=list)
     fits: list[FitRow] = field(default_factory=list)
     extrapolations: list[ExtrapolationRow] = field(default_factory=list)
@@ -221,8 +236,6 @@ class SweepView:
     target: str = ""
     datagen: FitRow | None = None
     datagen_text: str = ""
-    state_note: str = ""
-    run_sets: list[str] = field(default_factory=list)  # anchors of the run sets it contains
 
     kind = "sweep"
 
@@ -254,22 +267,15 @@ class PredictionRow:
     fit: FitRow | None
 
 
-@dataclass
-class FrontierView:
+@dataclass(kw_only=True)
+class FrontierView(CampaignView):
     s: FrontierSummary
-    path: Path
-    anchor: str
-    colors: dict[str, str]
-    engines: list[str]
-    charts: dict[str, Markup] = field(default_factory=dict)
     rows: list[FrontierRow] = field(default_factory=list)
     fits: list[FitRow] = field(default_factory=list)
     predictions: list[PredictionRow] = field(default_factory=list)
     node_label: str = ""
     node_ram: int | None = None
     node_ram_on_chart: bool = False
-    state_note: str = ""
-    run_sets: list[str] = field(default_factory=list)
 
     kind = "frontier"
 
@@ -447,18 +453,135 @@ def frontier_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[
     return v
 
 
+# --- a tune -------------------------------------------------------------------------------------------
+def tuned_label(s: TuneSummary) -> str:
+    """The label the tuned configuration runs under (ENGINE:PROFILE; the summary names it)."""
+    p = s.profile or "tuned"
+    return p if ":" in p else f"{s.engine}:{p}"
+
+
+@dataclass
+class KnobRow:
+    knob: TuneKnob
+    values: str  # the values tried, in this node's units
+    published: str
+    tried: list[str]  # values the search ran (from its configurations)
+
+
+@dataclass
+class ConfigRow:
+    c: TuneConfig
+    setting: str  # "published configuration" or knob=value
+    changed: str  # every setting against the published configuration
+    best: bool  # the configuration the search ended with
+    link: Link | None
+    vs_published: float | None  # median ÷ the published configuration's median
+
+
+@dataclass(kw_only=True)
+class TuneView(CampaignView):
+    s: TuneSummary
+    tuned: str  # the tuned configuration's label
+    knobs: list[KnobRow] = field(default_factory=list)
+    configs: list[ConfigRow] = field(default_factory=list)
+    baseline: float | None = None  # the published configuration's median time in the search
+    best: str = ""  # the winning settings, in words
+    confirm_link: Link | None = None
+    verdict: str = ""
+
+    kind = "tune"
+
+    @property
+    def ident(self) -> str:
+        return self.s.tune_id
+
+    @property
+    def searchable(self) -> list[KnobRow]:
+        return [k for k in self.knobs if k.knob.searchable]
+
+    @property
+    def not_searched(self) -> list[KnobRow]:
+        return [k for k in self.knobs if not k.knob.searchable]
+
+
+def _setting(c: TuneConfig) -> str:
+    return "published configuration" if c.knob is None else f"{c.knob}={fmt_value(c.value)}"
+
+
+def _settings(d: dict) -> str:
+    return ", ".join(f"{k}={fmt_value(v)}" for k, v in d.items())
+
+
+def _verdict(s: TuneSummary, tuned: str) -> str:
+    c = s.confirmation
+    if c is None:
+        return ("No confirmation was recorded: the search's single runs are all there is, and they only "
+                "steer the search; do not quote them as a speedup.")
+    sp = c.speedup
+    if sp.median is None:
+        return (f"The confirmation has no verified pair ({c.published_verified} verified runs of {s.engine}, "
+                f"{c.tuned_verified} of {tuned}): no speedup can be quoted.")
+    spread = (f", min–max {fmt_ratio(sp.min)}–{fmt_ratio(sp.max)}" if c.pairs > 1 and sp.min is not None else "")
+    pairs = f"over {c.pairs} paired repetition{'s' if c.pairs != 1 else ''}{spread}"
+    if sp.median >= 1:
+        return f"{tuned} is {fmt_ratio(sp.median)} as fast as {s.engine} ({pairs})."
+    return (f"{tuned} was slower than {s.engine} in the confirmation ({fmt_ratio(sp.median)}, {pairs}): the gain "
+            f"the search saw did not hold up.")
+
+
+def tune_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[ResultSet]) -> TuneView:
+    s: TuneSummary = loc.summary  # type: ignore[assignment]
+    root = loc.path.parent
+    engines = _engines(s)
+    tuned = tuned_label(s)
+    v = TuneView(s=s, path=loc.path, anchor=anchor, colors={e: colors[e] for e in engines}, engines=engines,
+                 tuned=tuned, state_note=_state_note("tune", s))
+    mine = [rs for rs in sets if _under(rs, root)]
+    v.run_sets = [rs.anchor for rs in mine]
+
+    def link(run_dir: str) -> Link | None:
+        for rs in mine:
+            d = _set_dir(rs)
+            if d is not None and _path_matches(d, run_dir, root):
+                return Link(rs.anchor, f"run {rs.run_id}")
+        return None
+
+    for k in s.knobs:
+        tried = [fmt_value(c.value) for c in s.configs if c.knob == k.name]
+        v.knobs.append(KnobRow(knob=k, values=", ".join(fmt_value(x) for x in k.values) or "—",
+                               published=fmt_value(k.published), tried=tried))
+    published = next((c for c in s.configs if c.knob is None), None)
+    v.baseline = published.duration_s.median if published else None
+    kept = [c for c in s.configs if c.accepted]
+    last = kept[-1] if kept else None
+    for c in s.configs:
+        ratio = c.duration_s.median / v.baseline if c.duration_s.median and v.baseline else None
+        v.configs.append(ConfigRow(c=c, setting=_setting(c), changed=_settings(c.changed) or "none",
+                                   best=c is last, link=link(c.run_dir), vs_published=ratio))
+    v.best = _settings(s.best) or "the published configuration (no other setting was kept)"
+    if s.confirmation is not None:
+        v.confirm_link = link(s.confirmation.run_dir)
+    v.verdict = _verdict(s, tuned)
+    color = v.colors.get(s.engine, charts.MUTED)
+    points = [(r.c.index, f"#{r.c.index} {'published' if r.c.knob is None else r.setting}", r.c.duration_s.median,
+               r.c.duration_s.min, r.c.duration_s.max, r.c.accepted, r.best) for r in v.configs]
+    v.charts["tune"] = Markup(charts.tune_chart(points, color, v.baseline))
+    return v
+
+
 @dataclass
 class Campaigns:
     sweeps: list[SweepView] = field(default_factory=list)
     frontiers: list[FrontierView] = field(default_factory=list)
+    tunes: list[TuneView] = field(default_factory=list)
     member: dict[str, tuple[str, str]] = field(default_factory=dict)  # run-set anchor -> (campaign, its anchor)
 
     @property
-    def all(self) -> list[SweepView | FrontierView]:
-        return [*self.sweeps, *self.frontiers]
+    def all(self) -> list[SweepView | FrontierView | TuneView]:
+        return [*self.sweeps, *self.frontiers, *self.tunes]
 
     def __bool__(self) -> bool:
-        return bool(self.sweeps or self.frontiers)
+        return bool(self.sweeps or self.frontiers or self.tunes)
 
 
 def build(located: list[Located], sets: list[ResultSet], base_colors: dict[str, str]) -> Campaigns:
@@ -467,8 +590,10 @@ def build(located: list[Located], sets: list[ResultSet], base_colors: dict[str, 
     for loc in located:
         if isinstance(loc.summary, SweepSummary):
             out.sweeps.append(sweep_view(loc, f"sweep-{len(out.sweeps) + 1}", colors, sets))
-        else:
+        elif isinstance(loc.summary, FrontierSummary):
             out.frontiers.append(frontier_view(loc, f"frontier-{len(out.frontiers) + 1}", colors, sets))
+        else:
+            out.tunes.append(tune_view(loc, f"tune-{len(out.tunes) + 1}", colors, sets))
     for v in out.all:
         for a in v.run_sets:
             out.member.setdefault(a, (f"{v.kind} {v.ident}", v.anchor))

@@ -18,7 +18,7 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
-from reports.fmt import GiB, fmt_bytes, fmt_seconds, fmt_usd  # noqa: E402
+from reports.fmt import GiB, fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd  # noqa: E402
 from reports.fmt import nbytes as _fmt_bytes  # noqa: E402
 from reports.fmt import seconds as _fmt_seconds  # noqa: E402
 
@@ -108,6 +108,8 @@ def _tick(v: float, value_fmt) -> str:
         return f"{v:,g} s"
     if value_fmt is fmt_usd:
         return f"${v:.8f}".rstrip("0").rstrip(".")
+    if value_fmt is fmt_ratio:
+        return f"{v:g}×"
     return f"{v:g}"
 
 
@@ -176,6 +178,16 @@ def duration_chart(rows, colors, missing_text=None) -> str:
 def cost_chart(rows, colors, instance_label: str, missing_text=None) -> str:
     return _hbar(rows, fmt_usd, f"Cost per compaction at {instance_label} on-demand (verified runs)", None,
                  colors, missing_text=missing_text)
+
+
+def floor_chart(rows, colors, floor: str, paired: bool = True) -> str:
+    """Each engine's compaction time as a multiple of the floor's (an engine that commits nothing).
+    rows: [(engine, multiple, min, max, per-pair multiples)], the floor itself at 1×; paired: the range
+    is over paired reps (else over every run of the engine against every run of the floor)."""
+    spread = "dots = paired reps" if paired else "other runs: not paired"
+    return _hbar(rows, fmt_ratio, f"Compaction time ÷ {floor}'s (median ÷ median; {spread})",
+                 None, colors, line=1.0, line_label=f"{floor} = 1×",
+                 missing_text=lambda _e: "no multiple: needs verified runs of both")
 
 
 def memory_chart(rows, hwm_rows, colors, budget: int | None, excluded_points=None, missing_text=None) -> str:
@@ -415,7 +427,7 @@ def speedup_scaling_chart(series, colors) -> str:
             ax.errorbar(g, m, yerr=yerr, fmt="o", ms=5, color=color, mec="white", mew=0.8, ecolor=color,
                         elinewidth=1.1, capsize=3, capthick=1.1, zorder=4)
             for x, y, *_ in pts:
-                ax.annotate(f"{y:.1f}×" if y >= 10 else f"{y:.2f}×", (x, y), xytext=(5, 4),
+                ax.annotate(fmt_ratio(y), (x, y), xytext=(5, 4),
                             textcoords="offset points", fontsize=7.5, color=INK)
             top = max(top, *(p[3] for p in pts)) if pts else top
             handles.append(Line2D([], [], color=color, marker="o", ms=5, mec="white",
@@ -496,4 +508,59 @@ def frontier_chart(series, colors, node_ram: int | None, node_label: str = "") -
         ax.set_ylabel("smallest passing budget", color=MUTED)
         ax.set_title("Memory frontier: the smallest budget that passed")
         ax.legend(handles=handles, loc="upper left", fontsize=7.5, handlelength=2.2)
+        return _svg(fig)
+
+
+# --- campaigns: a tuning search -----------------------------------------------------------------------
+def tune_chart(points, color: str, baseline: float | None) -> str:
+    """The configurations a search ran, in order, against their median compaction time.  points:
+    [(index, label, median or None, min, max, kept, best)]: kept configurations filled, the others
+    hollow, the best a star, one with no verified run a red × on the axis; the best-so-far as a faint
+    step line, the published configuration's time as a dashed line."""
+    from matplotlib.lines import Line2D
+
+    with plt.rc_context(STYLE):
+        n = max(1, len(points))
+        fig, ax = plt.subplots(figsize=(max(6.6, 2.4 + 0.45 * n), 3.6), layout="constrained")
+        top, missing = 0.0, False
+        steps_x, steps_y, best_so_far = [], [], None
+        for x, _label, med, lo, hi, kept, best in points:
+            if med is None:
+                ax.plot(x, 0, marker="x", ms=7, mew=1.8, color=BAD, zorder=5, ls="none", clip_on=False)
+                missing = True
+            else:
+                if lo is not None and hi is not None and hi > lo:
+                    ax.errorbar(x, med, yerr=[[med - lo], [hi - med]], fmt="none", ecolor=color, elinewidth=1.1,
+                                capsize=3, capthick=1.1, zorder=3)
+                ax.plot(x, med, marker="*" if best else "o", ms=13 if best else 6.5, mfc=color if kept else "white",
+                        mec=INK if best else color, mew=1.0 if best else 1.4, zorder=4, ls="none")
+                top = max(top, med, hi if hi is not None else med)
+                if kept:
+                    best_so_far = med
+            if best_so_far is not None:
+                steps_x.append(x)
+                steps_y.append(best_so_far)
+        if len(steps_x) > 1:
+            ax.step(steps_x, steps_y, where="post", color=color, lw=1.2, alpha=0.35, zorder=2)
+        if baseline:
+            ax.axhline(baseline, color=MUTED, ls="--", lw=1.1, zorder=1)
+            top = max(top, baseline)
+        ax.set_xticks([p[0] for p in points], [p[1] for p in points], rotation=30, ha="right", fontsize=7.5)
+        ax.set_xlim(min((p[0] for p in points), default=0) - 0.6, max((p[0] for p in points), default=0) + 0.6)
+        ax.set_ylim(0, (top or 1) * 1.2)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick(v, _fmt_seconds)))
+        ax.yaxis.set_major_locator(MaxNLocator(5))
+        ax.grid(axis="y", color=GRID, lw=0.8, zorder=0)
+        ax.set_ylabel("compaction time", color=MUTED)
+        ax.set_title("Each configuration's compaction time, in the order run (median, min–max)")
+        handles = [Line2D([], [], color=color, marker="o", mfc=color, ls="none", label="kept (best so far)"),
+                   Line2D([], [], color=color, marker="o", mfc="white", mew=1.4, ls="none", label="not kept"),
+                   Line2D([], [], color=INK, marker="*", mfc=color, ms=11, ls="none", label="best"),
+                   Line2D([], [], color=color, lw=1.2, alpha=0.35, label="best so far")]
+        if baseline:
+            handles.append(Line2D([], [], color=MUTED, ls="--", label=f"published configuration "
+                                                                   f"{_fmt_seconds(baseline)}"))
+        if missing:
+            handles.append(Line2D([], [], color=BAD, marker="x", ls="none", mew=1.8, label="no verified run"))
+        fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=7.5, handlelength=1.6)
         return _svg(fig)

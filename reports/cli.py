@@ -23,8 +23,9 @@ from bench.core.errors import UserError, one_line_errors
 def report_cmd(results, out, instance_type, title):
     """Render RESULTS (run directories or result files; several are combined) as one HTML file.
 
-    A sweep or memory-frontier directory (its sweep.json / frontier.json) adds its scaling or frontier
-    section above the run sets it contains, even before any result is written.  A run directory whose
+    A sweep, memory-frontier or tune directory (its sweep.json / frontier.json / tune.json) adds its
+    scaling, frontier or tuning section above the run sets it contains, even before any result is
+    written.  A run directory whose
     run.json says the run is unfinished is reported as incomplete, even with no result in it yet."""
     from reports.render import render_report
 

@@ -36,3 +36,15 @@ def fmt_bytes(v) -> str:
 
 def fmt_seconds(v) -> str:
     return "—" if v is None else seconds(float(v))
+
+
+def fmt_ratio(v) -> str:
+    """A ratio of two times: 1.0 decimal from 10× up, else 2."""
+    return "—" if v is None else f"{v:.1f}×" if v >= 10 else f"{v:.2f}×"
+
+
+def fmt_value(v, none: str = "—") -> str:
+    """A setting's value as written in a configuration: strings as they are, the rest as JSON."""
+    import json
+
+    return none if v is None else v if isinstance(v, str) else json.dumps(v)

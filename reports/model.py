@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bench.core.campaign import FRONTIER_FILE, SWEEP_FILE
+from bench.core.campaign import SUMMARY_FILES
 from bench.core.cost import parse_instance, run_cost
 from bench.core.errors import UserError
 from bench.core.machine import HARNESS_PACKAGES, describe_machine
@@ -36,7 +36,7 @@ from bench.core.results import (
     iter_result_files,
     read_run_state,
 )
-from bench.core.stats import EngineStats, Speedup, Spread, all_speedups, engine_stats
+from bench.core.stats import EngineStats, Speedup, Spread, all_speedups, engine_stats, floors
 from reports.fmt import fmt_bytes as _fmt_b
 
 FALLBACK_COLORS = ["#0F9D8A", "#8E44AD", "#B7950B", "#C0392B", "#2C3E50", "#16A085"]
@@ -103,7 +103,7 @@ class RunDirState:
 @dataclass
 class Loaded:
     runs: list[LoadedRun]
-    states: dict[str, RunDirState]  # run id -> its run.json
+    states: dict[Path, RunDirState]  # run directory -> its run.json
 
 
 def _pid_alive(pid: int, started_at: str) -> bool | None:
@@ -140,8 +140,8 @@ def _run_dir_state(run_dir: Path) -> RunDirState | None:
 def load_runs(paths, allow_empty: bool = False) -> Loaded:
     """Every RunResult JSON under `paths` (files or directories), with its samples file if present, and
     the run.json of every run directory involved (a run directory with only run.json is an incomplete
-    run: reported, not an error).  Campaign summaries (sweep.json, frontier.json) are not results: they
-    are skipped here (reports.campaigns reads them); `allow_empty` when the paths hold one."""
+    run: reported, not an error).  Campaign summaries (sweep.json, frontier.json, tune.json) are not
+    results: they are skipped here (reports.campaigns reads them); `allow_empty` when the paths hold one."""
     out: list[LoadedRun] = []
     seen: set[Path] = set()
     run_dirs: dict[Path, None] = {}
@@ -156,7 +156,7 @@ def load_runs(paths, allow_empty: bool = False) -> Loaded:
         elif p.name == RUN_STATE_FILE:
             run_dirs[p.parent.resolve()] = None
             continue
-        elif p.name in (SWEEP_FILE, FRONTIER_FILE):
+        elif p.name in SUMMARY_FILES.values():
             continue
         for f in iter_result_files(p):
             f = f.resolve()
@@ -179,11 +179,11 @@ def load_runs(paths, allow_empty: bool = False) -> Loaded:
                 raise UserError(f"{f} is not a valid result: {str(e).splitlines()[0]}") from None
             out.append(LoadedRun(r, f))
             run_dirs[f.parent] = None
-    states: dict[str, RunDirState] = {}
+    states: dict[Path, RunDirState] = {}
     for d in run_dirs:
         st = _run_dir_state(d)
         if st is not None:
-            states.setdefault(st.state.run_id, st)
+            states.setdefault(d, st)
     if not out and not states and not allow_empty:
         raise UserError(f"no results found in {', '.join(map(str, paths))} (expected "
                         f"<run-id>/<scenario>--<engine>--rep<N>.json files written by `bench run`)")
@@ -324,6 +324,7 @@ class ResultSet:
     run_state: RunDirState | None = None
     method: Method | None = None
     memory_notes: list[str] = field(default_factory=list)  # oom / heap-oom explained
+    floor_labels: list[str] = field(default_factory=list)  # engines that commit nothing: never in a speedup
 
     @property
     def measured(self) -> list[LoadedRun]:
@@ -348,10 +349,20 @@ class ResultSet:
 
     @property
     def headline_speedup(self) -> Speedup | None:
+        """The largest speedup between engines that commit; between plain engines (NAME, not NAME:PROFILE)
+        when the set has such a pair, so variants of one engine do not make the headline (they have
+        their own table)."""
         usable = [s for s in self.speedups if s.ratio.n]
+        plain = {lr.r.engine for lr in self.runs if lr.r.engine == lr.r.engine_base}
+        usable = [s for s in usable if s.faster in plain and s.slower in plain] or usable
         if not usable:
             return None
         return max(usable, key=lambda s: s.ratio.median)
+
+    @property
+    def committing(self) -> list[str]:
+        """The engines that commit (the ones speedups compare)."""
+        return [e for e in self.engines if e not in self.floor_labels]
 
     @property
     def statuses(self) -> set[str]:
@@ -374,15 +385,22 @@ def _median(vals):
     return statistics.median(vals) if vals else None
 
 
+def node_cores(env: dict | None) -> int | None:
+    """The cores of the machine a result's environment describes (usable, else logical)."""
+    cpu = (env or {}).get("cpu") or {}
+    return cpu.get("usable_cores") or cpu.get("logical_cores")
+
+
 def _gb(v: float) -> str:
     return f"{v / 1e9:,.0f} GB" if v >= 10e9 else f"{v / 1e9:,.1f} GB" if v >= 1e9 else f"{v / 1e6:,.1f} MB"
 
 
-def group(runs: list[LoadedRun]) -> list[tuple[tuple[str, str, float], list[LoadedRun]]]:
-    """Result sets: one per (run id, scenario, scale), in the order first seen."""
-    groups: dict[tuple[str, str, float], list[LoadedRun]] = defaultdict(list)
+def group(runs: list[LoadedRun]) -> list[tuple[tuple[str, str, float, Path], list[LoadedRun]]]:
+    """Result sets: one per (run id, scenario, scale, run directory), in the order first seen (campaigns
+    reuse run ids such as a tune's cfg-00 and confirm: their directories tell them apart)."""
+    groups: dict[tuple[str, str, float, Path], list[LoadedRun]] = defaultdict(list)
     for lr in runs:
-        groups[(lr.r.run_id, lr.r.scenario, lr.r.scale)].append(lr)
+        groups[(lr.r.run_id, lr.r.scenario, lr.r.scale, lr.path.parent)].append(lr)
     for v in groups.values():
         v.sort(key=lambda lr: (lr.r.warmup is False, lr.r.rep, lr.r.order_position, lr.r.engine))
     return list(groups.items())
@@ -410,14 +428,15 @@ def build(loaded: Loaded, instance_type: str | None = None) -> Report:
     colors = assign_colors(loaded.runs)
     reprice = parse_instance(instance_type) if instance_type else None  # an unknown type is a UserError
     sets = []
-    for i, ((run_id, scenario, scale), members) in enumerate(group(loaded.runs)):
+    for i, ((run_id, scenario, scale, run_dir), members) in enumerate(group(loaded.runs)):
         rs = ResultSet(run_id=run_id, scenario_name=scenario, scale=scale, runs=members, anchor=f"set-{i + 1}")
-        rs.run_state = loaded.states.get(run_id)
+        rs.run_state = loaded.states.get(run_dir)
         results = [lr.r for lr in members]
         rs.engines = list(dict.fromkeys(r.engine for r in results))
         rs.colors = {e: colors[e] for e in rs.engines}
         rs.stats = engine_stats(results)
-        rs.speedups = all_speedups(results)
+        rs.speedups = all_speedups(results)  # between engines that commit: a floor is compared on its own
+        rs.floor_labels = floors(results)
         _scenario(rs)
         first = rs.first
         rs.env = first.environment or {}
@@ -434,8 +453,8 @@ def build(loaded: Loaded, instance_type: str | None = None) -> Report:
         _published(rs)
         _memory_notes(rs)
         sets.append(rs)
-    with_results = {rs.run_id for rs in sets}
-    incomplete_only = [st for rid, st in loaded.states.items() if rid not in with_results]
+    with_results = {lr.path.parent for rs in sets for lr in rs.runs}
+    incomplete_only = [st for d, st in loaded.states.items() if d not in with_results]
     return Report(sets, incomplete_only, len(loaded.runs))
 
 
@@ -662,9 +681,8 @@ def _published(rs: ResultSet) -> None:
         f"Scale: measured at scale {fmt_scale(rs.scale)} ({size}); published at scale {fmt_scale(pub.scale)} "
         f"({pub_size}). Durations do not scale linearly: fixed costs (start-up, planning, commits) dominate "
         f"small tables, so compare throughput and the speedup's direction rather than seconds.")
-    cpu = rs.env.get("cpu", {}) if rs.env else {}
     mem = rs.env.get("memory", {}) if rs.env else {}
-    cores = cpu.get("usable_cores") or cpu.get("logical_cores")
+    cores = node_cores(rs.env)
     ram = mem.get("total_bytes")
     rs.reasons.append(
         f"Machine: measured on {rs.machine}; published on {pub.machine}."

@@ -11,8 +11,8 @@ from markupsafe import Markup
 
 from bench.core.cost import PRICE_DATE, PRICE_SOURCE
 from bench.core.fileio import write_atomic
-from reports import campaigns, charts
-from reports.fmt import fmt_bytes, fmt_seconds, fmt_usd
+from reports import campaigns, charts, compare
+from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd
 from reports.model import (
     STATUS_MEANING,
     Report,
@@ -22,6 +22,7 @@ from reports.model import (
     fmt_scale,
     load_runs,
     missing_text,
+    node_cores,
 )
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -37,7 +38,7 @@ def _env() -> Environment:
     env.filters["bytes"] = fmt_bytes
     env.filters["num"] = lambda v, d=2: "—" if v is None else f"{v:,.{d}f}"
     env.filters["int"] = lambda v: "—" if v is None else f"{int(v):,}"
-    env.filters["ratio"] = lambda v: "—" if v is None else (f"{v:.1f}×" if v >= 10 else f"{v:.2f}×")
+    env.filters["ratio"] = fmt_ratio
     env.filters["raw"] = lambda v: "" if v is None else repr(float(v)) if isinstance(v, float) else str(v)
     env.filters["scale"] = fmt_scale
     env.filters["gb"] = lambda v: "—" if v is None else f"{v / 1e9:,.0f} GB" if v >= 10e9 else f"{v / 1e9:,.2f} GB"
@@ -96,8 +97,7 @@ def _charts(rs: ResultSet, series) -> dict[str, Markup]:
         p95_rows.append((row.engine, row.p95_cores_median))
         setup = row.stats.setup_s.median if row.verified_runs else None
         phase_rows.append((row.engine, setup, [(p.name, p.seconds.median) for p in row.phases if not p.setup]))
-    cpu = rs.env.get("cpu", {}) if rs.env else {}
-    cores = cpu.get("usable_cores") or cpu.get("logical_cores")
+    cores = node_cores(rs.env)
     missing = _missing_text(rs)
     return {
         "duration": Markup(charts.duration_chart(dur_rows, colors, missing)),
@@ -111,18 +111,23 @@ def _charts(rs: ResultSet, series) -> dict[str, Markup]:
 
 
 def render_html(paths, instance_type: str | None = None, title: str | None = None) -> str:
-    located = campaigns.locate(paths)  # sweeps and frontiers: shown above the run sets they contain
+    located = campaigns.locate(paths)  # sweeps, frontiers and tunes: shown above the run sets they contain
     loaded = load_runs(paths, allow_empty=bool(located))
     report: Report = build(loaded, instance_type)
     camp = campaigns.build(located, report.sets, assign_colors(loaded.runs))
     env = _env()
     tpl = env.get_template("report.html.j2")
     css = (TEMPLATES / "report.css").read_text()
+    floors = compare.floor_views(report.sets)
     views = []
     for rs in report.sets:
         series, notes = _timeline_series(rs)
+        mine = floors.get(rs.anchor, [])
         views.append({"rs": rs, "charts": _charts(rs, series), "sample_notes": notes,
-                      "budget_off_scale": budget_off_scale(rs)})
+                      "budget_off_scale": budget_off_scale(rs), "floors": mine,
+                      "floor_charts": [Markup(charts.floor_chart(f.chart_rows(), {**f.source.colors, **rs.colors},
+                                                                 f.floor, f.same_set)) for f in mine],
+                      "variants": compare.variant_groups(rs)})
     try:
         version = metadata.version("iceberg-compaction-bench")
     except metadata.PackageNotFoundError:

@@ -53,13 +53,13 @@ variable "scale" {
 }
 
 variable "engines" {
-  description = "Engines to compare."
+  description = "Engines to compare: NAME or NAME:PROFILE (arrow-floor is the physical floor, it commits nothing)."
   type        = list(string)
-  default     = ["spark", "risingwave"]
+  default     = ["spark", "risingwave", "arrow-floor"]
 
   validation {
-    condition     = length(var.engines) > 0 && alltrue([for e in var.engines : can(regex("^[a-z0-9][a-z0-9_-]*$", e))])
-    error_message = "engines: at least one name, each made of lowercase letters, digits, '_' and '-'."
+    condition     = length(var.engines) > 0 && alltrue([for e in var.engines : can(regex("^[a-z0-9][a-z0-9_-]*(:[a-z0-9_-]+)?$", e))])
+    error_message = "engines: at least one NAME or NAME:PROFILE, each made of lowercase letters, digits, '_' and '-'."
   }
 }
 

@@ -20,6 +20,10 @@ TEST_ENGINES = ",".join([
     "hang=tests.engines.faulty:HangEngine",
     "hog=tests.engines.faulty:HogEngine",
     "heap=tests.engines.faulty:HeapEngine",
+    "lossyfloor=tests.engines.floors:LossyFloor",
+    "committingfloor=tests.engines.floors:CommittingFloor",
+    "ghostfloor=tests.engines.floors:GhostFloor",
+    "knobby=tests.engines.knobby:KnobbyEngine",
 ])
 
 

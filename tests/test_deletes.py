@@ -210,12 +210,12 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
     """Both engines reach the same end state (no live delete file, the ground truth's rows), each step
     timed as a phase; an engine that leaves a delete file live is not verified."""
     wh, res = tmp_path / "wh", tmp_path / "results"
-    proc = run_bench("run", "deletes-standard", "--scale", TINY, "--engines", "spark,risingwave,leaky",
+    proc = run_bench("run", "deletes-standard", "--scale", TINY, "--engines", "spark,risingwave,leaky,arrow-floor",
                      "--results-dir", res, "--warehouse", wh, "--run-id", "del")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     records = {json.loads(p.read_text())["engine"]: json.loads(p.read_text())
                for p in (res / "del").glob("*--rep0.json")}
-    assert set(records) == {"spark", "risingwave", "leaky"}
+    assert set(records) == {"spark", "risingwave", "leaky", "arrow-floor"}
     for engine in ("spark", "risingwave"):
         r = records[engine]
         assert r["status"] == "ok" and r["verified"], (engine, r["error"], r["verification"]["differences"])
@@ -240,6 +240,13 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
     assert rw["engine_result"]["delete_files_left_after_compaction"] > 0
     assert [p["name"] for p in rw["phases"]][:3] == ["compaction", "inspect", "second pass"]
     assert rw["engine_settings"]["strategy"] == "files_with_deletes"
+    # the floor applies the same deletes in pyarrow, commits nothing, and its output reads back the same
+    floor = records["arrow-floor"]
+    assert floor["verified"] and floor["commits"] == "none", floor["verification"]["differences"]
+    assert floor["after"]["rows"] == generated["ds"].ground_truth.rows and floor["after"]["delete_files"] == 0
+    assert floor["engine_result"]["files_rewritten"] > 0 and floor["engine_result"]["equality_delete_files_read"] == 4
+    assert {c["name"] for c in floor["verification"]["checks"] if c["ok"]} >= {
+        "content_duckdb_merge_on_read", "content_pyiceberg_scan", "independent_readers_agree", "nothing_committed"}
     # the same, without the second pass: not verified, and the failed check says why
     leaky = records["leaky"]
     assert leaky["status"] == "ok" and leaky["verified"] is False

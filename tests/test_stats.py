@@ -71,3 +71,21 @@ def test_an_engine_with_only_unverified_runs_has_no_numbers():
     st = engine_stats([run("a", 0, 1.0, verified=False), run("a", 1, 2.0, verified=False)])["a"]
     assert (st.ok, st.verified, st.unverified) == (2, 0, 2)
     assert st.duration_s.n == 0 and st.duration_s.median is None and st.phases == {}
+
+
+def test_a_floor_is_never_in_a_speedup_engines_are_multiples_of_it():
+    floor = [run("arrow-floor", i, d) for i, d in enumerate([1.0, 2.0, 1.0, None, 0.1])]
+    for r in floor:
+        r.commits = "none"
+    floor[4].verified = False  # a fast wrong floor is no yardstick
+    from bench.core.stats import floor_multiples, floors
+
+    res = RESULTS + floor
+    assert floors(res) == ["arrow-floor"]
+    assert all("arrow-floor" not in (s.faster, s.slower) for s in all_speedups(res))
+    fm = {m.engine: m for m in floor_multiples(res)}
+    assert set(fm) == {"spark", "rw"}
+    # spark: reps 0-2 verified (30, 20, 40) against the floor's 1, 2, 1; rep 3 oom, rep 4 unverified
+    assert fm["spark"].pairs == [(0, 30.0), (1, 10.0), (2, 40.0)]
+    assert (fm["spark"].ratio.median, fm["spark"].ratio.min, fm["spark"].ratio.max) == (30.0, 10.0, 40.0)
+    assert fm["rw"].pairs == [(0, 3.0), (1, 2.5), (2, 2.0)]  # rep 3: no floor run; rep 4: wrong floor

@@ -125,7 +125,7 @@ def test_published_runs_are_the_default(module):
     assert v["scale"]["default"] == 1.0
     assert v["scenarios"]["default"] == ["bin-packing", "bin-packing-zstd", "deletes-standard",
                                          "deletes-high", "deletes-massive"]
-    assert v["engines"]["default"] == ["spark", "risingwave"]
+    assert v["engines"]["default"] == ["spark", "risingwave", "arrow-floor"]
     listed = subprocess.run([sys.executable, "-m", "bench.cli", "list"], cwd=ROOT, capture_output=True,
                             text=True)
     assert listed.returncode == 0, listed.stderr

@@ -4,6 +4,7 @@ plus one small summary written here, which the report reads like it reads result
 
     results/<sweep-id>/sweep.json          SweepSummary    (+ scale-<s>/ run directories)
     results/<frontier-id>/frontier.json    FrontierSummary (+ <engine>-s<scale>-<MiB>m/ run directories)
+    results/<tune-id>/tune.json            TuneSummary     (+ cfg-NN/ run directories and confirm/)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from bench.core.results import ScenarioRecord
 
 SWEEP_FILE = "sweep.json"
 FRONTIER_FILE = "frontier.json"
+TUNE_FILE = "tune.json"
 
 
 class Stat(BaseModel):
@@ -216,7 +218,8 @@ class Plan(BaseModel):
     usd_per_hour: float
     reps: int
     scenarios: list[PlannedScenario] = Field(default_factory=list)
-    total_s: float | None = None
+    total_s: float | None = None  # of the scenarios that could be planned
+    complete: bool = False  # every scenario could be planned
     cost_usd: float | None = None
     ebs_gb: int = 0
     ebs_mb_s: float = 125.0
@@ -224,12 +227,83 @@ class Plan(BaseModel):
     assumptions: list[str] = Field(default_factory=list)
 
 
-Summary = SweepSummary | FrontierSummary
+class TuneKnob(BaseModel):
+    """One setting the search varies (or says why it cannot)."""
+
+    name: str
+    path: str  # where it goes in the engine's options, e.g. rewrite_options.max-concurrent-file-group-rewrites
+    values: list[Any] = Field(default_factory=list)  # the values tried, in this node's units
+    published: Any = None  # its value in the published configuration
+    note: str = ""
+    searchable: bool = True  # False: listed with `note` saying why it is not searched
+
+
+class TuneConfig(BaseModel):
+    """One configuration the search ran (every one, verified or not)."""
+
+    index: int
+    changed: dict[str, Any] = Field(default_factory=dict)  # knob -> value, against the published configuration
+    knob: str | None = None  # the knob this step varied (None: the published configuration)
+    value: Any = None
+    overrides: dict[str, Any] = Field(default_factory=dict)  # the engine options over the scenario's
+    runs: int = 0
+    verified: int = 0
+    statuses: list[str] = Field(default_factory=list)
+    duration_s: Stat = Field(default_factory=Stat)
+    peak_rss_bytes: float | None = None
+    accepted: bool = False  # became the best so far
+    run_dir: str = ""
+    error: str | None = None
+
+
+class TuneConfirmation(BaseModel):
+    """The published and the tuned configuration in one run, order rotated, paired repetitions."""
+
+    reps: int = 0
+    published: Stat = Field(default_factory=Stat)
+    tuned: Stat = Field(default_factory=Stat)
+    published_verified: int = 0
+    tuned_verified: int = 0
+    speedup: Stat = Field(default_factory=Stat)  # published / tuned time, over paired repetitions
+    pairs: int = 0
+    run_dir: str = ""
+
+
+class TuneSummary(BaseModel):
+    kind: Literal["tune"] = "tune"
+    tune_id: str
+    engine: str
+    scenario: str
+    scenario_record: ScenarioRecord = Field(default_factory=ScenarioRecord)
+    scale: float
+    reps: int  # per configuration in the search
+    strategy: str = ""
+    min_gain: float = 0.05
+    max_configs: int = 0
+    budget_s: float = 0.0
+    state: Literal["running", "complete", "interrupted"] = "running"
+    pid: int = 0
+    started_at: str = ""
+    ended_at: str | None = None
+    machine: str = ""
+    cores: int = 0
+    knobs: list[TuneKnob] = Field(default_factory=list)
+    configs: list[TuneConfig] = Field(default_factory=list)
+    not_tried: list[str] = Field(default_factory=list)  # "knob=value: why" (budget), never silently
+    best: dict[str, Any] = Field(default_factory=dict)  # knob -> value of the best verified configuration
+    best_overrides: dict[str, Any] = Field(default_factory=dict)
+    confirmation: TuneConfirmation | None = None
+    profile: str | None = None  # the profile written (ENGINE:PROFILE) and where
+    profile_path: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+Summary = SweepSummary | FrontierSummary | TuneSummary
+SUMMARY_FILES = {"sweep": SWEEP_FILE, "frontier": FRONTIER_FILE, "tune": TUNE_FILE}
 
 
 def write_summary(directory: Path, summary: Summary) -> Path:
-    name = SWEEP_FILE if summary.kind == "sweep" else FRONTIER_FILE
-    return write_atomic(Path(directory) / name, summary.model_dump_json(indent=1))
+    return write_atomic(Path(directory) / SUMMARY_FILES[summary.kind], summary.model_dump_json(indent=1))
 
 
 def read_summary(path: Path) -> Summary | None:
@@ -243,18 +317,21 @@ def read_summary(path: Path) -> Summary | None:
         return SweepSummary.model_validate(data)
     if data.get("kind") == "frontier":
         return FrontierSummary.model_validate(data)
+    if data.get("kind") == "tune":
+        return TuneSummary.model_validate(data)
     return None
 
 
 def find_summaries(paths: list[Path]) -> list[Summary]:
-    """Every sweep.json / frontier.json in or under `paths` (files or directories)."""
+    """Every sweep.json / frontier.json / tune.json in or under `paths` (files or directories)."""
     out: list[Summary] = []
     seen: set[Path] = set()
     for p in map(Path, paths):
-        files = [p] if p.is_file() else sorted([*p.rglob(SWEEP_FILE), *p.rglob(FRONTIER_FILE)]) if p.is_dir() else []
+        names = SUMMARY_FILES.values()
+        files = [p] if p.is_file() else sorted(f for n in names for f in p.rglob(n)) if p.is_dir() else []
         for f in files:
             f = f.resolve()
-            if f in seen or f.name not in (SWEEP_FILE, FRONTIER_FILE):
+            if f in seen or f.name not in names:
                 continue
             seen.add(f)
             s = read_summary(f)

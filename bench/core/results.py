@@ -208,7 +208,12 @@ class RunResult(BaseModel):
     schema_version: int = SCHEMA_VERSION
     run_id: str
     scenario: str
-    engine: str
+    engine: str  # the engine run's label: NAME or NAME:PROFILE (what statistics and reports group by)
+    engine_name: str = ""  # the engine (registry name) behind the label ("" in older results: = engine)
+    profile: str | None = None  # the profile of NAME:PROFILE (scenarios/profiles/NAME/PROFILE.yaml)
+    engine_options: dict[str, Any] = Field(default_factory=dict)  # the options the engine ran with
+    commits: Literal["table", "none"] = "table"  # "none": an engine that writes files and commits nothing
+    cores: int | None = None  # cores the engine was given
     rep: int = 0
     warmup: bool = False
     scale: float
@@ -270,6 +275,11 @@ class RunResult(BaseModel):
         return "warmup" if self.warmup else f"rep{self.rep}"
 
     @property
+    def engine_base(self) -> str:
+        """The engine behind the label (older results have no engine_name: their label is the name)."""
+        return self.engine_name or self.engine
+
+    @property
     def counts(self) -> bool:
         """Does this run count in statistics?  Measured (not warm-up), ok and verified."""
         return not self.warmup and self.status == "ok" and self.verified
@@ -297,8 +307,14 @@ def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+def file_label(label: str) -> str:
+    """An engine label as a file-name part: 'spark:tuned' -> 'spark+tuned' (a ':' in a path breaks
+    Hadoop's Path, e.g. Spark's local dir)."""
+    return label.replace(":", "+")
+
+
 def result_path(results_dir: Path, r: RunResult) -> Path:
-    return Path(results_dir) / r.run_id / f"{r.scenario}--{r.engine}--{r.tag}.json"
+    return Path(results_dir) / r.run_id / f"{r.scenario}--{file_label(r.engine)}--{r.tag}.json"
 
 
 def save(results_dir: Path, r: RunResult) -> Path:

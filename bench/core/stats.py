@@ -6,6 +6,8 @@ verifier rejected is counted by status (and listed, with its reasons, by the rep
 no number.  Speedups are paired by repetition: rep i of engine A against rep i of engine B (the
 runner runs them back to back, rotating their order from one repetition to the next), and summarised
 by median/min/max.  Only pairs where both runs were verified count: a fast wrong answer is no speedup.
+An engine that commits nothing (`commits: none`, a floor such as arrow-floor) does not do the whole job:
+it is never in a speedup; engines are instead compared to it as a multiple of its time (floor_multiples).
 """
 
 from __future__ import annotations
@@ -121,9 +123,35 @@ def paired_speedup(results: Iterable[RunResult], a: str, b: str) -> Speedup:
                    unpaired_reps=unpaired)
 
 
+def floors(results: Iterable[RunResult]) -> list[str]:
+    """Labels of engines that commit nothing (floors), in order of appearance."""
+    return list(dict.fromkeys(r.engine for r in results if r.commits == "none"))
+
+
+@dataclass
+class FloorMultiple:
+    engine: str
+    floor: str
+    ratio: Spread  # engine time / floor time, per paired rep
+    pairs: list[tuple[int, float]] = field(default_factory=list)
+
+
+def floor_multiples(results: Iterable[RunResult]) -> list[FloorMultiple]:
+    """Each committing engine's compaction time as a multiple of each floor's, pair by pair."""
+    results = measured(results)
+    out = []
+    for f in floors(results):
+        fl = {r.rep: r.duration_s for r in results if r.engine == f and r.counts and r.duration_s}
+        for e in dict.fromkeys(r.engine for r in results if r.commits != "none"):
+            pairs = [(r.rep, r.duration_s / fl[r.rep]) for r in results
+                     if r.engine == e and r.counts and r.duration_s and fl.get(r.rep)]
+            out.append(FloorMultiple(engine=e, floor=f, ratio=Spread.of(x for _, x in pairs), pairs=pairs))
+    return out
+
+
 def all_speedups(results: Iterable[RunResult]) -> list[Speedup]:
-    """Every pair of engines present, each once."""
+    """Every pair of engines that commit present, each once (floors are compared by floor_multiples)."""
     results = list(results)
-    engines = list(dict.fromkeys(r.engine for r in results))
+    engines = list(dict.fromkeys(r.engine for r in results if r.commits != "none"))
     return [paired_speedup(results, engines[i], engines[j])
             for i in range(len(engines)) for j in range(i + 1, len(engines))]

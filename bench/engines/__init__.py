@@ -1,14 +1,20 @@
 """Engine registry: names -> engine classes.  The only place that knows which engines exist.
 
-An engine is named in a run as NAME (more engines plug in without code changes:
-BENCH_EXTRA_ENGINES="name=module:Class,...").  Modules are imported lazily, so a missing optional
-dependency of one engine does not break the others (and `bench doctor` can report it).
+An engine is named in a run as NAME or NAME:PROFILE (`spark:standalone`, `risingwave:tuned`): the same
+engine with the options of a named profile (`scenarios/profiles/NAME/PROFILE.yaml`, see
+bench.scenario) over the scenario's.  The label is what results, statistics and reports group by.
+More engines plug in without code changes: BENCH_EXTRA_ENGINES="name=module:Class,...".  Modules are
+imported lazily, so a missing optional dependency of one engine does not break the others (and
+`bench doctor` can report it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
+import re
+from dataclasses import dataclass
 
 from bench.core.errors import UserError
 from bench.engines.base import Engine
@@ -16,13 +22,36 @@ from bench.engines.base import Engine
 REGISTRY: dict[str, str] = {
     "spark": "bench.engines.spark:SparkEngine",
     "risingwave": "bench.engines.risingwave:RisingWaveEngine",
+    "arrow-floor": "bench.engines.arrow_floor:ArrowFloorEngine",
 }
-DEFAULT_ENGINES = ("spark", "risingwave")  # what `bench run` compares unless told otherwise
+DEFAULT_ENGINES = ("spark", "risingwave", "arrow-floor")  # what `bench run` runs unless told otherwise
+CAMPAIGN_ENGINES = ("spark", "risingwave")  # what sweeps, frontiers and plans compare unless told otherwise
+
+
+@dataclass(frozen=True)
+class EngineFlag:
+    """A command-line shortcut for one engine option: `--<flag> VALUE` sets `<engine>.<option>`."""
+
+    engine: str
+    option: str
+    choices: tuple[str, ...]
+    help: str
+
+
+# Declared here (not in the engine modules) so the CLI can offer them without importing engines.
+FLAGS: dict[str, EngineFlag] = {
+    "spark-mode": EngineFlag("spark", "mode", ("local", "standalone"),
+                             "Spark deploy mode: local (one JVM, local[cores]) or standalone (a master and one "
+                             "worker on 127.0.0.1, started and stopped by the run); same as --option "
+                             "spark.mode=VALUE"),
+}
 
 for _spec in filter(None, (x.strip() for x in os.environ.get("BENCH_EXTRA_ENGINES", "").split(","))):
     _name, _, _target = _spec.partition("=")
     if _target:
         REGISTRY[_name.strip()] = _target.strip()
+
+LABEL = re.compile(r"([A-Za-z0-9_-]+)(?::([A-Za-z0-9_-]+))?")
 
 
 def engine_names() -> list[str]:
@@ -33,7 +62,20 @@ def _unknown(name: str) -> UserError:
     return UserError(f"unknown engine {name!r}; known engines: {', '.join(REGISTRY)}")
 
 
-def engine_class(name: str) -> type[Engine]:
+def split_label(label: str) -> tuple[str, str | None]:
+    """'spark:tuned' -> ('spark', 'tuned'); 'spark' -> ('spark', None)."""
+    m = LABEL.fullmatch(label.strip())
+    if not m:
+        raise UserError(f"engine {label!r}: write NAME or NAME:PROFILE (letters, digits, '-', '_')")
+    return m.group(1), m.group(2)
+
+
+def base_name(label: str) -> str:
+    return split_label(label)[0]
+
+
+def engine_class(label: str) -> type[Engine]:
+    name = base_name(label)
     try:
         target = REGISTRY[name]
     except KeyError:
@@ -42,22 +84,39 @@ def engine_class(name: str) -> type[Engine]:
     return getattr(importlib.import_module(module_name), cls_name)
 
 
-def get_engine(name: str) -> Engine:
-    return engine_class(name)()
+def get_engine(label: str) -> Engine:
+    return engine_class(label)()
+
+
+def engine_color(label: str) -> str:
+    """The engine's colour; a profile gets a shade of it (the same shade for the same profile)."""
+    name, profile = split_label(label)
+    base = engine_class(name).color
+    if not profile:
+        return base
+    r, g, b = (int(base[i:i + 2], 16) for i in (1, 3, 5))
+    shade = int(hashlib.sha256(profile.encode()).hexdigest()[:2], 16) / 255  # 0..1
+    f = 0.35 + 0.3 * shade  # mix with white (lighter) by 35-65 %
+    r, g, b = (int(c + (255 - c) * f) if shade >= 0.5 else int(c * (1 - f + 0.2)) for c in (r, g, b))
+    return f"#{r:02X}{g:02X}{b:02X}"
 
 
 def parse_engines(spec: str | None) -> list[str]:
-    """'spark,risingwave' -> names, each known, none twice."""
-    names = [n.strip() for n in (spec or "").split(",") if n.strip()]
-    if not names:
+    """'spark,spark:standalone,risingwave' -> labels, each of a known engine, none twice."""
+    labels = [n.strip() for n in (spec or "").split(",") if n.strip()]
+    if not labels:
         raise UserError("--engines is empty; give a comma-separated list, e.g. spark,risingwave")
-    for n in names:
-        if n not in REGISTRY:
-            raise _unknown(n)
-    if len(set(names)) != len(names):
+    for label in labels:
+        if base_name(label) not in REGISTRY:
+            raise _unknown(base_name(label))
+    if len(set(labels)) != len(labels):
         raise UserError(f"--engines names an engine twice: {spec}")
-    return names
+    return labels
 
 
 def default_engines() -> str:
     return ",".join(DEFAULT_ENGINES)
+
+
+def campaign_engines() -> str:
+    return ",".join(CAMPAIGN_ENGINES)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -59,6 +60,10 @@ class EngineOutcome(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)  # effective settings (heap granted, ...)
     versions: dict[str, str] = Field(default_factory=dict)  # engine-specific versions
     actions: list[str] = Field(default_factory=list)  # what was run (SQL, procedure calls, configs)
+    # "none": an engine that writes files but commits nothing (a floor); then `output_files` lists the
+    # data files of its end state (written and kept), and the runner verifies them instead of the table
+    commits: Literal["table", "none"] = "table"
+    output_files: list[str] = Field(default_factory=list)
 
 
 class PhaseClock:
@@ -86,6 +91,28 @@ class PhaseClock:
         return out
 
 
+@dataclass(frozen=True)
+class Knob:
+    """A setting `bench tune` may vary: `path` into the engine's options (dots go into nested options,
+    e.g. 'rewrite_options.max-concurrent-file-group-rewrites'), the values to try (multiplied by the
+    cores the engine gets when `per_core`), and its value in the published configuration.  A knob
+    with no values is listed as not searchable, `note` saying why."""
+
+    name: str
+    path: str
+    values: tuple[Any, ...] = ()
+    published: Any = None
+    per_core: bool = False
+    note: str = ""
+
+    def resolved(self, cores: int) -> tuple[list[Any], Any]:
+        """(values, published value) in this node's units."""
+        if not self.per_core:
+            return list(self.values), self.published
+        scale = max(1, int(cores))
+        return [v * scale for v in self.values], None if self.published is None else self.published * scale
+
+
 class NoOptions(BaseModel):
     """An engine without scenario options."""
 
@@ -101,6 +128,7 @@ class Engine(Protocol):
     Options: ClassVar[type[BaseModel]]  # what a scenario may put under `engines: <name>:`
     output_codecs: ClassVar[frozenset[str] | None]  # codecs it can write (None: any Parquet codec)
     min_budget_bytes: ClassVar[int]  # the smallest memory budget it can start in (a frontier's floor)
+    knobs: ClassVar[tuple[Knob, ...]]  # what `bench tune` varies, in order (coordinate descent)
 
     def requirements(self) -> list[Requirement]:
         """Everything this engine needs on this machine; cheap, no side effects."""
@@ -114,6 +142,9 @@ class Engine(Protocol):
 
     def memory_caps(self) -> list[MemoryCap]:
         """Engine-internal memory limits as granted (called after open())."""
+
+    def min_budget(self, options: dict[str, Any]) -> int:
+        """The smallest memory budget it can start in with these options (a frontier's floor)."""
 
     def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         """Compact `job.table` to the end state every engine must reach (for deletes: no live delete
@@ -134,6 +165,7 @@ class EngineBase:
     Options: ClassVar[type[BaseModel]] = NoOptions
     output_codecs: ClassVar[frozenset[str] | None] = None
     min_budget_bytes: ClassVar[int] = 64 * 1024 * 1024  # the smallest memory budget it can start in
+    knobs: ClassVar[tuple[Knob, ...]] = ()
 
     def requirements(self) -> list[Requirement]:
         return []
@@ -146,6 +178,9 @@ class EngineBase:
 
     def memory_caps(self) -> list[MemoryCap]:
         return []
+
+    def min_budget(self, options: dict[str, Any]) -> int:
+        return self.min_budget_bytes
 
     def close(self) -> None:
         pass

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.requirements import Requirement, module_requirement
-from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
+from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, Knob, PhaseClock
 
 DISTRIBUTION = "iceberg-compaction"
 PINNED_VERSION = "202604.9.0rc0"
@@ -53,6 +53,18 @@ PITFALLS = [
     "strategies small_files and full rewrite even a single file (only auto skips)",
 ]
 FIX = "make setup (installs iceberg-compaction==202604.9.0rc0 into .venv)"
+KNOBS = (
+    Knob("max_input_parallelism", "max_input_parallelism", (1, 2, 4, 8), published=PARALLELISM_PER_CORE, per_core=True,
+         note="read tasks in flight (x cores)"),
+    Knob("max_output_parallelism", "max_output_parallelism", (1, 2, 4, 8), published=PARALLELISM_PER_CORE,
+         per_core=True, note="writers in flight (x cores)"),
+    Knob("max_record_batch_rows", "max_record_batch_rows", (1024, 4096, 16384, 65536), published=1024,
+         note="rows per Arrow batch through DataFusion (engine default 1024)"),
+    Knob("max_concurrent_closes", "max_concurrent_closes", (1, 2, 4, 8), published=4,
+         note="output files finished (footer written, closed) at once (engine default 4)"),
+    Knob("enable_prefetch", "enable_prefetch", (False, True), published=False,
+         note="prefetch input files while the previous ones are read (engine default off)"),
+)
 
 
 class RisingWaveOptions(BaseModel):
@@ -117,6 +129,7 @@ class RisingWaveEngine(EngineBase):
     packages: ClassVar[tuple[str, ...]] = (DISTRIBUTION,)
     Options: ClassVar[type[BaseModel]] = RisingWaveOptions
     output_codecs: ClassVar[frozenset[str] | None] = frozenset({OUTPUT_CODEC})
+    knobs: ClassVar[tuple[Knob, ...]] = KNOBS
 
     def __init__(self) -> None:
         self._catalog: Any = None

@@ -9,6 +9,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pyiceberg.catalog import Catalog
 
@@ -47,6 +48,7 @@ class RunOptions:
     instance_type: str | None = None
     cache: str | None = None  # cold | warm | None (cold where permitted, else warm)
     wait: bool = True  # wait for the warehouse lock (False: exit 2 when it is held)
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option ENGINE.KEY=VALUE, parsed
 
 
 @dataclass
@@ -68,6 +70,7 @@ class RunContext:
     cache_requested: str
     instance_type: str | None
     progress: Progress
+    engine_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # label -> its options
     served: ServedCatalog | None = None
     catalog: Catalog | None = None
     dataset: GeneratedTable | None = None
@@ -178,6 +181,7 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
     settings = CatalogSettings.for_warehouse(opts.warehouse)
     if opts.catalog_uri:
         check_rest_uri(opts.catalog_uri)
+    engine_options = {e: sc.options_for(e, opts.options) for e in engines}  # bad options: UserError now
     missing = [f"{e}: {r.line()}" for e in engines for r in engine_class(e)().requirements() if not r.ok]
     if missing:
         raise UserError("missing prerequisites: " + "; ".join(missing) + " (see `bench doctor`)")
@@ -196,7 +200,7 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                      engines=engines, settings=settings, results_dir=results, target=target,
                      threshold=sc.small_file_threshold(target), budget=budget, timeout_s=opts.timeout_s,
                      cache_mode=cache_mode, cache_requested=opts.cache or f"default ({cache_mode})",
-                     instance_type=opts.instance_type, progress=progress)
+                     instance_type=opts.instance_type, progress=progress, engine_options=engine_options)
     if cache_note:
         progress.info(f"cache: {cache_note}")
     return ctx

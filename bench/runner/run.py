@@ -8,6 +8,7 @@ import sys
 import time
 import traceback
 from contextlib import ExitStack
+from pathlib import Path
 
 from bench.core.catalog import load_catalog
 from bench.core.catalog.rest import serve
@@ -15,31 +16,43 @@ from bench.core.cost import run_cost
 from bench.core.lock import WarehouseLock
 from bench.core.machine import HARNESS_PACKAGES, environment, package_versions, usable_cores
 from bench.core.progress import Progress
-from bench.core.results import RunResult, RunState, now_iso, save, write_run_state
+from bench.core.results import (
+    Check,
+    RunResult,
+    RunState,
+    TableStats,
+    Verification,
+    file_label,
+    now_iso,
+    save,
+    write_run_state,
+)
 from bench.core.units import fmt_bytes
-from bench.engines import engine_class
-from bench.engines.base import CompactionJob
+from bench.engines import base_name, engine_class, engine_color, split_label
+from bench.engines.base import CompactionJob, EngineOutcome
 from bench.runner.context import RunContext, RunOptions, Slot, resolve, schedule
 from bench.runner.inputs import prepare_cache, reset_input
 from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
 from bench.telemetry.limits import remove_stale_cgroups
-from bench.verify import VerifyInput, verify
+from bench.verify import VerifyInput, remove_output, stage_output, verify
 from datagen.dataset import prepare
 
 
 def run_one(ctx: RunContext, slot: Slot) -> RunResult:
     sc, ds = ctx.scenario, ctx.dataset
     assert ds is not None and ctx.catalog is not None
-    engine_cls = engine_class(slot.engine)
     label = f"[{slot.engine} {slot.tag}]"
-    r = RunResult(run_id=ctx.run_id, scenario=sc.name, engine=slot.engine, rep=slot.rep, warmup=slot.warmup,
+    options = ctx.engine_options[slot.engine]
+    r = RunResult(run_id=ctx.run_id, scenario=sc.name, engine=slot.engine, engine_name=base_name(slot.engine),
+                  profile=split_label(slot.engine)[1], engine_options=options, cores=usable_cores(),
+                  rep=slot.rep, warmup=slot.warmup,
                   scale=ctx.scale, seed=ctx.seed, dataset=ds.table, dataset_recipe_hash=ds.recipe_hash,
                   scenario_record=sc.record(), status="failed", started_at=now_iso(),
-                  engine_order=list(slot.order), order_position=slot.position, engine_color=engine_cls.color,
+                  engine_order=list(slot.order), order_position=slot.position, engine_color=engine_color(slot.engine),
                   target_file_size_bytes=ctx.target, small_file_threshold_bytes=ctx.threshold,
                   output_codec=sc.output.codec, memory_budget_bytes=ctx.budget, environment=ctx.environment,
                   versions=dict(ctx.versions))
-    work = ctx.run_dir / "work" / f"{sc.name}--{slot.engine}--{slot.tag}"
+    work = ctx.run_dir / "work" / f"{sc.name}--{file_label(slot.engine)}--{slot.tag}"
     try:
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state (position {slot.position + 1} of "
                           f"{len(slot.order)}: {' -> '.join(slot.order)})")
@@ -51,7 +64,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         job = CompactionJob(table=ds.table, catalog=ctx.served.settings if ctx.served else ctx.settings,
                             scenario=sc.name, kind=sc.kind, target_file_size_bytes=ctx.target,
                             small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
-                            output_codec_level=sc.output.level, options=sc.options_for(slot.engine),
+                            output_codec_level=sc.output.level, options=options,
                             memory_budget_bytes=ctx.budget, cores=usable_cores(), work_dir=str(work))
         ctx.progress.info(f"{label} compacting (cache {r.cache.mode}, budget {fmt_bytes(ctx.budget)}, "
                           f"time limit {ctx.timeout_s} s)")
@@ -77,14 +90,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         else:
             t_verify = time.perf_counter()
             with ctx.progress.task(f"{label} verifying", unit="step"):
-                tbl = ctx.catalog.load_table(ds.table)
-                vi = VerifyInput(kind=sc.kind, table=tbl, before=r.before, before_paths=before_paths,
-                                 ground_truth=ds.ground_truth, target_file_size_bytes=ctx.target,
-                                 small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
-                                 input_fingerprint=r.input.fingerprint,
-                                 input_identical=r.input.identical_to_dataset,
-                                 settings=ctx.served.settings if ctx.served else ctx.settings)
-                r.after, r.verification = verify(vi)
+                r.after, r.verification = verify_run(ctx, r, before_paths, rec.outcome if rec else None, work)
             r.verify_s = time.perf_counter() - t_verify
             r.files_out = r.after.data_files + r.after.delete_files
             r.bytes_out = r.after.data_bytes + r.after.delete_bytes
@@ -104,6 +110,37 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
     for d in r.verification.differences[:5] if r.status == "ok" else []:
         ctx.progress.info(f"{label}   {d}")
     return r
+
+
+def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: EngineOutcome | None,
+               work: Path) -> tuple[TableStats, Verification]:
+    """Verify the table after the run; for an engine that commits nothing, its listed output files
+    staged as a scratch table (then its written files are removed)."""
+    sc, ds = ctx.scenario, ctx.dataset
+    assert ds is not None and ctx.catalog is not None
+    settings = ctx.served.settings if ctx.served else ctx.settings
+    tbl = ctx.catalog.load_table(ds.table)
+    vi = VerifyInput(kind=sc.kind, table=tbl, before=r.before, before_paths=before_paths,
+                     ground_truth=ds.ground_truth, target_file_size_bytes=ctx.target,
+                     small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
+                     input_fingerprint=r.input.fingerprint, input_identical=r.input.identical_to_dataset,
+                     settings=settings)
+    if outcome is None or outcome.commits == "table":
+        return verify(vi)
+    r.commits = "none"
+    written = [p for p in outcome.output_files if p not in before_paths]
+    try:
+        try:
+            vi.table = stage_output(tbl, outcome.output_files, work)
+        except Exception as exc:  # noqa: BLE001 - output that cannot be staged is unverified, not a crash
+            check = Check(name="output_staged", ok=False, message=f"its {len(outcome.output_files)} output files "
+                          f"cannot form a table like the input: {type(exc).__name__}: {exc}"[:1000])
+            return TableStats(), Verification(verified=False, checks=[check],
+                                              differences=[f"{check.name}: {check.message}"])
+        vi.settings, vi.committed, vi.source_metadata_location = None, False, tbl.metadata_location
+        return verify(vi)
+    finally:
+        remove_output(written, work)
 
 
 def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
@@ -148,17 +185,20 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
 
 
 def summary_table(results: list[RunResult], engines: list[str]) -> str:
-    from bench.core.stats import paired_speedup
+    from bench.core.stats import floor_multiples, floors, paired_speedup
 
-    rows = [f"{'engine':<12} {'rep':<7} {'order':<6} {'status':<9} {'duration':>10} {'files in -> out':>18} "
+    width = max([12, *(len(e) for e in engines)])
+    rows = [f"{'engine':<{width}} {'rep':<7} {'order':<6} {'status':<9} {'duration':>10} {'files in -> out':>18} "
             f"{'verified':>9}"]
     for r in results:
         dur = f"{r.duration_s:.2f} s" if r.duration_s is not None else "-"
         files = f"{r.files_in} -> {r.files_out if r.files_out is not None else '-'}"
-        rows.append(f"{r.engine:<12} {'warmup' if r.warmup else r.rep:<7} {r.order_position + 1:<6} {r.status:<9} "
+        rows.append(f"{r.engine:<{width}} {'warmup' if r.warmup else r.rep:<7} {r.order_position + 1:<6} {r.status:<9} "
                     f"{dur:>10} {files:>18} {str(r.verified):>9}")
-    base = engines[0]
-    for e in engines[1:]:
+    no_commit = set(floors(results))
+    compared = [e for e in engines if e not in no_commit]
+    base = compared[0] if compared else ""
+    for e in compared[1:]:
         sp = paired_speedup(results, base, e)
         if sp.pairs:
             rng = (f" (min {sp.ratio.min:.2f}x, max {sp.ratio.max:.2f}x over {len(sp.pairs)} paired reps)"
@@ -167,4 +207,11 @@ def summary_table(results: list[RunResult], engines: list[str]) -> str:
                         f" (compaction wall time, verified runs){rng}")
         else:
             rows.append(f"speedup: {e} vs {base}: not available (needs verified runs of both)")
+    for fm in floor_multiples(results):
+        if fm.ratio.median is None:
+            rows.append(f"floor: {fm.engine} vs {fm.floor}: not available (needs verified runs of both)")
+            continue
+        rng = f" (min {fm.ratio.min:.2f}x, max {fm.ratio.max:.2f}x)" if fm.ratio.n > 1 else ""
+        rows.append(f"floor: {fm.engine} takes {fm.ratio.median:.2f}x the time of {fm.floor}, which reads, applies "
+                    f"deletes and writes the same data with no planning and no commit{rng}")
     return "\n".join(rows)

@@ -4,10 +4,13 @@ engine from the table's own metadata and files, never from what an engine says i
     readers   content readers with different code paths (by name, by field id, delete-aware)
     stats     TableStats of a snapshot (files, bytes, codecs, row groups, rows, checksum)
     checks    the declarative checks per scenario kind and `verify()`
+    uncommitted  the files of an engine that commits nothing, staged as a scratch table to verify
 """
 
 from bench.verify.checks import RULES, VerifyInput, verify
 from bench.verify.readers import READERS, ReaderUnavailable
 from bench.verify.stats import table_stats
+from bench.verify.uncommitted import remove_output, stage_output
 
-__all__ = ["READERS", "RULES", "ReaderUnavailable", "VerifyInput", "table_stats", "verify"]
+__all__ = ["READERS", "RULES", "ReaderUnavailable", "VerifyInput", "remove_output", "stage_output", "table_stats",
+           "verify"]

@@ -9,6 +9,9 @@ Rules (stated in each result's `verification.rules` and in the README):
   tables with deletes also DuckDB's iceberg extension through the REST catalog, and at least two
   readers must have answered;
 - a new snapshot was committed; no delete file is live after the run;
+- an engine that commits nothing (`commits: none`, a floor) is verified on its listed output files,
+  staged as a scratch table (bench.verify.uncommitted) with every check above, except that instead of
+  a new snapshot the real table must be unchanged (nothing committed to it);
 - every file the run wrote has the codec the scenario asks for;
 - bin-packing is complete: per partition at most one small file of the input (below the small-file
   threshold) is still live (a remainder that cannot fill a target file), and there are at most
@@ -56,6 +59,8 @@ RULES = {
         "a new snapshot was committed; the input was the dataset, byte for byte",
     ],
 }
+UNCOMMITTED_RULE = ("commits: none: the engine's listed output files are verified as a scratch table with the "
+                    "input's schema and spec (every check above), and the real table must be unchanged")
 READERS_FOR = {
     "binpack": ["duckdb-read-parquet", "pyiceberg-scan"],
     "deletes": ["duckdb-merge-on-read", "pyiceberg-scan", "duckdb-iceberg"],
@@ -78,6 +83,8 @@ class VerifyInput:
     input_identical: bool = False
     settings: CatalogSettings | None = None
     answers: dict[str, dict] = field(default_factory=dict)
+    committed: bool = True  # False: `table` is the staged output of an engine that commits nothing
+    source_metadata_location: str | None = None  # uncommitted: the real table's metadata after the run
 
 
 def _gt_message(answer: dict, gt: GroundTruth) -> tuple[bool, str]:
@@ -131,9 +138,18 @@ def state_checks(vi: VerifyInput, after: TableStats, new: list[FileFacts]) -> li
                  "no new data file was written" if not new else
                  f"{len(wrong)} of {len(new)} new data file(s) are not {vi.output_codec} (codecs found: "
                  f"{dict(codecs)}), e.g. {wrong[0].path.rsplit('/', 1)[-1]}")
+    if vi.committed:
+        commit = Check(name="new_snapshot", ok=after.snapshot_id != vi.before.snapshot_id,
+                       message=f"snapshot {vi.before.snapshot_id} -> {after.snapshot_id}")
+    else:
+        same = vi.source_metadata_location == vi.before.metadata_location
+        commit = Check(name="nothing_committed", ok=same,
+                       message=("commits: none: the table is unchanged; its output files were verified as a "
+                                "scratch table" if same else
+                                f"an engine that says it commits nothing changed the table: metadata "
+                                f"{vi.before.metadata_location} -> {vi.source_metadata_location}"))
     return [
-        Check(name="new_snapshot", ok=after.snapshot_id != vi.before.snapshot_id,
-              message=f"snapshot {vi.before.snapshot_id} -> {after.snapshot_id}"),
+        commit,
         Check(name="no_live_delete_files", ok=after.delete_files == 0,
               message="no delete file is live" if after.delete_files == 0 else
               f"{after.position_delete_files} position and {after.equality_delete_files} equality delete files "
@@ -194,7 +210,8 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     v = Verification(
         verified=not failed, checks=checks,
         differences=[f"{c.name}: {c.message}" + ("" if c.required else " (advisory)") for c in checks if not c.ok],
-        rules=RULES[vi.kind], reader=", ".join(a["reader"] for a in vi.answers.values() if "rows" in a),
+        rules=RULES[vi.kind] + ([] if vi.committed else [UNCOMMITTED_RULE]),
+        reader=", ".join(a["reader"] for a in vi.answers.values() if "rows" in a),
         readers={"ground_truth": {"rows": vi.ground_truth.rows, "checksum": vi.ground_truth.checksum},
                  "input": {"reader": vi.before.content_reader, "rows": vi.before.rows,
                            "checksum": vi.before.checksum},

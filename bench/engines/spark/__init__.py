@@ -2,7 +2,8 @@
 
     engine    the engine (SparkEngine): options, open/compact/close, failure classification
     session   the session conf: loopback, catalog, Iceberg jars
-    memory    the settings profiles and the memory plan within a budget
+    memory    the settings profiles and the memory plan within a budget (local and standalone)
+    cluster   the standalone master and worker processes (mode: standalone)
 """
 
 from bench.engines.spark.engine import SparkEngine

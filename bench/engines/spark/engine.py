@@ -4,10 +4,21 @@ Runs inside the engine subprocess (`bench.engines.worker`), so the SparkSession 
 in the process and every setting, including the driver heap, reaches a fresh JVM.  Memory settings
 come from a named profile and the memory budget (`bench.engines.spark.memory`).
 
+Deploy modes (`engines: spark: mode:`, `--spark-mode`, or the profile `spark:standalone`):
+  local       (default) one JVM, `local[<cores>]`: driver and executor in one, heap = spark.driver.memory;
+  standalone  Spark's cluster deploy mode on this node: open() starts a standalone master and one worker
+              bound to 127.0.0.1 (`bench.engines.spark.cluster`, from the distribution pyspark ships),
+              the driver connects to spark://127.0.0.1:<port> and gets exactly one executor with all the
+              job's cores; driver, executor and the two daemons are sized to fit the budget together.
+              The daemons are children of this process (inside the budget's cgroup and the runner's
+              telemetry) and die with it; close() stops them.
+
 Steps:
-  open()     `session start` (the JVM, local[<cores>]) and `catalog warm-up` (Iceberg's JdbcCatalog is
-             loaded lazily by Spark: listing the namespace's tables initializes it without loading the
-             table to compact, whose metadata read belongs to the compaction);
+  open()     [`cluster start` (standalone: master and worker, until the worker is ALIVE)], `session start`
+             (the driver JVM), [`executor start` (standalone: until the one executor has registered with
+             the driver, so its JVM start is not part of the compaction)], `catalog warm-up` (Iceberg's
+             JdbcCatalog is loaded lazily by Spark: listing the namespace's tables initializes it without
+             loading the table to compact, whose metadata read belongs to the compaction);
   compact()  `rewrite_data_files` (bin-pack; plan, rewrite and commit inside one procedure call); for
              deletes also `rewrite_position_delete_files` (rewrite-all) and `remove dangling deletes`:
              on an unpartitioned table neither procedure drops the equality deletes that no longer apply
@@ -15,9 +26,10 @@ Steps:
              (`bench.core.table.deletes`) and removed in one metadata-only commit through Iceberg's Java
              API in this JVM (`bench.core.iceberg_java.commit`).  Every engine must reach the same end
              state (no live delete file), so this step is part of its run.
-A java.lang.OutOfMemoryError ends the JVM at once (-XX:+ExitOnOutOfMemoryError, exit code 3) and is
-raised as EngineOOM (status heap-oom: the JVM's own limit, below the budget), so the runner does not
-wait on a half-dead JVM.
+A java.lang.OutOfMemoryError ends the driver JVM at once (-XX:+ExitOnOutOfMemoryError, exit code 3) and
+is raised as EngineOOM (status heap-oom: the JVM's own limit, below the budget), so the runner does not
+wait on a half-dead JVM.  In standalone mode an executor's OutOfMemoryError reaches the driver as a
+task or stage failure (the error text, or ExecutorLostFailure with Spark's OOM exit code 52): heap-oom too.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -35,19 +48,51 @@ from bench.core.iceberg_java import runtime as iceberg_runtime
 from bench.core.iceberg_java.commit import remove_delete_files
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import MemoryCap
-from bench.engines.base import CompactionJob, EngineBase, EngineOOM, EngineOutcome, PhaseClock
+from bench.engines.base import CompactionJob, EngineBase, EngineOOM, EngineOutcome, Knob, PhaseClock
 from bench.engines.spark import memory, session
+from bench.engines.spark.cluster import StandaloneCluster
 
 SUPPORTED_JAVA = (8, 11, 17)  # Spark 3.5
 PYSPARK_DIST = "pyspark==3.5.9"
 RESERVED_CONF = ("spark.master", "spark.driver.extraJavaOptions", "spark.jars", "spark.jars.packages",
-                 "spark.driver.memory", "spark.executor.memory")
+                 "spark.driver.memory", "spark.executor.memory", "spark.executor.extraJavaOptions",
+                 "spark.executor.cores", "spark.cores.max", "spark.executor.instances")
 # Exit codes of a JVM that died of an OutOfMemoryError: -XX:+ExitOnOutOfMemoryError exits with 3,
 # Spark's executor exits with SparkExitCode.OOM = 52.
 OOM_EXIT_CODES = {3: "-XX:+ExitOnOutOfMemoryError", 52: "Spark executor OOM exit"}
 OOM_TEXT = re.compile(r"(java\.lang\.OutOfMemoryError|SparkOutOfMemoryError|OutOfDirectMemoryError"
                       r"|Java heap space|GC overhead limit exceeded|Direct buffer memory)")
+# standalone: an executor that died of an OutOfMemoryError, as the driver reports the lost executor
+EXECUTOR_OOM_TEXT = re.compile(r"ExecutorLostFailure[^\n]*?(?:exit(?:ed)? (?:with )?code|exit status)\D{0,3}52\b")
+EXECUTOR_TASK_OOM = re.compile(r"\(\S+ executor (\w+)\): (?:java\.lang\.OutOfMemoryError|\S*SparkOutOfMemoryError)")
+EXECUTOR_READY_TIMEOUT_S = 120.0
 Scalar = str | int | float | bool
+RESERVED_SYSTEM_MEMORY = 300 * 1024 * 1024  # Spark's UnifiedMemoryManager keeps this much of a heap
+
+
+GIB = 1024**3
+KNOBS = (
+    Knob("slots_per_core", "slots_per_core", (1, 2, 3), published=1,
+         note="task slots per core given: local[k x cores] (standalone: k x cores executor cores); more slots "
+              "than cores overlap reads and writes with compute"),
+    Knob("max-concurrent-file-group-rewrites", "rewrite_options.max-concurrent-file-group-rewrites", (1, 2, 5, 10),
+         published=5, note="file groups rewritten at once (Iceberg's default 5; not set by the published run)"),
+    Knob("max-file-group-size-bytes", "rewrite_options.max-file-group-size-bytes", (GIB, 4 * GIB, 100 * GIB),
+         published=100 * GIB, note="bytes per file group (Iceberg's default 100 GiB); Iceberg's rewrite reads each "
+                                   "group with a split size it derives from the group (inputSplitSize), so this is "
+                                   "also the read-split knob"),
+    Knob("partial-progress.enabled", "rewrite_options.partial-progress.enabled", (False, True), published=False,
+         note="commit file groups as they finish (Iceberg's default off)"),
+    Knob("memory.fraction", "memory_fraction", (0.6, 0.8, 0.9), published=0.8,
+         note="share of the heap (less 300 MiB) for execution and storage (published 0.8; Spark's default 0.6)"),
+    Knob("vectorized reader batch size", "", (),
+         note="Iceberg takes it from a read option or the table property read.parquet.vectorization.batch-size; "
+              "rewrite_data_files passes no read option through and a table property would change the table "
+              "under test"),
+    Knob("spark.sql.files.maxPartitionBytes", "", (),
+         note="applies to Spark's own file sources, not to Iceberg scans; Iceberg's rewrite sets the split size "
+              "per file group (searched through max-file-group-size-bytes)"),
+)
 
 
 class SparkOptions(BaseModel):
@@ -56,6 +101,10 @@ class SparkOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     profile: Literal["local", "paper"] = "local"  # settings profile (bench.engines.spark.memory)
+    mode: Literal["local", "standalone"] = "local"  # deploy mode: one JVM, or a standalone master + worker
+    # task slots per core given: local[k x cores], or k x cores executor cores in standalone (published: 1)
+    slots_per_core: int = Field(1, ge=1, le=8)
+    memory_fraction: float | None = Field(None, gt=0.0, lt=1.0)  # over the profile's spark.memory.fraction
     rewrite_options: dict[str, Scalar] = Field(default_factory=dict)  # extra rewrite_data_files options
     spark_conf: dict[str, Scalar] = Field(default_factory=dict)  # extra Spark settings, applied last
 
@@ -93,23 +142,29 @@ def _row_dict(rows: list) -> dict[str, Any]:
 
 class SparkEngine(EngineBase):
     name: ClassVar[str] = "spark"
-    description: ClassVar[str] = ("Apache Spark 3.5 + Iceberg 1.10 rewrite_data_files (bin-pack) in local "
-                                  "mode, JDBC (SQLite) catalog")
+    description: ClassVar[str] = ("Apache Spark 3.5 + Iceberg 1.10 rewrite_data_files (bin-pack), local mode "
+                                  "(one JVM) or standalone mode (a master, one worker and one executor on "
+                                  "127.0.0.1; option mode), JDBC (SQLite) catalog")
     color: ClassVar[str] = "#E25A1C"
     packages: ClassVar[tuple[str, ...]] = ("pyspark", "snowpark-connect-deps-iceberg")
     Options: ClassVar[type[BaseModel]] = SparkOptions
     output_codecs: ClassVar[frozenset[str] | None] = frozenset(
         {"snappy", "zstd", "gzip", "lz4", "uncompressed", "brotli"})
     min_budget_bytes: ClassVar[int] = memory.min_budget_bytes()  # the heap Spark accepts, plus non-heap
+    knobs: ClassVar[tuple[Knob, ...]] = KNOBS
 
     def __init__(self) -> None:
         self.spark: Any = None
         self.plan: dict[str, Any] = {}
         self.actions: list[str] = []
         self.master = ""
+        self.mode = "local"
+        self.cores = 1
         self.jars: list[str] = []
         self.conf: dict[str, str] = {}
         self._inspector: Any = None
+        self.cluster: StandaloneCluster | None = None
+        self.executors: dict[str, Any] = {}  # standalone: the executors as Spark reports them
 
     # -- bench doctor ----------------------------------------------------------------------------
     def requirements(self) -> list[Requirement]:
@@ -123,12 +178,20 @@ class SparkEngine(EngineBase):
 
     # -- life cycle ------------------------------------------------------------------------------
     def _conf(self, job: CompactionJob, opts: SparkOptions) -> dict[str, str]:
-        self.plan = memory.memory_plan(opts.profile, job.memory_budget_bytes)
-        self.master = f"local[{max(1, int(job.cores))}]"
+        """The session's conf; for standalone, the master URL is set once the cluster runs."""
+        self.mode = opts.mode
+        self.cores = max(1, int(job.cores)) * opts.slots_per_core  # task slots
+        self.plan = memory.memory_plan(opts.profile, job.memory_budget_bytes, mode=opts.mode)
+        self.master = f"local[{self.cores}]" if opts.mode == "local" else ""
         conf = session.base_conf(job.catalog, self.master, app_name=f"bench-{job.scenario}")
         self.jars = conf["spark.jars"].split(",")
         conf.update(self.plan["conf"])
+        if opts.memory_fraction is not None:
+            conf["spark.memory.fraction"] = str(opts.memory_fraction)
         conf["spark.driver.extraJavaOptions"] = " ".join([*self.plan["java_options"], session.log4j_option()])
+        if opts.mode == "standalone":
+            conf.update(session.standalone_conf(self.cores, [*self.plan["executor_java_options"],
+                                                             session.log4j_option()]))
         if job.work_dir:
             local_dir = os.path.join(job.work_dir, "spark-local")
             os.makedirs(local_dir, exist_ok=True)
@@ -137,6 +200,18 @@ class SparkEngine(EngineBase):
             conf[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
         return conf
 
+    def _start_cluster(self, job: CompactionJob, clock: PhaseClock) -> None:
+        root = os.path.join(job.work_dir or os.getcwd(), "spark-standalone")
+        self.cluster = StandaloneCluster(root, cores=self.cores, worker_memory_mib=self.plan["worker_memory_mib"],
+                                         daemon_memory=self.plan["daemon_memory"],
+                                         daemon_java_options=self.plan["daemon_java_options"])
+        with clock.phase("cluster start", "standalone master and one worker on 127.0.0.1, until the worker "
+                                          "is ALIVE at the master"):
+            self.cluster.start()
+        self.master = self.cluster.master_url
+        self.actions.append(f"standalone cluster: master {self.master}, one worker with {self.cores} cores and "
+                            f"{self.plan['worker_memory_mib']} MiB (logs in {root})")
+
     def open(self, job: CompactionJob, clock: PhaseClock) -> None:
         opts = self.options(job)
         for req in self.storage_requirements(job.catalog):
@@ -144,7 +219,13 @@ class SparkEngine(EngineBase):
                 raise UserError(f"{req.detail}; {req.fix}")
         conf = self._conf(job, opts)
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # Spark binds the external interface otherwise
-        with clock.phase("session start", f"JVM and SparkSession, {self.master}"):
+        if opts.mode == "standalone":
+            self._start_cluster(job, clock)
+            assert self.cluster is not None
+            conf["spark.master"] = self.master
+            # names the run's cluster on the executor's command line too (the daemons carry it already)
+            conf["spark.executor.extraJavaOptions"] += " " + self.cluster.marker()
+        with clock.phase("session start", f"driver JVM and SparkSession, {self.master}"):
             from pyspark.sql import SparkSession
 
             builder = SparkSession.builder
@@ -157,6 +238,10 @@ class SparkEngine(EngineBase):
             self._set("spark.sql.iceberg.compression-codec", job.output_codec)
             if job.output_codec_level is not None:
                 self._set("spark.sql.iceberg.compression-level", str(int(job.output_codec_level)))
+        if opts.mode == "standalone":
+            with clock.phase("executor start", "the worker launches the one executor; until it registers "
+                                               "with the driver"):
+                self._wait_for_executor()
         with clock.phase("catalog warm-up", "SHOW TABLES: initializes Iceberg's JdbcCatalog, loads no table"):
             namespace = job.table.rsplit(".", 1)[0]
             self.spark.sql(f"SHOW TABLES IN {job.catalog.name}.{namespace}").collect()
@@ -169,12 +254,93 @@ class SparkEngine(EngineBase):
 
                 self._inspector = load_catalog(job.catalog)
 
+    # -- standalone: what Spark reports of its executors ------------------------------------------------
+    def _executor_summaries(self) -> list[dict[str, Any]]:
+        """The driver's view of its executors (AppStatusStore, UI or not): id, cores, storage memory."""
+        out = []
+        summaries = self.spark.sparkContext._jsc.sc().statusStore().executorList(True)
+        for i in range(summaries.size()):
+            e = summaries.apply(i)
+            if str(e.id()) == "driver":
+                continue
+            out.append({"id": str(e.id()), "host_port": str(e.hostPort()), "cores": int(e.totalCores()),
+                        "max_storage_memory_bytes": int(e.maxMemory())})
+        return out
+
+    def _wait_for_executor(self, timeout_s: float = EXECUTOR_READY_TIMEOUT_S) -> None:
+        assert self.cluster is not None
+        app_id = self.spark.sparkContext.applicationId
+        deadline = time.monotonic() + timeout_s
+        next_check = time.monotonic() + 1.0
+        while True:
+            # registered, and its block manager too (it reports the memory the executor was granted)
+            execs = [e for e in self._executor_summaries() if e["max_storage_memory_bytes"] > 0]
+            if execs:
+                break
+            now = time.monotonic()
+            if now > deadline:
+                raise RuntimeError(f"spark standalone: no executor registered with the driver within "
+                                   f"{timeout_s:.0f} s (the master's view of the app: {self.cluster.app(app_id)})"
+                                   f"\n{self.cluster.log_tails()}")
+            if now > next_check:  # the master relaunches a failing executor without end: stop at the second
+                next_check = now + 1.0
+                ended = self.cluster.finished_executors(app_id)
+                if len(ended) >= 2:
+                    raise RuntimeError(f"spark standalone: the executor exited {len(ended)} times before it "
+                                       f"registered with the driver\n{self.cluster.log_tails()}")
+            time.sleep(0.1)
+        self.executors = self._granted_executors(execs)
+
+    def _granted_executors(self, execs: list[dict[str, Any]]) -> dict[str, Any]:
+        """Executors, cores and memory as Spark reports them: the driver's status store, the master's
+        entry of the application and the worker's executor list."""
+        assert self.cluster is not None
+        app_id = self.spark.sparkContext.applicationId
+        app = self.cluster.app(app_id) or {}
+        worker = self.cluster.worker_json() or {}
+        on_worker = [e for e in worker.get("executors", []) if e.get("appid") == app_id]
+        fraction = float(self.conf.get("spark.memory.fraction", "0.6"))
+        heaps = [int(e["max_storage_memory_bytes"] / fraction) + RESERVED_SYSTEM_MEMORY for e in execs]
+        return {
+            "app_id": app_id,
+            "executor_count": len(execs),
+            "executor_cores": [e["cores"] for e in execs],
+            "cores_total": sum(e["cores"] for e in execs),
+            "executor_memory_mib_master": app.get("memoryperexecutor", app.get("memoryperslave")),
+            "app_cores_master": app.get("cores"),
+            "executor_memory_mib_worker": [e.get("memory") for e in on_worker],
+            "worker_cores_used": worker.get("coresused"),
+            "executor_unified_memory_bytes": [e["max_storage_memory_bytes"] for e in execs],
+            "executor_heap_granted_bytes": heaps,
+            "executors": execs,
+            "executor_jvm_memory_options": [
+                [a for a in cmd if a.startswith(("-Xmx", "-Xms", "-XX:Max", "-XX:ReservedCodeCacheSize"))]
+                for cmd in self.cluster.executor_command_lines()],
+            "sources": "count and cores: the driver's status store (executorList); memory per executor: the "
+                       "master's /json/ activeapps entry and the worker's /json/ executors (MiB); executor heap "
+                       "= Runtime.maxMemory of the executor as Spark's UnifiedMemoryManager reports it back "
+                       "(unified memory / spark.memory.fraction + 300 MiB reserved); JVM options: the command "
+                       "line of the executor process the worker launched",
+        }
+
+    def min_budget(self, options: dict[str, Any]) -> int:
+        """Standalone needs room for the driver, the executor and the two daemons."""
+        return memory.min_budget_bytes(SparkOptions.model_validate(options).mode)
+
     def memory_caps(self) -> list[MemoryCap]:
         """The JVM's limits as it reports them: heap (Runtime.maxMemory), direct memory and metaspace
         (HotSpotDiagnosticMXBean)."""
         jvm = self._jvm()
         caps = [MemoryCap(name="JVM heap", bytes=int(jvm.java.lang.Runtime.getRuntime().maxMemory()),
-                          source="Runtime.maxMemory() of the Spark JVM")]
+                          source="Runtime.maxMemory() of the Spark JVM"
+                                 + (" (the driver; the executor's heap is listed apart)"
+                                    if self.mode == "standalone" else ""))]
+        if self.mode == "standalone":
+            heaps = self.executors.get("executor_heap_granted_bytes") or [None]
+            caps.append(MemoryCap(name="executor JVM heap", bytes=heaps[0],
+                                  source="the executor's Runtime.maxMemory as its UnifiedMemoryManager reports "
+                                         "it to the driver (unified memory / spark.memory.fraction + 300 MiB); "
+                                         f"-Xmx {self.conf.get('spark.executor.memory')}"))
         try:
             bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
                 jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
@@ -249,9 +415,16 @@ class SparkEngine(EngineBase):
         return _jvm_exit_code(self.spark, wait_s)
 
     def _classify(self, exc: BaseException) -> BaseException:
-        m = OOM_TEXT.search(str(exc))
+        text = str(exc)
+        m = OOM_TEXT.search(text)
         if m:
-            return EngineOOM(f"java.lang.OutOfMemoryError in Spark ({m.group(0)})")
+            task = EXECUTOR_TASK_OOM.search(text)  # "Lost task 0.3 in stage 0.0 (TID 3) (host executor 1): ..."
+            where = f"executor {task.group(1)}" if task else "Spark"
+            return EngineOOM(f"java.lang.OutOfMemoryError in {where} ({m.group(0)})")
+        m = EXECUTOR_OOM_TEXT.search(text)
+        if m:
+            return EngineOOM(f"a Spark executor died of a java.lang.OutOfMemoryError (ExecutorLostFailure with "
+                             f"exit code 52, {OOM_EXIT_CODES[52]})")
         # A lost connection to the JVM: it is dying or dead; give it a moment to exit, then read why.
         lost = isinstance(exc, (ConnectionError, OSError)) or type(exc).__name__ in ("Py4JNetworkError", "Py4JError")
         code = self.jvm_exit_code(wait_s=15.0 if lost else 0.0)
@@ -271,8 +444,20 @@ class SparkEngine(EngineBase):
 
     def _settings(self, job: CompactionJob) -> dict[str, Any]:
         s: dict[str, Any] = {k: v for k, v in self.plan.items() if k != "conf"}
+        s["mode"] = self.mode
         s["master"] = self.master
-        s["cores"] = int(self.master[len("local["):-1])
+        if self.mode == "standalone" and self.cluster is not None:
+            s["cluster"] = self.cluster.describe()
+            try:  # as Spark reports them now, after the compaction (a lost executor is replaced)
+                execs = [e for e in self._executor_summaries() if e["max_storage_memory_bytes"] > 0]
+                if execs:
+                    self.executors = self._granted_executors(execs)
+            except Exception:  # noqa: BLE001 - keep what open() saw
+                pass
+            s.update(self.executors)
+            s["cores"] = self.executors.get("cores_total")
+        else:  # local[N]: the driver's JVM is the one executor, with N task slots
+            s["executor_count"], s["executor_cores"], s["cores"] = 1, [self.cores], self.cores
         s["spark_conf"] = {k: v for k, v in self.conf.items() if k.startswith("spark.") and k != "spark.jars"}
         s["spark_memory"] = {k: v for k, v in self.conf.items() if "memory" in k.lower()}
         s["jars"] = self.jars
@@ -307,12 +492,15 @@ class SparkEngine(EngineBase):
         return v
 
     def close(self) -> None:
+        """Stop the session, then (standalone) the worker and the master; safe after a failed open()."""
         spark, self.spark = self.spark, None
-        if spark is None:
-            return
-        if _jvm_exit_code(spark, 0.0) is not None:
-            return  # the JVM is gone: nothing to stop
-        spark.stop()
+        cluster, self.cluster = self.cluster, None
+        try:
+            if spark is not None and _jvm_exit_code(spark, 0.0) is None:  # a dead JVM: nothing to stop
+                spark.stop()
+        finally:
+            if cluster is not None:
+                cluster.stop()
 
 
 def _jvm_exit_code(spark: Any, wait_s: float) -> int | None:

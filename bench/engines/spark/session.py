@@ -1,6 +1,7 @@
-"""Spark's side of the classpath and catalog: the conf of a local-mode session on this machine.
+"""Spark's side of the classpath and catalog: the conf of a session on this machine (local mode, or a
+driver of the standalone cluster of `bench.engines.spark.cluster`).
 
-Loopback only, no UI, Iceberg's SQL extensions, the harness catalog mounted as `<settings.name>`
+Loopback only, no driver UI, Iceberg's SQL extensions, the harness catalog mounted as `<settings.name>`
 (Iceberg's JdbcCatalog on the embedded SQLite file, or its REST client for an external catalog:
 online only, the offline runtime lacks HttpClient5) and the Iceberg jars of the lower layer
 (`bench.core.iceberg_java.runtime`: offline from pinned packages, online from Maven Central with
@@ -39,6 +40,18 @@ def base_conf(settings: CatalogSettings, master: str, app_name: str = "bench") -
     }
     conf.update(catalog_conf(settings))
     return conf
+
+
+def standalone_conf(cores: int, executor_java_options: list[str]) -> dict[str, str]:
+    """A driver of a standalone cluster with one worker of `cores` cores: exactly one executor with all of
+    them (its memory comes from the memory plan)."""
+    return {
+        "spark.executor.cores": str(cores),
+        "spark.cores.max": str(cores),
+        "spark.executor.instances": "1",
+        "spark.executor.extraJavaOptions": " ".join(executor_java_options),
+        "spark.dynamicAllocation.enabled": "false",
+    }
 
 
 def log4j_option() -> str:

@@ -1,0 +1,376 @@
+"""A Spark standalone cluster on this node: one master and one worker, both bound to 127.0.0.1, started
+from the Spark distribution that pyspark ships (SPARK_HOME = the pyspark package directory, whose
+`bin/spark-class` runs the daemons; nothing is downloaded) and stopped with the run.
+
+    cluster = StandaloneCluster(root, cores=2, worker_memory_mib=1024, daemon_memory="256m",
+                                daemon_java_options=[...])
+    cluster.start()            # the master, once ALIVE the worker; returns when the worker is ALIVE too
+    cluster.master_url         # spark://127.0.0.1:<port>
+    cluster.app(app_id)        # the master's view of an application (cores, memory per executor)
+    cluster.stop()             # SIGTERM, wait, SIGKILL: the worker (its executors with it), then the master
+
+Ports: four free loopback ports (master RPC, master web UI, worker RPC, worker web UI) are picked by
+binding port 0; the daemons run with spark.port.maxRetries=0, so a port taken in between fails the start
+at once (instead of moving to another port) and the start is retried with new ports.
+Readiness: the master's JSON status (http://127.0.0.1:<master web UI>/json/) says ALIVE (only then is
+the worker started: a master in STANDBY drops a registration, and the worker retries 5-15 s later), then
+lists the worker ALIVE.
+Files: everything under `root` (the run's work dir): conf/ (an empty SPARK_CONF_DIR, so no spark-env.sh
+of the machine applies), master.log and worker.log (the daemons' stdout/stderr), work/ (the worker's
+dir: each executor's stdout/stderr), local/ (SPARK_LOCAL_DIRS: shuffle and spill).
+
+Lifetime: the daemons are plain children of the engine process (same process group, same memory cgroup,
+inside the runner's telemetry of the engine's process tree), never daemonized.  Each is started with
+prctl(PR_SET_PDEATHSIG, SIGKILL): if the engine process dies (kill -9, a time limit, an OOM kill) the
+kernel kills them.  spark-class execs the JVM, so the JVM keeps that setting.  An executor is a child of
+the worker and exits when the worker goes (its WorkerWatcher loses the worker: ~2 s here); stop() also
+kills any of the worker's descendants that outlive it.  Start the cluster from the engine's main thread:
+the death signal follows the thread that forked, not the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+LOOPBACK = "127.0.0.1"
+MASTER_CLASS = "org.apache.spark.deploy.master.Master"
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
+MARKER_PROPERTY = "bench.spark.standalone"  # -Dbench.spark.standalone=<root> on every JVM of the cluster
+START_TIMEOUT_S = 120.0
+STOP_GRACE_S = 10.0
+START_ATTEMPTS = 3
+PR_SET_PDEATHSIG = 1
+BIND_FAILURE = ("BindException", "Address already in use", "Failed to bind", "Service '")
+# inherited settings that would change the daemons behind our back
+FOREIGN_ENV = ("SPARK_CONF_DIR", "SPARK_ENV_LOADED", "SPARK_MASTER_", "SPARK_WORKER_", "SPARK_DAEMON_",
+               "SPARK_LOCAL_DIRS", "SPARK_PUBLIC_DNS", "SPARK_IDENT_STRING", "SPARK_HISTORY_OPTS")
+
+
+class ClusterError(RuntimeError):
+    """The standalone cluster did not start (the message carries the daemons' log tails)."""
+
+    def __init__(self, message: str, bind_failure: bool = False):
+        super().__init__(message)
+        self.bind_failure = bind_failure  # a port was taken between choosing and binding it: retry
+
+
+def spark_home() -> Path:
+    """The Spark distribution inside the pyspark package (bin/spark-class, jars/)."""
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def _die_with_parent() -> None:
+    """Between fork and exec: the kernel sends SIGKILL to this child when the engine process dies."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct loopback ports free at this moment (sockets held until all are chosen)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((LOOPBACK, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _get_json(url: str, timeout_s: float = 2.0) -> Any:
+    """GET a JSON document from a loopback URL, ignoring any HTTP proxy of the environment."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=timeout_s) as resp:
+        return json.loads(resp.read().decode())
+
+
+def _tail(path: Path, n: int) -> list[str]:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    return [ln[:400] for ln in lines[-n:]]
+
+
+class StandaloneCluster:
+    """One master and one worker on 127.0.0.1 (see the module docstring)."""
+
+    def __init__(self, root: str | Path, cores: int, worker_memory_mib: int, daemon_memory: str = "256m",
+                 daemon_java_options: list[str] | None = None, start_timeout_s: float = START_TIMEOUT_S):
+        self.root = Path(root)
+        self.cores = max(1, int(cores))
+        self.worker_memory_mib = int(worker_memory_mib)
+        self.daemon_memory = daemon_memory
+        self.daemon_java_options = list(daemon_java_options or [])
+        self.start_timeout_s = start_timeout_s
+        self.home = spark_home()
+        self.master: subprocess.Popen | None = None
+        self.worker: subprocess.Popen | None = None
+        self.ports: dict[str, int] = {}
+        self.master_url = ""
+        self.worker_status: dict[str, Any] = {}
+        self.started_s: float | None = None  # seconds from the first spawn to the worker ALIVE at the master
+        self.attempts = 0
+
+    # -- paths and environment -----------------------------------------------------------------------
+    @property
+    def conf_dir(self) -> Path:
+        return self.root / "conf"
+
+    @property
+    def worker_dir(self) -> Path:
+        return self.root / "work"
+
+    @property
+    def local_dir(self) -> Path:
+        return self.root / "local"
+
+    def log_file(self, daemon: str) -> Path:
+        return self.root / f"{daemon}.log"
+
+    @property
+    def master_webui(self) -> str:
+        return f"http://{LOOPBACK}:{self.ports.get('master_webui', 0)}"
+
+    @property
+    def worker_webui(self) -> str:
+        return f"http://{LOOPBACK}:{self.ports.get('worker_webui', 0)}"
+
+    def marker(self) -> str:
+        """The JVM option that names this cluster on every JVM of it (daemons and executors)."""
+        return f"-D{MARKER_PROPERTY}={self.root}"
+
+    def environment(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN_ENV)}
+        java_opts = [*self.daemon_java_options, "-Dspark.port.maxRetries=0", self.marker()]
+        env.update({
+            "SPARK_HOME": str(self.home),
+            "SPARK_CONF_DIR": str(self.conf_dir),
+            "SPARK_LOCAL_IP": LOOPBACK,
+            "SPARK_LOCAL_HOSTNAME": LOOPBACK,
+            "SPARK_PUBLIC_DNS": LOOPBACK,
+            "SPARK_MASTER_HOST": LOOPBACK,
+            "SPARK_MASTER_PORT": str(self.ports["master"]),
+            "SPARK_MASTER_WEBUI_PORT": str(self.ports["master_webui"]),
+            "SPARK_WORKER_PORT": str(self.ports["worker"]),
+            "SPARK_WORKER_WEBUI_PORT": str(self.ports["worker_webui"]),
+            "SPARK_WORKER_DIR": str(self.worker_dir),
+            "SPARK_WORKER_CORES": str(self.cores),
+            "SPARK_WORKER_MEMORY": f"{self.worker_memory_mib}m",
+            "SPARK_LOCAL_DIRS": str(self.local_dir),
+            "SPARK_DAEMON_MEMORY": self.daemon_memory,
+            "SPARK_DAEMON_JAVA_OPTS": " ".join(java_opts),
+        })
+        return env
+
+    def commands(self) -> dict[str, list[str]]:
+        spark_class = str(self.home / "bin" / "spark-class")
+        master = [spark_class, MASTER_CLASS, "--host", LOOPBACK, "--port", str(self.ports["master"]),
+                  "--webui-port", str(self.ports["master_webui"])]
+        worker = [spark_class, WORKER_CLASS, f"spark://{LOOPBACK}:{self.ports['master']}", "--host", LOOPBACK,
+                  "--port", str(self.ports["worker"]), "--webui-port", str(self.ports["worker_webui"]),
+                  "--cores", str(self.cores), "--memory", f"{self.worker_memory_mib}m",
+                  "--work-dir", str(self.worker_dir)]
+        return {"master": master, "worker": worker}
+
+    # -- start -----------------------------------------------------------------------------------------
+    def start(self) -> StandaloneCluster:
+        """Start the master and the worker; return when the worker is ALIVE at the master.  Raises
+        ClusterError (with the log tails) on a timeout or a daemon that exits; nothing is left running."""
+        if not (self.home / "bin" / "spark-class").exists():
+            raise ClusterError(f"no bin/spark-class in the pyspark package ({self.home}): cannot start a "
+                               "standalone cluster")
+        for d in (self.conf_dir, self.worker_dir, self.local_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        t0 = time.perf_counter()
+        for attempt in range(1, START_ATTEMPTS + 1):
+            self.attempts = attempt
+            try:
+                self._start_once()
+                self.started_s = time.perf_counter() - t0
+                return self
+            except ClusterError as e:
+                self.stop()
+                if attempt == START_ATTEMPTS or not e.bind_failure:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _spawn(self, daemon: str, cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
+        log = self.log_file(daemon)
+        with open(log, "ab") as out:
+            out.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode())
+            out.flush()
+            return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                    env=env, cwd=self.root, close_fds=True, preexec_fn=_die_with_parent)
+
+    def _start_once(self) -> None:
+        names = ("master", "master_webui", "worker", "worker_webui")
+        self.ports = dict(zip(names, free_ports(len(names))))
+        self.master_url = f"spark://{LOOPBACK}:{self.ports['master']}"
+        env, cmds = self.environment(), self.commands()
+        deadline = time.monotonic() + self.start_timeout_s
+        # The worker starts once the master is ALIVE: a registration that reaches a master still in
+        # STANDBY (its UI answers before it is elected leader) is dropped, and the worker retries only
+        # 5-15 s later (measured: 12 s).
+        self.master = self._spawn("master", cmds["master"], env)
+        self._wait(deadline, "master", lambda st: st.get("status") == "ALIVE")
+        self.worker = self._spawn("worker", cmds["worker"], env)
+        status = self._wait(deadline, "worker", lambda st: any(w.get("state") == "ALIVE"
+                                                              for w in st.get("workers", [])))
+        self.worker_status = next(w for w in status["workers"] if w.get("state") == "ALIVE")
+
+    def _wait(self, deadline: float, what: str, ready: Any) -> dict[str, Any]:
+        """Poll the master's status until `ready(status)`; raise when a daemon exits or at the deadline."""
+        while True:
+            for daemon, proc in (("master", self.master), ("worker", self.worker)):
+                code = None if proc is None else proc.poll()
+                if code is not None:
+                    log = "\n".join(_tail(self.log_file(daemon), 60))
+                    raise ClusterError(f"the Spark standalone {daemon} exited with code {code} while starting"
+                                       f"\n{self.log_tails()}", bind_failure=any(m in log for m in BIND_FAILURE))
+            status = self.status()
+            if status is not None and ready(status):
+                return status
+            if time.monotonic() > deadline:
+                raise ClusterError(f"the Spark standalone {what} was not ready (master {self.master_url}) within "
+                                   f"{self.start_timeout_s:.0f} s (master status: {self._short(status)})\n"
+                                   f"{self.log_tails()}")
+            time.sleep(0.1)
+
+    @staticmethod
+    def _short(status: dict[str, Any] | None) -> str:
+        if status is None:
+            return "not answering"
+        return (f"{status.get('status')}, workers "
+                f"{[(w.get('id'), w.get('state')) for w in status.get('workers', [])]}")
+
+    # -- what the daemons report -----------------------------------------------------------------------
+    def status(self) -> dict[str, Any] | None:
+        """The master's JSON status (workers, active and completed apps), or None when not answering."""
+        if not self.ports:
+            return None
+        try:
+            return _get_json(f"{self.master_webui}/json/")
+        except (OSError, ValueError):
+            return None
+
+    def worker_json(self) -> dict[str, Any] | None:
+        """The worker's JSON status (its executors, cores and memory used), or None."""
+        if not self.ports:
+            return None
+        try:
+            return _get_json(f"{self.worker_webui}/json/")
+        except (OSError, ValueError):
+            return None
+
+    def app(self, app_id: str) -> dict[str, Any] | None:
+        """The master's entry of application `app_id` (cores, memoryperexecutor, state), or None."""
+        status = self.status() or {}
+        for key in ("activeapps", "completedapps"):
+            for a in status.get(key, []):
+                if a.get("id") == app_id:
+                    return a
+        return None
+
+    def executors(self) -> list[Any]:
+        """psutil.Process of the worker's live descendants (its executors, while the worker runs)."""
+        import psutil
+
+        if self.worker is None or self.worker.poll() is not None:
+            return []
+        out: list[Any] = []
+        try:
+            children = psutil.Process(self.worker.pid).children(recursive=True)
+        except psutil.Error:
+            return []
+        for c in children:
+            try:
+                if c.status() != psutil.STATUS_ZOMBIE:  # spark-class's launcher, never reaped by the JVM
+                    out.append(c)
+            except psutil.Error:
+                continue
+        return out
+
+    def executor_command_lines(self) -> list[list[str]]:
+        """The command lines of the executors running under the worker."""
+        out = []
+        for p in self.executors():
+            try:
+                cmd = p.cmdline()
+            except Exception:  # noqa: BLE001 - gone in between
+                continue
+            if EXECUTOR_CLASS in cmd:
+                out.append(cmd)
+        return out
+
+    def executor_files(self, app_id: str | None = None) -> list[Path]:
+        """The executors' stderr files in the worker's dir (of one application, or all)."""
+        pattern = f"{app_id}/*/stderr" if app_id else "app-*/*/stderr"
+        return sorted(self.worker_dir.glob(pattern), key=lambda f: (f.stat().st_mtime, str(f)))
+
+    def finished_executors(self, app_id: str) -> list[dict[str, Any]]:
+        """The worker's executors of `app_id` that have ended (killed, failed or exited)."""
+        worker = self.worker_json() or {}
+        return [e for e in worker.get("finishedexecutors", []) if e.get("appid") == app_id]
+
+    def log_tails(self, n: int = 15) -> str:
+        parts = []
+        for f in [self.log_file("master"), self.log_file("worker"), *self.executor_files()[-2:]]:
+            lines = _tail(f, n)
+            if lines:
+                parts.append(f"--- {f} (last {len(lines)} lines)\n" + "\n".join(lines))
+        return "\n".join(parts) or f"(no daemon logs under {self.root})"
+
+    def describe(self) -> dict[str, Any]:
+        """What is recorded of the cluster in the outcome."""
+        return {"spark_home": str(self.home), "master_url": self.master_url, "master_webui": self.master_webui,
+                "worker_webui": self.worker_webui, "ports": dict(self.ports), "worker_cores": self.cores,
+                "worker_memory_mib": self.worker_memory_mib, "daemon_memory": self.daemon_memory,
+                "daemon_java_options": [*self.daemon_java_options, "-Dspark.port.maxRetries=0"],
+                "logs": str(self.root), "start_s": None if self.started_s is None else round(self.started_s, 3),
+                "start_attempts": self.attempts,
+                "pids": {"master": self.master.pid if self.master else None,
+                         "worker": self.worker.pid if self.worker else None}}
+
+    # -- stop ----------------------------------------------------------------------------------------
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """Stop the worker (SIGTERM, wait, SIGKILL), then the master; kill whatever the worker started that
+        outlives it (executors).  Safe to call twice and after a failed start."""
+        import psutil
+
+        leftovers = self.executors()
+        for proc in (self.worker, self.master):
+            if proc is None:
+                continue
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.kill()
+                    proc.wait()
+        _, alive = psutil.wait_procs(leftovers, timeout=grace_s)
+        for p in alive:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        psutil.wait_procs(alive, timeout=grace_s)

@@ -1,0 +1,69 @@
+"""The output of an engine that commits nothing (`commits: none`, e.g. arrow-floor), as a table the
+verifier can read like any other.
+
+The engine lists the data files of its end state (the files it wrote and the input files it kept).
+They are registered, without copying, in a scratch Iceberg table with the input table's schema (the
+same field ids), partition spec and properties, in a SQLite catalog of its own under the run's work
+directory, by one append of DataFiles built from the files' own Parquet footers (pyiceberg's
+`parquet_file_to_data_file`).  No name mapping is set, so the field-id reader still reads only files
+whose Parquet field ids are right.  The real table is not touched; the verifier checks that the
+engine did not commit to it either.  Afterwards the written files and the scratch catalog are removed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from pyiceberg.table import Table
+
+from bench.core.table import local_path
+
+STAGED = "staged-output"
+NAME_MAPPING = "schema.name-mapping.default"
+
+
+def stage_output(source: Table, output_files: list[str], work_dir: Path) -> Table:
+    """A scratch table holding exactly `output_files` (one append), shaped like `source`."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.io.pyarrow import parquet_file_to_data_file
+
+    d = Path(work_dir) / STAGED
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    cat = SqlCatalog("staged", uri=f"sqlite:///{d / 'catalog.db'}", warehouse=d.as_uri())
+    cat.create_namespace("staged")
+    props = {k: v for k, v in source.properties.items() if k != NAME_MAPPING}
+    tbl = cat.create_table("staged.output", schema=source.schema(), partition_spec=source.spec(), properties=props)
+    if tbl.schema().as_struct() != source.schema().as_struct():
+        raise RuntimeError("the scratch table's schema (field ids) differs from the input table's")
+    missing = [p for p in output_files if not os.path.exists(local_path(p))]
+    if missing:
+        raise RuntimeError(f"{len(missing)} output file(s) the engine listed do not exist, e.g. {missing[0]}")
+    files = [parquet_file_to_data_file(tbl.io, tbl.metadata, p) for p in output_files]
+    with tbl.transaction() as tx, tx.update_snapshot().fast_append() as append:
+        for df in files:
+            append.append_data_file(df)
+    return cat.load_table("staged.output")
+
+
+def remove_output(written: list[str], work_dir: Path) -> int:
+    """Remove the files an uncommitted run wrote (only under its work directory) and the scratch
+    catalog; returns how many files were removed."""
+    root = Path(work_dir).resolve()
+    n = 0
+    for p in written:
+        path = Path(local_path(p)).resolve()
+        if root in path.parents and path.exists():
+            path.unlink()
+            n += 1
+            for parent in path.parents:  # the directories it emptied, up to the work directory
+                if parent == root:
+                    break
+                try:
+                    parent.rmdir()
+                except OSError:
+                    break
+    shutil.rmtree(root / STAGED, ignore_errors=True)
+    return n
