@@ -163,6 +163,9 @@ def aws():
               help="gp3 at 16000 IOPS / 1000 MiB/s instead of the 3000 / 125 MiB/s baseline.")
 @click.option("--warehouse-on-s3", is_flag=True, default=False,
               help="Warehouse on S3 (needs harness support for s3:// warehouses).")
+@click.option("--spark-workers", "spark_workers", type=click.IntRange(min=0, max=32), default=None,
+              help="Spark worker nodes beside the bench node (default 0: one node). N > 0 runs Spark on a "
+                   "standalone cluster of 1 + N instances and needs --warehouse-on-s3.")
 @click.option("--git-ref", default=None,
               help="Install the harness from git at this ref (needs --git-url) instead of packing this checkout.")
 @click.option("--git-url", default=None, help="Git URL of the harness, with --git-ref.")
@@ -174,7 +177,8 @@ def aws():
 @click.option("--auto-approve", is_flag=True, default=False, help="Do not ask before applying.")
 @one_line_errors
 def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, max_lifetime,
-       max_disk_performance, warehouse_on_s3, git_ref, git_url, run_id, tf_vars, plan_from, auto_approve):
+       max_disk_performance, warehouse_on_s3, spark_workers, git_ref, git_url, run_id, tf_vars, plan_from,
+       auto_approve):
     """Create the instance; it runs the benchmark, uploads the results and terminates itself.
 
     Before provisioning it prints the plan of the run (`bench plan`, from the sweeps and frontiers found
@@ -190,6 +194,10 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
         values["data_volume_max_performance"] = True
     if warehouse_on_s3:
         values["warehouse_on_s3"] = True
+    if spark_workers:
+        if not warehouse_on_s3:
+            raise UserError("--spark-workers needs --warehouse-on-s3: the workers read and write the warehouse too")
+        values["spark_workers"] = spark_workers
     STATE_DIR.mkdir(parents=True, exist_ok=True)
     if git_ref or git_url:
         if not (git_ref and git_url):

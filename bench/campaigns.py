@@ -41,6 +41,7 @@ from bench.core.campaign import (
     Stat,
     SweepSummary,
     find_summaries,
+    recorded,
     write_summary,
 )
 from bench.core.catalog import CatalogSettings
@@ -226,7 +227,7 @@ def sweep(opts: SweepOptions, progress: Progress) -> SweepSummary:
     directory.mkdir(parents=True)
     write_summary(directory, s)
     results: list[RunResult] = []
-    try:
+    with recorded(directory, s):
         for i, scale in enumerate(opts.scales):
             run_id = f"scale-{fmt_scale(scale)}"
             progress.info(f"sweep {s.sweep_id}: scale {fmt_scale(scale)} ({i + 1} of {len(opts.scales)})")
@@ -247,13 +248,6 @@ def sweep(opts: SweepOptions, progress: Progress) -> SweepSummary:
                 s.datagen.append(dp)
             summarize_sweep(s, sc, results)
             write_summary(directory, s)
-        s.state = "complete"
-    except BaseException:
-        s.state = "interrupted"
-        raise
-    finally:
-        s.ended_at = now_iso()
-        write_summary(directory, s)
     progress.block(sweep_table(s))
     progress.info(f"sweep: {directory}")
     return s
@@ -429,7 +423,7 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
                                f"between each engine's floor and {fmt_bytes(ceiling)}"])
     directory.mkdir(parents=True)
     write_summary(directory, s)
-    try:
+    with recorded(directory, s):
         for scale in opts.scales:
             for e in engines:
                 fp = find_frontier(opts, directory, e, scale, floors[e], ceiling, precision, progress)
@@ -442,13 +436,6 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
                 progress.info(f"frontier: {e} at scale {fmt_scale(scale)}: "
                               + (f"completes from {fmt_bytes(fp.min_budget_bytes)}" if fp.min_budget_bytes
                                  else fp.note) + f" ({len(fp.probes)} runs)")
-        s.state = "complete"
-    except BaseException:
-        s.state = "interrupted"
-        raise
-    finally:
-        s.ended_at = now_iso()
-        write_summary(directory, s)
     progress.block(frontier_table(s))
     progress.info(f"frontier: {directory}")
     return s

@@ -92,8 +92,9 @@ def engine_option_flags(fn):
 
     wrapper = one_line_errors(wrapper)  # a bad --option is one line too
     for flag, spec in FLAGS.items():
-        wrapper = click.option(f"--{flag}", flag.replace("-", "_"), type=click.Choice(spec.choices), default=None,
-                               help=spec.help)(wrapper)
+        wrapper = click.option(f"--{flag}", flag.replace("-", "_"), default=None, help=spec.help,
+                               type=click.Choice(spec.choices) if spec.choices else str,
+                               metavar=None if spec.choices else spec.metavar)(wrapper)
     return click.option("--option", "option_items", multiple=True, metavar="ENGINE.KEY=VALUE",
                         help="Set an engine option for this run (over the scenario's and the profile's), e.g. "
                              "risingwave.max_input_parallelism=8 or spark.spark_conf.spark.sql.files."

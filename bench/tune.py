@@ -1,16 +1,17 @@
 """`bench tune ENGINE SCENARIO`: a small, bounded search for a fairly tuned configuration.
 
-Strategy (stated in every tune.json): coordinate descent from the published configuration (the
-scenario's options).  The engine declares its knobs, in order (`Engine.knobs`); for each knob in turn,
-every other value is tried with the best settings found so far for the others.  A value is kept only
-when every run of it verified and its median compaction time is at least `min_gain` (5 %) below the
-best so far: a smaller gain is noise on a shared machine.  Each configuration is an ordinary
+Strategy (stated in every tune.json): coordinate descent from the published configuration (the scenario's
+options).  The engine declares its knobs, in order (`Engine.knobs`); for each knob in turn, every other
+value is tried with the best settings found so far for the others.  A value is kept only when every run
+of it verified and its median compaction time is at least `min_gain` (5 %) below the best so far: a
+smaller gain is noise on a shared machine.  A configuration already measured (e.g. a knob back at its
+published value once another knob has moved) is compared by its measurement, not run again: a second
+single run of the same settings would only add a chance to keep noise.  Each configuration is an ordinary
 `bench run` (its own run directory, `cfg-NN`, results verified like any run), with the configuration in
 the result's `engine_options`.  The search stops at `max_configs` configurations or after
-`budget_minutes`; every value it did not try is listed with why, never skipped silently.  A
-configuration is cut off at max(60 s, 3 x the published configuration's process wall time) (recorded
-as a timeout).  Knobs an engine cannot vary fairly (e.g. one that only a table property sets) are
-listed with the reason.
+`budget_minutes`; every value it did not try is listed with why, never skipped silently.  A configuration
+is cut off at max(60 s, 3 x the published configuration's process wall time) (recorded as a timeout).
+Knobs an engine cannot vary fairly (e.g. one that only a table property sets) are listed with the reason.
 
 Then the best configuration is written as profile ENGINE:tuned (scenarios/profiles/ENGINE/tuned.yaml,
 per scenario, with its provenance), and confirmed: one run of ENGINE and ENGINE:tuned with
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.campaigns import MIN_PROBE_TIMEOUT_S, campaign_dir, stat_of
-from bench.core.campaign import Stat, TuneConfig, TuneConfirmation, TuneKnob, TuneSummary, write_summary
+from bench.core.campaign import Stat, TuneConfig, TuneConfirmation, TuneKnob, TuneSummary, recorded, write_summary
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.machine import describe_machine, environment, usable_cores
@@ -45,7 +46,8 @@ CONFIRM_REPS = 3
 SLOWDOWN_CUTOFF = 3.0  # a configuration slower than this x the published one is stopped (timeout)
 STRATEGY = ("coordinate descent from the published configuration over the engine's declared knobs, in order: "
             "each other value of a knob with the best settings so far for the rest; a value is kept when every "
-            "run of it verified and its median time is at least {gain:.0%} below the best so far; at most "
+            "run of it verified and its median time is at least {gain:.0%} below the best so far; a configuration "
+            "already measured is compared, not run again; at most "
             "{configs} configurations and {minutes:g} minutes, untried values listed; the best is confirmed "
             "against the published configuration in one run, {confirm} paired repetitions, order rotated")
 
@@ -184,13 +186,22 @@ class Search:
                 current = best.get(k.name, k.published)
                 if v == current:
                     continue
+                changed = {**best, k.name: v}
+                if k.published is not None and v == k.published:
+                    changed.pop(k.name)
+                seen = next((c for c in s.configs if c.changed == changed), None)
+                if seen is not None:  # e.g. back to a published value: measured already, not run again
+                    t = seen.duration_s.median
+                    s.notes.append(f"{k.name}={v}: the same configuration as cfg-{seen.index:02d} "
+                                   f"({', '.join(f'{a}={b}' for a, b in changed.items()) or 'published'}); "
+                                   "its measurement is compared, not run again")
+                    if seen.runs and seen.verified == seen.runs and t is not None and t < best_time * (1 - s.min_gain):
+                        best, best_time = changed, t
+                    continue
                 if len(s.configs) >= s.max_configs or time.monotonic() > self.deadline:
                     why = "configuration budget" if len(s.configs) >= s.max_configs else "time budget"
                     s.not_tried.append(f"{k.name}={v}: {why} spent")
                     continue
-                changed = {**best, k.name: v}
-                if k.published is not None and v == k.published:
-                    changed.pop(k.name)
                 cfg = self.evaluate(s, changed, k.name, v)
                 t = cfg.duration_s.median
                 if cfg.runs and cfg.verified == cfg.runs and t is not None and t < best_time * (1 - s.min_gain):
@@ -230,7 +241,7 @@ class Search:
         self.directory.mkdir(parents=True)
         write_summary(self.directory, s)
         self.deadline = time.monotonic() + s.budget_s
-        try:
+        with recorded(self.directory, s):
             self.search(s)
             searched = bool(s.configs) and s.configs[0].accepted
             if searched and o.write_profile:
@@ -250,14 +261,6 @@ class Search:
                             "speedup": c.speedup.model_dump()}}, description="")
             elif searched:
                 s.notes.append("--no-write-profile: the best configuration is in this summary only; not confirmed")
-            s.state = "complete"
-        except BaseException as exc:
-            s.state = "interrupted"
-            s.notes.append(f"{type(exc).__name__}: {exc}"[:500])
-            raise
-        finally:
-            s.ended_at = now_iso()
-            write_summary(self.directory, s)
         self.progress.block(tune_table(s))
         self.progress.info(f"tune summary: {self.directory / 'tune.json'}")
         return s

@@ -564,3 +564,49 @@ def tune_chart(points, color: str, baseline: float | None) -> str:
             handles.append(Line2D([], [], color=BAD, marker="x", ls="none", mew=1.8, label="no verified run"))
         fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=7.5, handlelength=1.6)
         return _svg(fig)
+
+
+def cluster_chart(series, colors, reference: tuple[str, float, str] | None, models=()) -> str:
+    """Compaction time against the number of nodes.  series: label -> [(nodes, median, min, max)];
+    reference: (label, time, colour) of the single-node reference, a dashed line; models: (label, fixed,
+    parallel) curves, dotted and labelled as a model."""
+    from matplotlib.lines import Line2D
+
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6.6, 3.4), layout="constrained")
+        top, right = 0.0, 1
+        handles = []
+        for label, pts in series.items():
+            color = _color(colors, label)
+            pts = sorted(pts)
+            xs = [p[0] for p in pts]
+            ax.plot(xs, [p[1] for p in pts], marker="o", color=color, lw=1.4, zorder=4)
+            for n, med, lo, hi in pts:
+                if hi > lo:
+                    ax.errorbar(n, med, yerr=[[med - lo], [hi - med]], fmt="none", ecolor=color, capsize=3, zorder=3)
+                top = max(top, hi, med)
+            right = max(right, *xs)
+            handles.append(Line2D([], [], color=color, marker="o", label=f"{label} (measured)"))
+        for label, fixed, parallel in models:
+            color = _color(colors, label)
+            n_right = max(right * 2, 4)
+            xs = [1 + i * (n_right - 1) / 60 for i in range(61)]
+            ax.plot(xs, [fixed + parallel / x for x in xs], color=color, ls=":", lw=1.2, zorder=2)
+            right = max(right, n_right)
+            handles.append(Line2D([], [], color=color, ls=":", label=f"{label}: model fixed + parallel / n"))
+        if reference:
+            ref_label, ref_t, ref_color = reference
+            ax.axhline(ref_t, color=ref_color, ls="--", lw=1.2, zorder=1)
+            top = max(top, ref_t)
+            handles.append(Line2D([], [], color=ref_color, ls="--",
+                                  label=f"{ref_label} on one node {_fmt_seconds(ref_t)}"))
+        ax.set_xlim(0.5, right + 0.5)
+        ax.set_ylim(0, (top or 1) * 1.2)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick(v, _fmt_seconds)))
+        ax.grid(axis="y", color=GRID, lw=0.8, zorder=0)
+        ax.set_xlabel("nodes (this one plus the cluster's other hosts)", color=MUTED)
+        ax.set_ylabel("compaction time", color=MUTED)
+        ax.set_title("Compaction time against the number of nodes (median, min–max)")
+        fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=7.5)
+        return _svg(fig)

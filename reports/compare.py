@@ -186,6 +186,12 @@ def deploy_facts(r: RunResult) -> list[tuple[str, str]]:
     master = _first(s.get(k) for k in ("master", "master_url"))
     if master:
         facts.append(("master", str(master)))
+    cluster = s.get("cluster") if isinstance(s.get("cluster"), dict) else {}
+    workers = cluster.get("worker_count") or (len(cluster["workers"]) if cluster.get("workers") else None)
+    if workers:
+        facts.append(("workers", str(workers)))
+    if r.nodes > 1:
+        facts.append(("nodes", str(r.nodes)))
     execs = s.get("executor_count")
     if execs is None and isinstance(s.get("executors"), (int, list)):
         execs = s["executors"] if isinstance(s["executors"], int) else len(s["executors"])
@@ -208,7 +214,7 @@ def deploy_facts(r: RunResult) -> list[tuple[str, str]]:
     if mem and mode != "local":
         facts.append(("executor memory", str(mem)))
     if s.get("heap_granted_bytes"):
-        name = "driver heap" if mode == "standalone" else "JVM heap"
+        name = "driver heap" if mode in ("standalone", "external") else "JVM heap"
         facts.append((name, fmt_bytes(s["heap_granted_bytes"])))
     return facts
 

@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from bench.core.cost import PRICE_DATE, PRICE_SOURCE
 from bench.core.fileio import write_atomic
-from reports import campaigns, charts, compare
+from reports import campaigns, charts, cluster, compare
 from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd
 from reports.model import (
     STATUS_MEANING,
@@ -128,6 +128,12 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
                       "floor_charts": [Markup(charts.floor_chart(f.chart_rows(), {**f.source.colors, **rs.colors},
                                                                  f.floor, f.same_set)) for f in mine],
                       "variants": compare.variant_groups(rs)})
+    clusters = [{"s": c, "chart": Markup(charts.cluster_chart(
+                    c.chart_series(), {r.label: r.color for r in c.rows},
+                    (c.reference.label, c.reference.time.median, c.reference.color)
+                    if c.reference and c.reference.time.median is not None else None,
+                    [(m.label, m.fixed_s, m.parallel_s) for m in c.models]))}
+                for c in cluster.cluster_sections(report.sets)]
     try:
         version = metadata.version("iceberg-compaction-bench")
     except metadata.PackageNotFoundError:
@@ -142,7 +148,8 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         title=title, css=Markup(css), views=views, sets=report.sets, incomplete_only=report.incomplete_only,
         generated=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         version=version, price_source=PRICE_SOURCE, price_date=PRICE_DATE,
-        sources=[str(p) for p in paths], n_runs=report.n_runs, campaigns=camp,
+        sources=[str(p) for p in paths], n_runs=report.n_runs, campaigns=camp, clusters=clusters,
+        cluster_model=cluster.MODEL, cluster_assumptions=cluster.ASSUMPTIONS,
     )
 
 

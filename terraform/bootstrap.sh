@@ -1,5 +1,7 @@
 #!/bin/bash
-# Runs the benchmark on a fresh host, uploads everything to S3, then powers the host off.
+# Runs the benchmark on a fresh host, uploads everything to S3, then powers the host off; or, as one of
+# the Spark workers of a multi-node run (BENCH_ROLE=worker), serves the benchmark host's Spark master
+# until that master is gone, then powers off too.
 #
 # On EC2 the user data (terraform/modules/user_data) writes /opt/bench/bootstrap.env and runs this
 # script as root; with instance_initiated_shutdown_behavior = "terminate", the final power-off
@@ -14,11 +16,20 @@
 #      with partial results uploaded after each scenario;
 #   4. `bench report` when the harness has it;
 #   5. EXIT trap: upload results, report and logs, then status.json LAST, then power off.
+# With BENCH_SPARK_WORKERS=N > 0, between 2 and 3: start a Spark standalone master on this host and wait
+# for N ALIVE workers (else the run fails, uploads and powers off); `bench run` gets --spark-master; the
+# EXIT trap stops the master first.
+#
+# BENCH_ROLE=worker (a Spark worker of such a run): steps 1 and 2, then wait for the master, run a Spark
+# worker for it, and when the master has stopped answering for BENCH_SPARK_MASTER_GRACE_S (the run is
+# over), or never answered within BENCH_SPARK_MASTER_WAIT_S, or at the deadline: stop the worker, upload
+# this host's logs to <results>/workers/<instance-id>/ (never status.json), power off.
 #
 # Settings (environment; * = required):
 #   BENCH_RUN_ID*            name of the run; results go to $BENCH_RESULTS_URI
 #   BENCH_RESULTS_URI*       s3://bucket/runs/<run-id>/
-#   BENCH_SCENARIOS*         scenarios, comma- or space-separated
+#   BENCH_SCENARIOS*         scenarios, comma- or space-separated (bench role)
+#   BENCH_ROLE               bench | worker (default bench)
 #   BENCH_SCALE              1.0 = the published size (default 1.0)
 #   BENCH_ENGINES            default spark,risingwave
 #   BENCH_REPS               default 1
@@ -48,11 +59,28 @@
 #   BENCH_DEADLINE_CMD       default: shutdown -P +$BENCH_MAX_LIFETIME_MIN
 #   BENCH_POWEROFF_CMD       default: systemctl poweroff
 #   BENCH_REPORT             1 = render the report when `bench report` exists (default 1)
+# The Spark standalone cluster (spark_workers > 0 in Terraform):
+#   BENCH_SPARK_WORKERS      bench role: workers to wait for; 0 = no cluster (default 0)
+#   BENCH_SPARK_MASTER_HOST  worker role*: the master's address (the benchmark host's private IP)
+#   BENCH_PRIVATE_IP         this host's address (default: IMDSv2 local-ipv4)
+#   BENCH_INSTANCE_ID        names a worker's logs (default: IMDSv2 instance-id, else the hostname)
+#   BENCH_SPARK_MASTER_PORT, BENCH_SPARK_MASTER_WEBUI_PORT, BENCH_SPARK_WORKER_PORT,
+#   BENCH_SPARK_WORKER_WEBUI_PORT   default 7077, 8080, 7080, 8081 (the security group admits these)
+#   BENCH_SPARK_WORKERS_TIMEOUT_S   bench role: wait for the workers at most this long (default 900)
+#   BENCH_SPARK_MASTER_WAIT_S       worker role: wait for the master at most this long (default 1800)
+#   BENCH_SPARK_MASTER_GRACE_S      worker role: the master unanswering this long = run over (default 300)
+#   BENCH_SPARK_POLL_S       seconds between looks at the master's /json/ (default 10)
+#   BENCH_SPARK_WORKER_CORES, BENCH_SPARK_WORKER_MEMORY   what a worker offers (default: nproc, and 90%
+#                            of the RAM in MiB, e.g. 57600m)
+#   BENCH_SPARK_DAEMON_MEMORY  heap of the master and worker daemons (default 1g)
+#   BENCH_SPARK_HOME         the Spark distribution (default: the pyspark package of BENCH_VENV_PYTHON)
+#   BENCH_VENV_PYTHON        the harness's python (default: the python next to $BENCH_CMD)
 set -uo pipefail   # no -e: every step checks its own status and the EXIT trap must always run
 
 : "${BENCH_RUN_ID:?BENCH_RUN_ID is required}"
 : "${BENCH_RESULTS_URI:?BENCH_RESULTS_URI is required (s3://bucket/runs/<run-id>/)}"
-: "${BENCH_SCENARIOS:?BENCH_SCENARIOS is required}"
+export BENCH_ROLE=${BENCH_ROLE:-bench}
+[[ $BENCH_ROLE == worker ]] || : "${BENCH_SCENARIOS:?BENCH_SCENARIOS is required}"
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export BENCH_SCALE=${BENCH_SCALE:-1.0}
 export BENCH_ENGINES=${BENCH_ENGINES:-spark,risingwave}
@@ -84,6 +112,23 @@ export BENCH_UPLOAD_RESERVE_S=${BENCH_UPLOAD_RESERVE_S:-600}
 export BENCH_DEADLINE_CMD=${BENCH_DEADLINE_CMD:-shutdown -P +$BENCH_MAX_LIFETIME_MIN}
 export BENCH_POWEROFF_CMD=${BENCH_POWEROFF_CMD:-systemctl poweroff}
 export BENCH_REPORT=${BENCH_REPORT:-1}
+export BENCH_SPARK_WORKERS=${BENCH_SPARK_WORKERS:-0}
+export BENCH_SPARK_MASTER_HOST=${BENCH_SPARK_MASTER_HOST:-}
+export BENCH_PRIVATE_IP=${BENCH_PRIVATE_IP:-}
+export BENCH_INSTANCE_ID=${BENCH_INSTANCE_ID:-}
+export BENCH_SPARK_MASTER_PORT=${BENCH_SPARK_MASTER_PORT:-7077}
+export BENCH_SPARK_MASTER_WEBUI_PORT=${BENCH_SPARK_MASTER_WEBUI_PORT:-8080}
+export BENCH_SPARK_WORKER_PORT=${BENCH_SPARK_WORKER_PORT:-7080}
+export BENCH_SPARK_WORKER_WEBUI_PORT=${BENCH_SPARK_WORKER_WEBUI_PORT:-8081}
+export BENCH_SPARK_WORKERS_TIMEOUT_S=${BENCH_SPARK_WORKERS_TIMEOUT_S:-900}
+export BENCH_SPARK_MASTER_WAIT_S=${BENCH_SPARK_MASTER_WAIT_S:-1800}
+export BENCH_SPARK_MASTER_GRACE_S=${BENCH_SPARK_MASTER_GRACE_S:-300}
+export BENCH_SPARK_POLL_S=${BENCH_SPARK_POLL_S:-10}
+export BENCH_SPARK_WORKER_CORES=${BENCH_SPARK_WORKER_CORES:-}
+export BENCH_SPARK_WORKER_MEMORY=${BENCH_SPARK_WORKER_MEMORY:-}
+export BENCH_SPARK_DAEMON_MEMORY=${BENCH_SPARK_DAEMON_MEMORY:-1g}
+export BENCH_SPARK_HOME=${BENCH_SPARK_HOME:-}
+export BENCH_VENV_PYTHON=${BENCH_VENV_PYTHON:-$(dirname "$BENCH_CMD")/python}
 
 START_EPOCH=$(date +%s)
 DEADLINE_EPOCH=$((START_EPOCH + BENCH_MAX_LIFETIME_MIN * 60 - BENCH_UPLOAD_RESERVE_S))
@@ -95,12 +140,14 @@ PHASE=start
 MESSAGE=
 REPORT_STATE=not-run
 HARNESS_REVISION=unknown
+MASTER_PID=        # the Spark master (bench role with workers)
+WORKER_PID=        # the Spark worker (worker role)
 
 mkdir -p "$BENCH_LOG_DIR" || exit 1
-: > "$OUTCOMES"
+[[ $BENCH_ROLE == worker ]] || : > "$OUTCOMES"
 exec >> "$BENCH_LOG_DIR/bootstrap.log" 2>&1
 
-log() { printf '%s bootstrap[%s]: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$PHASE" "$*"; }
+log() { printf '%s bootstrap[%s]: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$BENCH_ROLE:$PHASE" "$*"; }
 fail() { STATUS=failed; MESSAGE="$PHASE: $*"; log "FAILED: $*"; exit 1; }
 
 uploader() {  # the system python with boto3, else the harness's own virtualenv once it exists
@@ -119,6 +166,134 @@ publish() {  # publish [status args...]: results, report and logs, then status.j
   uploader publish "$BENCH_RESULTS_URI" "${parts[@]}" "$@"
 }
 
+# --- the Spark standalone cluster: helpers -----------------------------------------------------------
+imds() {  # imds NAME: an instance metadata value over IMDSv2 (session token first)
+  "$BENCH_PYTHON" -I - "$1" <<'PY'
+import sys, urllib.request
+base, opener = "http://169.254.169.254/latest", urllib.request.build_opener(urllib.request.ProxyHandler({}))
+try:
+    token = opener.open(urllib.request.Request(
+        f"{base}/api/token", method="PUT", headers={"X-aws-ec2-metadata-token-ttl-seconds": "300"}), timeout=5).read()
+    print(opener.open(urllib.request.Request(
+        f"{base}/meta-data/{sys.argv[1]}", headers={"X-aws-ec2-metadata-token": token.decode()}), timeout=5).read().decode())
+except Exception as e:
+    sys.exit(f"IMDS {sys.argv[1]}: {e}")
+PY
+}
+
+alive_workers() {  # alive_workers URL: the number of ALIVE workers at a master's /json/; fails when the master does not answer or is not ALIVE
+  "$BENCH_PYTHON" -I - "$1" <<'PY'
+import json, sys, urllib.request
+try:
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(sys.argv[1], timeout=5) as r:
+        master = json.load(r)
+except Exception:
+    sys.exit(1)
+if master.get("status") != "ALIVE":
+    sys.exit(1)
+print(sum(1 for w in master.get("workers", []) if w.get("state") == "ALIVE"))
+PY
+}
+
+running() {  # running PID: the process exists and is not a zombie
+  local st
+  st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null) && [[ -n $st && ${st:0:1} != Z ]]
+}
+
+SPARK_PID=
+spark_start() {  # spark_start NAME CLASS ARGS...: a Spark daemon in a process group of its own; sets SPARK_PID
+  local name=$1 home=$BENCH_SPARK_HOME conf=$BENCH_DATA_DIR/spark/conf
+  shift
+  if [[ -z $home ]]; then
+    home=$("$BENCH_VENV_PYTHON" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))') \
+      || { log "no pyspark in $BENCH_VENV_PYTHON"; return 1; }
+  fi
+  [[ -x $home/bin/spark-class ]] || { log "no bin/spark-class in $home"; return 1; }
+  mkdir -p "$conf" || return 1  # an empty SPARK_CONF_DIR: no spark-env.sh or defaults of the host
+  log "starting the Spark $name: spark-class $* (log: logs/spark-$name.log)"
+  # setsid: the daemon leads its own process group (executors included), stopped as one by spark_stop;
+  # a port already taken fails the start instead of moving Spark to a port the security group closes.
+  SPARK_HOME=$home SPARK_CONF_DIR=$conf SPARK_DAEMON_MEMORY=$BENCH_SPARK_DAEMON_MEMORY \
+    SPARK_DAEMON_JAVA_OPTS="-Dspark.port.maxRetries=0" SPARK_LOCAL_IP=$BENCH_PRIVATE_IP \
+    setsid "$home/bin/spark-class" "$@" >> "$BENCH_LOG_DIR/spark-$name.log" 2>&1 < /dev/null &
+  SPARK_PID=$!
+}
+
+# shellcheck disable=SC2329  # invoked by the EXIT trap
+spark_stop() {  # spark_stop PID: SIGTERM to the daemon's process group, SIGKILL to what is left after 15 s
+  local pid=$1 _
+  [[ -n $pid ]] || return 0
+  kill -TERM -- "-$pid" 2>/dev/null || return 0
+  for _ in $(seq 30); do running "$pid" || break; sleep 0.5; done
+  kill -KILL -- "-$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  return 0
+}
+
+# Bench role: a master on this host, then BENCH_SPARK_WORKERS ALIVE workers registered with it, or fail.
+start_spark_master() {
+  local status_url=http://$BENCH_PRIVATE_IP:$BENCH_SPARK_MASTER_WEBUI_PORT/json/ t0 n=0
+  SPARK_MASTER_URL=spark://$BENCH_PRIVATE_IP:$BENCH_SPARK_MASTER_PORT
+  spark_start master org.apache.spark.deploy.master.Master --host "$BENCH_PRIVATE_IP" \
+    --port "$BENCH_SPARK_MASTER_PORT" --webui-port "$BENCH_SPARK_MASTER_WEBUI_PORT" || fail "cannot start the Spark master"
+  MASTER_PID=$SPARK_PID
+  t0=$(date +%s)
+  log "waiting up to ${BENCH_SPARK_WORKERS_TIMEOUT_S} s for $BENCH_SPARK_WORKERS ALIVE workers at $status_url"
+  while :; do
+    running "$MASTER_PID" || fail "the Spark master exited (see logs/spark-master.log)"
+    n=$(alive_workers "$status_url") || n=0
+    ((n >= BENCH_SPARK_WORKERS)) && break
+    if (($(date +%s) - t0 >= BENCH_SPARK_WORKERS_TIMEOUT_S || $(date +%s) >= DEADLINE_EPOCH)); then
+      fail "only $n of $BENCH_SPARK_WORKERS Spark workers ALIVE at $SPARK_MASTER_URL after $(($(date +%s) - t0)) s"
+    fi
+    sleep "$BENCH_SPARK_POLL_S"
+  done
+  log "Spark master $SPARK_MASTER_URL: $n workers ALIVE after $(($(date +%s) - t0)) s"
+}
+
+# Worker role: wait for the master, serve it with a worker until it is gone (the run is over), return.
+run_spark_worker() {
+  local master=spark://$BENCH_SPARK_MASTER_HOST:$BENCH_SPARK_MASTER_PORT
+  local status_url=http://$BENCH_SPARK_MASTER_HOST:$BENCH_SPARK_MASTER_WEBUI_PORT/json/
+  local cores=${BENCH_SPARK_WORKER_CORES:-$(nproc)} memory=$BENCH_SPARK_WORKER_MEMORY t0 now last_ok restarts=0
+  [[ -n $BENCH_SPARK_MASTER_HOST ]] || fail "BENCH_SPARK_MASTER_HOST is empty"
+  [[ -n $memory ]] || memory=$(($(awk '/^MemTotal:/ {print $2}' /proc/meminfo) * 9 / 10 / 1024))m
+  t0=$(date +%s)
+  log "waiting up to ${BENCH_SPARK_MASTER_WAIT_S} s for the Spark master ($status_url)"
+  until alive_workers "$status_url" > /dev/null; do
+    now=$(date +%s)
+    ((now - t0 < BENCH_SPARK_MASTER_WAIT_S)) || fail "the Spark master ($status_url) did not answer within ${BENCH_SPARK_MASTER_WAIT_S} s"
+    ((now < DEADLINE_EPOCH)) || { STATUS=timeout; MESSAGE="deadline reached waiting for the master"; exit 1; }
+    sleep "$BENCH_SPARK_POLL_S"
+  done
+  mkdir -p "$BENCH_DATA_DIR/spark/work" || fail "mkdir $BENCH_DATA_DIR/spark/work"
+  last_ok=$(date +%s)
+  while :; do
+    if [[ -z $WORKER_PID ]]; then
+      spark_start worker org.apache.spark.deploy.worker.Worker "$master" --host "$BENCH_PRIVATE_IP" \
+        --port "$BENCH_SPARK_WORKER_PORT" --webui-port "$BENCH_SPARK_WORKER_WEBUI_PORT" --cores "$cores" \
+        --memory "$memory" --work-dir "$BENCH_DATA_DIR/spark/work" || fail "cannot start the Spark worker"
+      WORKER_PID=$SPARK_PID
+      log "worker for $master: $cores cores, $memory, until the master has not answered for ${BENCH_SPARK_MASTER_GRACE_S} s"
+    fi
+    sleep "$BENCH_SPARK_POLL_S"
+    now=$(date +%s)
+    if alive_workers "$status_url" > /dev/null; then
+      last_ok=$now
+    elif ((now - last_ok >= BENCH_SPARK_MASTER_GRACE_S)); then
+      log "the Spark master has not answered for $((now - last_ok)) s: the run is over"
+      return 0
+    fi
+    if ((now >= DEADLINE_EPOCH)); then STATUS=timeout; MESSAGE="deadline reached"; exit 1; fi
+    if ! running "$WORKER_PID"; then
+      wait "$WORKER_PID" 2>/dev/null
+      log "the Spark worker exited (rc $?; see logs/spark-worker.log)"
+      ((restarts++ < 3)) || fail "the Spark worker exited 4 times"
+      WORKER_PID=
+    fi
+  done
+}
+
 # shellcheck disable=SC2329  # invoked by the EXIT trap
 finish() {
   local rc=$?
@@ -128,6 +303,17 @@ finish() {
     if ((rc == 0)); then STATUS=ok; else STATUS=failed; MESSAGE=${MESSAGE:-"$PHASE: exit $rc"}; fi
   fi
   PHASE=finish
+  if [[ $BENCH_ROLE == worker ]]; then  # this host's logs only: status.json is the benchmark host's
+    spark_stop "$WORKER_PID"
+    local id=${BENCH_INSTANCE_ID:-$(hostname)}
+    log "status=$STATUS rc=$rc${MESSAGE:+ ($MESSAGE)}: uploading the logs to ${BENCH_RESULTS_URI%/}/workers/$id/"
+    uploader publish "$BENCH_RESULTS_URI" --dir "workers/$id=$BENCH_LOG_DIR" \
+      || log "upload reported errors (see above); powering off anyway"
+    log "powering off: $BENCH_POWEROFF_CMD"
+    bash -c "$BENCH_POWEROFF_CMD"
+    exit "$rc"
+  fi
+  [[ -n $MASTER_PID ]] && log "stopping the Spark master" && spark_stop "$MASTER_PID"
   log "status=$STATUS rc=$rc: uploading results and logs to $BENCH_RESULTS_URI, status.json last"
   publish --status-field "status=$STATUS" --status-field "run_id=$BENCH_RUN_ID" \
     --status-field "message=$MESSAGE" --status-field "report=$REPORT_STATE" \
@@ -150,6 +336,14 @@ trap 'STATUS=interrupted; MESSAGE="$PHASE: interrupted"; exit 130' INT
 PHASE=deadline
 log "run $BENCH_RUN_ID: arming the deadline: $BENCH_DEADLINE_CMD"
 bash -c "$BENCH_DEADLINE_CMD" || fail "could not arm the deadline"
+[[ $BENCH_ROLE == bench || $BENCH_ROLE == worker ]] || fail "BENCH_ROLE must be bench or worker, not '$BENCH_ROLE'"
+[[ $BENCH_SPARK_WORKERS =~ ^[0-9]+$ ]] || fail "BENCH_SPARK_WORKERS must be a whole number, not '$BENCH_SPARK_WORKERS'"
+if [[ $BENCH_ROLE == worker ]] || ((BENCH_SPARK_WORKERS > 0)); then
+  PHASE=node
+  [[ -n $BENCH_PRIVATE_IP ]] || BENCH_PRIVATE_IP=$(imds local-ipv4) || fail "no private IP (IMDS local-ipv4)"
+  [[ -n $BENCH_INSTANCE_ID ]] || BENCH_INSTANCE_ID=$(imds instance-id) || BENCH_INSTANCE_ID=$(hostname)
+  log "$BENCH_ROLE node $BENCH_INSTANCE_ID at $BENCH_PRIVATE_IP"
+fi
 
 # --- 2. system packages, SSM agent -------------------------------------------------------------------
 PHASE=packages
@@ -242,14 +436,36 @@ if [[ $BENCH_SKIP_SETUP != 1 ]]; then
   make -C "$BENCH_HARNESS_DIR" setup > "$BENCH_LOG_DIR/setup.log" 2>&1 || fail "make setup (see logs/setup.log)"
 fi
 "$BENCH_CMD" --version || fail "$BENCH_CMD does not run"
+
+# --- the worker role ends here: a Spark worker until the master is gone ------------------------------
+if [[ $BENCH_ROLE == worker ]]; then
+  PHASE=spark-worker
+  run_spark_worker
+  exit 0
+fi
+
 "$BENCH_CMD" list > "$BENCH_LOG_DIR/bench-list.txt" 2>&1 || fail "bench list"
 if "$BENCH_CMD" doctor > "$BENCH_LOG_DIR/doctor.txt" 2>&1; then log "bench doctor: ok"
 else log "bench doctor reported problems (see logs/doctor.txt); running anyway"; fi
 
-# --- 5. the benchmark --------------------------------------------------------------------------------
-PHASE=run
 accepts() { [[ $("$BENCH_CMD" "$1" --help 2>/dev/null) == *"$2"* ]]; }  # no pipe: pipefail + grep -q
 common=()
+
+# --- 4b. the Spark master, when the run has workers ---------------------------------------------------
+if ((BENCH_SPARK_WORKERS > 0)); then
+  PHASE=spark-cluster
+  accepts run --spark-master || fail "this harness's bench run has no --spark-master: it cannot use the workers"
+  start_spark_master
+  # Spark's driver runs here and is reached by the executors at this address (ports 7078, 7079).
+  export BENCH_SPARK_DRIVER_HOST=$BENCH_PRIVATE_IP
+  common+=(--spark-master "$SPARK_MASTER_URL")
+  if ((BENCH_SPARK_MASTER_WEBUI_PORT != 8080)); then
+    common+=(--option "spark.master_webui=http://$BENCH_PRIVATE_IP:$BENCH_SPARK_MASTER_WEBUI_PORT")
+  fi
+fi
+
+# --- 5. the benchmark --------------------------------------------------------------------------------
+PHASE=run
 if [[ -n $BENCH_INSTANCE_TYPE ]] && accepts run --instance-type; then common+=(--instance-type "$BENCH_INSTANCE_TYPE"); fi
 [[ -n $BENCH_MEMORY_BUDGET ]] && common+=(--memory-budget "$BENCH_MEMORY_BUDGET")
 read -r -a extra <<< "$BENCH_EXTRA_RUN_ARGS"

@@ -1,6 +1,8 @@
 # The instance's only permissions: write this run's results prefix (and, when used, read the harness
 # archive of this run and read/write this run's warehouse prefix). Nothing else in S3, nothing in EC2:
 # the instance terminates itself by powering off (instance_initiated_shutdown_behavior).
+# Spark workers (spark_workers > 0) get a role of their own, narrower: read the harness archive,
+# read/write/list this run's warehouse prefix, and write their own logs under runs/<run-id>/workers/.
 
 data "aws_iam_policy_document" "assume_ec2" {
   statement {
@@ -75,4 +77,74 @@ resource "aws_iam_role_policy_attachment" "ssm" {
 resource "aws_iam_instance_profile" "bench" {
   name_prefix = "iceberg-bench-"
   role        = aws_iam_role.bench.name
+}
+
+# ----- Spark workers (spark_workers > 0) -----------------------------------------------------------------
+resource "aws_iam_role" "worker" {
+  count              = local.cluster ? 1 : 0
+  name_prefix        = "iceberg-bench-worker-"
+  description        = "Spark workers of run ${local.run_id}: this run's warehouse and harness, and their logs under s3://${local.bucket_name}/${local.results_prefix}workers/"
+  assume_role_policy = data.aws_iam_policy_document.assume_ec2.json
+}
+
+data "aws_iam_policy_document" "worker" {
+  count = local.cluster ? 1 : 0
+
+  statement {
+    sid       = "WriteTheirLogs"
+    actions   = ["s3:PutObject", "s3:AbortMultipartUpload"]
+    resources = ["${local.bucket_arn}/${local.results_prefix}workers/*"]
+  }
+
+  dynamic "statement" {
+    for_each = var.harness_archive_path != "" ? [1] : []
+    content {
+      sid       = "ReadThisRunsHarnessArchive"
+      actions   = ["s3:GetObject"]
+      resources = ["${local.bucket_arn}/${local.harness_key}"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.warehouse_on_s3 ? [1] : []
+    content {
+      sid       = "ReadWriteThisRunsWarehouse"
+      actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
+      resources = ["${local.bucket_arn}/warehouse/${local.run_id}/*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = var.warehouse_on_s3 ? [1] : []
+    content {
+      sid       = "ListThisRunsWarehouse"
+      actions   = ["s3:ListBucket"]
+      resources = [local.bucket_arn]
+
+      condition {
+        test     = "StringLike"
+        variable = "s3:prefix"
+        values   = ["warehouse/${local.run_id}/*", "warehouse/${local.run_id}"]
+      }
+    }
+  }
+}
+
+resource "aws_iam_role_policy" "worker" {
+  count  = local.cluster ? 1 : 0
+  name   = "spark-worker-of-this-run"
+  role   = aws_iam_role.worker[0].id
+  policy = data.aws_iam_policy_document.worker[0].json
+}
+
+resource "aws_iam_role_policy_attachment" "worker_ssm" {
+  count      = local.cluster && var.enable_ssm ? 1 : 0
+  role       = aws_iam_role.worker[0].name
+  policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/AmazonSSMManagedInstanceCore"
+}
+
+resource "aws_iam_instance_profile" "worker" {
+  count       = local.cluster ? 1 : 0
+  name_prefix = "iceberg-bench-worker-"
+  role        = aws_iam_role.worker[0].name
 }

@@ -1,4 +1,6 @@
-# One instance runs the whole benchmark, uploads everything to S3 and terminates itself.
+# One instance runs the whole benchmark, uploads everything to S3 and terminates itself.  With
+# spark_workers = N > 0 (cluster.tf), N more instances run Spark standalone workers for it: the benchmark
+# instance runs the master and Spark's driver; every worker powers itself off once the master is gone.
 
 # The run's name: fixed at the first apply (or given), so that later plans do not replace the instance.
 resource "terraform_data" "run_id" {
@@ -70,6 +72,7 @@ locals {
   results_prefix = "runs/${local.run_id}/"
   warehouse_uri  = var.warehouse_on_s3 ? "s3://${local.bucket_name}/warehouse/${local.run_id}" : ""
   harness_key    = "harness/${local.run_id}.tar.gz"
+  cluster        = var.spark_workers > 0
 }
 
 module "user_data" {
@@ -93,6 +96,7 @@ module "user_data" {
   max_lifetime_minutes   = var.max_lifetime_minutes
   upload_reserve_seconds = var.upload_reserve_seconds
   enable_ssm             = var.enable_ssm
+  spark_workers          = var.spark_workers
 }
 
 # The harness source packed from a local checkout (bench aws up), read by the instance at boot.
@@ -153,7 +157,8 @@ resource "aws_instance" "bench" {
   ami                                  = local.ami_id
   instance_type                        = var.instance_type
   subnet_id                            = data.aws_subnet.chosen.id
-  vpc_security_group_ids               = [aws_security_group.bench.id]
+  vpc_security_group_ids               = concat([aws_security_group.bench.id], aws_security_group.cluster[*].id)
+  placement_group                      = one(aws_placement_group.cluster[*].name)
   associate_public_ip_address          = var.associate_public_ip
   iam_instance_profile                 = aws_iam_instance_profile.bench.name
   key_name                             = var.ssh_key_name
@@ -193,12 +198,18 @@ resource "aws_instance" "bench" {
   tags = {
     Name   = "iceberg-compaction-bench-${local.run_id}"
     run_id = local.run_id
+    role   = "bench"
   }
 
   lifecycle {
     precondition {
       condition     = var.harness_git_url != "" || var.harness_archive_path != ""
       error_message = "Set harness_git_url (with harness_ref) or harness_archive_path: the instance needs the harness source."
+    }
+
+    precondition {
+      condition     = var.spark_workers == 0 || var.warehouse_on_s3
+      error_message = "spark_workers > 0 needs warehouse_on_s3 = true: Spark's executors on the workers read and write the tables."
     }
   }
 

@@ -47,3 +47,13 @@ output "status_command" {
   description = "How to see whether the run is over."
   value       = "bench aws status   # or: aws s3 cp s3://${local.bucket_name}/${local.results_prefix}status.json -"
 }
+
+output "worker_instance_ids" {
+  description = "The Spark workers (spark_workers > 0; empty otherwise). Each terminates itself once the benchmark instance's Spark master is gone, at the latest at the deadline."
+  value       = aws_instance.worker[*].id
+}
+
+output "worker_private_ips" {
+  description = "Private IPs of the Spark workers (empty when spark_workers = 0)."
+  value       = aws_instance.worker[*].private_ip
+}

@@ -174,6 +174,18 @@ variable "warehouse_on_s3" {
   default     = false
 }
 
+# ----- a Spark standalone cluster ---------------------------------------------------------------------
+variable "spark_workers" {
+  description = "Spark workers besides the benchmark instance: 0 (the default, as published) = one instance runs everything. N > 0 = N more instances of instance_type, each a Spark standalone worker, with the master and Spark's driver on the benchmark instance (`bench run --spark-master`). Needs warehouse_on_s3 = true. Every node costs for the whole run."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.spark_workers >= 0 && var.spark_workers <= 32 && floor(var.spark_workers) == var.spark_workers
+    error_message = "spark_workers must be a whole number between 0 and 32."
+  }
+}
+
 # ----- results ---------------------------------------------------------------------------------------
 variable "results_bucket_name" {
   description = "Results bucket. Empty = create one named iceberg-compaction-bench-<random>."

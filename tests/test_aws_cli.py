@@ -96,6 +96,16 @@ def test_up_from_git_and_bad_input(fake_tf):
     values = json.loads(Path(var_file).read_text())
     assert values["harness_git_url"] == "https://example.invalid/h.git" and values["harness_ref"] == "v1"
     assert values["harness_archive_path"] == ""
+    r = CliRunner().invoke(main, ["aws", "up", "--terraform-dir", str(fake_tf.dir), "--spark-workers", "2"])
+    assert r.exit_code == 2 and "--spark-workers needs --warehouse-on-s3" in r.output
+    r = CliRunner().invoke(main, ["aws", "up", "--terraform-dir", str(fake_tf.dir), "--run-id", "r4",
+                                  "--spark-workers", "2", "--warehouse-on-s3", "--git-ref", "v1", "--git-url",
+                                  "https://e.invalid/h.git", "--auto-approve"])
+    assert r.exit_code == 0, r.output
+    apply = [c for c in fake_tf.calls() if c[1] == "apply"][-1]
+    var_file = next(a for a in apply if a.startswith("-var-file=")).split("=", 1)[1]
+    values = json.loads(Path(var_file).read_text())
+    assert values["spark_workers"] == 2 and values["warehouse_on_s3"] is True
 
 
 def test_status_and_fetch(fake_tf, s3, tmp_path, monkeypatch):  # noqa: F811

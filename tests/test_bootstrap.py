@@ -1,19 +1,28 @@
 """The cloud bootstrap (terraform/bootstrap.sh) and the uploader (bench/cloud.py), end to end on this
 machine: a real S3-compatible server (moto) on 127.0.0.1, the REAL harness at a tiny scale
 (risingwave only, to stay fast), and the power-off / deadline replaced by marker commands.
+
+The Spark cluster roles (spark_workers > 0) run here too, everything on 127.0.0.1: real Spark master and
+worker daemons from the venv's pyspark, with free ports, short timeouts and a 1 s poll instead of the
+cloud's.  The benchmark host's `bench run` is a stub there (it records its arguments and what the
+master saw): a multi-node `bench run` of the harness itself is the harness's tests' business.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
 import boto3
+import psutil
 import pytest
 from moto.server import ThreadedMotoServer
 
@@ -54,12 +63,13 @@ def get_text(s3, key: str) -> str:
     return s3.client.get_object(Bucket=BUCKET, Key=key)["Body"].read().decode()
 
 
-def run_bootstrap(tmp_path: Path, s3, run_id: str, timeout: float = 120, **settings) -> SimpleNamespace:
-    """Run bootstrap.sh as the instance would, with host-specific steps switched off or replaced."""
+def bootstrap_env(tmp_path: Path, s3, run_id: str, **settings) -> dict:
+    """The environment of bootstrap.sh as the instance would have it, host-specific steps switched off
+    or replaced by markers in tmp_path (powered-off: the bucket's keys at power-off; deadline-armed)."""
     prefix = f"runs/{run_id}/"
     marker_off = tmp_path / "powered-off"
     marker_deadline = tmp_path / "deadline-armed"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "BENCH_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "BENCH_", "SPARK_", "PYSPARK_"))}
     env |= s3.env
     env |= {
         "BENCH_RUN_ID": run_id,
@@ -86,16 +96,26 @@ def run_bootstrap(tmp_path: Path, s3, run_id: str, timeout: float = 120, **setti
         "BENCH_POWEROFF_CMD": f"{sys.executable} -I {UPLOADER} ls s3://{BUCKET}/{prefix} > {marker_off}",
     }
     env |= {k: str(v) for k, v in settings.items()}
+    return {k: v for k, v in env.items() if v != "<unset>"}
+
+
+def outcome(tmp_path: Path, run_id: str, rc: int, elapsed: float, stderr: str) -> SimpleNamespace:
+    log = (tmp_path / "logs" / "bootstrap.log")
+    marker_off, marker_deadline = tmp_path / "powered-off", tmp_path / "deadline-armed"
+    return SimpleNamespace(
+        rc=rc, elapsed=elapsed, prefix=f"runs/{run_id}/", log=log.read_text() if log.exists() else "",
+        stderr=stderr,
+        powered_off=marker_off.read_text().split() if marker_off.exists() else None,
+        deadline=marker_deadline.read_text().strip() if marker_deadline.exists() else None)
+
+
+def run_bootstrap(tmp_path: Path, s3, run_id: str, timeout: float = 120, **settings) -> SimpleNamespace:
+    """Run bootstrap.sh as the instance would, with host-specific steps switched off or replaced."""
+    env = bootstrap_env(tmp_path, s3, run_id, **settings)
     t0 = time.monotonic()
     proc = subprocess.run(["bash", str(BOOTSTRAP)], env=env, cwd=tmp_path, timeout=timeout,
                           capture_output=True, text=True)
-    elapsed = time.monotonic() - t0
-    log = (tmp_path / "logs" / "bootstrap.log")
-    return SimpleNamespace(
-        rc=proc.returncode, elapsed=elapsed, prefix=prefix, log=log.read_text() if log.exists() else "",
-        stderr=proc.stderr,
-        powered_off=marker_off.read_text().split() if marker_off.exists() else None,
-        deadline=marker_deadline.read_text().strip() if marker_deadline.exists() else None)
+    return outcome(tmp_path, run_id, proc.returncode, time.monotonic() - t0, proc.stderr)
 
 
 def status_of(s3, prefix: str) -> dict:
@@ -252,3 +272,291 @@ def test_bootstrap_refuses_to_start_without_its_settings(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
     proc = subprocess.run(["bash", str(BOOTSTRAP)], env=env, capture_output=True, text=True, timeout=10)
     assert proc.returncode != 0 and "BENCH_RUN_ID is required" in proc.stderr
+
+
+# ----- the Spark cluster roles (spark_workers > 0) -----------------------------------------------------
+MASTER_CLASS = "org.apache.spark.deploy.master.Master"
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+GRACE_S = 3  # the worker's "master gone" grace in these tests (the cloud's: 300 s)
+
+
+def spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def free_ports(n: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def master_status(webui_port: int) -> dict | None:
+    try:
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(f"http://127.0.0.1:{webui_port}/json/", timeout=2) as r:
+            return json.load(r)
+    except OSError:
+        return None
+
+
+def alive_workers(webui_port: int) -> list[dict]:
+    st = master_status(webui_port) or {}
+    return [w for w in st.get("workers", []) if w.get("state") == "ALIVE"]
+
+
+def wait_for(what: str, predicate, timeout_s: float, *procs: subprocess.Popen):
+    """Poll `predicate` until it returns something truthy; fail early when one of `procs` exits."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = predicate()
+        if got:
+            return got
+        for p in procs:
+            assert p.poll() is None, f"{p.args} exited ({p.returncode}) while waiting for {what}"
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def java_processes(marker: Path) -> list[psutil.Process]:
+    """Living JVMs whose command line names `marker` (their conf or work directory is under it)."""
+    out = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        try:
+            cmd = p.info["cmdline"] or []
+            if (p.info["status"] != psutil.STATUS_ZOMBIE and cmd and Path(cmd[0]).name == "java"
+                    and any(str(marker) in a for a in cmd)):
+                out.append(p)
+        except psutil.Error:
+            continue
+    return out
+
+
+def no_java_left(marker: Path, timeout_s: float = 15) -> list[str]:
+    deadline = time.monotonic() + timeout_s
+    while (left := java_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.25)
+    return [" ".join(p.cmdline()[-8:]) for p in left if p.is_running()]
+
+
+def kill_group(proc: subprocess.Popen | None) -> None:
+    if proc is not None and proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+
+
+def cleanup(marker: Path, *procs: subprocess.Popen | None) -> None:
+    """Whatever a failed test left: the bootstraps' and the master's process groups, then any JVM of
+    the test (a daemon leads a process group of its own: setsid in bootstrap.sh)."""
+    for p in procs:
+        kill_group(p)
+    for p in java_processes(marker):
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            p.kill()
+
+
+def start_master(root: Path, port: int, webui_port: int) -> subprocess.Popen:
+    """A real Spark standalone master on 127.0.0.1, in a process group of its own."""
+    conf = root / "master-conf"   # an empty SPARK_CONF_DIR, under the test's directory (the JVM's marker)
+    conf.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
+    env |= {"SPARK_HOME": str(spark_home()), "SPARK_CONF_DIR": str(conf), "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_DAEMON_MEMORY": "256m", "SPARK_DAEMON_JAVA_OPTS": "-Dspark.port.maxRetries=0"}
+    log = open(root / "master.log", "ab")   # noqa: SIM115 - the child keeps it
+    try:
+        return subprocess.Popen([str(spark_home() / "bin" / "spark-class"), MASTER_CLASS, "--host", "127.0.0.1",
+                                 "--port", str(port), "--webui-port", str(webui_port)], env=env, stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    finally:
+        log.close()
+
+
+def stop_master(master: subprocess.Popen) -> None:
+    os.killpg(master.pid, signal.SIGTERM)
+    try:
+        master.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(master.pid, signal.SIGKILL)
+        master.wait(timeout=10)
+
+
+def worker_settings(master_port: int, master_webui: int, worker_port: int, worker_webui: int, **more) -> dict:
+    """A worker role's settings on 127.0.0.1: one core, 512 MiB, a 1 s poll and a short grace."""
+    return {"BENCH_ROLE": "worker", "BENCH_SCENARIOS": "<unset>",   # a worker needs no scenarios
+            "BENCH_SPARK_MASTER_HOST": "127.0.0.1", "BENCH_PRIVATE_IP": "127.0.0.1", "BENCH_INSTANCE_ID": "i-w1",
+            "BENCH_SPARK_MASTER_PORT": master_port, "BENCH_SPARK_MASTER_WEBUI_PORT": master_webui,
+            "BENCH_SPARK_WORKER_PORT": worker_port, "BENCH_SPARK_WORKER_WEBUI_PORT": worker_webui,
+            "BENCH_SPARK_WORKER_CORES": 1, "BENCH_SPARK_WORKER_MEMORY": "512m", "BENCH_SPARK_DAEMON_MEMORY": "256m",
+            "BENCH_SPARK_POLL_S": 1, "BENCH_SPARK_MASTER_GRACE_S": GRACE_S, "BENCH_SPARK_MASTER_WAIT_S": 90,
+            "BENCH_VENV_PYTHON": sys.executable} | more
+
+
+def start_bootstrap(tmp_path: Path, s3, run_id: str, **settings) -> subprocess.Popen:
+    env = bootstrap_env(tmp_path, s3, run_id, **settings)
+    return subprocess.Popen(["bash", str(BOOTSTRAP)], env=env, cwd=tmp_path, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+@pytest.mark.slow
+def test_worker_serves_the_master_then_powers_off_once_it_is_gone(tmp_path, s3):
+    """The worker role against a real master: it registers ALIVE with the cores and memory it was told,
+    keeps serving while the master answers, and once the master is gone for the grace period stops its
+    JVM, uploads its logs to workers/<instance-id>/ (never status.json) and powers off."""
+    m_port, m_webui, w_port, w_webui = free_ports(4)
+    wdir = tmp_path / "worker"
+    wdir.mkdir()
+    master = worker = None
+    try:
+        master = start_master(tmp_path, m_port, m_webui)
+        wait_for("the master ALIVE", lambda: (master_status(m_webui) or {}).get("status") == "ALIVE", 60, master)
+        worker = start_bootstrap(wdir, s3, "e2e-worker", **worker_settings(m_port, m_webui, w_port, w_webui))
+        alive = wait_for("the worker ALIVE at the master", lambda: alive_workers(m_webui), 60, master, worker)
+        assert len(alive) == 1
+        assert (alive[0]["host"], alive[0]["port"]) == ("127.0.0.1", w_port)
+        assert alive[0]["cores"] == 1 and alive[0]["memory"] == 512
+        time.sleep(GRACE_S + 1)   # the master answers: the worker stays
+        assert worker.poll() is None and not (wdir / "powered-off").exists()
+        stop_master(master)
+        t_gone = time.monotonic()
+        rc = worker.wait(timeout=60)
+        after = time.monotonic() - t_gone
+        r = outcome(wdir, "e2e-worker", rc, after, worker.stderr.read())
+        assert rc == 0, r.log + r.stderr
+        assert GRACE_S <= after < GRACE_S + 25, (after, r.log)
+        assert "the Spark master has not answered for" in r.log
+        assert r.deadline == "shutdown -P +30"   # the same deadline as the benchmark host, armed first
+        # its logs were in the bucket before the power-off; status.json is the benchmark host's alone
+        logs = {"runs/e2e-worker/workers/i-w1/" + f for f in ("bootstrap.log", "spark-worker.log")}
+        assert r.powered_off is not None and logs <= set(r.powered_off), r.powered_off
+        assert "runs/e2e-worker/status.json" not in keys_under(s3, "runs/e2e-worker/")
+        assert "Successfully registered with master" in get_text(s3, "runs/e2e-worker/workers/i-w1/spark-worker.log")
+        assert no_java_left(tmp_path) == []
+    finally:
+        cleanup(tmp_path, worker, master)
+
+
+def test_worker_powers_off_when_the_master_never_answers(tmp_path, s3):
+    """No master within BENCH_SPARK_MASTER_WAIT_S: the worker uploads its logs and powers off (no JVM)."""
+    m_port, m_webui, w_port, w_webui = free_ports(4)
+    r = run_bootstrap(tmp_path, s3, "e2e-lonely", timeout=60,
+                      **worker_settings(m_port, m_webui, w_port, w_webui, BENCH_SPARK_MASTER_WAIT_S=2))
+    assert r.rc == 1, r.log + r.stderr
+    assert "did not answer within 2 s" in r.log
+    assert r.powered_off is not None and "runs/e2e-lonely/workers/i-w1/bootstrap.log" in r.powered_off
+    assert keys_under(s3, "runs/e2e-lonely/") == ["runs/e2e-lonely/workers/i-w1/bootstrap.log"]
+    assert not (tmp_path / "logs" / "spark-worker.log").exists()
+
+
+def stub_bench(tmp_path: Path, webui_port: int, spark_master_flag: bool = True) -> Path:
+    """A `bench` that passes for the harness: `run` records its arguments, BENCH_SPARK_DRIVER_HOST and
+    the master's /json/ at that moment, and exits 0."""
+    stub = tmp_path / "stub-bench"
+    flag = " --spark-master spark://HOST:PORT" if spark_master_flag else ""
+    stub.write_text(f"""#!/bin/bash
+if [[ $1 == run && $2 == --help ]]; then echo "Usage: bench run [OPTIONS] SCENARIO --instance-type{flag}"; exit 0; fi
+case $1 in
+  --version) echo "bench, version stub" ;;
+  list) echo "  bin-packing  stub" ;;
+  doctor) echo "ok" ;;
+  run)
+    printf '%s\\n' "$@" > {tmp_path}/run-args
+    echo "$BENCH_SPARK_DRIVER_HOST" > {tmp_path}/driver-host
+    curl -fsS --noproxy '*' http://127.0.0.1:{webui_port}/json/ > {tmp_path}/master-at-run.json ;;
+  *) exit 2 ;;
+esac
+""")
+    stub.chmod(0o755)
+    return stub
+
+
+def bench_settings(stub: Path, master_port: int, master_webui: int, **more) -> dict:
+    return {"BENCH_CMD": stub, "BENCH_SPARK_WORKERS": 1, "BENCH_PRIVATE_IP": "127.0.0.1", "BENCH_INSTANCE_ID": "i-b",
+            "BENCH_SPARK_MASTER_PORT": master_port, "BENCH_SPARK_MASTER_WEBUI_PORT": master_webui,
+            "BENCH_SPARK_DAEMON_MEMORY": "256m", "BENCH_SPARK_POLL_S": 1, "BENCH_REPORT": 0,
+            "BENCH_VENV_PYTHON": sys.executable, "BENCH_WAREHOUSE": f"s3://{BUCKET}/warehouse/e2e"} | more
+
+
+@pytest.mark.slow
+def test_bench_role_with_one_worker_end_to_end(tmp_path, s3):
+    """Both roles together, as on AWS with spark_workers = 1: the benchmark host starts the master, waits
+    for the worker (a worker-role bootstrap started first, waiting for the master), runs `bench run
+    --spark-master`, stops the master, uploads with status.json last and powers off; the worker follows
+    once the master is gone.  No JVM outlives them."""
+    m_port, m_webui, w_port, w_webui = free_ports(4)
+    bdir, wdir = tmp_path / "bench", tmp_path / "worker"
+    bdir.mkdir()
+    wdir.mkdir()
+    worker = None
+    try:
+        worker = start_bootstrap(wdir, s3, "e2e-cluster", **worker_settings(m_port, m_webui, w_port, w_webui))
+        r = run_bootstrap(bdir, s3, "e2e-cluster", timeout=150,
+                          **bench_settings(stub_bench(bdir, m_webui), m_port, m_webui))
+        assert r.rc == 0, r.log + r.stderr
+        st = status_of(s3, r.prefix)
+        assert st["status"] == "ok" and st["scenarios"][0]["exit_code"] == 0
+        args = (bdir / "run-args").read_text().splitlines()
+        i = args.index("--spark-master")
+        assert args[i + 1] == f"spark://127.0.0.1:{m_port}"
+        assert f"spark.master_webui=http://127.0.0.1:{m_webui}" in args   # not the default 8080 here
+        assert args[args.index("--warehouse") + 1] == f"s3://{BUCKET}/warehouse/e2e/bin-packing"
+        assert (bdir / "driver-host").read_text().strip() == "127.0.0.1"
+        at_run = json.loads((bdir / "master-at-run.json").read_text())
+        assert [(w["host"], w["port"], w["state"]) for w in at_run["workers"]] == [("127.0.0.1", w_port, "ALIVE")]
+        assert "1 workers ALIVE after" in r.log
+        log = r.log
+        assert log.index("stopping the Spark master") < log.index("uploading results") < log.index("powering off")
+        assert r.powered_off is not None and r.prefix + "logs/spark-master.log" in r.powered_off
+        assert r.prefix + "status.json" in r.powered_off
+        # the worker: the master is gone, it follows after the grace period
+        rc = worker.wait(timeout=60)
+        w = outcome(wdir, "e2e-cluster", rc, 0, worker.stderr.read())
+        assert rc == 0, w.log + w.stderr
+        assert w.powered_off is not None and r.prefix + "workers/i-w1/spark-worker.log" in w.powered_off
+        assert no_java_left(tmp_path) == []
+    finally:
+        cleanup(tmp_path, worker)
+
+
+@pytest.mark.slow
+def test_bench_role_fails_uploads_and_powers_off_when_workers_do_not_come(tmp_path, s3):
+    """No worker within BENCH_SPARK_WORKERS_TIMEOUT_S: the run fails with the reason in status.json, the
+    master is stopped, everything is uploaded, the host powers off; `bench run` never ran."""
+    m_port, m_webui = free_ports(2)
+    try:
+        r = run_bootstrap(tmp_path, s3, "e2e-alone", timeout=90,
+                          **bench_settings(stub_bench(tmp_path, m_webui), m_port, m_webui,
+                                           BENCH_SPARK_WORKERS_TIMEOUT_S=3))
+        assert r.rc == 1, r.log + r.stderr
+        st = status_of(s3, r.prefix)
+        assert st["status"] == "failed"
+        assert st["message"].startswith(f"spark-cluster: only 0 of 1 Spark workers ALIVE at spark://127.0.0.1:{m_port}")
+        assert not (tmp_path / "run-args").exists()
+        assert r.powered_off is not None and r.prefix + "logs/spark-master.log" in r.powered_off
+        assert "stopping the Spark master" in r.log
+        assert no_java_left(tmp_path) == []
+    finally:
+        cleanup(tmp_path)
+
+
+def test_bench_role_refuses_workers_without_harness_support(tmp_path, s3):
+    """A harness whose `bench run` has no --spark-master cannot use the workers: fail before any JVM."""
+    m_port, m_webui = free_ports(2)
+    r = run_bootstrap(tmp_path, s3, "e2e-old-harness", timeout=60,
+                      **bench_settings(stub_bench(tmp_path, m_webui, spark_master_flag=False), m_port, m_webui))
+    assert r.rc == 1
+    assert "no --spark-master" in status_of(s3, r.prefix)["message"]
+    assert not (tmp_path / "logs" / "spark-master.log").exists()
+    assert r.powered_off is not None

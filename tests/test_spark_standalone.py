@@ -166,7 +166,7 @@ def test_standalone_plan_fits_the_budget(profile, budget_mib):
     assert caps["-XX:MaxDirectMemorySize"] + caps["-XX:MaxMetaspaceSize"] <= overhead
     assert "-XX:+ExitOnOutOfMemoryError" in plan["java_options"]
     assert any(o.startswith("-XX:MaxDirectMemorySize=") for o in plan["java_options"])
-    assert "2 daemons" in plan["budget_rule"] and plan["mode"] == "standalone"
+    assert "(1 master + W workers) daemons" in plan["budget_rule"] and plan["mode"] == "standalone"
 
 
 def test_standalone_plan_sizes_paper_vs_local():
@@ -241,7 +241,7 @@ def test_cluster_environment_is_loopback_and_ignores_the_machines_spark_settings
     c = StandaloneCluster(tmp_path / "c", cores=2, worker_memory_mib=1000, daemon_java_options=["-XX:X"])
     ports = free_ports(4)
     assert len(set(ports)) == 4
-    c.ports = dict(zip(("master", "master_webui", "worker", "worker_webui"), ports))
+    c.ports = dict(zip(("master", "master_webui", "worker0", "worker_webui0"), ports))
     env = c.environment()
     assert env["SPARK_CONF_DIR"] == str(tmp_path / "c" / "conf") and "SPARK_WORKER_INSTANCES" not in env
     assert env["SPARK_LOCAL_IP"] == env["SPARK_MASTER_HOST"] == "127.0.0.1"
@@ -279,7 +279,7 @@ def test_standalone_run_is_verified_and_records_what_spark_granted(tmp_path, sha
     # exactly one executor with all the cores, as Spark reports them (driver, master and worker)
     assert s["executor_count"] == 1 and len(s["executors"]) == 1
     assert s["executor_cores"] == [r["cores"]] and s["cores"] == s["cores_total"] == r["cores"]
-    assert s["app_cores_master"] == r["cores"] and s["worker_cores_used"] == r["cores"]
+    assert s["app_cores_master"] == r["cores"] and s["worker_cores_used"] == [r["cores"]]
     assert s["executor_memory_mib_master"] == s["worker_memory_mib"] == s["executor_memory_mib_worker"][0]
     assert s["spark_memory"]["spark.executor.memory"] == f"{s['worker_memory_mib']}m"
     assert s["executor_jvm_memory_options"][0][0] == f"-Xmx{s['worker_memory_mib']}M"

@@ -71,3 +71,33 @@ def test_option_layers_and_bad_profiles(tmp_path, monkeypatch):
         "engine": "risingwave", "name": "only", "scenarios": {"deletes-high": {"enable_prefetch": True}}}))
     with pytest.raises(UserError, match="no settings for scenario bin-packing.*bench tune risingwave bin-packing"):
         sc.options_for("risingwave:only")
+
+
+def test_a_configuration_already_measured_is_compared_not_run_again(tmp_path, monkeypatch):
+    """Back at the published value, the search reuses the published configuration's measurement: a fresh
+    single run of it could be faster by noise and be kept."""
+    from bench import engines
+    from bench.core.campaign import Stat, TuneConfig
+    from bench.core.progress import Progress
+    from bench.tune import Search, TuneOptions
+
+    monkeypatch.setitem(engines.REGISTRY, "revisit", "tests.engines.knobby:RevisitEngine")
+    search = Search(TuneOptions(engine="revisit", scenario="bin-packing", scale=float(TINY),
+                                results_dir=str(tmp_path), run_id="rv"), Progress())
+    search.deadline = float("inf")
+    times = {(): 10.0, (("sleep_s", 0.6),): 9.0}
+    ran = []
+
+    def fake_evaluate(s, changed, knob, value):
+        ran.append(dict(changed))
+        cfg = TuneConfig(index=len(s.configs), changed=dict(changed), knob=knob, value=value, runs=1, verified=1,
+                         duration_s=Stat(n=1, median=times[tuple(sorted(changed.items()))]))
+        s.configs.append(cfg)
+        return cfg
+
+    monkeypatch.setattr(search, "evaluate", fake_evaluate)
+    s = search.summary()
+    search.search(s)
+    assert ran == [{}, {"sleep_s": 0.6}]  # the published configuration ran once
+    assert s.best == {"sleep_s": 0.6}
+    assert any("same configuration as cfg-00" in n for n in s.notes)

@@ -10,6 +10,8 @@ plus one small summary written here, which the report reads like it reads result
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from bench.core.fileio import write_atomic
 from bench.core.fit import Fit, NodeModel
-from bench.core.results import ScenarioRecord
+from bench.core.results import ScenarioRecord, now_iso
 
 SWEEP_FILE = "sweep.json"
 FRONTIER_FILE = "frontier.json"
@@ -304,6 +306,22 @@ SUMMARY_FILES = {"sweep": SWEEP_FILE, "frontier": FRONTIER_FILE, "tune": TUNE_FI
 
 def write_summary(directory: Path, summary: Summary) -> Path:
     return write_atomic(Path(directory) / SUMMARY_FILES[summary.kind], summary.model_dump_json(indent=1))
+
+
+@contextmanager
+def recorded(directory: Path, summary: Summary) -> Iterator[Summary]:
+    """The campaign's work inside: its summary ends `complete`, or `interrupted` (an exception, a Ctrl-C,
+    with the exception in its notes), with its end time, written either way."""
+    try:
+        yield summary
+        summary.state = "complete"
+    except BaseException as exc:
+        summary.state = "interrupted"
+        summary.notes.append(f"{type(exc).__name__}: {exc}"[:500])
+        raise
+    finally:
+        summary.ended_at = now_iso()
+        write_summary(directory, summary)
 
 
 def read_summary(path: Path) -> Summary | None:

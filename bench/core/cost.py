@@ -142,23 +142,26 @@ def s3_usd(requests: dict[str, int]) -> float:
 
 def run_cost(duration_s: float | None, instance_type: str | None = DEFAULT_INSTANCE,
              gp3: Gp3Volume | None = None, s3_requests: dict[str, int] | None = None,
-             ran_on: str | None = None) -> Cost:
+             ran_on: str | None = None, nodes: int = 1) -> Cost:
     """The `cost` record of a RunResult.  Amounts are unrounded USD; round only to display.
 
     `duration_s` is the engine's compaction time (the published cost used it); None (a run that
     never finished) gives no amounts.  `ran_on` is the instance type the run was measured on (None:
     not an EC2 instance of a known type); unless it is `instance_type`, the cost is hypothetical: the
-    published node's price applied to this node's time."""
+    published node's price applied to this node's time.  `nodes` instances are paid for the whole
+    duration (a cluster: every node counts for the whole run)."""
     inst = parse_instance(instance_type)
     hypothetical = ran_on != inst.name
     note = (f"{inst.name} on-demand price x the time measured on this {ran_on or 'machine'} (hypothetical)"
             if hypothetical else f"measured on {inst.name}: on-demand price x time")
+    nodes = max(1, int(nodes))
+    basis = "on-demand price x engine duration" + (f" x {nodes} nodes" if nodes > 1 else "")
     out = Cost(instance_type=inst.name, usd_per_hour=inst.usd_per_hour, region=PRICE_REGION,
-               price_date=PRICE_DATE, basis="on-demand price x engine duration", duration_s=duration_s,
-               hypothetical=hypothetical, note=note)
+               price_date=PRICE_DATE, basis=basis, duration_s=duration_s,
+               hypothetical=hypothetical, note=note, nodes=nodes)
     if duration_s is None:
         return out
-    out.compute_usd = compute_usd(duration_s, inst)
+    out.compute_usd = compute_usd(duration_s, inst) * nodes
     total = out.compute_usd
     if gp3 is not None:
         parts = gp3_usd(duration_s, gp3)

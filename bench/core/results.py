@@ -171,6 +171,7 @@ class Cost(BaseModel):
     compute_usd: float | None = None
     total_usd: float | None = None
     hypothetical: bool = True  # the price of `instance_type` applied to another machine's time
+    nodes: int = 1  # instances paid for the run's duration
     note: str = ""
     extra: dict[str, Any] = Field(default_factory=dict)  # storage / S3 request terms when asked
 
@@ -214,6 +215,7 @@ class RunResult(BaseModel):
     engine_options: dict[str, Any] = Field(default_factory=dict)  # the options the engine ran with
     commits: Literal["table", "none"] = "table"  # "none": an engine that writes files and commits nothing
     cores: int | None = None  # cores the engine was given
+    nodes: int = 1  # machines the run used (a cluster's hosts); the cost counts every one
     rep: int = 0
     warmup: bool = False
     scale: float

@@ -34,8 +34,9 @@ class EngineFlag:
 
     engine: str
     option: str
-    choices: tuple[str, ...]
+    choices: tuple[str, ...] | None  # None: any text
     help: str
+    metavar: str = "VALUE"
 
 
 # Declared here (not in the engine modules) so the CLI can offer them without importing engines.
@@ -44,6 +45,11 @@ FLAGS: dict[str, EngineFlag] = {
                              "Spark deploy mode: local (one JVM, local[cores]) or standalone (a master and one "
                              "worker on 127.0.0.1, started and stopped by the run); same as --option "
                              "spark.mode=VALUE"),
+    "spark-master": EngineFlag("spark", "master", None,
+                               "A Spark standalone cluster that already runs (spark://HOST:PORT): Spark's driver runs "
+                               "here, its executors on the cluster's workers (one each); a cluster on other "
+                               "machines needs an S3 warehouse; same as --option spark.master=URL",
+                               metavar="spark://HOST:PORT"),
 }
 
 for _spec in filter(None, (x.strip() for x in os.environ.get("BENCH_EXTRA_ENGINES", "").split(","))):

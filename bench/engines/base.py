@@ -64,6 +64,7 @@ class EngineOutcome(BaseModel):
     # data files of its end state (written and kept), and the runner verifies them instead of the table
     commits: Literal["table", "none"] = "table"
     output_files: list[str] = Field(default_factory=list)
+    nodes: int = 1  # machines the run used (this one, plus a cluster's other hosts): the cost counts each
 
 
 class PhaseClock:
@@ -146,6 +147,9 @@ class Engine(Protocol):
     def min_budget(self, options: dict[str, Any]) -> int:
         """The smallest memory budget it can start in with these options (a frontier's floor)."""
 
+    def option_problems(self, options: dict[str, Any], settings: CatalogSettings) -> list[str]:
+        """Why these options cannot work with this warehouse (checked before anything runs), one line each."""
+
     def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         """Compact `job.table` to the end state every engine must reach (for deletes: no live delete
         file); time each step in `clock`.  Raise on failure; an engine-internal memory limit
@@ -181,6 +185,9 @@ class EngineBase:
 
     def min_budget(self, options: dict[str, Any]) -> int:
         return self.min_budget_bytes
+
+    def option_problems(self, options: dict[str, Any], settings: CatalogSettings) -> list[str]:
+        return []
 
     def close(self) -> None:
         pass

@@ -191,6 +191,8 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
             raise UserError(f"{e} cannot write {sc.output.codec} (it writes {', '.join(sorted(codecs))}); "
                             f"the scenario's output.codec applies to every engine")
     unreachable = storage_problems(sc, scale, opts.seed, engines, settings)
+    unreachable += [f"{e}: {p}" for e in engines
+                    for p in engine_class(e)().option_problems(engine_options[e], settings)]
     if unreachable:
         raise UserError(f"warehouse {settings.warehouse}: " + "; ".join(unreachable))
     cache_mode, cache_note = resolve_cache(opts.cache, settings)

@@ -85,6 +85,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                 r.engine_result, r.engine_settings = rec.outcome.engine_result, rec.outcome.settings
                 r.engine_actions = rec.outcome.actions
                 r.versions.update(rec.outcome.versions)
+                r.nodes = rec.outcome.nodes
         if r.status != "ok":
             r.log_tail = tail(er.log)
         else:
@@ -100,7 +101,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         r.error = f"harness: {type(exc).__name__}: {exc}"
         r.log_tail = traceback.format_exc().splitlines()[-LOG_TAIL_LINES:]
     r.cost = run_cost(r.duration_s if r.status == "ok" else None, ctx.instance_type,
-                      ran_on=ctx.environment.get("instance_type"))
+                      ran_on=ctx.environment.get("instance_type"), nodes=r.nodes)
     path = save(ctx.results_dir, r)
     dur = f"{r.duration_s:.2f} s" if r.duration_s is not None else "-"
     phases = ", ".join(f"{p.name} {p.seconds:.2f} s" for p in r.phases) if r.status == "ok" else ""

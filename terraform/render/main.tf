@@ -20,6 +20,21 @@ variable "memory_budget" {
   default = "64G"
 }
 
+variable "role" {
+  type    = string
+  default = "bench"
+}
+
+variable "spark_workers" {
+  type    = number
+  default = 0
+}
+
+variable "spark_master_host" {
+  type    = string
+  default = ""
+}
+
 module "user_data" {
   source                 = "../modules/user_data"
   run_id                 = "20250101T000000Z"
@@ -38,6 +53,9 @@ module "user_data" {
   warehouse_uri          = var.warehouse_uri
   max_lifetime_minutes   = 480
   enable_ssm             = false
+  role                   = var.role
+  spark_workers          = var.spark_workers
+  spark_master_host      = var.spark_master_host
 }
 
 output "user_data" {

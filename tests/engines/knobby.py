@@ -37,3 +37,13 @@ class KnobbyEngine(RewriteEngine):
 
     def transform(self, table: pa.Table) -> pa.Table:
         return table.slice(1) if self._opts.lose_row else table
+
+
+class RevisitEngine(KnobbyEngine):
+    """The published value comes last in its knob's list: once another value is kept, the search comes
+    back to the published configuration."""
+
+    name: ClassVar[str] = "revisit"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("sleep_s", "sleep_s", (0.6, 1.5), published=1.5, note="seconds of idling"),
+    )

@@ -50,7 +50,7 @@ from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import MemoryCap
 from bench.engines.base import CompactionJob, EngineBase, EngineOOM, EngineOutcome, Knob, PhaseClock
 from bench.engines.spark import memory, session
-from bench.engines.spark.cluster import StandaloneCluster
+from bench.engines.spark.cluster import ClusterView, StandaloneCluster, is_loopback, parse_master
 
 SUPPORTED_JAVA = (8, 11, 17)  # Spark 3.5
 PYSPARK_DIST = "pyspark==3.5.9"
@@ -66,6 +66,9 @@ OOM_TEXT = re.compile(r"(java\.lang\.OutOfMemoryError|SparkOutOfMemoryError|OutO
 EXECUTOR_OOM_TEXT = re.compile(r"ExecutorLostFailure[^\n]*?(?:exit(?:ed)? (?:with )?code|exit status)\D{0,3}52\b")
 EXECUTOR_TASK_OOM = re.compile(r"\(\S+ executor (\w+)\): (?:java\.lang\.OutOfMemoryError|\S*SparkOutOfMemoryError)")
 EXECUTOR_READY_TIMEOUT_S = 120.0
+EXTERNAL_WEBUI_PORT = 8080  # a standalone master's default web UI port
+# fixed driver ports towards a cluster on other machines (its security group admits exactly these)
+DRIVER_PORT, BLOCK_MANAGER_PORT = 7078, 7079
 Scalar = str | int | float | bool
 RESERVED_SYSTEM_MEMORY = 300 * 1024 * 1024  # Spark's UnifiedMemoryManager keeps this much of a heap
 
@@ -101,7 +104,12 @@ class SparkOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     profile: Literal["local", "paper"] = "local"  # settings profile (bench.engines.spark.memory)
-    mode: Literal["local", "standalone"] = "local"  # deploy mode: one JVM, or a standalone master + worker
+    mode: Literal["local", "standalone"] = "local"  # deploy mode: one JVM, or a standalone master + worker(s)
+    workers: int = Field(1, ge=1, le=8)  # standalone on this node: workers, one executor each (cores split)
+    # spark://HOST:PORT of a standalone cluster that already runs (e.g. terraform's spark_workers): the
+    # driver runs here, the executors on its workers; implies standalone, starts no daemon
+    master: str | None = None
+    master_webui: str | None = None  # that master's web UI (default http://HOST:8080), read for what it granted
     # task slots per core given: local[k x cores], or k x cores executor cores in standalone (published: 1)
     slots_per_core: int = Field(1, ge=1, le=8)
     memory_fraction: float | None = Field(None, gt=0.0, lt=1.0)  # over the profile's spark.memory.fraction
@@ -114,7 +122,26 @@ class SparkOptions(BaseModel):
         if reserved:
             raise ValueError(f"spark_conf may not set {reserved[0]}: it comes from the profile, the memory "
                              f"budget or the job")
+        if self.master is not None:
+            parse_master(self.master)  # ValueError: spark://HOST:PORT
+            if self.workers != 1:
+                raise ValueError("workers is for the cluster the harness starts on this node; a cluster given "
+                                 "by master has its own workers")
+        if self.workers != 1 and self.mode != "standalone":
+            raise ValueError("workers needs mode standalone")
         return self
+
+    @property
+    def deploy(self) -> str:
+        """local (one JVM), standalone (a cluster the harness starts here) or external (master given)."""
+        return "external" if self.master else self.mode
+
+    @property
+    def master_host(self) -> str:
+        return parse_master(self.master)[0] if self.master else "127.0.0.1"
+
+    def webui(self) -> str:
+        return (self.master_webui or f"http://{self.master_host}:{EXTERNAL_WEBUI_PORT}").rstrip("/")
 
 
 def spark_literal(value: Any) -> str:
@@ -163,8 +190,9 @@ class SparkEngine(EngineBase):
         self.jars: list[str] = []
         self.conf: dict[str, str] = {}
         self._inspector: Any = None
-        self.cluster: StandaloneCluster | None = None
+        self.cluster: ClusterView | None = None
         self.executors: dict[str, Any] = {}  # standalone: the executors as Spark reports them
+        self.driver_host = "127.0.0.1"
 
     # -- bench doctor ----------------------------------------------------------------------------
     def requirements(self) -> list[Requirement]:
@@ -178,20 +206,20 @@ class SparkEngine(EngineBase):
 
     # -- life cycle ------------------------------------------------------------------------------
     def _conf(self, job: CompactionJob, opts: SparkOptions) -> dict[str, str]:
-        """The session's conf; for standalone, the master URL is set once the cluster runs."""
-        self.mode = opts.mode
+        """The session's conf; for a cluster, the master URL is set once it runs (`_cluster_conf`)."""
+        self.mode = opts.deploy
         self.cores = max(1, int(job.cores)) * opts.slots_per_core  # task slots
-        self.plan = memory.memory_plan(opts.profile, job.memory_budget_bytes, mode=opts.mode)
-        self.master = f"local[{self.cores}]" if opts.mode == "local" else ""
+        self.plan = memory.memory_plan(opts.profile, job.memory_budget_bytes, mode=opts.deploy, workers=opts.workers)
+        self.master = f"local[{self.cores}]" if opts.deploy == "local" else ""
         conf = session.base_conf(job.catalog, self.master, app_name=f"bench-{job.scenario}")
         self.jars = conf["spark.jars"].split(",")
         conf.update(self.plan["conf"])
         if opts.memory_fraction is not None:
             conf["spark.memory.fraction"] = str(opts.memory_fraction)
         conf["spark.driver.extraJavaOptions"] = " ".join([*self.plan["java_options"], session.log4j_option()])
-        if opts.mode == "standalone":
-            conf.update(session.standalone_conf(self.cores, [*self.plan["executor_java_options"],
-                                                             session.log4j_option()]))
+        if opts.deploy == "standalone":
+            conf.update(session.standalone_conf(self.worker_cores(opts), opts.workers,
+                                                [*self.plan["executor_java_options"], session.log4j_option()]))
         if job.work_dir:
             local_dir = os.path.join(job.work_dir, "spark-local")
             os.makedirs(local_dir, exist_ok=True)
@@ -200,17 +228,56 @@ class SparkEngine(EngineBase):
             conf[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
         return conf
 
-    def _start_cluster(self, job: CompactionJob, clock: PhaseClock) -> None:
+    def worker_cores(self, opts: SparkOptions) -> int:
+        """Standalone on this node: each worker's (and its executor's) cores, the task slots split evenly."""
+        return max(1, self.cores // opts.workers)
+
+    def _start_cluster(self, job: CompactionJob, opts: SparkOptions, clock: PhaseClock) -> None:
         root = os.path.join(job.work_dir or os.getcwd(), "spark-standalone")
-        self.cluster = StandaloneCluster(root, cores=self.cores, worker_memory_mib=self.plan["worker_memory_mib"],
-                                         daemon_memory=self.plan["daemon_memory"],
-                                         daemon_java_options=self.plan["daemon_java_options"])
-        with clock.phase("cluster start", "standalone master and one worker on 127.0.0.1, until the worker "
-                                          "is ALIVE at the master"):
-            self.cluster.start()
-        self.master = self.cluster.master_url
-        self.actions.append(f"standalone cluster: master {self.master}, one worker with {self.cores} cores and "
-                            f"{self.plan['worker_memory_mib']} MiB (logs in {root})")
+        n, cores = opts.workers, self.worker_cores(opts)
+        cluster = StandaloneCluster(root, cores=cores, worker_memory_mib=self.plan["worker_memory_mib"],
+                                    daemon_memory=self.plan["daemon_memory"],
+                                    daemon_java_options=self.plan["daemon_java_options"], workers=n)
+        self.cluster = cluster
+        what = "one worker" if n == 1 else f"{n} workers"
+        with clock.phase("cluster start", f"standalone master and {what} on 127.0.0.1, until every worker is "
+                                          "ALIVE at the master"):
+            cluster.start()
+        self.master = cluster.master_url
+        self.actions.append(f"standalone cluster: master {self.master}, {what} with {cores} cores and "
+                            f"{self.plan['worker_memory_mib']} MiB each (logs in {root})")
+
+    def _external_cluster(self, opts: SparkOptions, conf: dict[str, str]) -> None:
+        """A cluster that runs elsewhere: one executor per ALIVE worker with all its cores; the driver
+        reachable from the workers on fixed ports."""
+        assert opts.master
+        view = ClusterView(opts.master, opts.webui())
+        self.cluster, self.master = view, opts.master
+        status = view.status()
+        if status is None:
+            raise RuntimeError(f"spark master {opts.master}: its web UI {view.master_webui}/json/ does not answer "
+                               "(set option master_webui)")
+        workers = view.alive_workers()
+        if not workers:
+            raise RuntimeError(f"spark master {opts.master} has no ALIVE worker")
+        cores = min(int(w.get("cores", 1)) for w in workers)
+        heap, overhead = memory.external_executor_sizes(min(int(w.get("memory", 0)) for w in workers))
+        conf.update(session.standalone_conf(cores, len(workers), [*memory.executor_java_options(overhead),
+                                                                   session.log4j_option()]))
+        conf.update({"spark.executor.memory": memory.fmt_mib(heap),
+                     "spark.executor.memoryOverhead": memory.fmt_mib(overhead)})
+        host = session.driver_address(opts.master_host)
+        conf.update({"spark.driver.host": host, "spark.driver.bindAddress": host})
+        if not is_loopback(opts.master_host):  # the cluster's security group admits these ports only
+            conf.update({"spark.driver.bindAddress": "0.0.0.0", "spark.driver.port": str(DRIVER_PORT),
+                         "spark.blockManager.port": str(BLOCK_MANAGER_PORT)})
+        self.plan.update({"executor_heap_requested_bytes": heap, "executor_overhead_bytes": overhead,
+                          "external_workers": [{k: w.get(k) for k in ("id", "host", "cores", "memory")}
+                                               for w in workers]})
+        self.driver_host = host
+        self.actions.append(f"external standalone cluster: master {opts.master}, {len(workers)} ALIVE worker(s) "
+                            f"on {', '.join(view.hosts())}; one executor each with {cores} cores, "
+                            f"{memory.fmt_mib(heap)} heap + {memory.fmt_mib(overhead)} overhead; driver on {host}")
 
     def open(self, job: CompactionJob, clock: PhaseClock) -> None:
         opts = self.options(job)
@@ -219,12 +286,17 @@ class SparkEngine(EngineBase):
                 raise UserError(f"{req.detail}; {req.fix}")
         conf = self._conf(job, opts)
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"  # Spark binds the external interface otherwise
-        if opts.mode == "standalone":
-            self._start_cluster(job, clock)
-            assert self.cluster is not None
+        if opts.deploy == "standalone":
+            self._start_cluster(job, opts, clock)
+            assert isinstance(self.cluster, StandaloneCluster)
             conf["spark.master"] = self.master
             # names the run's cluster on the executor's command line too (the daemons carry it already)
             conf["spark.executor.extraJavaOptions"] += " " + self.cluster.marker()
+        elif opts.deploy == "external":
+            with clock.phase("cluster contact", f"the master's web UI: its ALIVE workers ({opts.master})"):
+                self._external_cluster(opts, conf)
+            conf["spark.master"] = self.master
+            os.environ["SPARK_LOCAL_IP"] = self.driver_host
         with clock.phase("session start", f"driver JVM and SparkSession, {self.master}"):
             from pyspark.sql import SparkSession
 
@@ -238,10 +310,11 @@ class SparkEngine(EngineBase):
             self._set("spark.sql.iceberg.compression-codec", job.output_codec)
             if job.output_codec_level is not None:
                 self._set("spark.sql.iceberg.compression-level", str(int(job.output_codec_level)))
-        if opts.mode == "standalone":
-            with clock.phase("executor start", "the worker launches the one executor; until it registers "
-                                               "with the driver"):
-                self._wait_for_executor()
+        if opts.deploy != "local":
+            expected = int(conf["spark.executor.instances"])
+            with clock.phase("executor start", f"the workers launch {expected} executor(s); until each has "
+                                               "registered with the driver"):
+                self._wait_for_executors(expected)
         with clock.phase("catalog warm-up", "SHOW TABLES: initializes Iceberg's JdbcCatalog, loads no table"):
             namespace = job.table.rsplit(".", 1)[0]
             self.spark.sql(f"SHOW TABLES IN {job.catalog.name}.{namespace}").collect()
@@ -253,6 +326,14 @@ class SparkEngine(EngineBase):
                 from bench.core.catalog import load_catalog
 
                 self._inspector = load_catalog(job.catalog)
+
+    def option_problems(self, options: dict[str, Any], settings: CatalogSettings) -> list[str]:
+        """A cluster on other machines cannot read a warehouse on this node's disk."""
+        opts = SparkOptions.model_validate(options)
+        if opts.master and not is_loopback(opts.master_host) and not settings.is_remote:
+            return [f"master {opts.master} is a cluster on other machines: its executors cannot read the local "
+                    f"warehouse {settings.warehouse}; use a shared one (--warehouse s3://bucket/prefix)"]
+        return []
 
     # -- standalone: what Spark reports of its executors ------------------------------------------------
     def _executor_summaries(self) -> list[dict[str, Any]]:
@@ -267,7 +348,7 @@ class SparkEngine(EngineBase):
                         "max_storage_memory_bytes": int(e.maxMemory())})
         return out
 
-    def _wait_for_executor(self, timeout_s: float = EXECUTOR_READY_TIMEOUT_S) -> None:
+    def _wait_for_executors(self, expected: int, timeout_s: float = EXECUTOR_READY_TIMEOUT_S) -> None:
         assert self.cluster is not None
         app_id = self.spark.sparkContext.applicationId
         deadline = time.monotonic() + timeout_s
@@ -275,19 +356,19 @@ class SparkEngine(EngineBase):
         while True:
             # registered, and its block manager too (it reports the memory the executor was granted)
             execs = [e for e in self._executor_summaries() if e["max_storage_memory_bytes"] > 0]
-            if execs:
+            if len(execs) >= expected:
                 break
             now = time.monotonic()
             if now > deadline:
-                raise RuntimeError(f"spark standalone: no executor registered with the driver within "
-                                   f"{timeout_s:.0f} s (the master's view of the app: {self.cluster.app(app_id)})"
-                                   f"\n{self.cluster.log_tails()}")
+                raise RuntimeError(f"spark standalone: {len(execs)} of {expected} executor(s) registered with the "
+                                   f"driver within {timeout_s:.0f} s (the master's view of the app: "
+                                   f"{self.cluster.app(app_id)})\n{self.cluster.log_tails()}")
             if now > next_check:  # the master relaunches a failing executor without end: stop at the second
                 next_check = now + 1.0
                 ended = self.cluster.finished_executors(app_id)
-                if len(ended) >= 2:
-                    raise RuntimeError(f"spark standalone: the executor exited {len(ended)} times before it "
-                                       f"registered with the driver\n{self.cluster.log_tails()}")
+                if len(ended) >= 2 * expected:
+                    raise RuntimeError(f"spark standalone: executors exited {len(ended)} times before "
+                                       f"{expected} registered with the driver\n{self.cluster.log_tails()}")
             time.sleep(0.1)
         self.executors = self._granted_executors(execs)
 
@@ -297,8 +378,8 @@ class SparkEngine(EngineBase):
         assert self.cluster is not None
         app_id = self.spark.sparkContext.applicationId
         app = self.cluster.app(app_id) or {}
-        worker = self.cluster.worker_json() or {}
-        on_worker = [e for e in worker.get("executors", []) if e.get("appid") == app_id]
+        workers = self.cluster.workers_json()
+        on_worker = [e for w in workers for e in w.get("executors", []) if e.get("appid") == app_id]
         fraction = float(self.conf.get("spark.memory.fraction", "0.6"))
         heaps = [int(e["max_storage_memory_bytes"] / fraction) + RESERVED_SYSTEM_MEMORY for e in execs]
         return {
@@ -309,7 +390,7 @@ class SparkEngine(EngineBase):
             "executor_memory_mib_master": app.get("memoryperexecutor", app.get("memoryperslave")),
             "app_cores_master": app.get("cores"),
             "executor_memory_mib_worker": [e.get("memory") for e in on_worker],
-            "worker_cores_used": worker.get("coresused"),
+            "worker_cores_used": [w.get("coresused") for w in workers],
             "executor_unified_memory_bytes": [e["max_storage_memory_bytes"] for e in execs],
             "executor_heap_granted_bytes": heaps,
             "executors": execs,
@@ -324,8 +405,9 @@ class SparkEngine(EngineBase):
         }
 
     def min_budget(self, options: dict[str, Any]) -> int:
-        """Standalone needs room for the driver, the executor and the two daemons."""
-        return memory.min_budget_bytes(SparkOptions.model_validate(options).mode)
+        """Standalone needs room for the driver, the executors and the daemons."""
+        opts = SparkOptions.model_validate(options)
+        return memory.min_budget_bytes(opts.deploy, opts.workers)
 
     def memory_caps(self) -> list[MemoryCap]:
         """The JVM's limits as it reports them: heap (Runtime.maxMemory), direct memory and metaspace
@@ -334,8 +416,8 @@ class SparkEngine(EngineBase):
         caps = [MemoryCap(name="JVM heap", bytes=int(jvm.java.lang.Runtime.getRuntime().maxMemory()),
                           source="Runtime.maxMemory() of the Spark JVM"
                                  + (" (the driver; the executor's heap is listed apart)"
-                                    if self.mode == "standalone" else ""))]
-        if self.mode == "standalone":
+                                    if self.mode != "local" else ""))]
+        if self.mode != "local":
             heaps = self.executors.get("executor_heap_granted_bytes") or [None]
             caps.append(MemoryCap(name="executor JVM heap", bytes=heaps[0],
                                   source="the executor's Runtime.maxMemory as its UnifiedMemoryManager reports "
@@ -391,7 +473,13 @@ class SparkEngine(EngineBase):
         except Exception as exc:  # noqa: BLE001 - classified below
             raise self._classify(exc) from exc
         return EngineOutcome(engine_result=result, settings=self._settings(job), versions=self._versions(),
-                             actions=list(self.actions))
+                             actions=list(self.actions), nodes=self.nodes())
+
+    def nodes(self) -> int:
+        """Machines the run used: this one, plus the hosts of an external cluster's workers."""
+        if self.mode != "external" or self.cluster is None:
+            return 1
+        return len(set(self.cluster.hosts()) | {self.driver_host})
 
     def _remove_dangling_deletes(self, job: CompactionJob, table: str) -> dict[str, int]:
         """Remove live delete files that apply to no live data file (bench.core.table.deletes), in one
@@ -446,7 +534,7 @@ class SparkEngine(EngineBase):
         s: dict[str, Any] = {k: v for k, v in self.plan.items() if k != "conf"}
         s["mode"] = self.mode
         s["master"] = self.master
-        if self.mode == "standalone" and self.cluster is not None:
+        if self.mode != "local" and self.cluster is not None:
             s["cluster"] = self.cluster.describe()
             try:  # as Spark reports them now, after the compaction (a lost executor is replaced)
                 execs = [e for e in self._executor_summaries() if e["max_storage_memory_bytes"] > 0]

@@ -14,9 +14,10 @@ capped (MaxDirectMemorySize 10%, MaxMetaspaceSize max(10%, 192 MiB)) so heap + o
 budget (Spark + Iceberg use ~150 MiB of non-heap memory).  Spark refuses a heap under 450 MiB, so the
 smallest budget is 706 MiB.
 
-standalone (a master and one worker on this node, one executor; `bench.engines.spark.cluster`): the
-published settings mean what they say there.  The budget covers every JVM of the cluster:
-  2 daemons (master, worker) x (SPARK_DAEMON_MEMORY 256 MiB heap + 128 MiB non-heap: MaxMetaspaceSize
+standalone (a master and W workers on this node, W = 1 unless option `workers`, one executor per worker;
+`bench.engines.spark.cluster`): the published settings mean what they say there (the executor's memory
+split evenly between the W executors).  The budget covers every JVM of the cluster:
+  1 + W daemons (master, workers) x (SPARK_DAEMON_MEMORY 256 MiB heap + 128 MiB non-heap: MaxMetaspaceSize
   64 MiB, MaxDirectMemorySize 32 MiB; measured: ~35 MiB of classes, ~180 MiB RSS each after start)
   + the driver's share = max(driver heap / 75%, driver heap + 256 MiB) (the local rule applied to the
     driver: MaxDirectMemorySize 10%, MaxMetaspaceSize max(10%, 192 MiB) of its share)
@@ -27,7 +28,12 @@ published settings mean what they say there.  The budget covers every JVM of the
     max(25%, 192 MiB)).
 When the profile's sizes do not fit, the driver heap, executor heap and overhead are scaled by one factor
 f < 1 (the largest that fits, to the MiB), each at least its floor (heaps 450 MiB: Spark refuses less;
-overhead 512 MiB: the smallest off-heap caps and some code cache), so the smallest budget is 2436 MiB.
+overhead 512 MiB: the smallest off-heap caps and some code cache), so the smallest budget is 2436 MiB
+with one worker (+1346 MiB per more worker).
+
+external (`master: spark://HOST:PORT`, a cluster that runs elsewhere): only the driver runs on this node,
+by the local rule (heap at most the profile's driver.memory); each worker gets one executor with all its cores and
+the published 40g heap + 8g overhead, or the same 5:1 split of what the worker offers when less.
 """
 
 from __future__ import annotations
@@ -69,8 +75,8 @@ LOCAL_MODE_NOTE = ("local mode: one JVM is driver and executor; its heap is spar
                    "(40g x RAM / 64 GiB), since it does the executor's work; `paper` passes the published "
                    "settings verbatim, which in local mode means a 12g heap")
 
-Mode = Literal["local", "standalone"]
-MODES = ("local", "standalone")
+Mode = Literal["local", "standalone", "external"]
+MODES = ("local", "standalone", "external")
 
 # standalone: the daemons (master and worker) and the executor
 DAEMONS = 2
@@ -88,15 +94,22 @@ EXEC_DIRECT_FLOOR = 256 * MiB
 # cache (Spark's own minimum overhead on YARN and Kubernetes is 384 MiB)
 EXECUTOR_MIN_OVERHEAD = 512 * MiB
 STANDALONE_RULE = (
-    f"budget >= {DAEMONS} daemons x ({DAEMON_HEAP // MiB} MiB heap + {DAEMON_NON_HEAP // MiB} MiB non-heap) "
-    f"+ driver share + executor heap + executor overhead; driver share = max(driver heap / {HEAP_SHARE:.0%}, "
-    f"driver heap + {NON_HEAP_FLOOR // MiB} MiB) with -XX:MaxDirectMemorySize {DIRECT_SHARE:.0%} and "
+    f"budget >= (1 master + W workers) daemons x ({DAEMON_HEAP // MiB} MiB heap + {DAEMON_NON_HEAP // MiB} MiB "
+    f"non-heap) + driver share + W x (executor heap + executor overhead), the node's executor memory split "
+    f"evenly between the W workers' executors (W = 1 unless option workers); driver share = "
+    f"max(driver heap / {HEAP_SHARE:.0%}, driver heap + {NON_HEAP_FLOOR // MiB} MiB) with "
+    f"-XX:MaxDirectMemorySize {DIRECT_SHARE:.0%} and "
     f"-XX:MaxMetaspaceSize max({METASPACE_SHARE:.0%}, {METASPACE_FLOOR // MiB} MiB) of it; the profile's driver "
     f"heap, executor heap and overhead scaled by one factor f <= 1, the largest that fits, each at least its "
     f"floor (heaps {SPARK_MIN_HEAP // MiB} MiB, overhead {EXECUTOR_MIN_OVERHEAD // MiB} MiB); executor "
     f"-XX:MaxDirectMemorySize max({EXEC_DIRECT_SHARE:.0%}, {EXEC_DIRECT_FLOOR // MiB} MiB) and "
     f"-XX:MaxMetaspaceSize max({EXEC_METASPACE_SHARE:.0%}, {METASPACE_FLOOR // MiB} MiB) of its overhead; "
     f"daemons -XX:MaxMetaspaceSize={DAEMON_METASPACE // MiB}m -XX:MaxDirectMemorySize={DAEMON_DIRECT // MiB}m")
+EXTERNAL_NOTE = ("external standalone cluster (--spark-master): only the driver runs on this node, sized by the "
+                 "local rule inside the budget (heap at most the profile's driver.memory: 12g published, scaled by "
+                 "RAM / 64 GiB in `local`); each worker gets one "
+                 "executor with all its cores and the published 40g heap + 8g overhead, or the same 5:1 split of "
+                 "what the worker offers when that is less; the budget and the telemetry cover this node only")
 STANDALONE_NOTE = ("standalone mode: a master and one worker on this node (127.0.0.1), one executor with all "
                    "the job's cores; the driver plans and commits, the executor rewrites, so the published "
                    "driver.memory/executor.memory/memoryOverhead apply as named (the `local` profile scales "
@@ -121,12 +134,18 @@ def profile_settings(profile: str, ram_bytes: int | None = None, mode: str = "lo
     raise UserError(f"unknown spark profile {profile!r}; known: {', '.join(PROFILES)}")
 
 
-def min_budget_bytes(mode: str = "local") -> int:
-    """The smallest memory budget whose heaps Spark accepts under the budget rule of `mode`."""
+def min_budget_bytes(mode: str = "local", workers: int = 1) -> int:
+    """The smallest memory budget whose heaps Spark accepts under the budget rule of `mode` (standalone:
+    with `workers` workers on this node; external: only the driver runs here)."""
     if mode == "standalone":
-        return (DAEMONS * DAEMON_RESERVE + driver_share(SPARK_MIN_HEAP) + SPARK_MIN_HEAP
-                + EXECUTOR_MIN_OVERHEAD)
+        return (daemons(workers) * DAEMON_RESERVE + driver_share(SPARK_MIN_HEAP)
+                + workers * (SPARK_MIN_HEAP + EXECUTOR_MIN_OVERHEAD))
     return max(-(-SPARK_MIN_HEAP * 4 // 3), SPARK_MIN_HEAP + NON_HEAP_FLOOR)
+
+
+def daemons(workers: int) -> int:
+    """A master and `workers` workers."""
+    return 1 + max(1, workers)
 
 
 def driver_share(heap: int) -> int:
@@ -158,17 +177,27 @@ def _standalone_sizes(driver: int, executor: int, overhead: int, f: float) -> tu
             max(EXECUTOR_MIN_OVERHEAD, mib(overhead * f)))
 
 
-def standalone_total(driver: int, executor: int, overhead: int) -> int:
-    """The budget the standalone cluster with these sizes needs (daemons + driver share + executor)."""
-    return DAEMONS * DAEMON_RESERVE + driver_share(driver) + executor + overhead
+def standalone_total(driver: int, executor: int, overhead: int, workers: int = 1) -> int:
+    """The budget the standalone cluster with these sizes needs (daemons + driver share + one executor of
+    `executor` heap and `overhead` per worker)."""
+    return daemons(workers) * DAEMON_RESERVE + driver_share(driver) + workers * (executor + overhead)
 
 
 def memory_plan(profile: str, budget_bytes: int | None, ram_bytes: int | None = None,
-                mode: str = "local") -> dict[str, Any]:
+                mode: str = "local", workers: int = 1) -> dict[str, Any]:
     """Spark conf + JVM options for `profile` in deploy `mode` within `budget_bytes`, and the rule that
-    produced them."""
+    produced them.  `external` (a cluster that runs elsewhere): the driver's part only, by the local rule;
+    the executors' sizes come from the workers (`external_executor_sizes`)."""
     if mode == "standalone":
-        return _standalone_plan(profile, budget_bytes, ram_bytes)
+        return _standalone_plan(profile, budget_bytes, ram_bytes, workers)
+    if mode == "external":
+        plan = memory_plan(profile, budget_bytes, ram_bytes, mode="local")
+        driver = parse_size(profile_settings(profile, ram_bytes, mode="standalone")["spark.driver.memory"])
+        plan["conf"]["spark.driver.memory"] = fmt_mib(min(parse_size(plan["conf"]["spark.driver.memory"]), driver))
+        plan["heap_requested_bytes"] = parse_size(plan["conf"]["spark.driver.memory"])
+        plan.pop("local_mode_note", None)
+        plan.update(mode="external", external_note=EXTERNAL_NOTE)
+        return plan
     if mode != "local":
         raise UserError(f"unknown spark mode {mode!r}; known: {', '.join(MODES)}")
     ram = ram_bytes if ram_bytes is not None else node_ram_bytes()
@@ -198,28 +227,44 @@ def memory_plan(profile: str, budget_bytes: int | None, ram_bytes: int | None = 
     return plan
 
 
-def _standalone_plan(profile: str, budget_bytes: int | None, ram_bytes: int | None) -> dict[str, Any]:
+def external_executor_sizes(worker_memory_mib: int) -> tuple[int, int]:
+    """(executor heap, overhead) on a worker that offers `worker_memory_mib`: the published 40g + 8g, or the
+    same 5:1 split of what the worker offers when that is less."""
+    heap = parse_size(PAPER_PROFILE["spark.executor.memory"])
+    overhead = parse_size(PAPER_PROFILE["spark.executor.memoryOverhead"])
+    offered = int(worker_memory_mib) * MiB
+    if heap + overhead > offered:
+        heap = max(SPARK_MIN_HEAP, offered * 5 // 6 // MiB * MiB)
+        overhead = max(EXECUTOR_MIN_OVERHEAD, offered // 6 // MiB * MiB)
+    return heap, overhead
+
+
+def _standalone_plan(profile: str, budget_bytes: int | None, ram_bytes: int | None,
+                     workers: int = 1) -> dict[str, Any]:
     ram = ram_bytes if ram_bytes is not None else node_ram_bytes()
+    workers = max(1, int(workers))
     conf = profile_settings(profile, ram, mode="standalone")
-    want = (parse_size(conf["spark.driver.memory"]), parse_size(conf["spark.executor.memory"]),
-            parse_size(conf["spark.executor.memoryOverhead"]))
+    # the node's executor memory, split evenly between the workers' executors
+    want = (parse_size(conf["spark.driver.memory"]), parse_size(conf["spark.executor.memory"]) // workers,
+            parse_size(conf["spark.executor.memoryOverhead"]) // workers)
     plan: dict[str, Any] = {"profile": profile, "mode": "standalone", "node_ram_bytes": ram,
                             "profile_scale": 1.0 if profile == "paper" else ram / PAPER_NODE_RAM,
                             "memory_budget_bytes": budget_bytes, "standalone_note": STANDALONE_NOTE}
     f = 1.0
     if budget_bytes:
-        floor = min_budget_bytes("standalone")
+        floor = min_budget_bytes("standalone", workers)
         if budget_bytes < floor:
             raise UserError(
                 f"memory budget {budget_bytes // MiB} MiB is too small for Spark in standalone mode: the master "
-                f"and worker daemons ({DAEMONS} x {DAEMON_RESERVE // MiB} MiB), the driver and one executor at "
-                f"the smallest heaps Spark accepts ({SPARK_MIN_HEAP // MiB} MiB each) and the smallest executor "
-                f"overhead ({EXECUTOR_MIN_OVERHEAD // MiB} MiB) need at least {floor // MiB} MiB")
-        if standalone_total(*_standalone_sizes(*want, 1.0)) > budget_bytes:
+                f"and worker daemons ({daemons(workers)} x {DAEMON_RESERVE // MiB} MiB), the driver and "
+                f"{workers} executor(s) at the smallest heaps Spark accepts ({SPARK_MIN_HEAP // MiB} MiB each) and "
+                f"the smallest executor overhead ({EXECUTOR_MIN_OVERHEAD // MiB} MiB) need at least "
+                f"{floor // MiB} MiB")
+        if standalone_total(*_standalone_sizes(*want, 1.0), workers) > budget_bytes:
             lo, hi = 0.0, 1.0  # total(f) grows with f; total(0) = the floors, which fit
             for _ in range(60):
                 mid = (lo + hi) / 2
-                if standalone_total(*_standalone_sizes(*want, mid)) <= budget_bytes:
+                if standalone_total(*_standalone_sizes(*want, mid), workers) <= budget_bytes:
                     lo = mid
                 else:
                     hi = mid
@@ -235,8 +280,8 @@ def _standalone_plan(profile: str, budget_bytes: int | None, ram_bytes: int | No
     java_opts = ["-XX:+ExitOnOutOfMemoryError"]
     if budget_bytes:
         java_opts += _off_heap_options(driver_share(driver))
-    parts = {"daemons": DAEMONS * DAEMON_RESERVE, "driver_share": driver_share(driver),
-             "executor_heap": executor, "executor_overhead": overhead}
+    parts = {"daemons": daemons(workers) * DAEMON_RESERVE, "driver_share": driver_share(driver),
+             "executor_heap": workers * executor, "executor_overhead": workers * overhead}
     parts["total"] = sum(parts.values())
     plan.update({
         "fit_scale": round(f, 6),
@@ -248,6 +293,7 @@ def _standalone_plan(profile: str, budget_bytes: int | None, ram_bytes: int | No
         "executor_java_options": executor_java_options(overhead),
         "daemon_memory": fmt_mib(DAEMON_HEAP),
         "daemon_java_options": daemon_java_options(),
+        "workers": workers,
         "worker_memory_mib": executor // MiB,
         "heap_requested_bytes": driver,
         "executor_heap_requested_bytes": executor,

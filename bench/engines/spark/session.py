@@ -42,16 +42,31 @@ def base_conf(settings: CatalogSettings, master: str, app_name: str = "bench") -
     return conf
 
 
-def standalone_conf(cores: int, executor_java_options: list[str]) -> dict[str, str]:
-    """A driver of a standalone cluster with one worker of `cores` cores: exactly one executor with all of
-    them (its memory comes from the memory plan)."""
+def standalone_conf(cores: int, executors: int, executor_java_options: list[str]) -> dict[str, str]:
+    """A driver of a standalone cluster whose workers have `cores` cores each: one executor per worker with
+    all of them (its memory comes from the memory plan)."""
     return {
         "spark.executor.cores": str(cores),
-        "spark.cores.max": str(cores),
-        "spark.executor.instances": "1",
+        "spark.cores.max": str(cores * executors),
+        "spark.executor.instances": str(executors),
         "spark.executor.extraJavaOptions": " ".join(executor_java_options),
         "spark.dynamicAllocation.enabled": "false",
     }
+
+
+def driver_address(master_host: str) -> str:
+    """The address of this node that the cluster's workers reach the driver at: $BENCH_SPARK_DRIVER_HOST, or
+    127.0.0.1 for a master on loopback, or the local address of the route to the master."""
+    import os
+    import socket
+
+    if os.environ.get("BENCH_SPARK_DRIVER_HOST"):
+        return os.environ["BENCH_SPARK_DRIVER_HOST"]
+    if master_host in ("localhost", "::1") or master_host.startswith("127."):
+        return "127.0.0.1"
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((master_host, 7077))  # UDP: no packet is sent; the kernel picks the route's address
+        return str(s.getsockname()[0])
 
 
 def log4j_option() -> str:

@@ -26,6 +26,9 @@ locals {
     BENCH_UPLOADER                = "/opt/bench/cloud.py"
     BENCH_MAX_LIFETIME_MIN        = tostring(var.max_lifetime_minutes)
     BENCH_UPLOAD_RESERVE_S        = tostring(var.upload_reserve_seconds)
+    BENCH_ROLE                    = var.role
+    BENCH_SPARK_WORKERS           = tostring(var.spark_workers)
+    BENCH_SPARK_MASTER_HOST       = var.spark_master_host
   }
 
   # Every value is single-quoted for bash, with embedded single quotes closed, escaped and reopened,

@@ -95,3 +95,26 @@ variable "enable_ssm" {
   type        = bool
   default     = false
 }
+
+variable "role" {
+  description = "bench: the benchmark instance (runs `bench run`, and the Spark master when spark_workers > 0); worker: a Spark standalone worker of that master."
+  type        = string
+  default     = "bench"
+
+  validation {
+    condition     = contains(["bench", "worker"], var.role)
+    error_message = "role must be bench or worker."
+  }
+}
+
+variable "spark_workers" {
+  description = "Spark workers of the run: the benchmark instance starts a master and waits for this many ALIVE workers (0 = no cluster)."
+  type        = number
+  default     = 0
+}
+
+variable "spark_master_host" {
+  description = "Worker role: the address of the Spark master (the benchmark instance's private IP)."
+  type        = string
+  default     = ""
+}
