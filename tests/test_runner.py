@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.conftest import TINY, bench_env, run_bench
 
@@ -88,6 +89,31 @@ def test_crash_timeout_oom_and_heap_oom_are_recorded_and_the_next_engine_runs(tm
     assert res["corrupt"]["input"]["fingerprint"] == res["crash"]["input"]["fingerprint"]
     for e in ("crash", "hang", "hog", "heap", "corrupt"):
         assert e in p.stdout
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 7])
+def test_schedule_balances_positions_and_predecessors(n):
+    """Over a full cycle of a Williams design each engine is in each position, and right after each other
+    engine, equally often; a plain rotation would give every engine the same predecessor every time."""
+    from collections import Counter
+
+    from bench.runner.context import schedule, williams_orders
+
+    cycle = len(williams_orders(n))
+    assert cycle == (2 * n if n % 2 else n)
+    engines = [f"e{i}" for i in range(n)]
+    slots = schedule(engines, cycle, warmup=False)
+    orders = [s.order for s in slots if s.position == 0]
+    assert len(orders) == cycle and all(sorted(o) == engines for o in orders)
+    positions = Counter((e, o.index(e)) for o in orders for e in o)
+    assert set(positions.values()) == {cycle // n}
+    after = Counter((o[i - 1], o[i]) for o in orders for i in range(1, n))
+    assert len(after) == n * (n - 1) and len(set(after.values())) == 1
+    if n > 2:  # the first reps already vary what comes before an engine
+        first = schedule(engines, 3, warmup=False)
+        preds = {tuple(o[o.index("e1") - 1] if o.index("e1") else None for o in [s.order]) for s in first
+                 if s.engine == "e1"}
+        assert len(preds) > 1
 
 
 def test_order_rotates_each_run_gets_its_own_reset_and_cache_policy(tmp_path, shared_warehouse):
