@@ -602,7 +602,8 @@ def cluster_chart(series, colors, reference: tuple[str, float, str] | None, mode
                                   label=f"{ref_label} on one node {_fmt_seconds(ref_t)}"))
         ax.set_xlim(0.5, right + 0.5)
         ax.set_ylim(0, (top or 1) * 1.2)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xticks([n for n in range(1, int(right) + 1)] if right <= 12 else
+                      [n for n in range(0, int(right) + 1, max(1, int(right) // 8)) if n])
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick(v, _fmt_seconds)))
         ax.grid(axis="y", color=GRID, lw=0.8, zorder=0)
         ax.set_xlabel("nodes (this one plus the cluster's other hosts)", color=MUTED)

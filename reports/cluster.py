@@ -145,7 +145,11 @@ def cluster_sections(sets: list[ResultSet]) -> list[ClusterSection]:
                 (rows if on_cluster else singles).append(row)
         if not rows:
             continue
-        timed = [r for r in singles if r.time.median is not None]
+        # the reference: the fastest single-node label of a run set that holds the cluster runs (same run,
+        # same conditions), else of any run set of this scenario and scale
+        cluster_runs = {r.run_id for r in rows}
+        timed = [r for r in singles if r.time.median is not None and r.run_id in cluster_runs] or \
+                [r for r in singles if r.time.median is not None]
         ref = min(timed, key=lambda r: r.time.median or 0.0) if timed else None
         if ref is not None:
             ref.is_reference = True

@@ -90,6 +90,12 @@ class FloorView:
         return [r for r in self.rows if not r.is_floor]
 
     @property
+    def beaten_by(self) -> list[str]:
+        """Engines faster than the floor: then it is no lower bound of this rewrite (e.g. a bare library's
+        way of applying deletes is slower than an engine's), and the multiples are not overhead."""
+        return [r.engine for r in self.engines if r.multiple is not None and r.multiple < 1]
+
+    @property
     def cpu_measured(self) -> bool:
         return any(r.mb_per_cpu_s is not None for r in self.rows)
 

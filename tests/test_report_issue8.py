@@ -258,3 +258,12 @@ def test_a_tune_not_searchable_knob_and_a_summary_alone(tmp_path):
     assert html.count('data-set="cfg-00|') == 2
     assert html.count('· part of <a href="#tune-1">tune tune-a</a>') == len(s.configs) + 1
     assert html.count('· part of <a href="#tune-2">tune tune-b</a>') == len(s.configs) + 1
+
+
+def test_a_floor_that_an_engine_beats_is_said_not_to_be_one():
+    from reports.compare import FloorRow, FloorView
+
+    rows = [FloorRow("floor", "#000", True, None), FloorRow("fast", "#111", False, None, multiple=0.52),
+            FloorRow("slow", "#222", False, None, multiple=1.9), FloorRow("unknown", "#333", False, None)]
+    assert FloorView("floor", None, True, rows).beaten_by == ["fast"]
+    assert FloorView("floor", None, True, rows[:1] + rows[2:]).beaten_by == []
