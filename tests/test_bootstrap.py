@@ -277,7 +277,8 @@ def test_bootstrap_refuses_to_start_without_its_settings(tmp_path):
 # ----- the Spark cluster roles (spark_workers > 0) -----------------------------------------------------
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
-GRACE_S = 3  # the worker's "master gone" grace in these tests (the cloud's: 300 s)
+GRACE_S = 5  # the worker's "master gone" grace in these tests (the cloud's: 300 s)
+# it counts from the last answer, whole seconds (date +%s), polled every 1 s: up to 2 s before the master went
 
 
 def spark_home() -> Path:
@@ -429,13 +430,13 @@ def test_worker_serves_the_master_then_powers_off_once_it_is_gone(tmp_path, s3):
         assert alive[0]["cores"] == 1 and alive[0]["memory"] == 512
         time.sleep(GRACE_S + 1)   # the master answers: the worker stays
         assert worker.poll() is None and not (wdir / "powered-off").exists()
+        t_gone = time.monotonic()  # before the stop: the master stops answering while stop_master waits for it
         stop_master(master)
-        t_gone = time.monotonic()
         rc = worker.wait(timeout=60)
         after = time.monotonic() - t_gone
         r = outcome(wdir, "e2e-worker", rc, after, worker.stderr.read())
         assert rc == 0, r.log + r.stderr
-        assert GRACE_S <= after < GRACE_S + 25, (after, r.log)
+        assert GRACE_S - 2 <= after < GRACE_S + 25, (after, r.log)
         assert "the Spark master has not answered for" in r.log
         assert r.deadline == "shutdown -P +30"   # the same deadline as the benchmark host, armed first
         # its logs were in the bucket before the power-off; status.json is the benchmark host's alone
