@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -166,6 +166,21 @@ def save_profile_entry(engine: str, profile: str, scenario: str, options: dict[s
     return path
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def load_yaml_model(model: type[M], path: Path, what: str) -> M:
+    """A YAML file validated as `model`; a bad file is one UserError naming the first problem."""
+    try:
+        return model.model_validate(yaml.safe_load(path.read_text()))
+    except yaml.YAMLError as e:
+        raise UserError(f"invalid {what} file {path}: {' '.join(str(e).splitlines()[:2])}") from None
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise UserError(f"invalid {what} file {path}: {where + ': ' if where else ''}{err['msg']}") from None
+
+
 def load_profile(engine: str, profile: str, directory: Path | None = None) -> Profile:
     p = profile_path(engine, profile, directory)
     if not p.exists():
@@ -173,14 +188,7 @@ def load_profile(engine: str, profile: str, directory: Path | None = None) -> Pr
         raise UserError(f"unknown profile {engine}:{profile} (no {p}); {engine} has "
                         + (f"profiles: {', '.join(known)}" if known else "no profiles")
                         + (f"; `bench tune {engine} SCENARIO` writes {engine}:tuned" if profile == "tuned" else ""))
-    try:
-        prof = Profile.model_validate(yaml.safe_load(p.read_text()))
-    except yaml.YAMLError as e:
-        raise UserError(f"invalid profile file {p}: {' '.join(str(e).splitlines()[:2])}") from None
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise UserError(f"invalid profile file {p}: {where + ': ' if where else ''}{err['msg']}") from None
+    prof = load_yaml_model(Profile, p, "profile")
     if (prof.engine, prof.name) != (engine, profile):
         raise UserError(f"profile file {p} says it is {prof.engine}:{prof.name}, not {engine}:{profile}")
     return prof
@@ -220,15 +228,7 @@ def load_scenario(name_or_path: str, directory: Path = SCENARIO_DIR) -> Scenario
             raise UserError(f"unknown scenario {name_or_path!r}; known: {', '.join(files) or 'none'}"
                             f" (see `bench list`)")
         p = files[name_or_path]
-    try:
-        data = yaml.safe_load(p.read_text())
-        return Scenario.model_validate(data)
-    except yaml.YAMLError as e:
-        raise UserError(f"invalid scenario file {p}: {' '.join(str(e).splitlines()[:2])}") from None
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise UserError(f"invalid scenario file {p}: {where + ': ' if where else ''}{err['msg']}") from None
+    return load_yaml_model(Scenario, p, "scenario")
 
 
 def list_scenarios(directory: Path = SCENARIO_DIR) -> list[Scenario]:

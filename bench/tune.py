@@ -88,6 +88,12 @@ def overrides_of(changed: dict[str, Any], knobs: dict[str, Knob]) -> dict[str, A
     return out
 
 
+def beats(cfg: TuneConfig, best_s: float, min_gain: float) -> bool:
+    """Kept: every run of it verified and its median is at least `min_gain` below the best so far."""
+    t = cfg.duration_s.median
+    return bool(cfg.runs) and cfg.verified == cfg.runs and t is not None and t < best_s * (1 - min_gain)
+
+
 def _wall(results: list[RunResult]) -> float | None:
     walls = [r.process_wall_s for r in results if r.counts and r.process_wall_s]
     return max(walls) if walls else None
@@ -195,7 +201,7 @@ class Search:
                     s.notes.append(f"{k.name}={v}: the same configuration as cfg-{seen.index:02d} "
                                    f"({', '.join(f'{a}={b}' for a, b in changed.items()) or 'published'}); "
                                    "its measurement is compared, not run again")
-                    if seen.runs and seen.verified == seen.runs and t is not None and t < best_time * (1 - s.min_gain):
+                    if beats(seen, best_time, s.min_gain):
                         best, best_time = changed, t
                     continue
                 if len(s.configs) >= s.max_configs or time.monotonic() > self.deadline:
@@ -204,7 +210,7 @@ class Search:
                     continue
                 cfg = self.evaluate(s, changed, k.name, v)
                 t = cfg.duration_s.median
-                if cfg.runs and cfg.verified == cfg.runs and t is not None and t < best_time * (1 - s.min_gain):
+                if beats(cfg, best_time, s.min_gain):
                     cfg.accepted, best, best_time = True, changed, t
                 write_summary(self.directory, s)
         s.best = best

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field
 
 from bench.core.stats import Spread
+from reports.compare import cluster_workers
 from reports.model import ResultSet
 
 MODEL = "time(n) = fixed + parallel / n, least squares over the medians in 1/n"
@@ -112,13 +113,11 @@ def _facts(rs: ResultSet, label: str) -> tuple[bool, int, int | None, int | None
         return False, 1, None, None, None
     r = runs[0]
     s = r.engine_settings or {}
-    cluster = s.get("cluster") if isinstance(s.get("cluster"), dict) else None
-    workers = None
-    if cluster is not None:
-        workers = cluster.get("worker_count") or (len(cluster["workers"]) if cluster.get("workers") else None) or 1
+    on_cluster = isinstance(s.get("cluster"), dict)
+    workers = (cluster_workers(s) or 1) if on_cluster else None
     execs = s.get("executor_count") if isinstance(s.get("executor_count"), int) else None
     cores = s.get("cores") if isinstance(s.get("cores"), int) else r.cores
-    return cluster is not None or r.nodes > 1, max(1, r.nodes), workers, execs, cores
+    return on_cluster or r.nodes > 1, max(1, r.nodes), workers, execs, cores
 
 
 def cluster_sections(sets: list[ResultSet]) -> list[ClusterSection]:

@@ -181,6 +181,12 @@ def _first(values):
     return next((v for v in values if v is not None), None)
 
 
+def cluster_workers(settings: dict[str, Any]) -> int | None:
+    """The workers of the cluster an engine reported (`engine_settings.cluster`), or None."""
+    cluster = settings.get("cluster") if isinstance(settings.get("cluster"), dict) else {}
+    return cluster.get("worker_count") or (len(cluster["workers"]) if cluster.get("workers") else None)
+
+
 def deploy_facts(r: RunResult) -> list[tuple[str, str]]:
     """How the engine was deployed, as it reported it (a cluster engine: mode, master, executors, cores, memory
     granted); read defensively, any key may be missing.  [] when it reported none of these."""
@@ -192,8 +198,7 @@ def deploy_facts(r: RunResult) -> list[tuple[str, str]]:
     master = _first(s.get(k) for k in ("master", "master_url"))
     if master:
         facts.append(("master", str(master)))
-    cluster = s.get("cluster") if isinstance(s.get("cluster"), dict) else {}
-    workers = cluster.get("worker_count") or (len(cluster["workers"]) if cluster.get("workers") else None)
+    workers = cluster_workers(s)
     if workers:
         facts.append(("workers", str(workers)))
     if r.nodes > 1:
@@ -294,4 +299,4 @@ def variant_groups(rs: ResultSet) -> list[VariantGroup]:
     return out
 
 
-__all__ = ["FloorView", "VariantGroup", "deploy_facts", "flatten", "floor_views", "variant_groups"]
+__all__ = ["FloorView", "VariantGroup", "cluster_workers", "deploy_facts", "flatten", "floor_views", "variant_groups"]

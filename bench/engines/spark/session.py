@@ -62,7 +62,9 @@ def driver_address(master_host: str) -> str:
 
     if os.environ.get("BENCH_SPARK_DRIVER_HOST"):
         return os.environ["BENCH_SPARK_DRIVER_HOST"]
-    if master_host in ("localhost", "::1") or master_host.startswith("127."):
+    from bench.engines.spark.cluster import is_loopback
+
+    if is_loopback(master_host):
         return "127.0.0.1"
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.connect((master_host, 7077))  # UDP: no packet is sent; the kernel picks the route's address
