@@ -43,6 +43,17 @@ class Output(BaseModel):
     level: int | None = None
 
 
+class LiveWriter(BaseModel):
+    """A writer that commits to the table while each engine compacts it (datagen.live): each case is
+    its own engine run, held between the engine's planning and its commit (bench.runner.live)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cases: list[Literal["append", "position-delete", "equality-delete"]] = Field(
+        default_factory=lambda: ["append", "position-delete", "equality-delete"], min_length=1)
+    rows: int = Field(100, ge=1)  # rows each case appends or deletes (not scaled)
+
+
 class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -58,6 +69,7 @@ class Scenario(BaseModel):
     local_scale: float = Field(0.005, gt=0.0)  # the default scale of `bench run` on one machine
     engines: dict[str, dict[str, Any]] = Field(default_factory=dict)  # engine -> its options
     published: Published | None = None
+    live_writer: LiveWriter | None = None  # the live-writer-* family: a writer commits during compaction
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:

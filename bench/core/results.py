@@ -161,6 +161,47 @@ class InputState(BaseModel):
     files: int = 0
 
 
+class CommitEvent(BaseModel):
+    """One snapshot committed after the dataset's, in commit (sequence number) order."""
+
+    who: Literal["writer", "engine"]
+    snapshot_id: int
+    parent_id: int | None = None
+    sequence_number: int | None = None
+    operation: str = ""
+    timestamp_ms: int = 0
+    added_files: int | None = None
+    deleted_files: int | None = None
+
+
+class LiveWriterRecord(BaseModel):
+    """A live-writer run: a writer committed to the table while the engine compacted it.
+
+    verdict: `safe` (the table equals the expected end state, the engine's compaction committed, with
+    or without a retry), `refused` (the engine detected the conflict and committed nothing wrong: the
+    table equals the expected end state without its compaction), `unsafe` (rows lost or deleted rows
+    back), `inconclusive` (the commits did not interleave as planned, or the engine failed for another
+    reason: a timeout, out of memory, nothing to commit)."""
+
+    case: str  # append | position-delete | equality-delete
+    description: str = ""
+    rows: int = 0  # rows the writer appended or deleted
+    target_file: str | None = None
+    hold: str = ""  # how the engine was held between its planning and its commit ("" = never)
+    held_s: float | None = None  # how long the engine was held (inside its measured duration)
+    writer_commit_s: float | None = None
+    writer_snapshot_id: int | None = None
+    commits: list[CommitEvent] = Field(default_factory=list)
+    order: list[str] = Field(default_factory=list)  # who committed, in order (e.g. writer, engine)
+    interleaved: bool = False  # the writer's commit landed after the engine planned, before its commit
+    expected_rows: int = 0
+    expected_checksum: str = ""
+    readers: list[dict[str, Any]] = Field(default_factory=list)  # each reader's answer on the end state
+    verdict: Literal["safe", "refused", "unsafe", "inconclusive"] = "inconclusive"
+    reason: str = ""
+    evidence: dict[str, Any] = Field(default_factory=dict)  # which rows, which snapshots
+
+
 class Cost(BaseModel):
     instance_type: str = ""
     usd_per_hour: float = 0.0
@@ -266,6 +307,7 @@ class RunResult(BaseModel):
     cost: Cost = Field(default_factory=Cost)
     environment: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, str | None] = Field(default_factory=dict)
+    live_writer: LiveWriterRecord | None = None  # a live-writer scenario's case, commits and verdict
 
     @field_validator("cost", mode="before")
     @classmethod
@@ -274,7 +316,8 @@ class RunResult(BaseModel):
 
     @property
     def tag(self) -> str:
-        return "warmup" if self.warmup else f"rep{self.rep}"
+        base = "warmup" if self.warmup else f"rep{self.rep}"
+        return f"{base}-{self.live_writer.case}" if self.live_writer else base
 
     @property
     def engine_base(self) -> str:

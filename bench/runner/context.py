@@ -90,10 +90,12 @@ class Slot:
     rep: int
     warmup: bool
     order: tuple[str, ...]  # the engines' order in this repetition
+    case: str | None = None  # a live-writer scenario's case (datagen.live.CASES)
 
     @property
     def tag(self) -> str:
-        return "warmup" if self.warmup else f"rep{self.rep}"
+        base = "warmup" if self.warmup else f"rep{self.rep}"
+        return f"{base}-{self.case}" if self.case else base
 
     @property
     def position(self) -> int:
@@ -116,17 +118,18 @@ def williams_orders(n: int) -> list[list[int]]:
     return rows + ([row[::-1] for row in rows] if n % 2 else [])
 
 
-def schedule(engines: list[str], reps: int, warmup: bool) -> list[Slot]:
+def schedule(engines: list[str], reps: int, warmup: bool, cases: list[str] | None = None) -> list[Slot]:
     """Repetition r runs the engines in row r of a Williams design (cycling through its rows): each
     engine goes first, and comes right after each other engine, as often as the others over a full
     cycle (n repetitions, 2n for an odd n).  Two engines simply alternate.  The warm-up round, when
-    asked, runs first in the given order."""
+    asked, runs first in the given order.  A live-writer scenario runs every case in each repetition,
+    each case with the engines in that repetition's order."""
     out: list[Slot] = []
     rows = williams_orders(len(engines))
     rounds = ([(0, True)] if warmup else []) + [(r, False) for r in range(reps)]
     for rep, is_warmup in rounds:
         order = tuple(engines) if is_warmup else tuple(engines[i] for i in rows[rep % len(rows)])
-        out += [Slot(e, rep, is_warmup, order) for e in order]
+        out += [Slot(e, rep, is_warmup, order, case) for case in (cases or [None]) for e in order]
     return out
 
 

@@ -13,6 +13,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.core.catalog.rest import ServedCatalog
 from bench.core.fileio import write_atomic
@@ -71,7 +72,7 @@ def server_usage(served: ServedCatalog | None, sampler: Sampler | None, t0: floa
                 e = json.loads(line)
             except ValueError:
                 continue
-            if "t" not in e or not (t0 <= e["t"] <= t1):
+            if "t" not in e or not (t0 <= e["t"] <= t1) or str(e.get("path", "")).startswith("/bench/"):
                 continue
             use.requests += 1
             use.request_s += e.get("ms", 0.0) / 1000
@@ -82,9 +83,11 @@ def server_usage(served: ServedCatalog | None, sampler: Sampler | None, t0: floa
     return use
 
 
-def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Path) -> EngineRun:
+def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Path,
+                       companion: Any = None) -> EngineRun:
     """Spawn the engine worker in its own process group and memory cgroup, sample it (and the catalog
-    server), enforce the time and memory limits."""
+    server), enforce the time and memory limits.  `companion` (e.g. the live writer's
+    `bench.runner.live.EngineHold`) is attached to the engine's process while it runs."""
     work.mkdir(parents=True, exist_ok=True)
     job_file, out_file, log_file = work / "job.json", work / "outcome.json", work / "engine.log"
     write_atomic(job_file, job.model_dump_json(indent=2))
@@ -113,11 +116,16 @@ def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Pa
         limiter.attach(proc.pid)
         timed_out = False
         sampler = Sampler(proc.pid, interval_s=0.1, on_sample=on_sample)
+        if companion is not None:
+            companion.attach(proc.pid)
         with sampler:
             try:
                 proc.wait(timeout=ctx.timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
+            finally:
+                if companion is not None:
+                    companion.detach()
             if timed_out or limiter.exceeded:
                 kill_tree(proc)
                 proc.wait()

@@ -13,11 +13,13 @@ from pathlib import Path
 from bench.core.catalog import load_catalog
 from bench.core.catalog.rest import serve
 from bench.core.cost import run_cost
+from bench.core.errors import UserError
 from bench.core.lock import WarehouseLock
 from bench.core.machine import HARNESS_PACKAGES, environment, package_versions, usable_cores
 from bench.core.progress import Progress
 from bench.core.results import (
     Check,
+    LiveWriterRecord,
     RunResult,
     RunState,
     TableStats,
@@ -32,6 +34,7 @@ from bench.engines import base_name, engine_class, engine_color, split_label
 from bench.engines.base import CompactionJob, EngineOutcome
 from bench.runner.context import RunContext, RunOptions, Slot, resolve, schedule
 from bench.runner.inputs import prepare_cache, reset_input
+from bench.runner.live import judge, live_writer
 from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
 from bench.telemetry.limits import remove_stale_cgroups
 from bench.verify import VerifyInput, remove_output, stage_output, verify
@@ -51,7 +54,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                   engine_order=list(slot.order), order_position=slot.position, engine_color=engine_color(slot.engine),
                   target_file_size_bytes=ctx.target, small_file_threshold_bytes=ctx.threshold,
                   output_codec=sc.output.codec, memory_budget_bytes=ctx.budget, environment=ctx.environment,
-                  versions=dict(ctx.versions))
+                  versions=dict(ctx.versions), live_writer=LiveWriterRecord(case=slot.case) if slot.case else None)
     work = ctx.run_dir / "work" / f"{sc.name}--{file_label(slot.engine)}--{slot.tag}"
     try:
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state (position {slot.position + 1} of "
@@ -67,8 +70,9 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                             output_codec_level=sc.output.level, options=options,
                             memory_budget_bytes=ctx.budget, cores=usable_cores(), work_dir=str(work))
         ctx.progress.info(f"{label} compacting (cache {r.cache.mode}, budget {fmt_bytes(ctx.budget)}, "
-                          f"time limit {ctx.timeout_s} s)")
-        er = run_engine_process(ctx, slot, job, work)
+                          f"time limit {ctx.timeout_s} s)" + (f", live writer: {slot.case}" if slot.case else ""))
+        with live_writer(ctx, slot.case) as live:
+            er = run_engine_process(ctx, slot, job, work, companion=live[0] if live else None)
         r.status = er.status  # type: ignore[assignment]
         r.error = er.error
         r.process_wall_s = er.process_wall_s
@@ -88,7 +92,11 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                 r.nodes = rec.outcome.nodes
         if r.status != "ok":
             r.log_tail = tail(er.log)
-        else:
+        if live is not None:
+            with ctx.progress.task(f"{label} judging the live writer's case", unit="step"):
+                judge(ctx, r, *live)
+            r.files_out = r.after.data_files + r.after.delete_files if r.after else None
+        elif r.status == "ok":
             t_verify = time.perf_counter()
             with ctx.progress.task(f"{label} verifying", unit="step"):
                 r.after, r.verification = verify_run(ctx, r, before_paths, rec.outcome if rec else None, work)
@@ -108,7 +116,10 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
     ctx.progress.info(f"{label} {r.status}, {dur}{f' ({phases})' if phases else ''}, files {r.files_in} -> "
                       f"{r.files_out if r.files_out is not None else '-'}, verified={r.verified}"
                       + (f", error: {r.error}" if r.error else "") + f" ({path.name})")
-    for d in r.verification.differences[:5] if r.status == "ok" else []:
+    if r.live_writer is not None:
+        lw = r.live_writer
+        ctx.progress.info(f"{label}   live writer ({lw.case}): {lw.verdict}: {lw.reason}")
+    for d in r.verification.differences[:5] if r.status == "ok" and r.live_writer is None else []:
         ctx.progress.info(f"{label}   {d}")
     return r
 
@@ -146,7 +157,11 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
 
 def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     ctx = resolve(opts, progress)
-    slots = schedule(ctx.engines, opts.reps, opts.warmup)
+    live = ctx.scenario.live_writer
+    if live and ctx.settings.is_remote:
+        raise UserError(f"{ctx.scenario.name}: the live writer watches the table's directory while the engine "
+                        "runs: it needs a local warehouse, not S3")
+    slots = schedule(ctx.engines, opts.reps, opts.warmup, list(live.cases) if live else None)
     ctx.environment = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
                                   packages=HARNESS_PACKAGES + tuple(p for e in ctx.engines
                                                                     for p in engine_class(e).packages))

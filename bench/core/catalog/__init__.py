@@ -176,7 +176,10 @@ class CatalogSettings(BaseModel):
         its REST client for an external catalog), without the catalog-impl/type key."""
         if self.external_rest:
             return {"uri": str(self.rest_uri), **{k: str(v) for k, v in self.properties.items()}}
-        props = {"uri": self.jdbc_uri, "warehouse": self.warehouse_uri}
+        # the catalog tables exist (pyiceberg's SqlCatalog creates them first); Iceberg's own check for
+        # them (JdbcCatalog.initializeCatalogTables, 1.10) leaves a DatabaseMetaData result set open, which
+        # holds a read lock on the SQLite file for the JVM's life and blocks every other writer's commit
+        props = {"uri": self.jdbc_uri, "warehouse": self.warehouse_uri, "jdbc.init-catalog-tables": "false"}
         if self.is_remote:
             # S3 warehouse: Iceberg's S3FileIO (endpoint, path style, region; no keys: the AWS SDK reads
             # them from the environment or the instance role); needs iceberg-aws-bundle on the classpath

@@ -113,7 +113,9 @@ def _table_exists(s: CatalogService, r: Request, namespace: str, table: str) -> 
 
 def _commit_table(s: CatalogService, r: Request, namespace: str, table: str) -> Result:
     identifier = _table(namespace, table)
-    return s.commit_table(identifier, svc.commit_table_request(_body(r), identifier))
+    req = svc.commit_table_request(_body(r), identifier)
+    GATE.pass_commit(identifier)
+    return s.commit_table(identifier, req)
 
 
 def _drop_table(s: CatalogService, r: Request, namespace: str, table: str) -> Result:
@@ -126,7 +128,94 @@ def _rename_table(s: CatalogService, r: Request) -> Result:
 
 
 def _commit_transaction(s: CatalogService, r: Request) -> Result:
-    return s.commit_transaction(svc.CommitTransactionRequest.model_validate(_body(r)))
+    req = svc.CommitTransactionRequest.model_validate(_body(r))
+    for change in req.table_changes:
+        ident = change.get("identifier", {}) if isinstance(change, dict) else {}
+        GATE.pass_commit((*ident.get("namespace", []), ident.get("name", "")))
+    return s.commit_transaction(req)
+
+
+# --------------------------------------------------------------------------------------------
+# the commit gate: a deterministic interleaving for the live-writer scenarios
+# --------------------------------------------------------------------------------------------
+
+class CommitGate:
+    """Holds the next commit to one table until released, so another writer's commit can land between
+    an engine's planning and its commit (`bench.core.catalog.rest.gate` is the client).  Disarmed (the
+    default), commits pass straight through.  A held commit waits at most `max_hold_s`, then passes."""
+
+    def __init__(self, max_hold_s: float = 300.0):
+        self.max_hold_s = max_hold_s
+        self._lock = threading.Lock()
+        self._release = threading.Event()
+        self.table: tuple[str, ...] | None = None
+        self.held: list[dict[str, Any]] = []  # commits held since armed: {table, since, released}
+        self.passed = 0  # commits to the armed table that were not held (after release)
+
+    def arm(self, table: tuple[str, ...]) -> None:
+        with self._lock:
+            self.table, self.held, self.passed = tuple(table), [], 0
+            self._release.clear()
+
+    def release(self) -> None:
+        self._release.set()
+
+    def disarm(self) -> None:
+        with self._lock:
+            self.table = None
+        self._release.set()
+
+    def state(self) -> dict[str, Any]:
+        with self._lock:
+            return {"armed": self.table is not None, "table": ".".join(self.table) if self.table else None,
+                    "held": [dict(h) for h in self.held], "released": self._release.is_set(),
+                    "passed": self.passed}
+
+    def pass_commit(self, table: tuple[str, ...]) -> None:
+        with self._lock:
+            if self.table is None or tuple(table) != self.table:
+                return
+            if self._release.is_set():
+                self.passed += 1
+                return
+            entry: dict[str, Any] = {"table": ".".join(table), "since": time.time(), "released": None}
+            self.held.append(entry)
+        self._release.wait(self.max_hold_s)
+        with self._lock:
+            entry["released"] = time.time()
+
+
+GATE = CommitGate()
+
+
+class _GateModel(BaseModel):
+    armed: bool
+    table: str | None = None
+    held: list[dict[str, Any]] = []
+    released: bool = False
+    passed: int = 0
+
+
+def _gate_state(s: CatalogService, r: Request) -> Result:
+    return 200, _GateModel.model_validate(GATE.state())
+
+
+def _gate_arm(s: CatalogService, r: Request) -> Result:
+    table = str(_body(r).get("table") or "")
+    if "." not in table:
+        raise svc.RestError(400, "BadRequestException", "arm the gate with {\"table\": \"namespace.table\"}")
+    GATE.arm(tuple(table.split(".")))
+    return _gate_state(s, r)
+
+
+def _gate_release(s: CatalogService, r: Request) -> Result:
+    GATE.release()
+    return _gate_state(s, r)
+
+
+def _gate_disarm(s: CatalogService, r: Request) -> Result:
+    GATE.disarm()
+    return _gate_state(s, r)
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,24 +230,39 @@ def _rule(method: str, path: str, handler: Handler) -> Rule:
 
 # Path variables are matched on the raw (still percent-encoded) path and decoded by the handlers,
 # so an encoded "/" stays inside its segment.
-URL_MAP = Map([
-    _rule("GET", "/v1/config", _get_config),
-    _rule("GET", "/v1/namespaces", _list_namespaces),
-    _rule("POST", "/v1/namespaces", _create_namespace),
-    _rule("GET", "/v1/namespaces/<namespace>", _load_namespace),
-    _rule("HEAD", "/v1/namespaces/<namespace>", _namespace_exists),
-    _rule("DELETE", "/v1/namespaces/<namespace>", _drop_namespace),
-    _rule("POST", "/v1/namespaces/<namespace>/properties", _update_namespace_properties),
-    _rule("GET", "/v1/namespaces/<namespace>/tables", _list_tables),
-    _rule("POST", "/v1/namespaces/<namespace>/tables", _create_table),  # also stage-create
-    _rule("POST", "/v1/namespaces/<namespace>/register", _register_table),
-    _rule("GET", "/v1/namespaces/<namespace>/tables/<table>", _load_table),
-    _rule("HEAD", "/v1/namespaces/<namespace>/tables/<table>", _table_exists),
-    _rule("POST", "/v1/namespaces/<namespace>/tables/<table>", _commit_table),
-    _rule("DELETE", "/v1/namespaces/<namespace>/tables/<table>", _drop_table),  # ?purgeRequested=true
-    _rule("POST", "/v1/tables/rename", _rename_table),
-    _rule("POST", "/v1/transactions/commit", _commit_transaction),  # one table only (else 501)
-], merge_slashes=False)
+def _iceberg_rules() -> list[Rule]:
+    return [
+        _rule("GET", "/v1/config", _get_config),
+        _rule("GET", "/v1/namespaces", _list_namespaces),
+        _rule("POST", "/v1/namespaces", _create_namespace),
+        _rule("GET", "/v1/namespaces/<namespace>", _load_namespace),
+        _rule("HEAD", "/v1/namespaces/<namespace>", _namespace_exists),
+        _rule("DELETE", "/v1/namespaces/<namespace>", _drop_namespace),
+        _rule("POST", "/v1/namespaces/<namespace>/properties", _update_namespace_properties),
+        _rule("GET", "/v1/namespaces/<namespace>/tables", _list_tables),
+        _rule("POST", "/v1/namespaces/<namespace>/tables", _create_table),  # also stage-create
+        _rule("POST", "/v1/namespaces/<namespace>/register", _register_table),
+        _rule("GET", "/v1/namespaces/<namespace>/tables/<table>", _load_table),
+        _rule("HEAD", "/v1/namespaces/<namespace>/tables/<table>", _table_exists),
+        _rule("POST", "/v1/namespaces/<namespace>/tables/<table>", _commit_table),
+        _rule("DELETE", "/v1/namespaces/<namespace>/tables/<table>", _drop_table),  # ?purgeRequested=true
+        _rule("POST", "/v1/tables/rename", _rename_table),
+        _rule("POST", "/v1/transactions/commit", _commit_transaction),  # one table only (else 501)
+    ]
+
+
+def _gate_rules() -> list[Rule]:
+    """The harness's own routes (not Iceberg's, never advertised): the commit gate."""
+    return [
+        _rule("GET", "/bench/gate", _gate_state),
+        _rule("POST", "/bench/gate/arm", _gate_arm),
+        _rule("POST", "/bench/gate/release", _gate_release),
+        _rule("POST", "/bench/gate/disarm", _gate_disarm),
+    ]
+
+
+URL_MAP = Map(_iceberg_rules(), merge_slashes=False)  # what the catalog advertises
+SERVED_MAP = Map(_iceberg_rules() + _gate_rules(), merge_slashes=False)  # what it answers
 
 
 def advertised_endpoints(url_map: Map = URL_MAP) -> list[str]:
@@ -210,10 +314,10 @@ def _raw_path(request: Request) -> str:
 class CatalogApp:
     """WSGI application: route, parse, call the service, answer JSON (and log the request)."""
 
-    def __init__(self, service: CatalogService, log: RequestLog | None = None, url_map: Map = URL_MAP):
+    def __init__(self, service: CatalogService, log: RequestLog | None = None, url_map: Map | None = None):
         self.service = service
         self.log = log
-        self._urls = url_map.bind("localhost")
+        self._urls = (url_map or SERVED_MAP).bind("localhost")
 
     def __call__(self, environ: dict[str, Any], start_response: Callable) -> Any:
         t0 = time.perf_counter()

@@ -1,0 +1,157 @@
+"""The live writer's timing: hold the engine between its planning and its commit, commit the writer's
+files then, let the engine go on.  Deterministic, not a race, and the same for every engine:
+
+- the loopback REST catalog's commit gate is armed for the table (`bench.core.catalog.rest.gate`):
+  an engine that commits through it is held there, its commit request waiting;
+- an engine that commits elsewhere (Spark's JDBC catalog on the SQLite file) is held when its first
+  output file appears under the table's location (it has planned and is rewriting): its process group
+  is stopped (SIGSTOP) and continued (SIGCONT) after the writer's commit.
+
+Whichever comes first holds the engine; the writer commits (`datagen.live.LiveWriter`); the engine is let
+go.  The verdict is `bench.verify.live`.  A local warehouse only (the file watch reads the directory).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bench.core.catalog.rest import gate
+from bench.core.results import LiveWriterRecord, RunResult
+from bench.core.table import local_path
+from bench.runner.context import RunContext
+from bench.verify import table_stats
+from bench.verify.live import live_verdict
+from datagen.live import LiveWriter, WriterCommit, prepare_commit
+
+POLL_S = 0.01
+
+
+class EngineHold:
+    """Attach to the engine's process (`attach(pid)`, its own process group) for the engine run."""
+
+    def __init__(self, writer: LiveWriter, table: str, data_dir: Path, gate_uri: str | None):
+        self.writer, self.table, self.data_dir, self.gate_uri = writer, table, data_dir, gate_uri
+        self.hold = ""  # how the engine was held ("" = never)
+        self.held_s: float | None = None
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pgid: int | None = None
+        self._baseline: set[str] = set()
+
+    def _files(self) -> set[str]:
+        try:
+            return {e.name for e in os.scandir(self.data_dir)}
+        except FileNotFoundError:
+            return set()
+
+    def __enter__(self) -> EngineHold:
+        self._baseline = self._files()
+        if self.gate_uri:
+            gate.arm(self.gate_uri, self.table)
+        return self
+
+    def attach(self, pid: int) -> None:
+        self._pgid = pid
+        self._thread = threading.Thread(target=self._watch, name="live-writer", daemon=True)
+        self._thread.start()
+
+    def detach(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=120)
+
+    def __exit__(self, *exc: object) -> None:
+        self.detach()
+        if self.gate_uri:
+            try:
+                gate.disarm(self.gate_uri)
+            except OSError:
+                pass
+
+    def _held_at_gate(self) -> bool:
+        if not self.gate_uri:
+            return False
+        try:
+            return bool(gate.state(self.gate_uri).get("held"))
+        except OSError:
+            return False
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            how, stopped = "", False
+            if self._held_at_gate():
+                how = "its commit request held at the REST catalog"
+            else:
+                new = sorted(self._files() - self._baseline)
+                if new and self._pgid is not None:
+                    try:
+                        os.killpg(self._pgid, signal.SIGSTOP)
+                        stopped = True
+                    except ProcessLookupError:
+                        return
+                    how = f"stopped (SIGSTOP) at its first output file ({new[0]})"
+            if how:
+                self._commit(how, stopped)
+                return
+            self._stop.wait(POLL_S)
+
+    def _commit(self, how: str, stopped: bool) -> None:
+        t0 = time.perf_counter()
+        try:
+            self.writer.commit()
+        except Exception as e:  # noqa: BLE001 - recorded; the engine must still be let go
+            self.error = f"the writer's commit failed: {type(e).__name__}: {e}"[:500]
+        finally:
+            if stopped and self._pgid is not None:
+                try:
+                    os.killpg(self._pgid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+            if self.gate_uri:
+                try:
+                    gate.disarm(self.gate_uri)
+                except OSError as e:
+                    self.error = self.error or f"could not release the commit gate: {e}"
+            self.hold, self.held_s = how, time.perf_counter() - t0
+
+
+@contextmanager
+def live_writer(ctx: RunContext, case: str | None) -> Iterator[tuple[EngineHold, WriterCommit] | None]:
+    """For a live-writer case: the writer's files written and the engine hold armed, for the engine run
+    (`with` block); None otherwise."""
+    if not case:
+        yield None
+        return
+    sc, ds = ctx.scenario, ctx.dataset
+    assert ds is not None and sc.live_writer is not None
+    commit = prepare_commit(ds, case, sc.live_writer.rows)
+    gate_uri = ctx.served.settings.rest_uri if ctx.served is not None and ctx.served.pid is not None else None
+    writer = LiveWriter(ctx.settings, ds.table, commit)
+    with EngineHold(writer, ds.table, Path(local_path(ds.location)) / "data", gate_uri) as hold:
+        yield hold, commit
+
+
+def judge(ctx: RunContext, r: RunResult, hold: EngineHold, commit: WriterCommit) -> None:
+    """The live-writer run's record, verdict and verification (instead of the compaction checks)."""
+    ds = ctx.dataset
+    assert ds is not None and ctx.catalog is not None and commit.expected is not None
+    tbl = ctx.catalog.load_table(ds.table)
+    rec = LiveWriterRecord(case=commit.case, description=f"the writer {commit.describe()}", rows=commit.rows,
+                           target_file=commit.target_file, hold=hold.hold,
+                           held_s=None if hold.held_s is None else round(hold.held_s, 4),
+                           writer_commit_s=hold.writer.commit_s, writer_snapshot_id=hold.writer.snapshot_id,
+                           expected_rows=commit.expected.rows, expected_checksum=commit.expected.checksum)
+    settings = ctx.served.settings if ctx.served else ctx.settings
+    rec, r.verification = live_verdict(rec, tbl, settings, ds.snapshot_id, r.status, r.error,
+                                       commit.appended_keys, commit.deleted_keys, r.log_tail)
+    if hold.error:
+        rec.evidence["writer_error"] = hold.error
+    r.live_writer, r.verified = rec, r.verification.verified
+    r.after = table_stats(tbl, content=False, footers_too=False)

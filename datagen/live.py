@@ -1,0 +1,166 @@
+"""The live writer of the `live-writer-*` scenarios: one commit that lands on the table WHILE an engine
+compacts it (the runner decides when: after the engine planned, before its commit).
+
+Cases (`CASES`), each touching rows the compaction is rewriting:
+    append            a new data file of `rows` rows with fresh keys (v2 >= APPEND_KEY_BASE)
+    position-delete   a position-delete file deleting `rows` live rows of an input data file
+    equality-delete   an equality-delete file (v1, v2) deleting the same kind of rows by key
+
+Everything is deterministic from the dataset (recipe, scale, seed): the rows come from the generator
+(`datagen.schema.make_rows`), never from reading the table, and so does the expected end state: the
+dataset's ground truth plus the appended rows' checksum, minus the deleted rows'.  The files are
+written BEFORE the engine starts (only the commit is timed against it), under the table's location
+with a `live-writer-` prefix; the commit is a RowDelta through Iceberg's Java API on the catalog's
+JDBC side (not through the REST catalog the commit gate sits in), tagged `bench.live-writer=<case>` in
+its snapshot summary.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+from pydantic import TypeAdapter
+from pyiceberg.manifest import DataFileContent
+
+from bench.core.catalog import CatalogSettings
+from bench.core.checksum import exact_sum
+from bench.core.dataset import GeneratedTable, GroundTruth
+from bench.core.iceberg_java.commit import RowDeltaCommitter
+from bench.core.iceberg_java.gateway import JavaIceberg
+from datagen.deletes.plan import deleted_rows, plan
+from datagen.deletes.write import (
+    EQUALITY_DELETE_ARROW,
+    EQUALITY_DELETE_SCHEMA,
+    EQUALITY_IDS,
+    POSITION_DELETE_ARROW,
+    POSITION_DELETE_SCHEMA,
+    Written,
+)
+from datagen.recipes import DeletesRecipe, SmallFilesRecipe, TableRecipe
+from datagen.schema import make_rows, pools_for, row_hashes
+from datagen.smallfiles import plan_files
+from datagen.writer import FilePlan, data_file_path, write_properties, write_rows
+
+CASES = ("append", "position-delete", "equality-delete")
+SUMMARY_KEY = "bench.live-writer"
+APPEND_KEY_BASE = 10**12  # appended rows' v2 (the dataset's keys are far below)
+APPEND_FILE_INDEX = 2**30  # the generator's file index of the appended rows (no dataset file has it)
+COMMIT_JVM_HEAP = "256m"
+
+
+@dataclass
+class WriterCommit:
+    """What the writer commits in one case, and what the table must hold afterwards."""
+
+    case: str
+    rows: int  # rows appended or deleted
+    target_file: str | None  # the input data file whose rows are deleted (delete cases)
+    data: list[Written] = field(default_factory=list)
+    position: list[Written] = field(default_factory=list)
+    equality: list[Written] = field(default_factory=list)
+    appended_keys: list[int] = field(default_factory=list)  # v2 of appended rows
+    deleted_keys: list[int] = field(default_factory=list)  # v2 of deleted rows
+    expected: GroundTruth | None = None
+
+    @property
+    def paths(self) -> list[str]:
+        return [w.path for w in (*self.data, *self.position, *self.equality)]
+
+    def describe(self) -> str:
+        if self.case == "append":
+            return f"appends {self.rows} rows (a new data file, keys v2 >= {APPEND_KEY_BASE})"
+        kind = "position" if self.case == "position-delete" else "equality (v1, v2)"
+        return f"deletes {self.rows} live rows of input file {self.target_file.rsplit('/', 1)[-1]} by {kind} delete"
+
+
+def _target(recipe: SmallFilesRecipe | DeletesRecipe, ds: GeneratedTable) -> tuple[FilePlan, np.ndarray]:
+    """The input data file the delete cases hit (one every engine rewrites) and its live row numbers."""
+    if isinstance(recipe, SmallFilesRecipe):
+        fp = plan_files(recipe.files, recipe.total_bytes, ds.scale, recipe.min_files, ds.seed)[0]
+        return fp, np.arange(fp.rows)
+    pl = plan(recipe, ds.scale)
+    j = next((i for i in range(pl.n) if pl.has_pos[i]), 0)  # a file with deletes: every strategy rewrites it
+    fp = pl.file_plan(j)
+    pos, eq, _ = deleted_rows(ds.seed, j, fp.rows, pl.k_pos if pl.has_pos[j] else 0, pl.k_eq, pl.eq_targets(j))
+    keep = np.ones(fp.rows, dtype=bool)
+    keep[pos] = False
+    keep[eq] = False
+    return fp, np.flatnonzero(keep)
+
+
+def prepare_commit(ds: GeneratedTable, case: str, rows: int) -> WriterCommit:
+    """Write the case's files under the table's location and compute the expected end state."""
+    if case not in CASES:
+        raise ValueError(f"unknown live-writer case {case!r} (known: {', '.join(CASES)})")
+    recipe = TypeAdapter(TableRecipe).validate_python(ds.recipe)
+    props = write_properties(recipe)
+    pools = pools_for(ds.seed)
+    base_rows, base_sum = ds.ground_truth.rows, int(ds.ground_truth.checksum)
+    data_dir = f"{ds.location}/data"
+    if case == "append":
+        table = make_rows(pools, ds.seed, APPEND_FILE_INDEX, rows, APPEND_KEY_BASE)
+        path = f"{data_dir}/live-writer-append.parquet"
+        df = write_rows(path, props, table)
+        hashes = row_hashes(pools, ds.seed, APPEND_FILE_INDEX, rows, APPEND_KEY_BASE, table)
+        out = WriterCommit(case, rows, None, data=[Written(path, df.file_size_in_bytes, df.record_count)],
+                           appended_keys=table.column("v2").to_pylist())
+        out.expected = GroundTruth(rows=base_rows + rows, checksum=str(base_sum + exact_sum(hashes)),
+                                   computed_by="generator: dataset ground truth + the appended rows")
+        return out
+    fp, live = _target(recipe, ds)
+    n = min(rows, max(1, len(live) // 2))
+    picked = np.sort(live[np.linspace(0, len(live) - 1, n).astype(np.int64)])
+    table = make_rows(pools, ds.seed, fp.index, fp.rows, fp.key_offset)
+    hashes = row_hashes(pools, ds.seed, fp.index, fp.rows, fp.key_offset, table)
+    target = data_file_path(ds.location, fp.index)
+    if target not in ds.live_files:
+        raise RuntimeError(f"the live writer's target {target} is not a live file of the dataset")
+    out = WriterCommit(case, n, target, deleted_keys=table.column("v2").take(pa.array(picked)).to_pylist())
+    if case == "position-delete":
+        path = f"{data_dir}/live-writer-pos-deletes.parquet"
+        ptable = pa.Table.from_arrays([pa.array([target] * n, pa.string()), pa.array(picked, pa.int64())],
+                                      schema=POSITION_DELETE_ARROW)
+        f = write_rows(path, props, ptable, POSITION_DELETE_SCHEMA, content=DataFileContent.POSITION_DELETES)
+        out.position = [Written(path, f.file_size_in_bytes, f.record_count)]
+    else:
+        path = f"{data_dir}/live-writer-eq-deletes.parquet"
+        keys = table.select(["v1", "v2"]).take(pa.array(picked))
+        etable = pa.Table.from_arrays([keys.column(0), keys.column(1)], schema=EQUALITY_DELETE_ARROW)
+        f = write_rows(path, props, etable, EQUALITY_DELETE_SCHEMA, content=DataFileContent.EQUALITY_DELETES)
+        out.equality = [Written(path, f.file_size_in_bytes, f.record_count)]
+    out.expected = GroundTruth(rows=base_rows - n, checksum=str(base_sum - exact_sum(hashes[picked])),
+                               computed_by="generator: dataset ground truth - the deleted rows")
+    return out
+
+
+class LiveWriter:
+    """Commits `commit` in one RowDelta.  Its JVM starts at the commit and ends right after it: an open
+    Iceberg JdbcCatalog keeps a read lock on the SQLite catalog (measured here), which would block the
+    engine's own commit after it."""
+
+    def __init__(self, settings: CatalogSettings, table: str, commit: WriterCommit):
+        self.settings, self.table, self.commit_plan = settings, table, commit
+        self.snapshot_id: int | None = None
+        self.commit_s: float | None = None
+
+    def commit(self) -> int:
+        """Commit the case's files now; returns the writer's snapshot id."""
+        p = self.commit_plan
+        t0 = time.perf_counter()
+        with JavaIceberg(self.settings, heap=COMMIT_JVM_HEAP) as java:
+            try:
+                c = RowDeltaCommitter(java.jvm, java.load_table(self.table), java.int_array(EQUALITY_IDS))
+                rows = [c.data_file(w.path, w.size) for w in p.data]
+                deletes = [c.position_file(w.path, w.size) for w in p.position] + \
+                          [c.equality_file(w.path, w.size) for w in p.equality]
+                c.row_delta(rows, deletes, {SUMMARY_KEY: p.case})
+                c.table.refresh()
+                self.snapshot_id = int(c.table.currentSnapshot().snapshotId())
+            except Exception as e:  # a Java exception's text is gone with its JVM: take it now
+                java_exc = getattr(e, "java_exception", None)
+                raise RuntimeError(str(java_exc.toString()) if java_exc is not None else str(e)) from None
+        self.commit_s = time.perf_counter() - t0
+        return self.snapshot_id
