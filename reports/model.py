@@ -230,6 +230,9 @@ def run_reasons(r: RunResult) -> tuple[list[str], list[str]]:
             reasons.append("the verifier did not accept the output (no failed check recorded)")
     if r.error:
         reasons.append(r.error)
+    if r.live_writer is not None:
+        reasons.insert(0, f"live writer ({r.live_writer.case}): {r.live_writer.verdict}: {r.live_writer.reason} "
+                          f"(judged, not timed: its time includes the writer's hold)")
     advisory = [f"{c.name}: {c.message}" if c.message else c.name for c in v.checks if not c.ok and not c.required]
     return reasons, advisory
 

@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from bench.core.cost import PRICE_DATE, PRICE_SOURCE
 from bench.core.fileio import write_atomic
-from reports import campaigns, charts, cluster, compare
+from reports import campaigns, charts, cluster, compare, safety
 from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd
 from reports.model import (
     STATUS_MEANING,
@@ -150,6 +150,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         version=version, price_source=PRICE_SOURCE, price_date=PRICE_DATE,
         sources=[str(p) for p in paths], n_runs=report.n_runs, campaigns=camp, clusters=clusters,
         cluster_model=cluster.MODEL, cluster_assumptions=cluster.ASSUMPTIONS,
+        safety=safety.safety_sections(report.sets), safety_meaning=safety.MEANING,
     )
 
 

@@ -326,8 +326,9 @@ class RunResult(BaseModel):
 
     @property
     def counts(self) -> bool:
-        """Does this run count in statistics?  Measured (not warm-up), ok and verified."""
-        return not self.warmup and self.status == "ok" and self.verified
+        """Does this run count in statistics?  Measured (not warm-up), ok and verified, and not a
+        live-writer run (judged, not timed: its time includes the writer's hold)."""
+        return not self.warmup and self.status == "ok" and self.verified and self.live_writer is None
 
 
 class RunState(BaseModel):
