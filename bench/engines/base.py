@@ -130,6 +130,8 @@ class Engine(Protocol):
     output_codecs: ClassVar[frozenset[str] | None]  # codecs it can write (None: any Parquet codec)
     min_budget_bytes: ClassVar[int]  # the smallest memory budget it can start in (a frontier's floor)
     knobs: ClassVar[tuple[Knob, ...]]  # what `bench tune` varies, in order (coordinate descent)
+    # it commits through the job's REST catalog (so the harness's commit gate can hold its commit)
+    commits_through_rest: ClassVar[bool]
 
     def requirements(self) -> list[Requirement]:
         """Everything this engine needs on this machine; cheap, no side effects."""
@@ -170,6 +172,7 @@ class EngineBase:
     output_codecs: ClassVar[frozenset[str] | None] = None
     min_budget_bytes: ClassVar[int] = 64 * 1024 * 1024  # the smallest memory budget it can start in
     knobs: ClassVar[tuple[Knob, ...]] = ()
+    commits_through_rest: ClassVar[bool] = False
 
     def requirements(self) -> list[Requirement]:
         return []

@@ -128,6 +128,7 @@ class RisingWaveEngine(EngineBase):
     color: ClassVar[str] = "#2F5BEA"
     packages: ClassVar[tuple[str, ...]] = (DISTRIBUTION,)
     Options: ClassVar[type[BaseModel]] = RisingWaveOptions
+    commits_through_rest: ClassVar[bool] = True  # iceberg-compaction speaks REST only
     output_codecs: ClassVar[frozenset[str] | None] = frozenset({OUTPUT_CODEC})
     knobs: ClassVar[tuple[Knob, ...]] = KNOBS
 

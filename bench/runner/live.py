@@ -1,14 +1,14 @@
 """The live writer's timing: hold the engine between its planning and its commit, commit the writer's
 files then, let the engine go on.  Deterministic, not a race, and the same for every engine:
 
-- the loopback REST catalog's commit gate is armed for the table (`bench.core.catalog.rest.gate`):
-  an engine that commits through it is held there, its commit request waiting;
+- an engine that commits through the loopback REST catalog (it says so: `commits_through_rest`) is
+  held by the catalog's commit gate (`bench.core.catalog.rest.gate`): its commit request waits;
 - an engine that commits elsewhere (Spark's JDBC catalog on the SQLite file) is held when its first
   output file appears under the table's location (it has planned and is rewriting): its process group
   is stopped (SIGSTOP) and continued (SIGCONT) after the writer's commit.
 
-Whichever comes first holds the engine; the writer commits (`datagen.live.LiveWriter`); the engine is let
-go.  The verdict is `bench.verify.live`.  A local warehouse only (the file watch reads the directory).
+The writer commits (`datagen.live.LiveWriter`) and the engine is let go.  The verdict is
+`bench.verify.live`.  A local warehouse only (the file watch reads the directory).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from pathlib import Path
 from bench.core.catalog.rest import gate
 from bench.core.results import LiveWriterRecord, RunResult
 from bench.core.table import local_path
-from bench.runner.context import RunContext
+from bench.engines import engine_class
+from bench.runner.context import RunContext, Slot
 from bench.verify import table_stats
 from bench.verify.live import live_verdict
 from datagen.live import LiveWriter, WriterCommit, prepare_commit
@@ -35,7 +36,8 @@ POLL_S = 0.01
 class EngineHold:
     """Attach to the engine's process (`attach(pid)`, its own process group) for the engine run."""
 
-    def __init__(self, writer: LiveWriter, table: str, data_dir: Path, gate_uri: str | None):
+    def __init__(self, writer: LiveWriter, table: str, data_dir: Path | None, gate_uri: str | None):
+        """Held at the commit gate of `gate_uri`, or else at the first new file in `data_dir`."""
         self.writer, self.table, self.data_dir, self.gate_uri = writer, table, data_dir, gate_uri
         self.hold = ""  # how the engine was held ("" = never)
         self.held_s: float | None = None
@@ -46,6 +48,8 @@ class EngineHold:
         self._baseline: set[str] = set()
 
     def _files(self) -> set[str]:
+        if self.data_dir is None:
+            return set()
         try:
             return {e.name for e in os.scandir(self.data_dir)}
         except FileNotFoundError:
@@ -86,8 +90,8 @@ class EngineHold:
     def _watch(self) -> None:
         while not self._stop.is_set():
             how, stopped = "", False
-            if self._held_at_gate():
-                how = "its commit request held at the REST catalog"
+            if self.gate_uri:
+                how = "its commit request held at the REST catalog's commit gate" if self._held_at_gate() else ""
             else:
                 new = sorted(self._files() - self._baseline)
                 if new and self._pgid is not None:
@@ -123,18 +127,20 @@ class EngineHold:
 
 
 @contextmanager
-def live_writer(ctx: RunContext, case: str | None) -> Iterator[tuple[EngineHold, WriterCommit] | None]:
+def live_writer(ctx: RunContext, slot: Slot) -> Iterator[tuple[EngineHold, WriterCommit] | None]:
     """For a live-writer case: the writer's files written and the engine hold armed, for the engine run
     (`with` block); None otherwise."""
+    case = slot.case
     if not case:
         yield None
         return
     sc, ds = ctx.scenario, ctx.dataset
     assert ds is not None and sc.live_writer is not None
     commit = prepare_commit(ds, case, sc.live_writer.rows)
-    gate_uri = ctx.served.settings.rest_uri if ctx.served is not None and ctx.served.pid is not None else None
+    gated = engine_class(slot.engine).commits_through_rest and ctx.served is not None and ctx.served.pid is not None
     writer = LiveWriter(ctx.settings, ds.table, commit)
-    with EngineHold(writer, ds.table, Path(local_path(ds.location)) / "data", gate_uri) as hold:
+    with EngineHold(writer, ds.table, None if gated else Path(local_path(ds.location)) / "data",
+                    ctx.served.settings.rest_uri if gated and ctx.served else None) as hold:
         yield hold, commit
 
 

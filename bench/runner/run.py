@@ -71,7 +71,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                             memory_budget_bytes=ctx.budget, cores=usable_cores(), work_dir=str(work))
         ctx.progress.info(f"{label} compacting (cache {r.cache.mode}, budget {fmt_bytes(ctx.budget)}, "
                           f"time limit {ctx.timeout_s} s)" + (f", live writer: {slot.case}" if slot.case else ""))
-        with live_writer(ctx, slot.case) as live:
+        with live_writer(ctx, slot) as live:
             er = run_engine_process(ctx, slot, job, work, companion=live[0] if live else None)
         r.status = er.status  # type: ignore[assignment]
         r.error = er.error
