@@ -19,7 +19,7 @@ from bench.core.cost import parse_instance
 from bench.core.dataset import GeneratedTable
 from bench.core.errors import UserError
 from bench.core.lock import WarehouseLock
-from bench.core.machine import node_ram_bytes
+from bench.core.machine import DROP_CACHES, node_ram_bytes
 from bench.core.progress import Progress
 from bench.core.units import check_scale, parse_size
 from bench.engines import default_engines, engine_class, parse_engines
@@ -27,7 +27,6 @@ from bench.scenario import Scenario, load_scenario
 from datagen.dataset import prepare, storage_requirements
 
 CACHE_MODES = ("cold", "warm")
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 
 @dataclass
