@@ -9,10 +9,10 @@ from pathlib import Path
 
 from bench.core.dataset import manifest_path, spare_dir
 from bench.core.fileio import write_atomic
+from bench.core.machine import drop_page_cache
 from bench.core.results import CacheState, InputState, TableStats
 from bench.core.table import LiveFiles, live_files, local_path
 from bench.core.table.state import fingerprint, restore
-from bench.core.machine import drop_page_cache
 from bench.runner.context import RunContext
 from bench.verify import table_stats
 
