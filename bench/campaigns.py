@@ -236,7 +236,7 @@ def sweep(opts: SweepOptions, progress: Progress) -> SweepSummary:
                 engines=",".join(engines),
                 reps=opts.reps, results_dir=str(directory), run_id=run_id, timeout_s=opts.timeout_s,
                 memory_budget=opts.memory_budget, cache=opts.cache, instance_type=opts.instance_type,
-                wait=opts.wait, options=opts.options), progress)
+                wait=opts.wait, options=opts.options, readers=False), progress)  # compaction only
             results += got
             s.run_dirs[fmt_scale(scale)] = run_id
             for e in engines:
@@ -325,7 +325,7 @@ def _probe(opts: FrontierOptions, directory: Path, engine: str, scale: float, bu
     got = run_scenario(RunOptions(scenario=opts.scenario, scale=scale, seed=opts.seed, warehouse=opts.warehouse,
                                   engines=engine, reps=1, results_dir=str(directory), run_id=run_id,
                                   timeout_s=timeout_s, memory_budget=str(budget), cache=opts.cache,
-                                  wait=opts.wait, options=opts.options), progress)
+                                  wait=opts.wait, options=opts.options, readers=False), progress)
     r = got[0]
     # the heap that does the work: the executor's in a cluster mode, else the one JVM's
     caps = {c.name: c.bytes for c in r.memory_caps}

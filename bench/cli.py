@@ -140,6 +140,9 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
 @click.option("--cache", type=click.Choice(["cold", "warm"]), default=None,
               help="Page cache before each engine run: cold (sync + drop caches; the default where the "
                    "harness may, i.e. as root) or warm (sync + read the input once).")
+@click.option("--readers", type=click.Choice(["on", "off"]), default="on", show_default=True,
+              help="Time the reader queries (full scan, key range, point lookup) before and after each "
+                   "compaction and check their answers against the generator (off: quick runs).")
 @click.option("--results-dir", type=click.Path(file_okay=False), default=None,
               help="Where results go (default: ./results).")
 @click.option("--run-id", default=None, help="Name of this run (default: a timestamp).")
@@ -154,15 +157,16 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
               help=f"On-demand price used for cost: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
 @engine_option_flags
 @one_line_errors
-def run(scenario, scale, seed, warehouse, no_wait, engines, reps, warmup, cache, results_dir, run_id, timeout,
-        memory_budget, catalog_uri, target_file_size, instance_type, options):
+def run(scenario, scale, seed, warehouse, no_wait, engines, reps, warmup, cache, readers, results_dir, run_id,
+        timeout, memory_budget, catalog_uri, target_file_size, instance_type, options):
     """Run SCENARIO against the engines, verify every compaction and record results."""
     from bench.runner import RunOptions, run_scenario
 
     opts = RunOptions(scenario=scenario, scale=scale, seed=seed, warehouse=warehouse, engines=engines,
                       reps=reps, warmup=warmup, results_dir=results_dir, run_id=run_id, timeout_s=timeout,
                       memory_budget=memory_budget, catalog_uri=catalog_uri, target_file_size=target_file_size,
-                      instance_type=instance_type, cache=cache, wait=not no_wait, options=options)
+                      instance_type=instance_type, cache=cache, wait=not no_wait, options=options,
+                      readers=readers == "on")
     run_scenario(opts, Progress())
 
 

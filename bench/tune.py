@@ -147,7 +147,7 @@ class Search:
         return run_scenario(RunOptions(scenario=o.scenario, scale=self.scale, seed=o.seed, warehouse=o.warehouse,
                                        engines=engines, reps=reps, results_dir=str(self.directory), run_id=run_id,
                                        timeout_s=timeout_s, memory_budget=o.memory_budget, cache=o.cache,
-                                       wait=o.wait, options=options), self.progress)
+                                       wait=o.wait, options=options, readers=False), self.progress)
 
     def evaluate(self, s: TuneSummary, changed: dict[str, Any], knob: str | None, value: Any) -> TuneConfig:
         cfg = TuneConfig(index=len(s.configs), changed=dict(changed), knob=knob, value=value,

@@ -230,6 +230,13 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
         assert r["telemetry"]["peak_rss_bytes"] > 0 and r["duration_s"] > 0
         # every step is a phase; the phases add up to the compaction time
         assert abs(sum(p["seconds"] for p in r["phases"]) - r["duration_s"]) < 1e-6
+        # readers gained: before, the full scan merged the delete files; after, none (bench.reads)
+        reads = r["reads"]
+        assert reads["ok"] and reads["reader"] == "duckdb-iceberg" and reads["after_usable"], reads["message"]
+        full = next(q for q in reads["queries"] if q["name"] == "full-scan")
+        assert full["delete_files_merged_before"] > 0 and full["delete_files_merged_after"] == 0
+        assert full["before"] == full["after"] == full["truth"]
+        assert int(full["truth"][0]) == generated["ds"].ground_truth.rows
     spark, rw = records["spark"], records["risingwave"]
     assert [p["name"] for p in spark["phases"]][:3] == ["rewrite_data_files", "rewrite_position_delete_files",
                                                         "remove dangling deletes"]

@@ -37,6 +37,16 @@ def package_versions(names=HARNESS_PACKAGES) -> dict[str, str | None]:
     return out
 
 
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+
+def drop_page_cache() -> None:
+    """Sync, then drop the page cache (root only: raises OSError otherwise).  The one place."""
+    os.sync()
+    with open(DROP_CACHES, "w") as f:
+        f.write("3\n")
+
+
 def node_ram_bytes() -> int:
     """This machine's RAM."""
     return int(psutil.virtual_memory().total)

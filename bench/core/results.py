@@ -244,6 +244,60 @@ class ScenarioRecord(BaseModel):
         return Published.model_validate(raw) if raw else None
 
 
+READ_QUERIES: tuple[str, ...] = ("full-scan", "key-range", "point-lookup")
+
+
+class ReadQuery(BaseModel):
+    """One reader query over the key column v2 (bench.reads builds its SQL; datagen its ground truth):
+    full-scan (no bounds), key-range (v2 BETWEEN lo AND hi), point-lookup (v2 = lo = hi)."""
+
+    name: Literal["full-scan", "key-range", "point-lookup"]
+    lo: int | None = None
+    hi: int | None = None
+
+
+class QueryRead(BaseModel):
+    """One query timed on the table before compaction and after it, with the same reader and cache
+    policy.  Answers: [count, sum(quantity)] for the aggregates; [rows, content checksum] (as
+    bench.core.checksum) of the fetched rows for the point lookup; as strings (exact big integers)."""
+
+    name: str
+    sql: str
+    before_s: float | None = None
+    after_s: float | None = None
+    ratio: float | None = None  # before_s / after_s: > 1 means the reader gained from the compaction
+    before: list[str] | None = None
+    after: list[str] | None = None
+    truth: list[str] = Field(default_factory=list)  # from the generator, never read from the table
+    ok: bool = False  # every answer measured equals the truth (before, and after when measured)
+    message: str = ""
+    files_opened_before: int | None = None
+    files_opened_after: int | None = None
+    delete_files_merged_before: int | None = None
+    delete_files_merged_after: int | None = None
+    counts_source: str = ""  # how files opened / delete files merged were obtained
+
+
+class ReadsRecord(BaseModel):
+    """Read amplification: reader queries timed before the compaction (the dataset snapshot) and after
+    it (the snapshot verified).  A separate measurement: `RunResult.verified` never depends on it."""
+
+    reader: str = ""  # duckdb-iceberg | spark-sql | "" (none could read the table)
+    reader_reason: str = ""  # why this reader (or `reader unavailable: <why>`)
+    cache: str = ""  # cold | warm | none: as the run's cache policy, applied before each timed query
+    cache_note: str = ""
+    truth_source: str = ""
+    ok: bool = False  # every query's answers equal the truth, and before equals after
+    message: str = ""  # what failed, when not ok
+    after_measured: bool = False
+    after_note: str = ""  # why after is missing, or that the run was unverified
+    after_usable: bool = False  # after timings may enter statistics: the run was ok and verified
+    queries: list[QueryRead] = Field(default_factory=list)
+
+    def query(self, name: str) -> QueryRead | None:
+        return next((q for q in self.queries if q.name == name), None)
+
+
 class RunResult(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -290,6 +344,7 @@ class RunResult(BaseModel):
     before: TableStats = Field(default_factory=TableStats)
     after: TableStats | None = None
     verification: Verification = Field(default_factory=Verification)
+    reads: ReadsRecord | None = None  # reader queries before/after (None: `--readers off`)
 
     engine_result: dict[str, Any] = Field(default_factory=dict)
     engine_settings: dict[str, Any] = Field(default_factory=dict)

@@ -19,7 +19,7 @@ from bench.core.cost import parse_instance
 from bench.core.dataset import GeneratedTable
 from bench.core.errors import UserError
 from bench.core.lock import WarehouseLock
-from bench.core.machine import node_ram_bytes
+from bench.core.machine import DROP_CACHES, node_ram_bytes
 from bench.core.progress import Progress
 from bench.core.units import check_scale, parse_size
 from bench.engines import default_engines, engine_class, parse_engines
@@ -27,7 +27,6 @@ from bench.scenario import Scenario, load_scenario
 from datagen.dataset import prepare, storage_requirements
 
 CACHE_MODES = ("cold", "warm")
-DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 
 
 @dataclass
@@ -48,6 +47,7 @@ class RunOptions:
     instance_type: str | None = None
     cache: str | None = None  # cold | warm | None (cold where permitted, else warm)
     wait: bool = True  # wait for the warehouse lock (False: exit 2 when it is held)
+    readers: bool = True  # time the reader queries before and after each compaction (bench.reads)
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option ENGINE.KEY=VALUE, parsed
 
 
@@ -76,6 +76,8 @@ class RunContext:
     dataset: GeneratedTable | None = None
     environment: dict = field(default_factory=dict)
     versions: dict = field(default_factory=dict)
+    readers: bool = True
+    reads_plan: tuple | None = None  # (queries, truth) from datagen, computed once per run
 
     @property
     def run_dir(self) -> Path:
@@ -223,7 +225,8 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                      engines=engines, settings=settings, results_dir=results, target=target,
                      threshold=sc.small_file_threshold(target), budget=budget, timeout_s=opts.timeout_s,
                      cache_mode=cache_mode, cache_requested=opts.cache or f"default ({cache_mode})",
-                     instance_type=opts.instance_type, progress=progress, engine_options=engine_options)
+                     instance_type=opts.instance_type, progress=progress, engine_options=engine_options,
+                     readers=opts.readers)
     if cache_note:
         progress.info(f"cache: {cache_note}")
     return ctx

@@ -9,10 +9,11 @@ from pathlib import Path
 
 from bench.core.dataset import manifest_path, spare_dir
 from bench.core.fileio import write_atomic
+from bench.core.machine import drop_page_cache
 from bench.core.results import CacheState, InputState, TableStats
 from bench.core.table import LiveFiles, live_files, local_path
 from bench.core.table.state import fingerprint, restore
-from bench.runner.context import DROP_CACHES, RunContext
+from bench.runner.context import RunContext
 from bench.verify import table_stats
 
 
@@ -66,14 +67,13 @@ def prepare_cache(ctx: RunContext) -> CacheState:
     if ctx.cache_mode == "none":
         st.note = "S3 warehouse: no local page cache of the input"
         return st
-    os.sync()
-    st.synced = True
     if ctx.cache_mode == "cold":
-        with open(DROP_CACHES, "w") as f:
-            f.write("3\n")
-        st.dropped = True
+        drop_page_cache()
+        st.synced = st.dropped = True
         st.note = "sync, then echo 3 > /proc/sys/vm/drop_caches"
     else:
+        os.sync()
+        st.synced = True
         ds = ctx.dataset
         assert ds is not None
         buf = bytearray(1 << 20)

@@ -36,6 +36,7 @@ from bench.runner.context import RunContext, RunOptions, Slot, resolve, schedule
 from bench.runner.inputs import prepare_cache, reset_input
 from bench.runner.live import judge, live_writer
 from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
+from bench.runner.reads import reads_after, reads_before
 from bench.telemetry.limits import remove_stale_cgroups
 from bench.verify import VerifyInput, remove_output, stage_output, verify
 from datagen.dataset import prepare
@@ -63,6 +64,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         r.files_in = r.before.data_files + r.before.delete_files
         r.bytes_in = r.before.data_bytes + r.before.delete_bytes
         r.rows = r.before.rows
+        r.reads = reads_before(ctx)  # the dataset snapshot, before the engine's own cache policy
         r.cache = prepare_cache(ctx)
         job = CompactionJob(table=ds.table, catalog=ctx.served.settings if ctx.served else ctx.settings,
                             scenario=sc.name, kind=sc.kind, target_file_size_bytes=ctx.target,
@@ -104,6 +106,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
             r.files_out = r.after.data_files + r.after.delete_files
             r.bytes_out = r.after.data_bytes + r.after.delete_bytes
             r.verified = r.verification.verified
+        reads_after(ctx, r, label)
     except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
         r.status, r.verified = "failed", False
         r.error = f"harness: {type(exc).__name__}: {exc}"

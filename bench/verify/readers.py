@@ -28,12 +28,13 @@ from bench.core.catalog.s3 import is_s3
 from bench.core.checksum import checksum_select
 from bench.core.sql import ident, idents, string_list
 from bench.core.table import LiveFiles, live_files, local_path
-from bench.core.table.deletes import classify, equality_delete_work, is_global, scope
-
-# DuckDB 1.5.5's iceberg extension compares every data row with every applicable equality-delete row
-# (duckdb/duckdb-iceberg#626: minutes for 2M rows x 220k keys here); above this many comparisons it is
-# not used and says so.
-DUCKDB_ICEBERG_EQ_WORK_LIMIT = 2_000_000_000
+from bench.core.table.deletes import (
+    DUCKDB_ICEBERG_EQ_WORK_LIMIT,
+    classify,
+    equality_delete_work,
+    is_global,
+    scope,
+)
 
 
 class ReaderUnavailable(RuntimeError):

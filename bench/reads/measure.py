@@ -1,0 +1,107 @@
+"""Before and after: choose the reader once (on the uncompacted input), time the queries, count files
+from the manifests, check the answers."""
+
+from __future__ import annotations
+
+from pyiceberg.table import Table
+
+from bench.core.catalog import CatalogSettings
+from bench.core.results import QueryRead, ReadQuery, ReadsRecord
+from bench.core.table import live_files
+from bench.core.table.deletes import DUCKDB_ICEBERG_EQ_WORK_LIMIT, equality_delete_work
+from bench.reads import duck, spark
+from bench.reads.metadata import COUNTS_SOURCE, scan_counts
+from bench.reads.queries import check, query_sql
+
+CACHE_NOTES = {"cold": "sync + drop the page cache right before each timed query",
+               "warm": "one untimed run of each query, then the timed one",
+               "none": "S3 warehouse, no local page cache: one untimed run, then the timed one"}
+
+
+def choose_reader(tbl: Table, settings: CatalogSettings, files) -> tuple[str, str]:
+    """(reader, why): DuckDB unless its equality-delete work is above its limit, then Spark SQL."""
+    work = equality_delete_work(files, tbl.specs())
+    if work > DUCKDB_ICEBERG_EQ_WORK_LIMIT:
+        why = (f"{work:.3g} row x equality-key comparisons exceed DuckDB's iceberg limit of "
+               f"{DUCKDB_ICEBERG_EQ_WORK_LIMIT:.3g} (duckdb-iceberg#626)")
+        problem = spark.unavailable(settings)
+        if problem:
+            return "", f"reader unavailable: {why}; Spark SQL cannot read instead: {problem}"
+        return spark.NAME, f"Spark SQL (local session, JdbcCatalog): {why}"
+    if not settings.rest_uri:
+        return "", "reader unavailable: DuckDB reads through a REST catalog and none is served"
+    return duck.NAME, (f"DuckDB's iceberg extension through the REST catalog ({work:.3g} row x equality-key "
+                       f"comparisons, within its limit)")
+
+
+def _run(reader: str, settings: CatalogSettings, table: str, queries: list[ReadQuery],
+         cache_mode: str) -> dict[str, tuple[list[str], float]]:
+    if reader == duck.NAME:
+        return duck.run_queries(settings, table, queries, cache_mode)
+    return spark.run_queries(settings, table, queries, cache_mode)
+
+
+def _table_name(tbl: Table) -> str:
+    return ".".join(tuple(tbl.name())[-2:])
+
+
+def read_before(tbl: Table, settings: CatalogSettings, queries: list[ReadQuery], truth: dict[str, list[str]],
+                cache_mode: str, truth_source: str = "") -> ReadsRecord:
+    """Time the queries on the table as it is (the dataset snapshot), with the reader chosen for it."""
+    files = live_files(tbl)
+    reader, why = choose_reader(tbl, settings, files)
+    rec = ReadsRecord(reader=reader, reader_reason=why, cache=cache_mode, cache_note=CACHE_NOTES.get(cache_mode, ""),
+                      truth_source=truth_source)
+    counts = scan_counts(tbl, queries, files)
+    table = _table_name(tbl)
+    answers = _run(reader, settings, table, queries, cache_mode) if reader else {}
+    for q in queries:
+        ref = duck.table_ref(table) if reader != spark.NAME else spark.table_ref(table)
+        qr = QueryRead(name=q.name, sql=query_sql(q, ref), counts_source=COUNTS_SOURCE,
+                       files_opened_before=counts[q.name][0], delete_files_merged_before=counts[q.name][1])
+        if q.name in answers:
+            qr.before, qr.before_s = answers[q.name]
+        rec.queries.append(qr)
+    return check(rec, truth)
+
+
+def read_after(rec: ReadsRecord, tbl: Table, settings: CatalogSettings, queries: list[ReadQuery],
+               truth: dict[str, list[str]], usable: bool, note: str = "") -> ReadsRecord:
+    """Time the same queries on the compacted table with the same reader and cache policy; `usable`:
+    the run was verified (an unverified run's after-timings never enter statistics)."""
+    if not rec.reader:
+        return skip_after(rec, rec.reader_reason)
+    files = live_files(tbl)
+    counts = scan_counts(tbl, queries, files)
+    answers = _run(rec.reader, settings, _table_name(tbl), queries, rec.cache)
+    for qr in rec.queries:
+        qr.files_opened_after, qr.delete_files_merged_after = counts[qr.name]
+        if qr.name in answers:
+            qr.after, qr.after_s = answers[qr.name]
+            if qr.before_s and qr.after_s:
+                qr.ratio = qr.before_s / qr.after_s
+    rec.after_measured, rec.after_usable = True, usable
+    rec.after_note = note or ("" if usable else "the run was not verified: its after-timings are not used in "
+                                                "statistics")
+    return check(rec, truth)
+
+
+def skip_after(rec: ReadsRecord, why: str) -> ReadsRecord:
+    rec.after_measured, rec.after_usable, rec.after_note = False, False, why
+    return rec
+
+
+def summary_line(rec: ReadsRecord) -> str:
+    """One line for the runner's log."""
+    if not rec.reader:
+        return f"reads: {rec.reader_reason}"
+    parts = []
+    for q in rec.queries:
+        b = f"{q.before_s:.3f} s" if q.before_s is not None else "-"
+        a = f" -> {q.after_s:.3f} s ({q.ratio:.2f}x)" if q.after_s is not None and q.ratio else ""
+        files = f", files {q.files_opened_before}" + (f" -> {q.files_opened_after}"
+                                                      if q.files_opened_after is not None else "")
+        parts.append(f"{q.name} {b}{a}{files}")
+    verdict = "answers = truth" if rec.ok else f"READS CHECK FAILED: {rec.message}"
+    return f"reads ({rec.reader}, {rec.cache}): " + "; ".join(parts) + f"; {verdict}" + (
+        f" [{rec.after_note}]" if rec.after_note else "")

@@ -1,0 +1,65 @@
+"""The runner's glue to bench.reads: the queries and their truth from datagen (once per `bench run`),
+"before" right after the reset, "after" right after verification.  A reads failure is recorded in the
+result (`reads.ok: false`), never a failed run: it is a separate measurement."""
+
+from __future__ import annotations
+
+import traceback
+
+from bench.core.results import ReadsRecord, RunResult
+from bench.reads import read_after, read_before, skip_after, summary_line
+from bench.runner.context import RunContext
+from datagen.queries import TRUTH_SOURCE, reads_plan
+
+
+def _plan(ctx: RunContext):
+    if ctx.reads_plan is None:
+        assert ctx.dataset is not None
+        ctx.reads_plan = reads_plan(ctx.dataset)
+    return ctx.reads_plan
+
+
+def _failed(exc: Exception, rec: ReadsRecord | None = None) -> ReadsRecord:
+    rec = rec or ReadsRecord()
+    rec.ok = False
+    rec.message = f"harness: {type(exc).__name__}: {exc}"[:1000] + " | " + \
+        " / ".join(traceback.format_exc().splitlines()[-3:])[:500]
+    return rec
+
+
+def reads_before(ctx: RunContext) -> ReadsRecord | None:
+    if not ctx.readers:
+        return None
+    assert ctx.catalog is not None and ctx.dataset is not None
+    try:
+        queries, truth = _plan(ctx)
+        with ctx.progress.task("reads before compaction", unit="step"):
+            return read_before(ctx.catalog.load_table(ctx.dataset.table), _settings(ctx), queries, truth,
+                               ctx.cache_mode, TRUTH_SOURCE)
+    except Exception as exc:  # noqa: BLE001 - recorded, the engine still runs
+        return _failed(exc, ReadsRecord(cache=ctx.cache_mode))
+
+
+def reads_after(ctx: RunContext, r: RunResult, label: str) -> None:
+    rec = r.reads
+    if rec is None:
+        return
+    assert ctx.catalog is not None and ctx.dataset is not None
+    try:
+        if r.status != "ok":
+            skip_after(rec, f"not measured: the run ended {r.status}")
+        elif r.commits == "none":
+            skip_after(rec, "not measured: the engine commits nothing, readers see the input unchanged")
+        else:
+            queries, truth = _plan(ctx)
+            with ctx.progress.task(f"{label} reads after compaction", unit="step"):
+                read_after(rec, ctx.catalog.load_table(ctx.dataset.table), _settings(ctx), queries, truth,
+                           usable=r.verified)
+    except Exception as exc:  # noqa: BLE001 - recorded, never a failed run
+        _failed(exc, rec)
+    ctx.progress.info(f"{label} {summary_line(rec)}" + (f" ({rec.message})" if not rec.ok and rec.reader and
+                                                          rec.message.startswith("harness") else ""))
+
+
+def _settings(ctx: RunContext):
+    return ctx.served.settings if ctx.served else ctx.settings
