@@ -140,9 +140,11 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
 @click.option("--cache", type=click.Choice(["cold", "warm"]), default=None,
               help="Page cache before each engine run: cold (sync + drop caches; the default where the "
                    "harness may, i.e. as root) or warm (sync + read the input once).")
-@click.option("--readers", type=click.Choice(["on", "off"]), default="on", show_default=True,
+@click.option("--readers", type=click.Choice(["on", "off", "spark-sql"]), default="on", show_default=True,
+              envvar="BENCH_READERS",
               help="Time the reader queries (full scan, key range, point lookup) before and after each "
-                   "compaction and check their answers against the generator (off: quick runs).")
+                   "compaction and check their answers against the generator (off: quick runs; spark-sql: "
+                   "read with Spark SQL even where DuckDB could).")
 @click.option("--results-dir", type=click.Path(file_okay=False), default=None,
               help="Where results go (default: ./results).")
 @click.option("--run-id", default=None, help="Name of this run (default: a timestamp).")
@@ -166,7 +168,7 @@ def run(scenario, scale, seed, warehouse, no_wait, engines, reps, warmup, cache,
                       reps=reps, warmup=warmup, results_dir=results_dir, run_id=run_id, timeout_s=timeout,
                       memory_budget=memory_budget, catalog_uri=catalog_uri, target_file_size=target_file_size,
                       instance_type=instance_type, cache=cache, wait=not no_wait, options=options,
-                      readers=readers == "on")
+                      readers=readers != "off", reader="spark-sql" if readers == "spark-sql" else "auto")
     run_scenario(opts, Progress())
 
 

@@ -31,6 +31,7 @@ def bench_env(**extra) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["BENCH_EXTRA_ENGINES"] = TEST_ENGINES
+    env["BENCH_READERS"] = "off"  # reader queries only where a test asks for them (--readers on): suite time
     env.update(extra)
     return env
 

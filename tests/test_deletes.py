@@ -211,7 +211,7 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
     timed as a phase; an engine that leaves a delete file live is not verified."""
     wh, res = tmp_path / "wh", tmp_path / "results"
     proc = run_bench("run", "deletes-standard", "--scale", TINY, "--engines", "spark,risingwave,leaky,arrow-floor",
-                     "--results-dir", res, "--warehouse", wh, "--run-id", "del")
+                     "--results-dir", res, "--warehouse", wh, "--run-id", "del", "--readers", "on")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     records = {json.loads(p.read_text())["engine"]: json.loads(p.read_text())
                for p in (res / "del").glob("*--rep0.json")}

@@ -8,13 +8,12 @@ import json
 import re
 from html import unescape
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 from bench.core.dataset import GeneratedTable, GroundTruth
-from bench.core.results import QueryRead, ReadQuery, ReadsRecord
+from bench.core.results import QueryRead, ReadsRecord
 from bench.reads import check
 from bench.scenario import load_scenario
 from datagen.queries import choose_queries, layout, query_truth, reads_plan
@@ -100,7 +99,7 @@ def _reads_of(results_dir, run_id):
 
 def test_runner_records_reads_before_and_after(tmp_path, shared_warehouse):
     p = run_bench("run", "bin-packing", "--scale", TINY, "--engines", "risingwave", "--results-dir", tmp_path,
-                  "--warehouse", shared_warehouse, "--run-id", "reads")
+                  "--warehouse", shared_warehouse, "--run-id", "reads", "--readers", "on")
     assert p.returncode == 0, p.stderr[-3000:]
     r = _reads_of(tmp_path, "reads")["risingwave"]
     assert r["verified"], r["verification"]["differences"]
@@ -125,6 +124,19 @@ def test_runner_records_reads_before_and_after(tmp_path, shared_warehouse):
     assert off.returncode == 0, off.stderr[-3000:]
     assert _reads_of(tmp_path, "noreads")["corrupt"]["reads"] is None
     assert "reads (" not in off.stdout
+
+
+def test_spark_sql_reads_where_asked_with_the_same_answers(tmp_path, shared_warehouse):
+    """The fallback reader (Spark SQL in its own process) gives the generator's answers too, the point
+    lookup's row checksummed from Spark's Arrow output like DuckDB's."""
+    p = run_bench("run", "bin-packing", "--scale", TINY, "--engines", "rewrite", "--results-dir", tmp_path,
+                  "--warehouse", shared_warehouse, "--run-id", "sparkreads", "--readers", "spark-sql")
+    assert p.returncode == 0, p.stderr[-3000:]
+    rec = _reads_of(tmp_path, "sparkreads")["rewrite"]["reads"]
+    assert rec["reader"] == "spark-sql" and "asked for" in rec["reader_reason"]
+    assert rec["ok"] and rec["after_measured"], rec["message"]
+    for q in rec["queries"]:
+        assert q["before"] == q["after"] == q["truth"] and q["before_s"] > 0 and q["after_s"] > 0, q
 
 
 def test_report_shows_what_readers_gained(tmp_path):

@@ -18,12 +18,14 @@ CACHE_NOTES = {"cold": "sync + drop the page cache right before each timed query
                "none": "S3 warehouse, no local page cache: one untimed run, then the timed one"}
 
 
-def choose_reader(tbl: Table, settings: CatalogSettings, files) -> tuple[str, str]:
-    """(reader, why): DuckDB unless its equality-delete work is above its limit, then Spark SQL."""
+def choose_reader(tbl: Table, settings: CatalogSettings, files, forced: str = "auto") -> tuple[str, str]:
+    """(reader, why): DuckDB unless its equality-delete work is above its limit (or `forced` is
+    spark-sql), then Spark SQL."""
     work = equality_delete_work(files, tbl.specs())
-    if work > DUCKDB_ICEBERG_EQ_WORK_LIMIT:
+    if work > DUCKDB_ICEBERG_EQ_WORK_LIMIT or forced == spark.NAME:
         why = (f"{work:.3g} row x equality-key comparisons exceed DuckDB's iceberg limit of "
-               f"{DUCKDB_ICEBERG_EQ_WORK_LIMIT:.3g} (duckdb-iceberg#626)")
+               f"{DUCKDB_ICEBERG_EQ_WORK_LIMIT:.3g} (duckdb-iceberg#626)" if forced != spark.NAME
+               else "asked for (--readers spark-sql)")
         problem = spark.unavailable(settings)
         if problem:
             return "", f"reader unavailable: {why}; Spark SQL cannot read instead: {problem}"
@@ -46,10 +48,10 @@ def _table_name(tbl: Table) -> str:
 
 
 def read_before(tbl: Table, settings: CatalogSettings, queries: list[ReadQuery], truth: dict[str, list[str]],
-                cache_mode: str, truth_source: str = "") -> ReadsRecord:
+                cache_mode: str, truth_source: str = "", reader: str = "auto") -> ReadsRecord:
     """Time the queries on the table as it is (the dataset snapshot), with the reader chosen for it."""
     files = live_files(tbl)
-    reader, why = choose_reader(tbl, settings, files)
+    reader, why = choose_reader(tbl, settings, files, reader)
     rec = ReadsRecord(reader=reader, reader_reason=why, cache=cache_mode, cache_note=CACHE_NOTES.get(cache_mode, ""),
                       truth_source=truth_source)
     counts = scan_counts(tbl, queries, files)

@@ -48,6 +48,7 @@ class RunOptions:
     cache: str | None = None  # cold | warm | None (cold where permitted, else warm)
     wait: bool = True  # wait for the warehouse lock (False: exit 2 when it is held)
     readers: bool = True  # time the reader queries before and after each compaction (bench.reads)
+    reader: str = "auto"  # auto (DuckDB, Spark SQL where DuckDB cannot) | spark-sql
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option ENGINE.KEY=VALUE, parsed
 
 
@@ -77,6 +78,7 @@ class RunContext:
     environment: dict = field(default_factory=dict)
     versions: dict = field(default_factory=dict)
     readers: bool = True
+    reader: str = "auto"
     reads_plan: tuple | None = None  # (queries, truth) from datagen, computed once per run
 
     @property
@@ -226,7 +228,7 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                      threshold=sc.small_file_threshold(target), budget=budget, timeout_s=opts.timeout_s,
                      cache_mode=cache_mode, cache_requested=opts.cache or f"default ({cache_mode})",
                      instance_type=opts.instance_type, progress=progress, engine_options=engine_options,
-                     readers=opts.readers)
+                     readers=opts.readers, reader=opts.reader)
     if cache_note:
         progress.info(f"cache: {cache_note}")
     return ctx

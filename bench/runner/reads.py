@@ -35,7 +35,7 @@ def reads_before(ctx: RunContext) -> ReadsRecord | None:
         queries, truth = _plan(ctx)
         with ctx.progress.task("reads before compaction", unit="step"):
             return read_before(ctx.catalog.load_table(ctx.dataset.table), _settings(ctx), queries, truth,
-                               ctx.cache_mode, TRUTH_SOURCE)
+                               ctx.cache_mode, TRUTH_SOURCE, reader=ctx.reader)
     except Exception as exc:  # noqa: BLE001 - recorded, the engine still runs
         return _failed(exc, ReadsRecord(cache=ctx.cache_mode))
 

@@ -64,7 +64,8 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         r.files_in = r.before.data_files + r.before.delete_files
         r.bytes_in = r.before.data_bytes + r.before.delete_bytes
         r.rows = r.before.rows
-        r.reads = reads_before(ctx)  # the dataset snapshot, before the engine's own cache policy
+        # the dataset snapshot, before the engine's own cache policy (a live-writer run changes the content: no reads)
+        r.reads = reads_before(ctx) if not slot.case else None
         r.cache = prepare_cache(ctx)
         job = CompactionJob(table=ds.table, catalog=ctx.served.settings if ctx.served else ctx.settings,
                             scenario=sc.name, kind=sc.kind, target_file_size_bytes=ctx.target,
