@@ -141,8 +141,8 @@ class LiveWriter:
     Iceberg JdbcCatalog keeps a read lock on the SQLite catalog (measured here), which would block the
     engine's own commit after it."""
 
-    def __init__(self, settings: CatalogSettings, table: str, commit: WriterCommit):
-        self.settings, self.table, self.commit_plan = settings, table, commit
+    def __init__(self, settings: CatalogSettings, table: str, commit: WriterCommit, branch: str = "main"):
+        self.settings, self.table, self.commit_plan, self.branch = settings, table, commit, branch
         self.snapshot_id: int | None = None
         self.commit_s: float | None = None
 
@@ -156,9 +156,9 @@ class LiveWriter:
                 rows = [c.data_file(w.path, w.size) for w in p.data]
                 deletes = [c.position_file(w.path, w.size) for w in p.position] + \
                           [c.equality_file(w.path, w.size) for w in p.equality]
-                c.row_delta(rows, deletes, {SUMMARY_KEY: p.case})
+                c.row_delta(rows, deletes, {SUMMARY_KEY: p.case}, branch=self.branch)
                 c.table.refresh()
-                self.snapshot_id = int(c.table.currentSnapshot().snapshotId())
+                self.snapshot_id = int(c.table.refs().get(self.branch).snapshotId())
             except Exception as e:  # a Java exception's text is gone with its JVM: take it now
                 java_exc = getattr(e, "java_exception", None)
                 raise RuntimeError(str(java_exc.toString()) if java_exc is not None else str(e)) from None

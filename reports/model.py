@@ -43,6 +43,7 @@ from reports.fmt import fmt_bytes as _fmt_b
 FALLBACK_COLORS = ["#0F9D8A", "#8E44AD", "#B7950B", "#C0392B", "#2C3E50", "#16A085"]
 
 STATUS_MEANING = {
+    "unsupported": "the engine cannot do what the run asks (e.g. compact a branch): nothing was run",
     "oom": "the harness's memory budget was exceeded (kernel OOM kill in the engine's cgroup, or the RSS watchdog)",
     "heap-oom": "the engine's own memory limit (e.g. the JVM heap) was hit below the harness's budget",
     "timeout": "the time limit was exceeded; the process tree was killed",

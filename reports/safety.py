@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from bench.core.results import LiveWriterRecord
 from reports.model import ResultSet
 
-VERDICT_ORDER = ("unsafe", "inconclusive", "refused", "safe")  # a cell with several runs shows the worst
+CASE_ORDER = ("append", "position-delete", "equality-delete")  # as datagen.live.CASES
+VERDICT_ORDER = ("unsafe", "inconclusive", "unsupported", "refused", "safe")  # a cell with several runs shows the worst
 MEANING = {
     "safe": "the end state equals the dataset plus the writer's commit, and the engine's compaction committed "
             "(retried or validated on top of the writer's snapshot)",
     "refused": "the engine detected the conflict and committed nothing; the writer's commit stands",
     "unsafe": "rows were lost, or rows the writer deleted are back",
     "inconclusive": "the commits did not interleave as planned, or the engine ended for another reason",
+    "unsupported": "the engine cannot do what the case asks (e.g. compact a branch): not run, the reason given",
 }
 
 
@@ -28,12 +30,14 @@ class SafetyCell:
     verdicts: dict[str, int]
     reason: str
     evidence: str  # JSON of the worst run's evidence
+    main_delete_files: int | None = None  # --cow-branch: most delete files main showed after a publish
 
 
 @dataclass
 class SafetyView:
     scenario: str
     scale: float
+    branch: str | None  # --cow-branch: the branch the writer and the compactor worked on
     run_ids: list[str]
     cases: list[str]
     engines: list[str]
@@ -44,14 +48,15 @@ class SafetyView:
 
 
 def safety_sections(sets: list[ResultSet]) -> list[SafetyView]:
-    views: dict[tuple[str, float], SafetyView] = {}
+    views: dict[tuple[str, float, str | None], SafetyView] = {}
     for rs in sets:
         for lr in rs.runs:
             r = lr.r
             lw = r.live_writer
             if lw is None or r.warmup:
                 continue
-            v = views.setdefault((rs.scenario_name, rs.scale), SafetyView(rs.scenario_name, rs.scale, [], [], [], {}))
+            v = views.setdefault((rs.scenario_name, rs.scale, lw.branch),
+                                 SafetyView(rs.scenario_name, rs.scale, lw.branch, [], [], [], {}))
             if rs.run_id not in v.run_ids:
                 v.run_ids.append(rs.run_id)
             if lw.case not in v.cases:
@@ -69,9 +74,15 @@ def safety_sections(sets: list[ResultSet]) -> list[SafetyView]:
             counts: dict[str, int] = {}
             for x in runs:
                 counts[x.verdict] = counts.get(x.verdict, 0) + 1
+            main = [x.main_delete_files for x in runs if x.main_delete_files is not None]
             v.cells[(r.engine, lw.case)] = SafetyCell(
                 verdict=worst.verdict, runs=runs, verdicts=counts, reason=worst.reason,
+                main_delete_files=max(main) if main else None,
                 evidence=json.dumps({"hold": worst.hold, "held_s": worst.held_s, "order": worst.order,
-                                     "writer_snapshot_id": worst.writer_snapshot_id,
+                                     "writer_snapshot_id": worst.writer_snapshot_id, "branch": worst.branch,
+                                     "published_snapshot_id": worst.published_snapshot_id,
+                                     "main_delete_files": worst.main_delete_files,
                                      "expected_rows": worst.expected_rows, **worst.evidence}, indent=1, default=str))
+    for v in views.values():
+        v.cases.sort(key=lambda c: CASE_ORDER.index(c) if c in CASE_ORDER else len(CASE_ORDER))
     return list(views.values())

@@ -82,3 +82,40 @@ def test_live_writer_cases_with_both_engines_get_verdicts_with_evidence(tmp_path
 
 def any_run(runs: dict) -> RunResult:
     return next(iter(runs.values()))
+
+
+def test_cow_branch_publishes_the_compactors_snapshot_and_says_who_cannot(tmp_path, shared_warehouse):
+    """--cow-branch: the writer commits to the branch 'ingest', the engine compacts that branch, main gets
+    the engine's snapshot, with no delete file; an engine that cannot compact a branch is recorded as
+    unsupported (not run), with its reason."""
+    p = run_bench("run", "live-writer-deletes", "--cow-branch", "--scale", TINY, "--engines", "risingwave,spark",
+                  "--warehouse", shared_warehouse, "--results-dir", tmp_path / "results", "--run-id", "cow",
+                  timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    runs = {}
+    for f in (tmp_path / "results" / "cow").glob("*.json"):
+        if f.name != "run.json":
+            r = RunResult.model_validate_json(f.read_text())
+            runs[(r.engine, r.live_writer.case)] = r
+            assert f.name.endswith(f"-{r.live_writer.case}-ingest.json") and r.live_writer.branch == "ingest"
+    assert len(runs) == 6
+    for case in ("append", "position-delete", "equality-delete"):
+        spark = runs[("spark", case)]
+        assert spark.status == "unsupported" and spark.live_writer.verdict == "unsupported"
+        assert "silently compacts main" in spark.live_writer.reason
+    rw = {case: runs[("risingwave", case)].live_writer for case in ("append", "position-delete", "equality-delete")}
+    for lw in rw.values():
+        assert lw.interleaved and lw.order[0] == "writer"
+        assert lw.published_snapshot_id == lw.commits[-1].snapshot_id and lw.main_delete_files == 0
+    assert rw["append"].verdict == "safe" and runs[("risingwave", "append")].verified
+    assert rw["position-delete"].verdict == "unsafe"  # the same lost delete, now published to main
+    # main's reader sees exactly the published snapshot: the writer's appended rows, no delete file
+    tbl = load_catalog(CatalogSettings.for_warehouse(str(shared_warehouse))).load_table(
+        runs[("risingwave", "append")].dataset)
+    last = [lw for lw in rw.values() if tbl.metadata.snapshot_by_id(lw.published_snapshot_id or 0)]
+    assert len(last) == 1 and tbl.current_snapshot().snapshot_id == last[0].published_snapshot_id
+    rep = run_bench("report", tmp_path / "results" / "cow", "--out", tmp_path / "cow.html")
+    assert rep.returncode == 0, rep.stderr
+    html = (tmp_path / "cow.html").read_text()
+    assert "copy-on-write through branch" in html and html.count('data-verdict="unsupported"') == 3
+    assert html.count('data-main-delete-files="0"') == 3

@@ -24,7 +24,7 @@ from bench.core.fileio import write_atomic
 # harness failed; oom: the memory budget was exceeded (kernel OOM kill in the engine's cgroup, or the
 # RSS watchdog); heap-oom: the engine's own memory limit (e.g. the JVM heap) was hit below the
 # budget; timeout: the time limit was exceeded.
-Status = Literal["ok", "failed", "oom", "heap-oom", "timeout"]
+Status = Literal["ok", "failed", "oom", "heap-oom", "timeout", "unsupported"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "oom", "heap-oom", "timeout")
 SCHEMA_VERSION = 2
 RUN_STATE_FILE = "run.json"
@@ -197,9 +197,15 @@ class LiveWriterRecord(BaseModel):
     expected_rows: int = 0
     expected_checksum: str = ""
     readers: list[dict[str, Any]] = Field(default_factory=list)  # each reader's answer on the end state
-    verdict: Literal["safe", "refused", "unsafe", "inconclusive"] = "inconclusive"
+    verdict: Literal["safe", "refused", "unsafe", "inconclusive", "unsupported"] = "inconclusive"
     reason: str = ""
     evidence: dict[str, Any] = Field(default_factory=dict)  # which rows, which snapshots
+    # copy-on-write through two branches (--cow-branch): the writer and the compactor work on `branch`,
+    # the harness then publishes the compactor's snapshot to main; main's readers must see no delete file
+    branch: str | None = None
+    published_snapshot_id: int | None = None
+    publish_s: float | None = None
+    main_delete_files: int | None = None  # live delete files of main after the publish (None: nothing published)
 
 
 class Cost(BaseModel):
@@ -372,7 +378,9 @@ class RunResult(BaseModel):
     @property
     def tag(self) -> str:
         base = "warmup" if self.warmup else f"rep{self.rep}"
-        return f"{base}-{self.live_writer.case}" if self.live_writer else base
+        if not self.live_writer:
+            return base
+        return f"{base}-{self.live_writer.case}" + (f"-{self.live_writer.branch}" if self.live_writer.branch else "")
 
     @property
     def engine_base(self) -> str:

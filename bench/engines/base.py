@@ -51,6 +51,7 @@ class CompactionJob(BaseModel):
     memory_budget_bytes: int | None = None  # the budget the engine must live within (None = node RAM)
     cores: int = 1  # cores the engine may use
     work_dir: str = ""  # scratch directory for this run (logs, spill)
+    branch: str = "main"  # the branch to compact: read from it and commit to it (engines with compacts_branches)
 
 
 class EngineOutcome(BaseModel):
@@ -132,6 +133,9 @@ class Engine(Protocol):
     knobs: ClassVar[tuple[Knob, ...]]  # what `bench tune` varies, in order (coordinate descent)
     # it commits through the job's REST catalog (so the harness's commit gate can hold its commit)
     commits_through_rest: ClassVar[bool]
+    # it can compact a branch other than main (job.branch); else `branch_note` says why not
+    compacts_branches: ClassVar[bool]
+    branch_note: ClassVar[str]
 
     def requirements(self) -> list[Requirement]:
         """Everything this engine needs on this machine; cheap, no side effects."""
@@ -173,6 +177,8 @@ class EngineBase:
     min_budget_bytes: ClassVar[int] = 64 * 1024 * 1024  # the smallest memory budget it can start in
     knobs: ClassVar[tuple[Knob, ...]] = ()
     commits_through_rest: ClassVar[bool] = False
+    compacts_branches: ClassVar[bool] = False
+    branch_note: ClassVar[str] = "compacts the table's main branch only"
 
     def requirements(self) -> list[Requirement]:
         return []

@@ -129,6 +129,7 @@ class RisingWaveEngine(EngineBase):
     packages: ClassVar[tuple[str, ...]] = (DISTRIBUTION,)
     Options: ClassVar[type[BaseModel]] = RisingWaveOptions
     commits_through_rest: ClassVar[bool] = True  # iceberg-compaction speaks REST only
+    compacts_branches: ClassVar[bool] = True  # Compaction(..., to_branch=B) plans from B and commits to B
     output_codecs: ClassVar[frozenset[str] | None] = frozenset({OUTPUT_CODEC})
     knobs: ClassVar[tuple[Knob, ...]] = KNOBS
 
@@ -214,14 +215,16 @@ class RisingWaveEngine(EngineBase):
 
         config = self._config(values)
         actions.append(f"Compaction(RestCatalog({job.catalog.rest_uri!r}), {job.table!r}, CompactionConfig("
-                       f"{', '.join(f'{k}={v!r}' for k, v in values.items())}), to_branch='main').run()")
-        return ic.Compaction(self._catalog, job.table, config, to_branch="main").run()
+                       f"{', '.join(f'{k}={v!r}' for k, v in values.items())}), to_branch={job.branch!r}).run()")
+        return ic.Compaction(self._catalog, job.table, config, to_branch=job.branch).run()
 
     def live_delete_files(self, job: CompactionJob) -> int:
-        """Live delete files of the table's current snapshot, from its manifests (pyiceberg, REST)."""
+        """Live delete files of the compacted branch's head, from its manifests (pyiceberg, REST)."""
         from bench.core.table import live_files
 
-        return len(live_files(self._inspector.load_table(job.table)).deletes)
+        tbl = self._inspector.load_table(job.table)
+        ref = tbl.metadata.refs.get(job.branch)
+        return len(live_files(tbl, ref.snapshot_id if ref is not None else None).deletes)
 
     def finish_deletes(self, job: CompactionJob, clock: PhaseClock, values: dict[str, Any],
                        actions: list[str], result: dict[str, Any]) -> None:
@@ -248,7 +251,7 @@ class RisingWaveEngine(EngineBase):
 
         used = {f: getattr(self._config(values), f) for f in inspect.signature(ic.CompactionConfig).parameters}
         settings = {
-            **used, "to_branch": "main", "catalog": "rest", "rest_uri": job.catalog.rest_uri,
+            **used, "to_branch": job.branch, "catalog": "rest", "rest_uri": job.catalog.rest_uri,
             "warehouse": job.catalog.warehouse,
             "output_codec": f"{OUTPUT_CODEC} (fixed by iceberg-compaction: not configurable)",
             "memory_limit": "not configurable; enforced by the harness from outside",

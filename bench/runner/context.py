@@ -49,6 +49,7 @@ class RunOptions:
     wait: bool = True  # wait for the warehouse lock (False: exit 2 when it is held)
     readers: bool = True  # time the reader queries before and after each compaction (bench.reads)
     reader: str = "auto"  # auto (DuckDB, Spark SQL where DuckDB cannot) | spark-sql
+    cow_branch: bool = False  # live writer: the writer and the compactor work on a branch, published to main
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option ENGINE.KEY=VALUE, parsed
 
 
@@ -79,6 +80,7 @@ class RunContext:
     versions: dict = field(default_factory=dict)
     readers: bool = True
     reader: str = "auto"
+    cow_branch: bool = False
     reads_plan: tuple | None = None  # (queries, truth) from datagen, computed once per run
 
     @property
@@ -95,11 +97,12 @@ class Slot:
     warmup: bool
     order: tuple[str, ...]  # the engines' order in this repetition
     case: str | None = None  # a live-writer scenario's case (datagen.live.CASES)
+    branch: str | None = None  # --cow-branch: the branch the writer and the compactor work on
 
     @property
     def tag(self) -> str:
         base = "warmup" if self.warmup else f"rep{self.rep}"
-        return f"{base}-{self.case}" if self.case else base
+        return (f"{base}-{self.case}" + (f"-{self.branch}" if self.branch else "")) if self.case else base
 
     @property
     def position(self) -> int:
@@ -228,7 +231,7 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                      threshold=sc.small_file_threshold(target), budget=budget, timeout_s=opts.timeout_s,
                      cache_mode=cache_mode, cache_requested=opts.cache or f"default ({cache_mode})",
                      instance_type=opts.instance_type, progress=progress, engine_options=engine_options,
-                     readers=opts.readers, reader=opts.reader)
+                     readers=opts.readers, reader=opts.reader, cow_branch=opts.cow_branch)
     if cache_note:
         progress.info(f"cache: {cache_note}")
     return ctx

@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench.core.catalog.rest import gate
-from bench.core.results import LiveWriterRecord, RunResult
-from bench.core.table import local_path
+from bench.core.results import Check, LiveWriterRecord, RunResult
+from bench.core.table import live_files, local_path
 from bench.engines import engine_class
 from bench.runner.context import RunContext, Slot
 from bench.verify import table_stats
@@ -126,22 +126,53 @@ class EngineHold:
             self.hold, self.held_s = how, time.perf_counter() - t0
 
 
+INGEST_BRANCH = "ingest"
+
+
 @contextmanager
 def live_writer(ctx: RunContext, slot: Slot) -> Iterator[tuple[EngineHold, WriterCommit] | None]:
     """For a live-writer case: the writer's files written and the engine hold armed, for the engine run
-    (`with` block); None otherwise."""
+    (`with` block); None otherwise.  With a branch (--cow-branch) the branch is created at the dataset's
+    snapshot first, and the writer commits to it."""
     case = slot.case
     if not case:
         yield None
         return
     sc, ds = ctx.scenario, ctx.dataset
-    assert ds is not None and sc.live_writer is not None
+    assert ds is not None and sc.live_writer is not None and ctx.catalog is not None
     commit = prepare_commit(ds, case, sc.live_writer.rows)
+    branch = slot.branch or "main"
+    if branch != "main":
+        ctx.catalog.load_table(ds.table).manage_snapshots().create_branch(ds.snapshot_id, branch).commit()
     gated = engine_class(slot.engine).commits_through_rest and ctx.served is not None and ctx.served.pid is not None
-    writer = LiveWriter(ctx.settings, ds.table, commit)
+    writer = LiveWriter(ctx.settings, ds.table, commit, branch=branch)
     with EngineHold(writer, ds.table, None if gated else Path(local_path(ds.location)) / "data",
                     ctx.served.settings.rest_uri if gated and ctx.served else None) as hold:
         yield hold, commit
+
+
+def unsupported(r: RunResult, why: str) -> RunResult:
+    """A run the engine cannot do (e.g. compact a branch): recorded, not run."""
+    r.status, r.verified, r.error = "unsupported", False, f"unsupported: {why}"
+    if r.live_writer is not None:
+        r.live_writer.verdict, r.live_writer.reason = "unsupported", why
+    return r
+
+
+def publish(tbl, rec: LiveWriterRecord) -> None:
+    """--cow-branch: main := the compactor's last snapshot on the branch, when the branch's head is the
+    compactor's (the harness's metadata-only step after the engine, timed as `publish_s`)."""
+    assert rec.branch
+    head = tbl.metadata.refs.get(rec.branch)
+    engine = {c.snapshot_id for c in rec.commits if c.who == "engine"}
+    if head is None or head.snapshot_id not in engine:
+        return
+    t0 = time.perf_counter()
+    tbl.manage_snapshots().set_current_snapshot(snapshot_id=head.snapshot_id).commit()
+    rec.publish_s = round(time.perf_counter() - t0, 4)
+    rec.published_snapshot_id = head.snapshot_id
+    tbl.refresh()
+    rec.main_delete_files = len(live_files(tbl).deletes)
 
 
 def judge(ctx: RunContext, r: RunResult, hold: EngineHold, commit: WriterCommit) -> None:
@@ -149,15 +180,30 @@ def judge(ctx: RunContext, r: RunResult, hold: EngineHold, commit: WriterCommit)
     ds = ctx.dataset
     assert ds is not None and ctx.catalog is not None and commit.expected is not None
     tbl = ctx.catalog.load_table(ds.table)
+    branch = r.live_writer.branch if r.live_writer else None
     rec = LiveWriterRecord(case=commit.case, description=f"the writer {commit.describe()}", rows=commit.rows,
-                           target_file=commit.target_file, hold=hold.hold,
+                           target_file=commit.target_file, hold=hold.hold, branch=branch,
                            held_s=None if hold.held_s is None else round(hold.held_s, 4),
                            writer_commit_s=hold.writer.commit_s, writer_snapshot_id=hold.writer.snapshot_id,
                            expected_rows=commit.expected.rows, expected_checksum=commit.expected.checksum)
     settings = ctx.served.settings if ctx.served else ctx.settings
+    ref = tbl.metadata.refs.get(branch) if branch else None
     rec, r.verification = live_verdict(rec, tbl, settings, ds.snapshot_id, r.status, r.error,
-                                       commit.appended_keys, commit.deleted_keys, r.log_tail)
+                                       commit.appended_keys, commit.deleted_keys, r.log_tail,
+                                       snapshot_id=ref.snapshot_id if ref is not None else None)
+    if branch:
+        publish(tbl, rec)
+        clean = rec.main_delete_files == 0
+        r.verification.checks.append(Check(
+            name="main_has_no_delete_file", ok=clean,
+            message=(f"main published at the compactor's snapshot {rec.published_snapshot_id}: "
+                     f"{rec.main_delete_files} live delete file(s)" if rec.published_snapshot_id is not None
+                     else f"nothing published: the head of {branch} is not the compactor's snapshot")))
+        if not clean:
+            r.verification.verified = False
+            r.verification.differences.append(f"main_has_no_delete_file: {r.verification.checks[-1].message}")
     if hold.error:
         rec.evidence["writer_error"] = hold.error
     r.live_writer, r.verified = rec, r.verification.verified
-    r.after = table_stats(tbl, content=False, footers_too=False)
+    after = (rec.published_snapshot_id or (ref.snapshot_id if ref else None)) if branch else None
+    r.after = table_stats(tbl, after, content=False, footers_too=False)

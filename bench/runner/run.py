@@ -8,6 +8,7 @@ import sys
 import time
 import traceback
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 from bench.core.catalog import load_catalog
@@ -34,7 +35,7 @@ from bench.engines import base_name, engine_class, engine_color, split_label
 from bench.engines.base import CompactionJob, EngineOutcome
 from bench.runner.context import RunContext, RunOptions, Slot, resolve, schedule
 from bench.runner.inputs import prepare_cache, reset_input
-from bench.runner.live import judge, live_writer
+from bench.runner.live import INGEST_BRANCH, judge, live_writer, unsupported
 from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
 from bench.runner.reads import reads_after, reads_before
 from bench.telemetry.limits import remove_stale_cgroups
@@ -55,8 +56,11 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                   engine_order=list(slot.order), order_position=slot.position, engine_color=engine_color(slot.engine),
                   target_file_size_bytes=ctx.target, small_file_threshold_bytes=ctx.threshold,
                   output_codec=sc.output.codec, memory_budget_bytes=ctx.budget, environment=ctx.environment,
-                  versions=dict(ctx.versions), live_writer=LiveWriterRecord(case=slot.case) if slot.case else None)
+                  versions=dict(ctx.versions),
+                  live_writer=LiveWriterRecord(case=slot.case, branch=slot.branch) if slot.case else None)
     work = ctx.run_dir / "work" / f"{sc.name}--{file_label(slot.engine)}--{slot.tag}"
+    if slot.branch and not engine_class(slot.engine).compacts_branches:
+        return finish(ctx, unsupported(r, engine_class(slot.engine).branch_note), label)
     try:
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state (position {slot.position + 1} of "
                           f"{len(slot.order)}: {' -> '.join(slot.order)})")
@@ -71,7 +75,8 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                             scenario=sc.name, kind=sc.kind, target_file_size_bytes=ctx.target,
                             small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
                             output_codec_level=sc.output.level, options=options,
-                            memory_budget_bytes=ctx.budget, cores=usable_cores(), work_dir=str(work))
+                            memory_budget_bytes=ctx.budget, cores=usable_cores(), work_dir=str(work),
+                            branch=slot.branch or "main")
         ctx.progress.info(f"{label} compacting (cache {r.cache.mode}, budget {fmt_bytes(ctx.budget)}, "
                           f"time limit {ctx.timeout_s} s)" + (f", live writer: {slot.case}" if slot.case else ""))
         with live_writer(ctx, slot) as live:
@@ -112,6 +117,11 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         r.status, r.verified = "failed", False
         r.error = f"harness: {type(exc).__name__}: {exc}"
         r.log_tail = traceback.format_exc().splitlines()[-LOG_TAIL_LINES:]
+    return finish(ctx, r, label)
+
+
+def finish(ctx: RunContext, r: RunResult, label: str) -> RunResult:
+    """Price, save and report one engine run."""
     r.cost = run_cost(r.duration_s if r.status == "ok" else None, ctx.instance_type,
                       ran_on=ctx.environment.get("instance_type"), nodes=r.nodes)
     path = save(ctx.results_dir, r)
@@ -162,10 +172,14 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
 def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     ctx = resolve(opts, progress)
     live = ctx.scenario.live_writer
+    if opts.cow_branch and not live:
+        raise UserError(f"--cow-branch: {ctx.scenario.name} has no live writer; use a live-writer-* scenario")
     if live and ctx.settings.is_remote:
         raise UserError(f"{ctx.scenario.name}: the live writer watches the table's directory while the engine "
                         "runs: it needs a local warehouse, not S3")
     slots = schedule(ctx.engines, opts.reps, opts.warmup, list(live.cases) if live else None)
+    if opts.cow_branch:
+        slots = [replace(s, branch=INGEST_BRANCH) for s in slots]
     ctx.environment = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
                                   packages=HARNESS_PACKAGES + tuple(p for e in ctx.engines
                                                                     for p in engine_class(e).packages))

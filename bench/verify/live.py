@@ -67,12 +67,12 @@ def _int(v: Any) -> int | None:
 
 
 def key_evidence(tbl: Table, settings: CatalogSettings | None, appended: list[int],
-                 deleted: list[int]) -> dict[str, Any]:
+                 deleted: list[int], snapshot_id: int | None = None) -> dict[str, Any]:
     """Which of the writer's rows the end state gets wrong, read through DuckDB's iceberg extension."""
     if settings is None or not settings.rest_uri or not (appended or deleted):
         return {}
     ns, name = tuple(tbl.name())[-2:]
-    source = f"ice.{ident(ns)}.{ident(name)}"
+    source = f"ice.{ident(ns)}.{ident(name)}" + (f" AT (VERSION => {int(snapshot_id)})" if snapshot_id else "")
     out: dict[str, Any] = {}
     try:
         con = duckdb_connect_iceberg(settings)
@@ -97,9 +97,11 @@ def key_evidence(tbl: Table, settings: CatalogSettings | None, appended: list[in
 
 def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | None, base_snapshot_id: int,
                  engine_status: str, engine_error: str | None, appended: list[int],
-                 deleted: list[int], log_tail: list[str] | None = None) -> tuple[LiveWriterRecord, Verification]:
+                 deleted: list[int], log_tail: list[str] | None = None,
+                 snapshot_id: int | None = None) -> tuple[LiveWriterRecord, Verification]:
     """Fill `rec` (case, hold, expected end state and writer snapshot already set) with the commits,
-    the readers' answers, the verdict and its evidence; and the run's verification."""
+    the readers' answers on `snapshot_id` (a branch's head; None: the current snapshot), the verdict and
+    its evidence; and the run's verification."""
     rec.commits = commit_events(tbl, base_snapshot_id, rec.writer_snapshot_id)
     rec.order = [c.who for c in rec.commits]
     writer = next((c for c in rec.commits if c.who == "writer"), None)
@@ -107,7 +109,7 @@ def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | 
     writer_seq = writer.sequence_number or 0 if writer is not None else 0
     before_writer = [c for c in engine if writer is not None and (c.sequence_number or 0) < writer_seq]
     rec.interleaved = bool(rec.hold) and writer is not None and not before_writer
-    rec.readers = [read(name, tbl, None, settings) for name in LIVE_READERS]
+    rec.readers = [read(name, tbl, snapshot_id, settings) for name in LIVE_READERS]
     answered = [a for a in rec.readers if "rows" in a]
     wrong = [a for a in answered if (a["rows"], str(a["checksum"])) != (rec.expected_rows, rec.expected_checksum)]
     rec.evidence = {"snapshots": [c.model_dump() for c in rec.commits]}
@@ -118,7 +120,7 @@ def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | 
             rec.evidence["engine_log"] = causes[:3]
             engine_error = causes[0]
     if wrong:
-        rec.evidence.update(key_evidence(tbl, settings, appended, deleted))
+        rec.evidence.update(key_evidence(tbl, settings, appended, deleted, snapshot_id))
         rec.evidence["row_difference"] = wrong[0]["rows"] - rec.expected_rows
     if not rec.interleaved:
         why = ("the engine was never held (it wrote nothing under the table and sent no commit)" if not rec.hold

@@ -40,8 +40,10 @@ class RowDeltaCommitter:
                 .withPath(path).withFormat(self.parquet).withFileSizeInBytes(size)
                 .withMetrics(self._metrics(path, self.data_metrics)).build())
 
-    def row_delta(self, rows: list, deletes: list, summary: dict[str, str]) -> None:
+    def row_delta(self, rows: list, deletes: list, summary: dict[str, str], branch: str = "main") -> None:
         rd = self.table.newRowDelta()
+        if branch != "main":
+            rd = rd.toBranch(branch)
         for f in rows:
             rd = rd.addRows(f)
         for f in deletes:
