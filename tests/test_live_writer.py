@@ -11,6 +11,16 @@ from bench.verify.live import live_verdict
 from tests.conftest import TINY, run_bench
 
 
+def _runs(run_dir) -> dict[tuple[str, str], RunResult]:
+    """(engine, case) -> result, of one run directory."""
+    out = {}
+    for f in run_dir.glob("*.json"):
+        if f.name != "run.json":
+            r = RunResult.model_validate_json(f.read_text())
+            out[(r.engine, r.live_writer.case)] = r
+    return out
+
+
 def test_commit_gate_holds_the_armed_tables_next_commit_until_released():
     gate = CommitGate(max_hold_s=30)
     gate.arm(("bench", "t"))
@@ -34,11 +44,7 @@ def test_live_writer_cases_with_both_engines_get_verdicts_with_evidence(tmp_path
                   "--warehouse", shared_warehouse, "--results-dir", tmp_path / "results", "--run-id", "lw",
                   timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
-    runs = {}
-    for f in (tmp_path / "results" / "lw").glob("*.json"):
-        if f.name != "run.json":
-            r = RunResult.model_validate_json(f.read_text())
-            runs[(r.engine, r.live_writer.case)] = r
+    runs = _runs(tmp_path / "results" / "lw")
     assert len(runs) == 6
     for r in runs.values():
         lw = r.live_writer
@@ -92,13 +98,10 @@ def test_cow_branch_publishes_the_compactors_snapshot_and_says_who_cannot(tmp_pa
                   "--warehouse", shared_warehouse, "--results-dir", tmp_path / "results", "--run-id", "cow",
                   timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
-    runs = {}
-    for f in (tmp_path / "results" / "cow").glob("*.json"):
-        if f.name != "run.json":
-            r = RunResult.model_validate_json(f.read_text())
-            runs[(r.engine, r.live_writer.case)] = r
-            assert f.name.endswith(f"-{r.live_writer.case}-ingest.json") and r.live_writer.branch == "ingest"
+    runs = _runs(tmp_path / "results" / "cow")
     assert len(runs) == 6
+    for r in runs.values():
+        assert r.tag.endswith(f"-{r.live_writer.case}-ingest") and r.live_writer.branch == "ingest"
     for case in ("append", "position-delete", "equality-delete"):
         spark = runs[("spark", case)]
         assert spark.status == "unsupported" and spark.live_writer.verdict == "unsupported"
