@@ -140,6 +140,8 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
 @click.option("--cache", type=click.Choice(["cold", "warm"]), default=None,
               help="Page cache before each engine run: cold (sync + drop caches; the default where the "
                    "harness may, i.e. as root) or warm (sync + read the input once).")
+@click.option("--cases", default=None, metavar="C1,C2",
+              help="Live-writer scenarios: run only these cases (append, position-delete, equality-delete).")
 @click.option("--cow-branch", is_flag=True,
               help="Live-writer scenarios: copy-on-write through two branches: the writer commits to the "
                    "branch 'ingest', the engine compacts that branch, the harness then publishes the "
@@ -163,8 +165,8 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
               help=f"On-demand price used for cost: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
 @engine_option_flags
 @one_line_errors
-def run(scenario, scale, seed, warehouse, no_wait, engines, reps, warmup, cache, cow_branch, readers, results_dir,
-        run_id, timeout, memory_budget, catalog_uri, target_file_size, instance_type, options):
+def run(scenario, scale, seed, warehouse, no_wait, engines, reps, warmup, cache, cases, cow_branch, readers,
+        results_dir, run_id, timeout, memory_budget, catalog_uri, target_file_size, instance_type, options):
     """Run SCENARIO against the engines, verify every compaction and record results."""
     from bench.runner import RunOptions, run_scenario
 
@@ -173,7 +175,8 @@ def run(scenario, scale, seed, warehouse, no_wait, engines, reps, warmup, cache,
                       memory_budget=memory_budget, catalog_uri=catalog_uri, target_file_size=target_file_size,
                       instance_type=instance_type, cache=cache, wait=not no_wait, options=options,
                       readers=readers != "off", reader="spark-sql" if readers == "spark-sql" else "auto",
-                      cow_branch=cow_branch)
+                      cow_branch=cow_branch,
+                      cases=[c.strip() for c in cases.split(",") if c.strip()] if cases else None)
     run_scenario(opts, Progress())
 
 

@@ -94,19 +94,22 @@ def test_cow_branch_publishes_the_compactors_snapshot_and_says_who_cannot(tmp_pa
     """--cow-branch: the writer commits to the branch 'ingest', the engine compacts that branch, main gets
     the engine's snapshot, with no delete file; an engine that cannot compact a branch is recorded as
     unsupported (not run), with its reason."""
-    p = run_bench("run", "live-writer-deletes", "--cow-branch", "--scale", TINY, "--engines", "risingwave,spark",
-                  "--warehouse", shared_warehouse, "--results-dir", tmp_path / "results", "--run-id", "cow",
-                  timeout=900)
+    bad = run_bench("run", "deletes-high", "--cow-branch", "--scale", TINY, "--warehouse", shared_warehouse,
+                    "--results-dir", tmp_path / "results")
+    assert bad.returncode == 2 and "has no live writer" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    p = run_bench("run", "live-writer-deletes", "--cow-branch", "--cases", "append,position-delete", "--scale",
+                  TINY, "--engines", "risingwave,spark", "--warehouse", shared_warehouse,
+                  "--results-dir", tmp_path / "results", "--run-id", "cow", timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     runs = _runs(tmp_path / "results" / "cow")
-    assert len(runs) == 6
+    assert len(runs) == 4  # --cases: two of the three
     for r in runs.values():
         assert r.tag.endswith(f"-{r.live_writer.case}-ingest") and r.live_writer.branch == "ingest"
-    for case in ("append", "position-delete", "equality-delete"):
+    for case in ("append", "position-delete"):
         spark = runs[("spark", case)]
         assert spark.status == "unsupported" and spark.live_writer.verdict == "unsupported"
         assert "silently compacts main" in spark.live_writer.reason
-    rw = {case: runs[("risingwave", case)].live_writer for case in ("append", "position-delete", "equality-delete")}
+    rw = {case: runs[("risingwave", case)].live_writer for case in ("append", "position-delete")}
     for lw in rw.values():
         assert lw.interleaved and lw.order[0] == "writer"
         assert lw.published_snapshot_id == lw.commits[-1].snapshot_id and lw.main_delete_files == 0
@@ -120,5 +123,5 @@ def test_cow_branch_publishes_the_compactors_snapshot_and_says_who_cannot(tmp_pa
     rep = run_bench("report", tmp_path / "results" / "cow", "--out", tmp_path / "cow.html")
     assert rep.returncode == 0, rep.stderr
     html = (tmp_path / "cow.html").read_text()
-    assert "copy-on-write through branch" in html and html.count('data-verdict="unsupported"') == 3
-    assert html.count('data-main-delete-files="0"') == 3
+    assert "copy-on-write through branch" in html and html.count('data-verdict="unsupported"') == 2
+    assert html.count('data-main-delete-files="0"') == 2

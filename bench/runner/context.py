@@ -50,6 +50,7 @@ class RunOptions:
     readers: bool = True  # time the reader queries before and after each compaction (bench.reads)
     reader: str = "auto"  # auto (DuckDB, Spark SQL where DuckDB cannot) | spark-sql
     cow_branch: bool = False  # live writer: the writer and the compactor work on a branch, published to main
+    cases: list[str] | None = None  # live writer: only these of the scenario's cases
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option ENGINE.KEY=VALUE, parsed
 
 

@@ -172,12 +172,20 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
 def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     ctx = resolve(opts, progress)
     live = ctx.scenario.live_writer
-    if opts.cow_branch and not live:
-        raise UserError(f"--cow-branch: {ctx.scenario.name} has no live writer; use a live-writer-* scenario")
+    for flag, asked in (("--cow-branch", opts.cow_branch), ("--cases", opts.cases)):
+        if asked and not live:
+            raise UserError(f"{flag}: {ctx.scenario.name} has no live writer; use a live-writer-* scenario")
+    cases = list(live.cases) if live else None
+    if live and opts.cases:
+        unknown = [c for c in opts.cases if c not in live.cases]
+        if unknown:
+            raise UserError(f"--cases: {', '.join(unknown)} not among {ctx.scenario.name}'s cases "
+                            f"({', '.join(live.cases)})")
+        cases = [c for c in live.cases if c in opts.cases]
     if live and ctx.settings.is_remote:
         raise UserError(f"{ctx.scenario.name}: the live writer watches the table's directory while the engine "
                         "runs: it needs a local warehouse, not S3")
-    slots = schedule(ctx.engines, opts.reps, opts.warmup, list(live.cases) if live else None)
+    slots = schedule(ctx.engines, opts.reps, opts.warmup, cases)
     if opts.cow_branch:
         slots = [replace(s, branch=INGEST_BRANCH) for s in slots]
     ctx.environment = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
