@@ -30,7 +30,6 @@ from bench.core.checksum import exact_sum
 from bench.core.dataset import GeneratedTable, GroundTruth
 from bench.core.iceberg_java.commit import RowDeltaCommitter
 from bench.core.iceberg_java.gateway import JavaIceberg
-from datagen.deletes.plan import deleted_rows, plan
 from datagen.deletes.write import (
     EQUALITY_DELETE_ARROW,
     EQUALITY_DELETE_SCHEMA,
@@ -39,9 +38,9 @@ from datagen.deletes.write import (
     POSITION_DELETE_SCHEMA,
     Written,
 )
-from datagen.recipes import DeletesRecipe, SmallFilesRecipe, TableRecipe
+from datagen.queries import layout
+from datagen.recipes import TableRecipe
 from datagen.schema import make_rows, pools_for, row_hashes
-from datagen.smallfiles import plan_files
 from datagen.writer import FilePlan, data_file_path, write_properties, write_rows
 
 CASES = ("append", "position-delete", "equality-delete")
@@ -76,19 +75,13 @@ class WriterCommit:
         return f"deletes {self.rows} live rows of input file {self.target_file.rsplit('/', 1)[-1]} by {kind} delete"
 
 
-def _target(recipe: SmallFilesRecipe | DeletesRecipe, ds: GeneratedTable) -> tuple[FilePlan, np.ndarray]:
-    """The input data file the delete cases hit (one every engine rewrites) and its live row numbers."""
-    if isinstance(recipe, SmallFilesRecipe):
-        fp = plan_files(recipe.files, recipe.total_bytes, ds.scale, recipe.min_files, ds.seed)[0]
-        return fp, np.arange(fp.rows)
-    pl = plan(recipe, ds.scale)
-    j = next((i for i in range(pl.n) if pl.has_pos[i]), 0)  # a file with deletes: every strategy rewrites it
-    fp = pl.file_plan(j)
-    pos, eq, _ = deleted_rows(ds.seed, j, fp.rows, pl.k_pos if pl.has_pos[j] else 0, pl.k_eq, pl.eq_targets(j))
-    keep = np.ones(fp.rows, dtype=bool)
-    keep[pos] = False
-    keep[eq] = False
-    return fp, np.flatnonzero(keep)
+def _target(ds: GeneratedTable) -> tuple[FilePlan, np.ndarray]:
+    """The input data file the delete cases hit (one every engine rewrites: in a deletes table, the
+    first with a position-delete file) and its live row numbers (the generator's layout)."""
+    lay = layout(ds)
+    j = 0 if lay.deletes is None else next((i for i, has in enumerate(lay.deletes_plan.has_pos) if has), 0)
+    fp = lay.files[j]
+    return fp, np.flatnonzero(lay.live(fp))
 
 
 def prepare_commit(ds: GeneratedTable, case: str, rows: int) -> WriterCommit:
@@ -110,7 +103,7 @@ def prepare_commit(ds: GeneratedTable, case: str, rows: int) -> WriterCommit:
         out.expected = GroundTruth(rows=base_rows + rows, checksum=str(base_sum + exact_sum(hashes)),
                                    computed_by="generator: dataset ground truth + the appended rows")
         return out
-    fp, live = _target(recipe, ds)
+    fp, live = _target(ds)
     n = min(rows, max(1, len(live) // 2))
     picked = np.sort(live[np.linspace(0, len(live) - 1, n).astype(np.int64)])
     table = make_rows(pools, ds.seed, fp.index, fp.rows, fp.key_offset)

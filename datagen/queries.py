@@ -47,7 +47,7 @@ class _Layout:
         return sum(f.rows for f in self.files)
 
     @functools.cached_property
-    def _plan(self):
+    def deletes_plan(self):
         assert self.deletes is not None
         return plan(self.deletes, self.scale)
 
@@ -55,7 +55,7 @@ class _Layout:
         """Row numbers of file f that no reader sees (position- or equality-deleted)."""
         if self.deletes is None:
             return np.empty(0, np.int64)
-        pl = self._plan
+        pl = self.deletes_plan
         pos, eq, _ = deleted_rows(self.seed, f.index, f.rows, pl.k_pos if pl.has_pos[f.index] else 0, pl.k_eq,
                                   pl.eq_targets(f.index))
         return np.concatenate([pos, eq]).astype(np.int64)

@@ -88,6 +88,12 @@ class RunContext:
     def run_dir(self) -> Path:
         return self.results_dir / self.run_id
 
+    @property
+    def catalog_settings(self) -> CatalogSettings:
+        """The catalog as engines, readers and the verifier reach it: the served one (REST URI set)
+        while the run serves it."""
+        return self.served.settings if self.served else self.settings
+
 
 @dataclass(frozen=True)
 class Slot:

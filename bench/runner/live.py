@@ -186,9 +186,8 @@ def judge(ctx: RunContext, r: RunResult, hold: EngineHold, commit: WriterCommit)
                            held_s=None if hold.held_s is None else round(hold.held_s, 4),
                            writer_commit_s=hold.writer.commit_s, writer_snapshot_id=hold.writer.snapshot_id,
                            expected_rows=commit.expected.rows, expected_checksum=commit.expected.checksum)
-    settings = ctx.served.settings if ctx.served else ctx.settings
     ref = tbl.metadata.refs.get(branch) if branch else None
-    rec, r.verification = live_verdict(rec, tbl, settings, ds.snapshot_id, r.status, r.error,
+    rec, r.verification = live_verdict(rec, tbl, ctx.catalog_settings, ds.snapshot_id, r.status, r.error,
                                        commit.appended_keys, commit.deleted_keys, r.log_tail,
                                        snapshot_id=ref.snapshot_id if ref is not None else None)
     if branch:

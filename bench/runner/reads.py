@@ -34,7 +34,7 @@ def reads_before(ctx: RunContext) -> ReadsRecord | None:
     try:
         queries, truth = _plan(ctx)
         with ctx.progress.task("reads before compaction", unit="step"):
-            return read_before(ctx.catalog.load_table(ctx.dataset.table), _settings(ctx), queries, truth,
+            return read_before(ctx.catalog.load_table(ctx.dataset.table), ctx.catalog_settings, queries, truth,
                                ctx.cache_mode, TRUTH_SOURCE, reader=ctx.reader)
     except Exception as exc:  # noqa: BLE001 - recorded, the engine still runs
         return _failed(exc, ReadsRecord(cache=ctx.cache_mode))
@@ -53,13 +53,9 @@ def reads_after(ctx: RunContext, r: RunResult, label: str) -> None:
         else:
             queries, truth = _plan(ctx)
             with ctx.progress.task(f"{label} reads after compaction", unit="step"):
-                read_after(rec, ctx.catalog.load_table(ctx.dataset.table), _settings(ctx), queries, truth,
+                read_after(rec, ctx.catalog.load_table(ctx.dataset.table), ctx.catalog_settings, queries, truth,
                            usable=r.verified)
     except Exception as exc:  # noqa: BLE001 - recorded, never a failed run
         _failed(exc, rec)
     ctx.progress.info(f"{label} {summary_line(rec)}" + (f" ({rec.message})" if not rec.ok and rec.reader and
                                                           rec.message.startswith("harness") else ""))
-
-
-def _settings(ctx: RunContext):
-    return ctx.served.settings if ctx.served else ctx.settings

@@ -71,7 +71,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         # the dataset snapshot, before the engine's own cache policy (a live-writer run changes the content: no reads)
         r.reads = reads_before(ctx) if not slot.case else None
         r.cache = prepare_cache(ctx)
-        job = CompactionJob(table=ds.table, catalog=ctx.served.settings if ctx.served else ctx.settings,
+        job = CompactionJob(table=ds.table, catalog=ctx.catalog_settings,
                             scenario=sc.name, kind=sc.kind, target_file_size_bytes=ctx.target,
                             small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
                             output_codec_level=sc.output.level, options=options,
@@ -144,7 +144,7 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
     staged as a scratch table (then its written files are removed)."""
     sc, ds = ctx.scenario, ctx.dataset
     assert ds is not None and ctx.catalog is not None
-    settings = ctx.served.settings if ctx.served else ctx.settings
+    settings = ctx.catalog_settings
     tbl = ctx.catalog.load_table(ds.table)
     vi = VerifyInput(kind=sc.kind, table=tbl, before=r.before, before_paths=before_paths,
                      ground_truth=ds.ground_truth, target_file_size_bytes=ctx.target,

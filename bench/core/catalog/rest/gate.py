@@ -2,8 +2,7 @@
 
     arm(uri, "ns.t")      the next commit to ns.t is held by the server until release()
     state(uri)            {"armed", "table", "held": [{"table", "since", "released"}], "released", "passed"}
-    release(uri)          let the held commit (and every later one) through
-    disarm(uri)           back to normal: commits pass straight through
+    disarm(uri)           let a held commit through; back to normal: commits pass straight through
 
 Only our own server (`serve()`) has a gate; an external REST catalog has none.
 """
@@ -31,10 +30,6 @@ def arm(uri: str, table: str) -> dict[str, Any]:
 
 def state(uri: str) -> dict[str, Any]:
     return _call(uri, "/bench/gate")
-
-
-def release(uri: str) -> dict[str, Any]:
-    return _call(uri, "/bench/gate/release", {})
 
 
 def disarm(uri: str) -> dict[str, Any]:

@@ -208,11 +208,6 @@ def _gate_arm(s: CatalogService, r: Request) -> Result:
     return _gate_state(s, r)
 
 
-def _gate_release(s: CatalogService, r: Request) -> Result:
-    GATE.release()
-    return _gate_state(s, r)
-
-
 def _gate_disarm(s: CatalogService, r: Request) -> Result:
     GATE.disarm()
     return _gate_state(s, r)
@@ -256,7 +251,6 @@ def _gate_rules() -> list[Rule]:
     return [
         _rule("GET", "/bench/gate", _gate_state),
         _rule("POST", "/bench/gate/arm", _gate_arm),
-        _rule("POST", "/bench/gate/release", _gate_release),
         _rule("POST", "/bench/gate/disarm", _gate_disarm),
     ]
 
