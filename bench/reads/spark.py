@@ -17,8 +17,9 @@ from pathlib import Path
 
 from bench.core.catalog import CATALOG_NAME, CatalogSettings
 from bench.core.checksum import arrow_checksum
-from bench.core.iceberg_java.gateway import catalog_properties, quiet_log4j2_file
+from bench.core.iceberg_java.gateway import catalog_properties
 from bench.core.iceberg_java.runtime import iceberg_jars
+from bench.core.iceberg_java.spark_conf import base_conf, log4j_option
 from bench.core.machine import drop_page_cache, java_binary
 from bench.core.results import ReadQuery
 from bench.reads.queries import aggregate_answer, query_sql
@@ -57,18 +58,11 @@ def unavailable(settings: CatalogSettings) -> str:
 
 
 def conf(settings: CatalogSettings) -> dict[str, str]:
-    out = {
-        "spark.master": "local[*]", "spark.app.name": "bench-reads", "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1", "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false", "spark.driver.memory": DRIVER_MEMORY,
-        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-        "spark.jars": ",".join(iceberg_jars(remote=settings.is_remote)),
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={quiet_log4j2_file().as_uri()}",
-        "spark.sql.execution.arrow.pyspark.enabled": "true",
-        f"spark.sql.catalog.{settings.name}": "org.apache.iceberg.spark.SparkCatalog",
-    }
-    for k, v in catalog_properties(settings).items():
-        out[f"spark.sql.catalog.{settings.name}.{k}"] = v
+    """The harness's Spark session conf (`bench.core.iceberg_java.spark_conf`), local, with a driver
+    heap and Arrow for the point lookup's rows."""
+    out = base_conf(settings, "local[*]", app_name="bench-reads")
+    out.update({"spark.driver.memory": DRIVER_MEMORY, "spark.driver.extraJavaOptions": log4j_option(),
+                "spark.sql.execution.arrow.pyspark.enabled": "true"})
     return out
 
 

@@ -1,0 +1,44 @@
+"""A Spark session's conf on this machine, for every JVM of the harness that runs Spark SQL (the Spark
+engine, `bench.engines.spark`; the fallback reader, `bench.reads.spark`): loopback only, no driver UI,
+Iceberg's SQL extensions, the harness catalog mounted as `<settings.name>` (Iceberg's JdbcCatalog on the
+embedded SQLite file, or its REST client for an external catalog: online only, the offline runtime lacks
+HttpClient5) and the Iceberg jars of `runtime.iceberg_jars` (offline from pinned packages, online from
+Maven Central with S3FileIO for an S3 warehouse).
+"""
+
+from __future__ import annotations
+
+from bench.core.catalog import CatalogSettings
+from bench.core.iceberg_java.gateway import catalog_properties, quiet_log4j2_file
+from bench.core.iceberg_java.runtime import iceberg_jars
+
+EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+
+
+def catalog_conf(settings: CatalogSettings) -> dict[str, str]:
+    """Spark conf that mounts the harness catalog as `<settings.name>`."""
+    name = settings.name
+    conf = {f"spark.sql.catalog.{name}": "org.apache.iceberg.spark.SparkCatalog"}
+    for k, v in catalog_properties(settings).items():
+        conf[f"spark.sql.catalog.{name}.{k}"] = v
+    return conf
+
+
+def base_conf(settings: CatalogSettings, master: str, app_name: str = "bench") -> dict[str, str]:
+    """Everything a session on this machine needs, before the memory plan and the scenario's conf."""
+    conf = {
+        "spark.master": master,
+        "spark.app.name": app_name,
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.extensions": EXTENSIONS,
+        "spark.jars": ",".join(iceberg_jars(remote=settings.is_remote)),
+    }
+    conf.update(catalog_conf(settings))
+    return conf
+
+
+def log4j_option() -> str:
+    return f"-Dlog4j2.configurationFile={quiet_log4j2_file().as_uri()}"
