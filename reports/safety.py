@@ -16,9 +16,10 @@ VERDICT_ORDER = ("unsafe", "inconclusive", "unsupported", "refused", "safe")  # 
 MEANING = {
     "safe": "the end state equals the dataset plus the writer's commit, and the engine's compaction committed "
             "(retried or validated on top of the writer's snapshot)",
-    "refused": "the engine detected the conflict and committed nothing; the writer's commit stands",
+    "refused": "the engine failed on the conflict and committed nothing; the writer's commit stands",
     "unsafe": "rows were lost, or rows the writer deleted are back",
-    "inconclusive": "the commits did not interleave as planned, or the engine ended for another reason",
+    "inconclusive": "the commits did not interleave as planned, the engine ended for another reason, or it "
+                    "ended ok without committing",
     "unsupported": "the engine cannot do what the case asks (e.g. compact a branch): not run, the reason given",
 }
 

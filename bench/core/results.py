@@ -178,10 +178,10 @@ class LiveWriterRecord(BaseModel):
     """A live-writer run: a writer committed to the table while the engine compacted it.
 
     verdict: `safe` (the table equals the expected end state, the engine's compaction committed, with
-    or without a retry), `refused` (the engine detected the conflict and committed nothing wrong: the
+    or without a retry), `refused` (the engine failed on the conflict and committed nothing: the
     table equals the expected end state without its compaction), `unsafe` (rows lost or deleted rows
     back), `inconclusive` (the commits did not interleave as planned, or the engine failed for another
-    reason: a timeout, out of memory, nothing to commit)."""
+    reason: a timeout, out of memory; or it ended ok without committing)."""
 
     case: str  # append | position-delete | equality-delete
     description: str = ""

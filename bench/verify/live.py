@@ -10,8 +10,9 @@ listed in order with who made them.  Then:
                   the engine ended for another reason (timeout, out of memory), or nothing could read
     safe          the content is as expected and the engine's compaction committed after the writer's
                   (its commit was retried or validated on top of the writer's snapshot)
-    refused       the content is as expected and the engine committed nothing (it failed on the
-                  conflict, or decided not to commit)
+    refused       the content is as expected and the engine failed without committing anything (on the
+                  conflict: its error is the evidence); one that ends ok having committed nothing is
+                  inconclusive (nothing was refused)
 """
 
 from __future__ import annotations
@@ -143,6 +144,8 @@ def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | 
         rec.verdict = "safe"
         where = "on top of the writer's snapshot (retried or validated)" if retried else "after the writer"
         rec.reason = f"content as expected ({len(answered)} readers); the engine's compaction committed {where}"
+    elif engine_status == "ok":  # no failure, no commit: nothing refused, nothing shown either way
+        rec.verdict, rec.reason = "inconclusive", "the engine ended ok and committed nothing"
     else:
         rec.verdict = "refused"
         rec.reason = ("content as expected; the engine committed nothing"
