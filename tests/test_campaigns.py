@@ -71,17 +71,19 @@ def test_frontier_predictions_compare_with_the_published_outcome():
 
 # --- end to end at the tiny scale --------------------------------------------------------------------
 def test_sweep_then_plan(tmp_path, shared_warehouse):
-    scales = f"{TINY},0.0001"
+    # sizes 10x apart: at 2x apart (0.0001) the noise of a shared machine once made the time fit's slope
+    # negative, so there was no extrapolation to assert (seen in CI)
+    scales = f"{TINY},0.0005"
     p = run_bench("sweep", "bin-packing", "--scales", scales, "--reps", "2", "--engines", "rewrite,risingwave",
                   "--results-dir", tmp_path, "--run-id", "sw", "--warehouse", shared_warehouse, timeout=600)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     s = read_summary(tmp_path / "sw" / "sweep.json")
     assert s is not None and s.kind == "sweep" and s.state == "complete"
-    assert sorted(s.run_dirs) == ["0.00005", "0.0001"]
+    assert sorted(s.run_dirs) == ["0.00005", "0.0005"]
     for run_dir in s.run_dirs.values():  # ordinary result files, one run directory per scale
         assert len(list((tmp_path / "sw" / run_dir).glob("bin-packing--*--rep*.json"))) == 4
     pts = {(pt.engine, pt.scale): pt for pt in s.points}
-    assert pts[("risingwave", 0.0001)].gb > pts[("risingwave", 0.00005)].gb > 0
+    assert pts[("risingwave", 0.0005)].gb > pts[("risingwave", 0.00005)].gb > 0
     assert all(pt.verified == 2 and pt.duration_s.median for pt in s.points)
     f = s.time_fits["risingwave"]
     assert f.n == 4 and f.xs and f.note  # every verified run is a point; the fit says how good it is
