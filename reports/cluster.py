@@ -1,4 +1,4 @@
-"""The "cluster" section: an engine that ran on a cluster (its results carry `engine_settings.cluster`: a
+"""The "cluster" section: an engine that ran on a cluster (its results' `deployment` is of a cluster mode: a
 standalone master with one or more workers, on this node or on several), its time and cost against the
 number of nodes, beside the fastest engine that ran on one node as the reference.
 
@@ -19,7 +19,6 @@ import math
 from dataclasses import dataclass, field
 
 from bench.core.stats import Spread
-from reports.compare import cluster_workers
 from reports.model import ResultSet
 
 MODEL = "time(n) = fixed + parallel / n, least squares over the medians in 1/n"
@@ -112,11 +111,11 @@ def _facts(rs: ResultSet, label: str) -> tuple[bool, int, int | None, int | None
     if not runs:
         return False, 1, None, None, None
     r = runs[0]
-    s = r.engine_settings or {}
-    on_cluster = isinstance(s.get("cluster"), dict)
-    workers = (cluster_workers(s) or 1) if on_cluster else None
-    execs = s.get("executor_count") if isinstance(s.get("executor_count"), int) else None
-    cores = s.get("cores") if isinstance(s.get("cores"), int) else r.cores
+    d = r.deployment
+    on_cluster = d is not None and d.on_cluster
+    workers = (d.workers or 1) if d is not None and on_cluster else None
+    execs = d.executors if d is not None and on_cluster else None
+    cores = d.cores if d is not None and d.cores is not None else r.cores
     return on_cluster or r.nodes > 1, max(1, r.nodes), workers, execs, cores
 
 

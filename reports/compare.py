@@ -10,7 +10,7 @@
 
 Every number is over verified runs (bench.core.stats) and read from the results: the options a run
 used (`engine_options`), the cores it was given (`cores`; older results: the node's), what the engine
-reported of its deployment (`engine_settings`).
+reported of its deployment (`deployment`, `memory_caps` by role).
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from bench.core.results import RunResult
 from bench.core.stats import Spread, floor_multiples, paired_speedup
 from reports.fmt import fmt_bytes, fmt_value
 from reports.model import EngineRow, LoadedRun, ResultSet, _median, node_cores
-
-MiB = 1024**2
 
 
 # --- shared -------------------------------------------------------------------------------------------
@@ -181,52 +179,30 @@ def _first(values):
     return next((v for v in values if v is not None), None)
 
 
-def cluster_workers(settings: dict[str, Any]) -> int | None:
-    """The workers of the cluster an engine reported (`engine_settings.cluster`), or None."""
-    cluster = settings.get("cluster") if isinstance(settings.get("cluster"), dict) else {}
-    return cluster.get("worker_count") or (len(cluster["workers"]) if cluster.get("workers") else None)
-
-
 def deploy_facts(r: RunResult) -> list[tuple[str, str]]:
-    """How the engine was deployed, as it reported it (a cluster engine: mode, master, executors, cores, memory
-    granted); read defensively, any key may be missing.  [] when it reported none of these."""
-    s, o = r.engine_settings or {}, r.engine_options or {}
-    facts: list[tuple[str, str]] = []
-    mode = s.get("mode") or o.get("mode")
-    if mode:
-        facts.append(("mode", str(mode)))
-    master = _first(s.get(k) for k in ("master", "master_url"))
-    if master:
-        facts.append(("master", str(master)))
-    workers = cluster_workers(s)
-    if workers:
-        facts.append(("workers", str(workers)))
+    """How the engine was deployed, as it reported it (`deployment`: mode, master, workers, nodes, executors,
+    cores, memory granted per executor) and the heap of its own process (the memory cap of role heap).
+    [] when it reported no deployment."""
+    d = r.deployment
+    if d is None:
+        return []
+    facts: list[tuple[str, str]] = [("mode", d.mode)]
+    if d.master:
+        facts.append(("master", d.master))
+    if d.workers:
+        facts.append(("workers", str(d.workers)))
     if r.nodes > 1:
         facts.append(("nodes", str(r.nodes)))
-    execs = s.get("executor_count")
-    if execs is None and isinstance(s.get("executors"), (int, list)):
-        execs = s["executors"] if isinstance(s["executors"], int) else len(s["executors"])
-    if execs is not None:
-        facts.append(("executors", str(execs)))
-    per = s.get("executor_cores")
-    cores = _first(s.get(k) for k in ("cores", "cores_total"))
-    if cores is None and isinstance(per, list) and per:
-        cores = sum(per)
-    if cores is not None:
-        each = f" ({', '.join(map(str, per))} per executor)" if isinstance(per, list) and len(per) > 1 else ""
-        facts.append(("cores", f"{cores}{each}"))
-    mem = _first(s.get(k) for k in ("executor_memory_bytes", "executor_heap_granted_bytes"))
-    if mem is None and s.get("executor_memory_mib_master"):
-        mem = s["executor_memory_mib_master"] * MiB
-    if isinstance(mem, list):
-        mem = ", ".join(fmt_bytes(m) for m in mem if m) or None
-    elif isinstance(mem, (int, float)):
-        mem = fmt_bytes(mem)
-    if mem and mode != "local":
-        facts.append(("executor memory", str(mem)))
-    if s.get("heap_granted_bytes"):
-        name = "driver heap" if mode in ("standalone", "external") else "JVM heap"
-        facts.append((name, fmt_bytes(s["heap_granted_bytes"])))
+    if d.executors is not None:
+        facts.append(("executors", str(d.executors)))
+    if d.cores is not None:
+        each = f" ({', '.join(map(str, d.executor_cores))} per executor)" if len(d.executor_cores) > 1 else ""
+        facts.append(("cores", f"{d.cores}{each}"))
+    if d.executor_memory_bytes:
+        facts.append(("executor memory", ", ".join(fmt_bytes(m) for m in d.executor_memory_bytes)))
+    heap = next((c for c in r.memory_caps if c.role == "heap" and c.bytes), None)
+    if heap is not None:
+        facts.append((heap.name, fmt_bytes(heap.bytes)))
     return facts
 
 
@@ -299,4 +275,4 @@ def variant_groups(rs: ResultSet) -> list[VariantGroup]:
     return out
 
 
-__all__ = ["FloorView", "VariantGroup", "cluster_workers", "deploy_facts", "flatten", "floor_views", "variant_groups"]
+__all__ = ["FloorView", "VariantGroup", "deploy_facts", "flatten", "floor_views", "variant_groups"]

@@ -5,7 +5,8 @@ to the plain label), the tuning search (knobs, every configuration, the chart, v
 confirmation as the number to quote), and older results without the new fields.
 
 Fixtures in tests/data/report-issue8/: `engines.json` holds the label fields (engine, engine_name,
-profile, engine_options, commits, cores, engine_settings) of real runs of spark, spark:standalone,
+profile, engine_options, commits, cores, engine_settings; `deployment` and `memory_caps` migrated from
+those settings to the typed fields the engines now report) of real runs of spark, spark:standalone,
 risingwave, risingwave:tuned and arrow-floor at scale 0.00005 (`bench run bin-packing --engines
 spark,spark:standalone,risingwave,risingwave:tuned,arrow-floor`); `tune.json` is the summary of a real
 `bench tune risingwave bin-packing --max-configs 5 --confirm-reps 2`.  Durations are set by hand so
@@ -23,6 +24,7 @@ import pytest
 
 from bench.core.campaign import TuneSummary, write_summary
 from bench.core.results import RunResult, save
+from reports.fmt import fmt_bytes
 from reports.render import render_html
 from tests.test_report_campaigns import _tr
 from tests.test_report_model import _result, _write
@@ -147,12 +149,14 @@ def test_variants_side_by_side(all_labels):
     assert "reference" in local and "the plain engine" in local
     assert re.search(r'data-option="mode"><code>mode</code>: local → <strong>standalone</strong>', standalone)
     assert "standalone</td>" in standalone  # the profile
-    s = ENGINES["spark:standalone"]["engine_settings"]
-    assert f"master</span> {s['master']}" in standalone and s["master"].startswith("spark://")
-    assert f"executors</span> {s['executor_count']}" in standalone
-    assert f"cores</span> {s['cores']}" in standalone
-    assert "executor memory</span>" in standalone and "driver heap</span>" in standalone
-    assert f"master</span> {ENGINES['spark']['engine_settings']['master']}" in local and "JVM heap</span>" in local
+    d = ENGINES["spark:standalone"]["deployment"]
+    assert f"master</span> {d['master']}" in standalone and d["master"].startswith("spark://")
+    assert f"executors</span> {d['executors']}" in standalone
+    assert f"cores</span> {d['cores']}" in standalone
+    assert f"executor memory</span> {fmt_bytes(d['executor_memory_bytes'][0])}" in standalone
+    assert "driver JVM heap</span>" in standalone and "mode</span> standalone" in standalone
+    assert f"master</span> {ENGINES['spark']['deployment']['master']}" in local and "JVM heap</span>" in local
+    assert "executor memory</span>" not in local and "mode</span> local" in local
     ratio = statistics.median(TIMES["spark:standalone"]) / statistics.median(TIMES["spark"])
     assert float(_value(standalone, "variant_ratio")) == pytest.approx(ratio)
     pairs = [TIMES["spark:standalone"][i] / TIMES["spark"][i] for i in (0, 1)]

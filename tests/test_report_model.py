@@ -31,8 +31,9 @@ SCENARIO = {"name": "bin-packing", "description": "Bin-pack many small files (ha
             "published": PUBLISHED}
 RULES = ["content: rows and checksum equal the ground truth", "complete: at most one small file per partition"]
 COLORS = {"spark": "#E25A1C", "risingwave": "#2F5BEA"}
-SPARK_CAPS = [{"name": "JVM heap", "bytes": 8 * GiB, "source": "Runtime.maxMemory()"},
-              {"name": "JVM metaspace", "bytes": None, "source": "-XX:MaxMetaspaceSize (no limit set)"}]
+SPARK_CAPS = [{"name": "JVM heap", "role": "heap", "bytes": 8 * GiB, "source": "Runtime.maxMemory()"},
+              {"name": "JVM metaspace", "role": "metaspace", "bytes": None,
+               "source": "-XX:MaxMetaspaceSize (no limit set)"}]
 
 
 def _checks(ok: bool) -> dict:

@@ -186,6 +186,10 @@ def test_binpack_status_ok(binpack_run):
     assert caps["JVM heap"]["bytes"] <= 768 * MiB + 16 * MiB  # 75 % of the 1 GiB budget, as granted
     assert caps["JVM direct memory"]["bytes"] == int(0.10 * GiB) // MiB * MiB
     assert caps["JVM metaspace"]["bytes"] == 192 * MiB
+    assert [c["role"] for c in rec["memory_caps"]] == ["heap", "direct", "metaspace"]  # local: no executor heap
+    d = rec["outcome"]["deployment"]
+    assert d["mode"] == "local" and d["master"].startswith("local[") and d["executors"] == 1
+    assert d["executor_cores"] == [d["cores"]] and d["nodes"] == 1 and d["executor_memory_bytes"] == []
 
 
 @pytest.mark.spark

@@ -128,6 +128,9 @@ def test_two_local_workers_started_by_the_harness(tmp_path, shared_warehouse):
     assert r["status"] == "ok" and r["verified"] is True, (r["error"], r["log_tail"])
     s = r["engine_settings"]
     assert s["mode"] == "standalone" and s["cluster"]["worker_count"] == 2 and r["nodes"] == 1
+    d = r["deployment"]
+    assert (d["mode"], d["workers"], d["executors"], d["nodes"]) == ("standalone", 2, 2, 1)
+    assert len(d["executor_memory_bytes"]) == 2 and sum(d["executor_cores"]) == d["cores"]
     assert s["executor_count"] == 2 and len(s["executor_memory_mib_worker"]) == 2
     assert s["budget_parts_bytes"]["total"] <= r["memory_budget_bytes"]
     dirs = [Path(d) for d in s["cluster"]["worker_dirs"]]
@@ -163,6 +166,9 @@ def test_an_existing_cluster_by_master_url(tmp_path, shared_warehouse):
         assert s["mode"] == "external" and s["master"] == cluster.master_url and r["nodes"] == 1
         assert s["cluster"]["started_by_harness"] is False and len(s["cluster"]["workers"]) == 2
         assert s["executor_count"] == 2 and s["executor_cores"] == [1, 1]
+        d = r["deployment"]
+        assert (d["mode"], d["master"], d["workers"], d["executors"]) == ("external", cluster.master_url, 2, 2)
+        assert d["executor_cores"] == [1, 1] and d["cores"] == 2 and d["nodes"] == 1 and d["hosts"] == ["127.0.0.1"]
         assert s["spark_memory"]["spark.executor.memory"] == "1000m"  # 5:1 of the 1200 MiB each worker offers
         assert r["cost"]["nodes"] == 1
         assert all(list(cluster.worker_dir(i).glob("app-*/*/stderr")) for i in range(2))

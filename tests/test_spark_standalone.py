@@ -286,8 +286,13 @@ def test_standalone_run_is_verified_and_records_what_spark_granted(tmp_path, sha
     xmx = s["worker_memory_mib"] * MiB
     heap = s["executor_heap_granted_bytes"][0]
     assert xmx <= heap <= xmx + 32 * MiB  # Runtime.maxMemory: -Xmx rounded up to G1 regions
-    caps = {c["name"]: c["bytes"] for c in r["memory_caps"]}
-    assert caps["executor JVM heap"] == heap and caps["JVM heap"] == s["heap_granted_bytes"]
+    caps = {c["role"]: c["bytes"] for c in r["memory_caps"]}
+    assert caps["executor-heap"] == heap and caps["heap"] == s["heap_granted_bytes"]
+    # the typed deployment says the same as Spark's own record of it
+    d = r["deployment"]
+    assert d["mode"] == "standalone" and d["master"] == s["master"] and d["workers"] == 1
+    assert d["executors"] == 1 and d["executor_cores"] == [r["cores"]] == [d["cores"]]
+    assert d["executor_memory_bytes"] == [heap] and d["nodes"] == r["nodes"] == 1 and d["hosts"] == ["127.0.0.1"]
     assert s["heap_requested_bytes"] <= s["heap_granted_bytes"] <= s["heap_requested_bytes"] + 32 * MiB
     # the whole cluster fits in the budget the run had
     assert s["budget_parts_bytes"]["total"] <= r["memory_budget_bytes"]

@@ -38,12 +38,44 @@ class Phase(BaseModel):
     detail: str = ""
 
 
+# What a memory cap limits: the heap of the engine's own process (a cluster's driver), the heap of each of
+# a cluster's executors, direct (off-heap) memory, class metadata, or something else.
+CapRole = Literal["heap", "executor-heap", "direct", "metaspace", "other"]
+
+
 class MemoryCap(BaseModel):
     """A memory limit inside the engine (e.g. the JVM heap), below the harness's budget."""
 
-    name: str
+    name: str  # for humans; readers go by `role`
+    role: CapRole = "other"
     bytes: int | None = None  # None: no such limit
     source: str = ""  # how it was determined (e.g. "Runtime.maxMemory() of the JVM")
+
+
+# local: one process does the work (e.g. Spark's local[N]); standalone: a cluster the harness starts on this
+# node; external: a cluster that already runs, the driver on this node; embedded: a library in the engine's
+# process (no cluster, no executors)
+DeployMode = Literal["local", "standalone", "external", "embedded"]
+CLUSTER_MODES: tuple[str, ...] = ("standalone", "external")
+
+
+class Deployment(BaseModel):
+    """How an engine ran, as it reported it after its run (the engine fills it; readers never decode the
+    engine's free-form `engine_settings`)."""
+
+    mode: DeployMode
+    master: str | None = None  # the cluster's master URL (local: Spark's local[N]; embedded: None)
+    workers: int | None = None  # a cluster's workers (None: no cluster)
+    executors: int | None = None  # processes that run tasks (None: the engine has no such notion)
+    executor_cores: list[int] = Field(default_factory=list)  # per executor
+    executor_memory_bytes: list[int] = Field(default_factory=list)  # per executor, as granted (clusters only)
+    cores: int | None = None  # task slots in all (the executors' cores, or the cores an embedded engine used)
+    nodes: int = 1  # machines the run used (this one, plus a cluster's other hosts): the cost counts each
+    hosts: list[str] = Field(default_factory=list)  # the cluster's worker hosts
+
+    @property
+    def on_cluster(self) -> bool:
+        return self.mode in CLUSTER_MODES
 
 
 class FileFacts(BaseModel):
@@ -353,7 +385,8 @@ class RunResult(BaseModel):
     reads: ReadsRecord | None = None  # reader queries before/after (None: `--readers off`)
 
     engine_result: dict[str, Any] = Field(default_factory=dict)
-    engine_settings: dict[str, Any] = Field(default_factory=dict)
+    engine_settings: dict[str, Any] = Field(default_factory=dict)  # for humans: no reader decodes its keys
+    deployment: Deployment | None = None  # how the engine ran, as it reported it (None: it reported nothing)
     engine_actions: list[str] = Field(default_factory=list)
     engine_color: str | None = None  # the engine's colour in charts (declared by the engine)
     target_file_size_bytes: int = 0

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 from bench.core.catalog import CatalogSettings
 from bench.core.requirements import Requirement, module_requirement
+from bench.core.results import Deployment
 from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
 
 ROW_GROUP_BYTES = 128 * 1024 * 1024  # Iceberg's write.parquet.row-group-size-bytes default
@@ -156,7 +157,7 @@ class ArrowFloorEngine(EngineBase):
             actions=[f"pyarrow: rewrite {len(rewrite)} of {len(data)} data files in {len(groups)} partition(s), "
                      f"applying {len(self.plan['position'])} position and {len(self.plan['equality'])} equality "
                      f"delete files; write_dataset to {self.out_dir} (nothing committed)"],
-            commits="none",
+            commits="none", deployment=Deployment(mode="embedded", cores=cores),
             output_files=kept + [Path(os.path.abspath(p)).as_uri() for p in written])
 
     # -- Iceberg v2 deletes, in pyarrow ---------------------------------------------------------

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bench.core.catalog import CatalogSettings
 from bench.core.requirements import Requirement
-from bench.core.results import MemoryCap, Phase
+from bench.core.results import Deployment, MemoryCap, Phase
 
 Kind = Literal["binpack", "deletes"]
 # An untimed gap in compact() longer than this becomes a phase "other" (so the phases add up).
@@ -65,7 +65,7 @@ class EngineOutcome(BaseModel):
     # data files of its end state (written and kept), and the runner verifies them instead of the table
     commits: Literal["table", "none"] = "table"
     output_files: list[str] = Field(default_factory=list)
-    nodes: int = 1  # machines the run used (this one, plus a cluster's other hosts): the cost counts each
+    deployment: Deployment = Field(default_factory=lambda: Deployment(mode="embedded"))  # how it ran
 
 
 class PhaseClock:

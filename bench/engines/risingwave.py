@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.requirements import Requirement, module_requirement
+from bench.core.results import Deployment
 from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, Knob, PhaseClock
 
 DISTRIBUTION = "iceberg-compaction"
@@ -263,4 +264,5 @@ class RisingWaveEngine(EngineBase):
         versions["iceberg_compaction.__version__"] = str(module_version) if module_version else "not reported"
         if result.get("noop"):
             actions.append("run() returned None: nothing to compact (no-op)")
-        return EngineOutcome(engine_result=result, settings=settings, versions=versions, actions=actions)
+        return EngineOutcome(engine_result=result, settings=settings, versions=versions, actions=actions,
+                             deployment=Deployment(mode="embedded", cores=job.cores))

@@ -97,7 +97,8 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                 r.engine_result, r.engine_settings = rec.outcome.engine_result, rec.outcome.settings
                 r.engine_actions = rec.outcome.actions
                 r.versions.update(rec.outcome.versions)
-                r.nodes = rec.outcome.nodes
+                r.deployment = rec.outcome.deployment
+                r.nodes = rec.outcome.deployment.nodes
         if r.status != "ok":
             r.log_tail = tail(er.log)
         if live is not None:

@@ -47,7 +47,7 @@ from bench.core.errors import UserError
 from bench.core.iceberg_java import runtime as iceberg_runtime
 from bench.core.iceberg_java.commit import remove_delete_files
 from bench.core.requirements import Requirement, module_requirement
-from bench.core.results import MemoryCap
+from bench.core.results import Deployment, MemoryCap
 from bench.engines.base import CompactionJob, EngineBase, EngineOOM, EngineOutcome, Knob, PhaseClock
 from bench.engines.spark import memory, session
 from bench.engines.spark.cluster import ClusterView, StandaloneCluster, is_loopback, parse_master
@@ -418,23 +418,25 @@ class SparkEngine(EngineBase):
         """The JVM's limits as it reports them: heap (Runtime.maxMemory), direct memory and metaspace
         (HotSpotDiagnosticMXBean)."""
         jvm = self._jvm()
-        caps = [MemoryCap(name="JVM heap", bytes=int(jvm.java.lang.Runtime.getRuntime().maxMemory()),
+        caps = [MemoryCap(name="JVM heap" if self.mode == "local" else "driver JVM heap", role="heap",
+                          bytes=int(jvm.java.lang.Runtime.getRuntime().maxMemory()),
                           source="Runtime.maxMemory() of the Spark JVM"
                                  + (" (the driver; the executor's heap is listed apart)"
                                     if self.mode != "local" else ""))]
         if self.mode != "local":
             heaps = self.executors.get("executor_heap_granted_bytes") or [None]
-            caps.append(MemoryCap(name="executor JVM heap", bytes=heaps[0],
+            caps.append(MemoryCap(name="executor JVM heap", role="executor-heap", bytes=heaps[0],
                                   source="the executor's Runtime.maxMemory as its UnifiedMemoryManager reports "
                                          "it to the driver (unified memory / spark.memory.fraction + 300 MiB); "
                                          f"-Xmx {self.conf.get('spark.executor.memory')}"))
         try:
             bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
                 jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
-            for option, name in (("MaxDirectMemorySize", "JVM direct memory"), ("MaxMetaspaceSize", "JVM metaspace")):
+            for option, name, role in (("MaxDirectMemorySize", "JVM direct memory", "direct"),
+                                       ("MaxMetaspaceSize", "JVM metaspace", "metaspace")):
                 value = int(str(bean.getVMOption(option).getValue()))
                 # 0 (direct memory) means "as large as the heap"; 2^64-1 (metaspace) means unlimited
-                caps.append(MemoryCap(name=name, bytes=value if 0 < value < 2**62 else None,
+                caps.append(MemoryCap(name=name, role=role, bytes=value if 0 < value < 2**62 else None,
                                       source=f"-XX:{option} as the JVM reports it"
                                              + ("" if 0 < value < 2**62 else " (no limit set)")))
         except Exception as e:  # noqa: BLE001 - a JVM without the bean still has a heap cap
@@ -477,14 +479,31 @@ class SparkEngine(EngineBase):
                     result["remove_dangling_deletes"] = self._remove_dangling_deletes(job, table)
         except Exception as exc:  # noqa: BLE001 - classified below
             raise self._classify(exc) from exc
-        return EngineOutcome(engine_result=result, settings=self._settings(job), versions=self._versions(),
-                             actions=list(self.actions), nodes=self.nodes())
+        settings = self._settings(job)
+        return EngineOutcome(engine_result=result, settings=settings, versions=self._versions(),
+                             actions=list(self.actions), deployment=self._deployment())
 
     def nodes(self) -> int:
         """Machines the run used: this one, plus the hosts of an external cluster's workers."""
         if self.mode != "external" or self.cluster is None:
             return 1
         return len(set(self.cluster.hosts()) | {self.driver_host})
+
+    def _deployment(self) -> Deployment:
+        """How Spark ran, as it reported it (after `_settings`, which refreshes the executors)."""
+        if self.mode == "local" or self.cluster is None:  # local[N]: the driver's JVM is the one executor
+            return Deployment(mode="local", master=self.master, executors=1, executor_cores=[self.cores],
+                              cores=self.cores)
+        e = self.executors
+        mem = [int(b) for b in e.get("executor_heap_granted_bytes") or [] if b]
+        if not mem and e.get("executor_memory_mib_master"):  # the master's figure, the same for each executor
+            mem = [int(e["executor_memory_mib_master"]) * 1024**2] * int(e.get("executor_count") or 0)
+        workers = self.cluster.worker_count if isinstance(self.cluster, StandaloneCluster) else \
+            len(self.cluster.alive_workers())
+        return Deployment(mode=self.mode, master=self.master, workers=workers,
+                          executors=e.get("executor_count"), executor_cores=list(e.get("executor_cores") or []),
+                          executor_memory_bytes=mem, cores=e.get("cores_total"), nodes=self.nodes(),
+                          hosts=self.cluster.hosts())
 
     def _remove_dangling_deletes(self, job: CompactionJob, table: str) -> dict[str, int]:
         """Remove live delete files that apply to no live data file (bench.core.table.deletes), in one
