@@ -22,9 +22,8 @@ import os
 import re
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bench.core.campaign import (
     DatagenPoint,
@@ -55,7 +54,7 @@ from bench.core.results import RunResult, file_label, now_iso
 from bench.core.stats import paired_speedup
 from bench.core.units import GiB, MiB, check_scale, fmt_bytes, parse_size
 from bench.engines import campaign_engines, engine_class, parse_engines
-from bench.runner import RunOptions, run_scenario
+from bench.runner import CommonOptions, RunOptions, run_scenario
 from bench.runner.context import check_results_dir
 from bench.scenario import Scenario, load_scenario
 
@@ -196,22 +195,13 @@ def datagen_points(settings: CatalogSettings, results: list[RunResult], scale: f
 
 
 # --- sweep ------------------------------------------------------------------------------------------
-@dataclass
-class SweepOptions:
-    scenario: str
+@dataclass(kw_only=True)
+class SweepOptions(CommonOptions):
     scales: list[float]
     reps: int = 3
     engines: str | None = None
-    seed: int = 42
-    warehouse: str | None = None
-    results_dir: str | None = None
-    run_id: str | None = None
-    timeout_s: int = 3600
     memory_budget: str | None = None
-    cache: str | None = None
     instance_type: str | None = None
-    wait: bool = True
-    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option ENGINE.KEY=VALUE
 
 
 def sweep(opts: SweepOptions, progress: Progress) -> SweepSummary:
@@ -232,11 +222,9 @@ def sweep(opts: SweepOptions, progress: Progress) -> SweepSummary:
             run_id = f"scale-{fmt_scale(scale)}"
             progress.info(f"sweep {s.sweep_id}: scale {fmt_scale(scale)} ({i + 1} of {len(opts.scales)})")
             got = run_scenario(RunOptions(
-                scenario=opts.scenario, scale=scale, seed=opts.seed, warehouse=opts.warehouse,
-                engines=",".join(engines),
-                reps=opts.reps, results_dir=str(directory), run_id=run_id, timeout_s=opts.timeout_s,
-                memory_budget=opts.memory_budget, cache=opts.cache, instance_type=opts.instance_type,
-                wait=opts.wait, options=opts.options, readers=False), progress)  # compaction only
+                **opts.common(results_dir=str(directory), run_id=run_id), scale=scale, engines=",".join(engines),
+                reps=opts.reps, memory_budget=opts.memory_budget, instance_type=opts.instance_type,
+                readers=False), progress)  # compaction only
             results += got
             s.run_dirs[fmt_scale(scale)] = run_id
             for e in engines:
@@ -299,37 +287,27 @@ def sweep_table(s: SweepSummary) -> str:
 
 
 # --- frontier ---------------------------------------------------------------------------------------
-@dataclass
-class FrontierOptions:
-    scenario: str
+@dataclass(kw_only=True)
+class FrontierOptions(CommonOptions):
     scales: list[float]
     engines: str | None = None
-    seed: int = 42
-    warehouse: str | None = None
-    results_dir: str | None = None
-    run_id: str | None = None
-    timeout_s: int = 3600
     floor: str | None = None
     ceiling: str | None = None
     precision: str = DEFAULT_PRECISION
     max_slowdown: float = MAX_SLOWDOWN
-    cache: str | None = None
-    wait: bool = True
-    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option ENGINE.KEY=VALUE
 
 
 def _probe(opts: FrontierOptions, directory: Path, engine: str, scale: float, budget: int, timeout_s: int,
            progress: Progress) -> Probe:
     run_id = f"{file_label(engine)}-s{fmt_scale(scale)}-{budget // MiB}m"
     progress.info(f"frontier: {engine} at scale {fmt_scale(scale)} under {fmt_bytes(budget)}")
-    got = run_scenario(RunOptions(scenario=opts.scenario, scale=scale, seed=opts.seed, warehouse=opts.warehouse,
-                                  engines=engine, reps=1, results_dir=str(directory), run_id=run_id,
-                                  timeout_s=timeout_s, memory_budget=str(budget), cache=opts.cache,
-                                  wait=opts.wait, options=opts.options, readers=False), progress)
+    got = run_scenario(RunOptions(**opts.common(results_dir=str(directory), run_id=run_id, timeout_s=timeout_s),
+                                  scale=scale, engines=engine, reps=1, memory_budget=str(budget), readers=False),
+                       progress)
     r = got[0]
     # the heap that does the work: the executor's in a cluster mode, else the one JVM's
-    caps = {c.name: c.bytes for c in r.memory_caps}
-    heap = caps.get("executor JVM heap", caps.get("JVM heap"))
+    roles = {c.role: c.bytes for c in r.memory_caps}
+    heap = roles.get("executor-heap", roles.get("heap"))
     # under a budget, a time limit set from the unconstrained run means thrashing: a memory failure
     thrashing = r.status == "timeout" and timeout_s < opts.timeout_s
     return Probe(budget_bytes=budget, status=r.status, verified=r.verified, passed=r.counts,

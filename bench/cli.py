@@ -101,23 +101,54 @@ def engine_option_flags(fn):
                              "maxPartitionBytes=64m; repeatable.")(wrapper)
 
 
-def common_data_options(fn):
+def scale_option(fn):
+    return click.option("--scale", type=float, default=None, callback=positive_scale,
+                        help="1.0 = the published size (default: the scenario's local scale).")(fn)
+
+
+def data_options(fn):
+    """--seed, --warehouse, --no-wait: the input table and its warehouse."""
     fn = click.option("--no-wait", "no_wait", is_flag=True, default=False,
                       help="Exit at once (status 2) when another run holds the warehouse, instead of waiting.")(fn)
     fn = click.option("--warehouse", metavar="DIR|URI", default=None,
                       help="Warehouse: a directory, file:// URI or s3://bucket/prefix (default: "
                            "$BENCH_WAREHOUSE or ./warehouse). S3 settings come from the AWS_* "
                            "environment; the catalog then lives in a local state dir (see README).")(fn)
-    fn = click.option("--seed", type=int, default=42, show_default=True,
-                      help="Seed of the data generator.")(fn)
-    fn = click.option("--scale", type=float, default=None, callback=positive_scale,
-                      help="1.0 = the published size (default: the scenario's local scale).")(fn)
-    return fn
+    return click.option("--seed", type=int, default=42, show_default=True, help="Seed of the data generator.")(fn)
+
+
+def common_run_options(fn):
+    """The options of bench.runner.CommonOptions, for every command that runs engines (run, sweep, frontier,
+    tune): the command receives them as `common`, the keyword arguments of CommonOptions but the scenario."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, seed, warehouse, no_wait, cache, results_dir, run_id, timeout, options, **kwargs):
+        common = dict(seed=seed, warehouse=warehouse, wait=not no_wait, cache=cache, results_dir=results_dir,
+                      run_id=run_id, timeout_s=timeout, options=options)
+        return fn(*args, common=common, **kwargs)
+
+    wrapper = engine_option_flags(wrapper)
+    for opt in reversed([
+        data_options,
+        click.option("--cache", type=click.Choice(["cold", "warm"]), default=None,
+                     help="Page cache before each engine run: cold (sync + drop caches; the default where the "
+                          "harness may, i.e. as root) or warm (sync + read the input once)."),
+        click.option("--results-dir", type=click.Path(file_okay=False), default=None,
+                     help="Where results go (default: ./results); a campaign makes its directory there."),
+        click.option("--run-id", default=None,
+                     help="Name of this run (a campaign: of its directory; default: a timestamp)."),
+        click.option("--timeout", type=click.IntRange(min=1), default=3600, show_default=True,
+                     help="Time limit of one engine run, seconds."),
+    ]):
+        wrapper = opt(wrapper)
+    return wrapper
 
 
 @main.command()
 @click.argument("scenario")
-@common_data_options
+@scale_option
+@data_options
 @one_line_errors
 def datagen(scenario, scale, seed, warehouse, no_wait):
     """Generate (or reuse) the input table of SCENARIO."""
@@ -132,14 +163,11 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
 
 @main.command()
 @click.argument("scenario")
-@common_data_options
+@scale_option
 @click.option("--engines", default=None, help=f"Comma-separated engines (default: {default_engines()}).")
 @click.option("--reps", type=click.IntRange(min=1), default=1, show_default=True,
               help="Measured repetitions per engine (their order rotates from one to the next).")
 @click.option("--warmup/--no-warmup", default=False, help="One warm-up run per engine, excluded from statistics.")
-@click.option("--cache", type=click.Choice(["cold", "warm"]), default=None,
-              help="Page cache before each engine run: cold (sync + drop caches; the default where the "
-                   "harness may, i.e. as root) or warm (sync + read the input once).")
 @click.option("--cases", default=None, metavar="C1,C2",
               help="Live-writer scenarios: run only these cases (append, position-delete, equality-delete).")
 @click.option("--cow-branch", is_flag=True,
@@ -151,11 +179,6 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
               help="Time the reader queries (full scan, key range, point lookup) before and after each "
                    "compaction and check their answers against the generator (off: quick runs; spark-sql: "
                    "read with Spark SQL even where DuckDB could).")
-@click.option("--results-dir", type=click.Path(file_okay=False), default=None,
-              help="Where results go (default: ./results).")
-@click.option("--run-id", default=None, help="Name of this run (default: a timestamp).")
-@click.option("--timeout", type=click.IntRange(min=1), default=3600, show_default=True,
-              help="Time limit of one engine run, seconds.")
 @click.option("--memory-budget", default=None,
               help="Memory budget per engine run, e.g. 8G (default: the published 64 GB scaled to this node).")
 @click.option("--catalog-uri", default=None,
@@ -163,59 +186,36 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
 @click.option("--target-file-size", default=None, help="Override the scenario's target file size, e.g. 512M.")
 @click.option("--instance-type", default=DEFAULT_INSTANCE, show_default=True,
               help=f"On-demand price used for cost: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
-@engine_option_flags
+@common_run_options
 @one_line_errors
-def run(scenario, scale, seed, warehouse, no_wait, engines, reps, warmup, cache, cases, cow_branch, readers,
-        results_dir, run_id, timeout, memory_budget, catalog_uri, target_file_size, instance_type, options):
+def run(scenario, scale, engines, reps, warmup, cases, cow_branch, readers, memory_budget, catalog_uri,
+        target_file_size, instance_type, common):
     """Run SCENARIO against the engines, verify every compaction and record results."""
     from bench.runner import RunOptions, run_scenario
 
-    opts = RunOptions(scenario=scenario, scale=scale, seed=seed, warehouse=warehouse, engines=engines,
-                      reps=reps, warmup=warmup, results_dir=results_dir, run_id=run_id, timeout_s=timeout,
+    opts = RunOptions(scenario=scenario, **common, scale=scale, engines=engines, reps=reps, warmup=warmup,
                       memory_budget=memory_budget, catalog_uri=catalog_uri, target_file_size=target_file_size,
-                      instance_type=instance_type, cache=cache, wait=not no_wait, options=options,
-                      readers=readers != "off", reader="spark-sql" if readers == "spark-sql" else "auto",
-                      cow_branch=cow_branch,
+                      instance_type=instance_type, readers=readers != "off",
+                      reader="spark-sql" if readers == "spark-sql" else "auto", cow_branch=cow_branch,
                       cases=[c.strip() for c in cases.split(",") if c.strip()] if cases else None)
     run_scenario(opts, Progress())
-
-
-def campaign_options(fn):
-    """Options a sweep and a frontier share with `bench run`."""
-    for opt in reversed([
-        click.option("--engines", default=None, help=f"Comma-separated engines (default: {campaign_engines()})."),
-        click.option("--cache", type=click.Choice(["cold", "warm"]), default=None,
-                     help="Page cache before each engine run (as in `bench run`)."),
-        click.option("--results-dir", type=click.Path(file_okay=False), default=None,
-                     help="Where the campaign directory goes (default: ./results)."),
-        click.option("--run-id", default=None, help="Name of the campaign directory (default: a timestamp)."),
-        click.option("--timeout", type=click.IntRange(min=1), default=3600, show_default=True,
-                     help="Time limit of one engine run, seconds."),
-    ]):
-        fn = opt(fn)
-    return fn
 
 
 @main.command()
 @click.argument("scenario")
 @click.option("--scales", required=True, help="Comma-separated scales, e.g. 0.001,0.002,0.005,0.01,0.02.")
 @click.option("--reps", type=click.IntRange(min=1), default=3, show_default=True, help="Repetitions per scale.")
-@click.option("--seed", type=int, default=42, show_default=True)
-@click.option("--warehouse", metavar="DIR|URI", default=None, help="As in `bench run`.")
-@click.option("--no-wait", "no_wait", is_flag=True, default=False, help="As in `bench run`.")
 @click.option("--memory-budget", default=None, help="Memory budget per engine run (default: the node's RAM).")
-@campaign_options
-@engine_option_flags
+@click.option("--engines", default=None, help=f"Comma-separated engines (default: {campaign_engines()}).")
+@common_run_options
 @one_line_errors
-def sweep(scenario, scales, reps, seed, warehouse, no_wait, memory_budget, engines, cache, results_dir, run_id,
-          timeout, options):
+def sweep(scenario, scales, reps, memory_budget, engines, common):
     """Run SCENARIO at several scales and fit time and memory against input size per engine."""
     from bench.campaigns import SweepOptions, parse_scales
     from bench.campaigns import sweep as run_sweep
 
-    run_sweep(SweepOptions(scenario=scenario, scales=parse_scales(scales), reps=reps, engines=engines, seed=seed,
-                           warehouse=warehouse, results_dir=results_dir, run_id=run_id, timeout_s=timeout,
-                           memory_budget=memory_budget, cache=cache, wait=not no_wait, options=options), Progress())
+    run_sweep(SweepOptions(scenario=scenario, **common, scales=parse_scales(scales), reps=reps, engines=engines,
+                           memory_budget=memory_budget), Progress())
 
 
 @main.command()
@@ -228,25 +228,19 @@ def sweep(scenario, scales, reps, seed, warehouse, no_wait, memory_budget, engin
               help="Stop when the passing and failing budgets are this close (or 5 %% of the budget).")
 @click.option("--max-slowdown", type=float, default=10.0, show_default=True,
               help="A run slower than this many times the unconstrained one counts as failing (thrashing).")
-@click.option("--seed", type=int, default=42, show_default=True)
-@click.option("--warehouse", metavar="DIR|URI", default=None, help="As in `bench run`.")
-@click.option("--no-wait", "no_wait", is_flag=True, default=False, help="As in `bench run`.")
-@campaign_options
-@engine_option_flags
+@click.option("--engines", default=None, help=f"Comma-separated engines (default: {campaign_engines()}).")
+@common_run_options
 @one_line_errors
-def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, seed, warehouse, no_wait, engines,
-             cache, results_dir, run_id, timeout, options):
+def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, engines, common):
     """Find, per engine, the smallest memory budget at which SCENARIO completes verified."""
     from bench.campaigns import FrontierOptions, parse_scales
     from bench.campaigns import frontier as run_frontier
 
     if (scale is None) == (scales is None):
         raise UserError("give --scale S or --scales S1,S2,... (one of them)")
-    run_frontier(FrontierOptions(scenario=scenario, scales=[scale] if scale else parse_scales(scales),
-                                 engines=engines, seed=seed, warehouse=warehouse, results_dir=results_dir,
-                                 run_id=run_id, timeout_s=timeout, floor=floor, ceiling=ceiling, precision=precision,
-                                 max_slowdown=max_slowdown, cache=cache, wait=not no_wait, options=options),
-                 Progress())
+    run_frontier(FrontierOptions(scenario=scenario, **common, scales=[scale] if scale else parse_scales(scales),
+                                 engines=engines, floor=floor, ceiling=ceiling, precision=precision,
+                                 max_slowdown=max_slowdown), Progress())
 
 
 @main.command()
@@ -267,29 +261,20 @@ def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, s
 @click.option("--profile", default="tuned", show_default=True,
               help="Profile to write the best configuration to (scenarios/profiles/ENGINE/PROFILE.yaml).")
 @click.option("--write-profile/--no-write-profile", default=True, show_default=True)
-@click.option("--seed", type=int, default=42, show_default=True)
-@click.option("--warehouse", metavar="DIR|URI", default=None, help="As in `bench run`.")
-@click.option("--no-wait", "no_wait", is_flag=True, default=False, help="As in `bench run`.")
 @click.option("--memory-budget", default=None, help="Memory budget per engine run (default: the node's RAM).")
-@click.option("--cache", type=click.Choice(["cold", "warm"]), default=None, help="As in `bench run`.")
-@click.option("--results-dir", type=click.Path(file_okay=False), default=None,
-              help="Where the tune directory goes (default: ./results).")
-@click.option("--run-id", default=None, help="Name of the tune directory (default: a timestamp).")
-@click.option("--timeout", type=click.IntRange(min=1), default=3600, show_default=True,
-              help="Time limit of one engine run, seconds (configurations are also cut off at 3x the published one).")
-@engine_option_flags
+@common_run_options
 @one_line_errors
 def tune(engine, scenario, scale, budget_minutes, max_configs, reps, confirm_reps, min_gain, profile, write_profile,
-         seed, warehouse, no_wait, memory_budget, cache, results_dir, run_id, timeout, options):
-    """Search ENGINE's knobs on SCENARIO (coordinate descent), write the best as ENGINE:tuned, confirm it."""
+         memory_budget, common):
+    """Search ENGINE's knobs on SCENARIO (coordinate descent), write the best as ENGINE:tuned, confirm it.
+    Configurations are also cut off at 3x the published one's time."""
     from bench.tune import TuneOptions
     from bench.tune import tune as run_tune
 
-    run_tune(TuneOptions(engine=engine, scenario=scenario, scale=scale, reps=reps, confirm_reps=confirm_reps,
-                         max_configs=max_configs, budget_minutes=budget_minutes, min_gain=min_gain, profile=profile,
-                         write_profile=write_profile, seed=seed, warehouse=warehouse, results_dir=results_dir,
-                         run_id=run_id, timeout_s=timeout, memory_budget=memory_budget, cache=cache,
-                         wait=not no_wait, options=options), Progress())
+    run_tune(TuneOptions(engine=engine, scenario=scenario, **common, scale=scale, reps=reps,
+                         confirm_reps=confirm_reps, max_configs=max_configs, budget_minutes=budget_minutes,
+                         min_gain=min_gain, profile=profile, write_profile=write_profile,
+                         memory_budget=memory_budget), Progress())
 
 
 @main.command()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from bench.campaigns import MIN_PROBE_TIMEOUT_S, campaign_dir, stat_of
@@ -36,7 +36,7 @@ from bench.core.results import RunResult, now_iso
 from bench.core.units import check_scale
 from bench.engines import engine_class, split_label
 from bench.engines.base import Knob
-from bench.runner import RunOptions, run_scenario
+from bench.runner import CommonOptions, RunOptions, run_scenario
 from bench.scenario import deep_merge, load_scenario, save_profile_entry
 
 MIN_GAIN = 0.05
@@ -52,10 +52,9 @@ STRATEGY = ("coordinate descent from the published configuration over the engine
             "against the published configuration in one run, {confirm} paired repetitions, order rotated")
 
 
-@dataclass
-class TuneOptions:
+@dataclass(kw_only=True)
+class TuneOptions(CommonOptions):
     engine: str
-    scenario: str
     scale: float | None = None
     reps: int = 1  # per configuration in the search
     confirm_reps: int = CONFIRM_REPS
@@ -64,15 +63,7 @@ class TuneOptions:
     min_gain: float = MIN_GAIN
     profile: str = "tuned"
     write_profile: bool = True
-    seed: int = 42
-    warehouse: str | None = None
-    results_dir: str | None = None
-    run_id: str | None = None
-    timeout_s: int = 3600
-    memory_budget: str | None = None
-    cache: str | None = None
-    wait: bool = True
-    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option: part of every configuration
+    memory_budget: str | None = None  # (the shared `options`: part of every configuration)
 
 
 def nested(path: str, value: Any) -> dict[str, Any]:
@@ -144,10 +135,10 @@ class Search:
         options = dict(o.options)
         if overrides:
             options[self.name] = deep_merge(options.get(self.name, {}), overrides)
-        return run_scenario(RunOptions(scenario=o.scenario, scale=self.scale, seed=o.seed, warehouse=o.warehouse,
-                                       engines=engines, reps=reps, results_dir=str(self.directory), run_id=run_id,
-                                       timeout_s=timeout_s, memory_budget=o.memory_budget, cache=o.cache,
-                                       wait=o.wait, options=options, readers=False), self.progress)
+        return run_scenario(RunOptions(**o.common(results_dir=str(self.directory), run_id=run_id, timeout_s=timeout_s,
+                                                  options=options),
+                                       scale=self.scale, engines=engines, reps=reps, memory_budget=o.memory_budget,
+                                       readers=False), self.progress)
 
     def evaluate(self, s: TuneSummary, changed: dict[str, Any], knob: str | None, value: Any) -> TuneConfig:
         cfg = TuneConfig(index=len(s.configs), changed=dict(changed), knob=knob, value=value,

@@ -20,8 +20,8 @@ the run completed; results are written atomically and never overwritten.
     run       run_one / run_scenario / the summary table
 """
 
-from bench.runner.context import RunContext, RunOptions, Slot, prepare_dataset, schedule
+from bench.runner.context import CommonOptions, RunContext, RunOptions, Slot, prepare_dataset, schedule
 from bench.runner.run import run_one, run_scenario, summary_table
 
-__all__ = ["RunContext", "RunOptions", "Slot", "prepare_dataset", "run_one", "run_scenario", "schedule",
-           "summary_table"]
+__all__ = ["CommonOptions", "RunContext", "RunOptions", "Slot", "prepare_dataset", "run_one", "run_scenario",
+           "schedule", "summary_table"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -29,29 +29,40 @@ from datagen.dataset import prepare, storage_requirements
 CACHE_MODES = ("cold", "warm")
 
 
-@dataclass
-class RunOptions:
+@dataclass(kw_only=True)
+class CommonOptions:
+    """The options every command that runs engines takes (run, sweep, frontier, tune), written once: their
+    option records extend it, and a campaign passes its own on to each run it makes (`common`)."""
+
     scenario: str
-    scale: float | None = None
     seed: int = 42
     warehouse: str | None = None
+    results_dir: str | None = None
+    run_id: str | None = None
+    timeout_s: int = 3600  # time limit of one engine run
+    cache: str | None = None  # cold | warm | None (cold where permitted, else warm)
+    wait: bool = True  # wait for the warehouse lock (False: exit 2 when it is held)
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option ENGINE.KEY=VALUE, parsed
+
+    def common(self, **changes: Any) -> dict[str, Any]:
+        """The shared part as keyword arguments, with `changes` over it."""
+        return {f.name: getattr(self, f.name) for f in fields(CommonOptions)} | changes
+
+
+@dataclass(kw_only=True)
+class RunOptions(CommonOptions):
+    scale: float | None = None
     engines: str | None = None
     reps: int = 1
     warmup: bool = False
-    results_dir: str | None = None
-    run_id: str | None = None
-    timeout_s: int = 3600
     memory_budget: str | None = None
     catalog_uri: str | None = None
     target_file_size: str | None = None
     instance_type: str | None = None
-    cache: str | None = None  # cold | warm | None (cold where permitted, else warm)
-    wait: bool = True  # wait for the warehouse lock (False: exit 2 when it is held)
     readers: bool = True  # time the reader queries before and after each compaction (bench.reads)
     reader: str = "auto"  # auto (DuckDB, Spark SQL where DuckDB cannot) | spark-sql
     cow_branch: bool = False  # live writer: the writer and the compactor work on a branch, published to main
     cases: list[str] | None = None  # live writer: only these of the scenario's cases
-    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option ENGINE.KEY=VALUE, parsed
 
 
 @dataclass
