@@ -37,7 +37,7 @@ RUN_ID ?= $(shell date -u +%Y%m%d-%H%M%S)-$(SCENARIO)
 
 run: setup
 	$(BIN)/bench run $(SCENARIO) --engines $(ENGINES) --run-id $(RUN_ID) --results-dir results $(RUN_ARGS)
-	$(BIN)/bench report results/$(RUN_ID) --out reports/$(RUN_ID).html
+	$(BIN)/bench report results/$(RUN_ID)
 
 test-deps: setup
 	@missing=""; for p in $(TEST_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

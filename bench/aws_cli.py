@@ -306,7 +306,7 @@ def _instance_state(instance_id: str, region: str | None) -> str:
 @click.option("--report/--no-report", default=True, show_default=True,
               help="Render the HTML report locally from the fetched results.")
 @click.option("--report-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Where the report goes (default: reports/aws-<run-id>.html).")
+              help="Where the report goes (default: report.html beside the fetched results).")
 @one_line_errors
 def fetch(terraform_dir, bucket, run_id, dest, report, report_out):
     """Download the run's results, logs and status, then render the report locally."""
@@ -321,10 +321,10 @@ def fetch(terraform_dir, bucket, run_id, dest, report, report_out):
     click.echo(f"fetched {len(files)} files from {uri} to {dest}")
     click.echo(f"status: {st.get('status') if st else 'not finished yet (no status.json)'}")
     if report:
-        render_report(dest, run_id, report_out)
+        render_report(dest, report_out)
 
 
-def render_report(run_dir: Path, run_id: str, out: Path | None = None) -> Path | None:
+def render_report(run_dir: Path, out: Path | None = None) -> Path | None:
     """The report of the fetched results, as `bench report <run_dir>/results` writes it."""
     from reports.render import render_report as render
 
@@ -332,7 +332,7 @@ def render_report(run_dir: Path, run_id: str, out: Path | None = None) -> Path |
     if not results.is_dir():
         click.echo(f"report: no results in {results}; skipped")
         return None
-    out = render([results], out=out or PROJECT_ROOT / "reports" / f"aws-{run_id}.html")
+    out = render([results], out=out)  # default: beside the results, as `bench report` writes it
     click.echo(f"report: {out}")
     return out
 

@@ -1,4 +1,9 @@
-"""`bench report` and `bench export`: registered in bench/cli.py with one line each."""
+"""`bench report` and `bench export`: registered in bench/cli.py with one line each.
+
+Where reports go: the report of one directory (a run, a campaign, a results directory) is written beside its
+results, `<dir>/report.html`, unless --out says otherwise; a report over several results needs --out.  This
+folder is the renderer's package: output written into it would mix generated files with code (and the
+package data), and a report that lives beside its results travels with them (copied, uploaded, fetched)."""
 
 from __future__ import annotations
 
@@ -13,7 +18,8 @@ from bench.core.errors import UserError, one_line_errors
 @click.command("report")
 @click.argument("results", nargs=-1, required=True, type=click.Path())
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="HTML file to write (default: reports/<run-id>.html).")
+              help="HTML file to write (default, for one directory: report.html in it, beside its results; "
+                   "required for several).")
 @click.option("--instance-type", default=None,
               help="Re-price every run at this instance type's on-demand price (labelled as re-priced, "
                    "hypothetical): one of " + ", ".join(PRICES) + ", or NAME=USD_PER_HOUR. Default: the cost "

@@ -10,6 +10,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup
 
 from bench.core.cost import PRICE_DATE, PRICE_SOURCE
+from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
 from reports import campaigns, charts, cluster, compare, safety
 from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd
@@ -154,15 +155,22 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
     )
 
 
+REPORT_FILE = "report.html"  # a directory's report, beside its results (loaders read only *.json)
+
+
 def default_out(paths) -> Path:
-    runs = {Path(p).resolve().name.removesuffix(".json") for p in paths}
-    name = "+".join(sorted(runs))[:120] if runs else "report"
-    return Path("reports") / f"{name}.html"
+    """Where the report of `paths` goes without --out: beside the results of one directory (a run, a campaign
+    or a results directory); a report over anything else must be told where to go."""
+    paths = [Path(p) for p in paths]
+    if len(paths) == 1 and not paths[0].is_file():  # a directory (one that is missing fails on loading)
+        return paths[0] / REPORT_FILE
+    raise UserError("a report over several results (or over result files) needs --out FILE.html; the report of "
+                    f"one directory goes beside its results ({REPORT_FILE} in it)")
 
 
 def render_report(paths, out=None, instance_type: str | None = None, title: str | None = None) -> Path:
     """Write the report for the results under `paths`; returns the file written."""
-    text = render_html(paths, instance_type=instance_type, title=title)
     out = Path(out) if out else default_out(paths)
+    text = render_html(paths, instance_type=instance_type, title=title)
     write_atomic(out, text, mode=0o644)
     return out

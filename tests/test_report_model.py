@@ -323,6 +323,22 @@ def test_run_json_without_results_renders_an_incomplete_report(tmp_path):
     assert res.exit_code == 2 and res.output.startswith("error: no results found")
 
 
+def test_the_report_of_a_directory_goes_beside_its_results(tmp_path):
+    """No --out: one directory's report is its report.html (never in the renderer's package); a second report
+    of the same directory reads the same results (loaders skip the HTML); several results need --out."""
+    run_dir = _write(tmp_path, [_result("risingwave", 0), _result("spark", 0)])
+    for _ in range(2):
+        res = CliRunner().invoke(report_cmd, [str(run_dir)])
+        assert res.exit_code == 0, res.output
+        assert res.output.strip() == f"report: {(run_dir / 'report.html').resolve()}"
+        assert "1 result set (2 runs)" in unescape((run_dir / "report.html").read_text())
+    assert not list(REPORTS.glob("*.html"))
+    other = _write(tmp_path, [_result("risingwave", 0, run_id="other")], run_id="other")
+    res = CliRunner().invoke(report_cmd, [str(run_dir), str(other)])
+    assert res.exit_code == 2 and res.output.count("\n") == 1 and "needs --out" in res.output
+    assert not (other / "report.html").exists()
+
+
 def test_engine_colours_come_from_the_results(tmp_path):
     run_dir = _write(tmp_path, [_result("risingwave", 0, engine_color="#123456"),
                                 _result("newcomer", 0, engine_color=None)])
