@@ -48,7 +48,7 @@ from bench.core.cost import PRICES, parse_instance
 from bench.core.dataset import load_manifest
 from bench.core.errors import UserError
 from bench.core.fit import Fit, NodeModel, fit_line, node_model
-from bench.core.machine import describe_machine, environment, node_ram_bytes, usable_cores
+from bench.core.machine import environment, node_ram_bytes, usable_cores
 from bench.core.progress import Progress
 from bench.core.results import RunResult, file_label, now_iso
 from bench.core.stats import paired_speedup
@@ -212,7 +212,7 @@ def sweep(opts: SweepOptions, progress: Progress) -> SweepSummary:
     env = environment(settings.state_path if settings.is_remote else settings.warehouse_path)
     s = SweepSummary(sweep_id=directory.name, scenario=sc.name, scenario_record=sc.record(), scales=opts.scales,
                      reps=opts.reps, engines=engines, started_at=now_iso(), pid=os.getpid(),
-                     machine=describe_machine(env),
+                     machine=env.describe(),
                      cores=usable_cores(), ram_bytes=node_ram_bytes())
     directory.mkdir(parents=True)
     write_summary(directory, s)
@@ -392,7 +392,7 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
     settings = CatalogSettings.for_warehouse(opts.warehouse)
     env = environment(settings.state_path if settings.is_remote else settings.warehouse_path)
     s = FrontierSummary(frontier_id=directory.name, scenario=sc.name, scenario_record=sc.record(), scales=opts.scales,
-                        engines=engines, started_at=now_iso(), pid=os.getpid(), machine=describe_machine(env),
+                        engines=engines, started_at=now_iso(), pid=os.getpid(), machine=env.describe(),
                         ram_bytes=ram,
                         notes=[f"a probe passes when the run completes verified within {opts.max_slowdown:g}x the "
                                f"wall time of the unconstrained run (at least {MIN_PROBE_TIMEOUT_S} s); slower is "

@@ -30,7 +30,7 @@ from bench.campaigns import MIN_PROBE_TIMEOUT_S, campaign_dir, stat_of
 from bench.core.campaign import Stat, TuneConfig, TuneConfirmation, TuneKnob, TuneSummary, recorded, write_summary
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
-from bench.core.machine import describe_machine, environment, usable_cores
+from bench.core.machine import environment, usable_cores
 from bench.core.progress import Progress
 from bench.core.results import RunResult, now_iso
 from bench.core.units import check_scale
@@ -126,7 +126,7 @@ class Search:
                            strategy=STRATEGY.format(gain=o.min_gain, configs=o.max_configs, minutes=o.budget_minutes,
                                                     confirm=o.confirm_reps),
                            min_gain=o.min_gain, max_configs=o.max_configs, budget_s=o.budget_minutes * 60,
-                           started_at=now_iso(), pid=os.getpid(), machine=describe_machine(env), cores=self.cores,
+                           started_at=now_iso(), pid=os.getpid(), machine=env.describe(), cores=self.cores,
                            knobs=knobs)
 
     def run(self, run_id: str, engines: str, reps: int, overrides: dict[str, Any] | None,

@@ -22,7 +22,7 @@ from typing import Any
 from bench.core.results import RunResult
 from bench.core.stats import Spread, floor_multiples, paired_speedup
 from reports.fmt import fmt_bytes, fmt_value
-from reports.model import EngineRow, LoadedRun, ResultSet, _median, node_cores
+from reports.model import EngineRow, LoadedRun, ResultSet, _median
 
 
 # --- shared -------------------------------------------------------------------------------------------
@@ -43,7 +43,7 @@ def cores_given(rs: ResultSet, engine: str) -> tuple[float | None, str]:
     given = _median([lr.r.cores for lr in runs])
     if given:
         return given, "given"
-    node = _median([node_cores(lr.r.environment) for lr in runs])
+    node = _median([lr.r.environment.cores for lr in runs])
     return (node, "node") if node else (None, "")
 
 

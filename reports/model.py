@@ -22,10 +22,11 @@ from pydantic import ValidationError
 from bench.core.campaign import SUMMARY_FILES
 from bench.core.cost import parse_instance, run_cost
 from bench.core.errors import UserError
-from bench.core.machine import HARNESS_PACKAGES, describe_machine
+from bench.core.machine import HARNESS_PACKAGES
 from bench.core.results import (
     RUN_STATE_FILE,
     Cost,
+    Environment,
     MemoryCap,
     Published,
     QueryRead,
@@ -345,7 +346,7 @@ class ResultSet:
     stats: dict[str, EngineStats] = field(default_factory=dict)
     speedups: list[Speedup] = field(default_factory=list)
     rows: list[EngineRow] = field(default_factory=list)
-    env: dict = field(default_factory=dict)
+    env: Environment = field(default_factory=Environment)
     env_differs: bool = False
     machine: str = ""
     cost: CostView | None = None
@@ -420,12 +421,6 @@ def _median(vals):
     return statistics.median(vals) if vals else None
 
 
-def node_cores(env: dict | None) -> int | None:
-    """The cores of the machine a result's environment describes (usable, else logical)."""
-    cpu = (env or {}).get("cpu") or {}
-    return cpu.get("usable_cores") or cpu.get("logical_cores")
-
-
 def _gb(v: float) -> str:
     return f"{v / 1e9:,.0f} GB" if v >= 10e9 else f"{v / 1e9:,.1f} GB" if v >= 1e9 else f"{v / 1e6:,.1f} MB"
 
@@ -474,11 +469,10 @@ def build(loaded: Loaded, instance_type: str | None = None) -> Report:
         rs.floor_labels = floors(results)
         _scenario(rs)
         first = rs.first
-        rs.env = first.environment or {}
-        rs.env_differs = any((lr.r.environment or {}).get("cpu") != rs.env.get("cpu") or
-                             (lr.r.environment or {}).get("packages") != rs.env.get("packages")
+        rs.env = first.environment
+        rs.env_differs = any(lr.r.environment.cpu != rs.env.cpu or lr.r.environment.packages != rs.env.packages
                              for lr in members)
-        rs.machine = describe_machine(rs.env)
+        rs.machine = rs.env.describe()
         rs.cost = _costs(rs, instance_type if reprice else None)
         rs.budget = next((r.memory_budget_bytes for r in results if r.memory_budget_bytes), None)
         rs.enforcement = sorted({r.memory_enforcement for r in results if r.memory_enforcement})
@@ -559,11 +553,10 @@ def _costs(rs: ResultSet, instance_type: str | None) -> CostView:
 
 def _reprice(r: RunResult, instance_type: str) -> Cost:
     duration = r.duration_s if r.status == "ok" else None
-    c = run_cost(duration, instance_type, ran_on=(r.environment or {}).get("instance_type"))
-    extra = {k: v for k, v in r.cost.extra.items()}  # storage and S3 terms do not depend on the price
-    if c.total_usd is not None and extra:
-        c.extra = extra
-        c.total_usd += float(extra.get("storage_usd") or 0) + float(extra.get("s3_usd") or 0)
+    c = run_cost(duration, instance_type, ran_on=r.environment.instance_type)
+    if c.total_usd is not None:  # storage and S3 terms do not depend on the price
+        c.storage_usd, c.s3_usd, c.extra = r.cost.storage_usd, r.cost.s3_usd, dict(r.cost.extra)
+        c.total_usd += (c.storage_usd or 0.0) + (c.s3_usd or 0.0)
     c.note = "re-priced by bench report --instance-type: " + c.note
     return c
 
@@ -717,9 +710,8 @@ def _published(rs: ResultSet) -> None:
         f"Scale: measured at scale {fmt_scale(rs.scale)} ({size}); published at scale {fmt_scale(pub.scale)} "
         f"({pub_size}). Durations do not scale linearly: fixed costs (start-up, planning, commits) dominate "
         f"small tables, so compare throughput and the speedup's direction rather than seconds.")
-    mem = rs.env.get("memory", {}) if rs.env else {}
-    cores = node_cores(rs.env)
-    ram = mem.get("total_bytes")
+    cores = rs.env.cores
+    ram = rs.env.memory.total_bytes
     rs.reasons.append(
         f"Machine: measured on {rs.machine}; published on {pub.machine}."
         + (f" {cores} cores vs 16 vCPU limits the parallelism of every engine." if cores and cores < 16 else "")

@@ -23,7 +23,6 @@ from reports.model import (
     fmt_scale,
     load_runs,
     missing_text,
-    node_cores,
 )
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -98,7 +97,7 @@ def _charts(rs: ResultSet, series) -> dict[str, Markup]:
         p95_rows.append((row.engine, row.p95_cores_median))
         setup = row.stats.setup_s.median if row.verified_runs else None
         phase_rows.append((row.engine, setup, [(p.name, p.seconds.median) for p in row.phases if not p.setup]))
-    cores = node_cores(rs.env)
+    cores = rs.env.cores
     missing = _missing_text(rs)
     return {
         "duration": Markup(charts.duration_chart(dur_rows, colors, missing)),

@@ -35,7 +35,7 @@ def test_run_cost_record_is_compute_only_by_default():
     assert c.instance_type == "m5.4xlarge" and c.usd_per_hour == 0.768 and c.duration_s == 277
     assert c.compute_usd == pytest.approx(0.768 * 277 / 3600, rel=1e-12)
     assert c.total_usd == c.compute_usd
-    assert "storage_usd" not in c.extra and "s3_usd" not in c.extra
+    assert c.storage_usd is None and c.s3_usd is None and c.extra == {}
     none = run_cost(None)
     assert none.total_usd is None and none.compute_usd is None and none.instance_type == "m5.4xlarge"
     # the result record round-trips through JSON unchanged
@@ -77,7 +77,7 @@ def test_gp3_prorated_with_iops_and_throughput_above_baseline():
     assert parts["iops"] == pytest.approx(15.0)
     assert parts["throughput"] == pytest.approx(5.0)
     assert parts["storage"] == pytest.approx(40.0)
-    assert c.extra["storage_usd"] == pytest.approx(60.0)
+    assert c.storage_usd == pytest.approx(60.0)
     assert c.total_usd == pytest.approx(c.compute_usd + 60.0)
     with pytest.raises(UserError):
         parse_gp3("500,1000")
@@ -88,5 +88,5 @@ def test_gp3_prorated_with_iops_and_throughput_above_baseline():
 def test_s3_requests():
     assert s3_usd({"put": 1000, "list": 1000, "get": 10_000}) == pytest.approx(0.005 * 2 + 0.004)
     c = run_cost(277, s3_requests={"put": 2000, "get": 5000})
-    assert c.extra["s3_usd"] == pytest.approx(0.01 + 0.002)
-    assert c.total_usd == pytest.approx(c.compute_usd + c.extra["s3_usd"])
+    assert c.s3_usd == pytest.approx(0.01 + 0.002)
+    assert c.total_usd == pytest.approx(c.compute_usd + c.s3_usd)

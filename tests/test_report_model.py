@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bench.core.cost import run_cost
+from bench.core.cost import Gp3Volume, run_cost
 from bench.core.results import RunResult, RunState, save, write_run_state
 from reports.cli import report_cmd
 from reports.export import frame
@@ -186,6 +186,15 @@ def test_cost_is_the_stored_one_unless_repriced(results_dir):
     caption = re.search(r"data-cost-caption>(.*?)</p>", html, re.S).group(1)
     assert "Re-priced with --instance-type" in caption and "hypothetical" in caption
     assert "stored in the results (computed when the runs ran) are at m5.4xlarge" in caption
+
+
+def test_repricing_keeps_the_storage_and_s3_terms(tmp_path):
+    stored = run_cost(4.0, "m5.4xlarge", gp3=Gp3Volume(size_gb=1000), s3_requests={"put": 1000, "get": 1000})
+    assert stored.storage_usd and stored.s3_usd
+    run_dir = _write(tmp_path, [_result("risingwave", 0, duration=4.0, cost=stored)])
+    html = _render([run_dir], instance_type="r5.4xlarge")
+    expected = 1.008 * 4.0 / 3600 + stored.storage_usd + stored.s3_usd
+    assert float(_cell(html, "risingwave", "cost_median")) == pytest.approx(expected)
 
 
 def test_cost_measured_on_the_priced_instance_is_not_hypothetical(tmp_path):

@@ -165,11 +165,13 @@ def run_cost(duration_s: float | None, instance_type: str | None = DEFAULT_INSTA
     total = out.compute_usd
     if gp3 is not None:
         parts = gp3_usd(duration_s, gp3)
-        out.extra.update(gp3=asdict(gp3), storage_usd=sum(parts.values()), storage_usd_parts=parts)
-        total += sum(parts.values())
+        out.storage_usd = sum(parts.values())
+        out.extra.update(gp3=asdict(gp3), storage_usd_parts=parts)
+        total += out.storage_usd
     if s3_requests:
-        out.extra.update(s3_requests=dict(s3_requests), s3_usd=s3_usd(s3_requests))
-        total += s3_usd(s3_requests)
+        out.s3_usd = s3_usd(s3_requests)
+        out.extra.update(s3_requests=dict(s3_requests))
+        total += out.s3_usd
     out.total_usd = total
     return out
 

@@ -1,7 +1,7 @@
 """What a measurement depends on, and the machine facts the harness needs: node RAM, cores, Java,
 CPU, memory, the warehouse disk, the OS, package versions.
 
-`environment(path, packages)` returns a JSON-able dict recorded in every RunResult (`environment`).
+`environment(path, packages)` returns the `Environment` recorded in every RunResult (`environment`).
 It holds no hostname, user name or address: results are meant to be shared.  Engines declare their
 own packages (`Engine.packages`); the runner passes them in, so nothing here names an engine.
 """
@@ -18,6 +18,8 @@ from importlib import metadata
 from pathlib import Path
 
 import psutil
+
+from bench.core.results import Environment
 
 # Distributions of the harness itself whose version can change a measurement (readers, samplers,
 # data generation, charts).  Engines add theirs.
@@ -195,10 +197,10 @@ def os_info() -> dict:
             "libc": " ".join(platform.libc_ver()).strip() or None}
 
 
-def environment(warehouse=None, packages=HARNESS_PACKAGES) -> dict:
+def environment(warehouse=None, packages=HARNESS_PACKAGES) -> Environment:
     """Everything about this machine and software that affects a measurement (no hostname)."""
     java = {k: v for k, v in java_version().items() if k != "major"}
-    return {
+    return Environment.model_validate({
         "packages": package_versions(packages),
         "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
         "java": java,
@@ -207,28 +209,4 @@ def environment(warehouse=None, packages=HARNESS_PACKAGES) -> dict:
         "disk": disk_info(warehouse),
         "os": os_info(),
         "instance_type": os.environ.get("BENCH_INSTANCE_TYPE") or None,
-    }
-
-
-def describe_machine(env: dict) -> str:
-    """One line for a report headline, e.g. 'Intel Xeon ... , 2 cores, 23.5 GiB RAM, ext4 SSD'."""
-    if not env:
-        return "unknown machine"
-    cpu = env.get("cpu", {}) or {}
-    mem = env.get("memory", {}) or {}
-    disk = env.get("disk", {}) or {}
-    parts = []
-    if env.get("instance_type"):
-        parts.append(str(env["instance_type"]))
-    if cpu.get("model"):
-        parts.append(str(cpu["model"]))
-    cores = cpu.get("usable_cores") or cpu.get("logical_cores")
-    if cores:
-        parts.append(f"{cores} cores")
-    if mem.get("total_bytes"):
-        parts.append(f"{mem['total_bytes'] / 2**30:.1f} GiB RAM")
-    if disk.get("fstype"):
-        rotational = disk.get("rotational")
-        kind = "" if disk.get("rotational_note") or rotational is None else ("HDD" if rotational else "SSD")
-        parts.append(f"{disk['fstype']} {kind}".strip())
-    return ", ".join(parts) or "unknown machine"
+    })

@@ -21,6 +21,7 @@ from bench.core.errors import UserError
 from bench.core.lock import WarehouseLock
 from bench.core.machine import DROP_CACHES, node_ram_bytes
 from bench.core.progress import Progress
+from bench.core.results import Environment
 from bench.core.units import check_scale, parse_size
 from bench.engines import default_engines, engine_class, parse_engines
 from bench.scenario import Scenario, load_scenario
@@ -88,7 +89,7 @@ class RunContext:
     served: ServedCatalog | None = None
     catalog: Catalog | None = None
     dataset: GeneratedTable | None = None
-    environment: dict = field(default_factory=dict)
+    environment: Environment = field(default_factory=Environment)
     versions: dict = field(default_factory=dict)
     readers: bool = True
     reader: str = "auto"

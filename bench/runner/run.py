@@ -124,7 +124,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
 def finish(ctx: RunContext, r: RunResult, label: str) -> RunResult:
     """Price, save and report one engine run."""
     r.cost = run_cost(r.duration_s if r.status == "ok" else None, ctx.instance_type,
-                      ran_on=ctx.environment.get("instance_type"), nodes=r.nodes)
+                      ran_on=ctx.environment.instance_type, nodes=r.nodes)
     path = save(ctx.results_dir, r)
     dur = f"{r.duration_s:.2f} s" if r.duration_s is not None else "-"
     phases = ", ".join(f"{p.name} {p.seconds:.2f} s" for p in r.phases) if r.status == "ok" else ""
@@ -192,7 +192,7 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     ctx.environment = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
                                   packages=HARNESS_PACKAGES + tuple(p for e in ctx.engines
                                                                     for p in engine_class(e).packages))
-    ctx.environment["warehouse"] = ctx.settings.storage_description()
+    ctx.environment.warehouse = ctx.settings.storage_description()
     ctx.versions = package_versions(HARNESS_PACKAGES + tuple(p for e in ctx.engines for p in engine_class(e).packages))
     state = RunState(run_id=ctx.run_id, pid=os.getpid(), started_at=now_iso(), scenario=ctx.scenario.name,
                      scale=ctx.scale, engines=ctx.engines, reps=opts.reps, expected_results=len(slots),
