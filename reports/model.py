@@ -498,7 +498,7 @@ def _scenario(rs: ResultSet) -> None:
             f"scenario {rs.scenario_name!r} as it was run is unknown, so no description or published "
             f"figures are shown.")
         return
-    rs.description = str(rs.record.content.get("description") or "").strip()
+    rs.description = rs.record.description
     try:
         rs.published = rs.record.published()
     except ValidationError as e:
@@ -667,16 +667,6 @@ def _method(rs: ResultSet) -> Method:
                   rules=list(rules))
 
 
-def _published_files(content: dict, scale: float) -> int | None:
-    t = content.get("table") or {}
-    if "files" in t:
-        n = t.get("files")
-    else:
-        parts = [t.get(k) for k in ("data_files", "position_delete_files", "equality_delete_files")]
-        n = sum(p for p in parts if isinstance(p, (int, float))) if any(parts) else None
-    return round(n * scale) if isinstance(n, (int, float)) else None
-
-
 def _published(rs: ResultSet) -> None:
     """Published figures beside the measured ones, and why they differ."""
     pub = rs.published
@@ -703,7 +693,8 @@ def _published(rs: ResultSet) -> None:
     size = (f"{_gb(b.uncompressed_bytes)} uncompressed, {_gb(b.data_bytes + b.delete_bytes)} on disk, in "
             f"{files:,} files" if b.uncompressed_bytes else
             f"{_gb(b.data_bytes + b.delete_bytes)} on disk in {files:,} files" if files else "a smaller table")
-    pub_files = _published_files(rs.record.content, pub.scale)
+    n = rs.record.table().total_files
+    pub_files = round(n * pub.scale) if n is not None else None
     pub_size = ", ".join(x for x in (f"~{_gb(pub.logical_bytes)} uncompressed" if pub.logical_bytes else "",
                                      f"{pub_files:,} files" if pub_files else "") if x) or "the full table"
     rs.reasons.append(

@@ -345,6 +345,22 @@ class Published(BaseModel):
     notes: str = ""
 
 
+class TableShape(BaseModel):
+    """The parts of a scenario's table that readers use: how many files the full-size table has."""
+
+    files: int | None = None  # small-files tables
+    data_files: int | None = None  # tables with deletes: data and delete files
+    position_delete_files: int | None = None
+    equality_delete_files: int | None = None
+
+    @property
+    def total_files(self) -> int | None:
+        if self.files is not None:
+            return self.files
+        parts = [self.data_files, self.position_delete_files, self.equality_delete_files]
+        return sum(p or 0 for p in parts) if any(parts) else None
+
+
 class ScenarioRecord(BaseModel):
     """The scenario exactly as it was run."""
 
@@ -355,6 +371,13 @@ class ScenarioRecord(BaseModel):
     def published(self) -> Published | None:
         raw = self.content.get("published")
         return Published.model_validate(raw) if raw else None
+
+    @property
+    def description(self) -> str:
+        return str(self.content.get("description") or "").strip()
+
+    def table(self) -> TableShape:
+        return TableShape.model_validate(self.content.get("table") or {})
 
 
 READ_QUERIES: tuple[str, ...] = ("full-scan", "key-range", "point-lookup")
