@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from bench import aws_cli, cloud
 from bench.cli import main
-from tests.test_bootstrap import BUCKET, s3  # noqa: F401  (the moto fixture)
+from tests.cloud.test_bootstrap import BUCKET, s3  # noqa: F401  (the moto fixture)
 
 FAKE_TF = r'''#!{python}
 import json, os, sys

@@ -5,7 +5,7 @@ to the table or lists a file it did not write is not verified."""
 import json
 from pathlib import Path
 
-from tests.conftest import TINY, run_bench
+from tests.helpers import TINY, run_bench
 
 
 def _results(run_dir: Path) -> dict:

@@ -19,7 +19,7 @@ from reports.cli import report_cmd
 from reports.export import frame
 from reports.render import CHARTS, render_html
 
-REPORTS = Path(__file__).resolve().parent.parent / "reports"
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
 GiB = 1024**3
 
 PUBLISHED = {"source": "hand-written", "scale": 1.0, "machine": "AWS m5.4xlarge (16 vCPU, 64 GB, EBS)",

@@ -26,7 +26,7 @@ import hcl2
 import pytest
 from hcl2 import SerializationOptions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TF = ROOT / "terraform"
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
 TERRAFORM = shutil.which("terraform")

@@ -28,7 +28,7 @@ from moto.server import ThreadedMotoServer
 
 from bench import cloud
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BOOTSTRAP = ROOT / "terraform" / "bootstrap.sh"
 UPLOADER = ROOT / "bench" / "cloud.py"
 BENCH = Path(sys.executable).parent / "bench"

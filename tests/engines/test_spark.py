@@ -2,7 +2,7 @@
 
 JVM starts are the cost here (5-10 s each): the suite starts four, all in subprocesses that end
 with their test - the binpack run, the forced OOM, the delete writer and the delete compaction.
-The Iceberg jars it runs on are tested in tests/test_iceberg_java.py.
+The Iceberg jars it runs on are tested in tests/core/test_iceberg_java.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from bench.engines.base import CompactionJob, PhaseClock
 
 MiB = 1024**2
 GiB = 1024**3
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 WORKER_TIMEOUT_S = 300
 
 SCHEMA = pa.schema([pa.field("v1", pa.int32(), nullable=False), pa.field("v2", pa.int64(), nullable=False),

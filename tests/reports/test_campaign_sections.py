@@ -32,7 +32,7 @@ from reports.export import frame
 from reports.fmt import fmt_bytes, fmt_seconds
 from reports.model import FALLBACK_COLORS
 from reports.render import CHARTS, render_html
-from tests.test_report_model import COLORS, SCENARIO, _result
+from tests.reports.test_report_model import COLORS, SCENARIO, _result
 
 MiB, GiB = 1024**2, 1024**3
 SCALES = [0.001, 0.002, 0.005, 0.01, 0.02]

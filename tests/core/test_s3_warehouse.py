@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TINY, bench_env, run_bench
+from tests.helpers import TINY, bench_env, run_bench
 
 BUCKET = "bench-wh"
 SECRET = "s3cr3t-never-written-Zq81"

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import TINY, bench_env, run_bench
+from tests.helpers import TINY, bench_env, run_bench
 
 
 def _results(results_dir: Path) -> dict:
@@ -154,7 +154,7 @@ def test_results_are_never_overwritten(tmp_path, shared_warehouse):
 
 
 def _start(args: list, log: Path) -> subprocess.Popen:
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     exe = str(Path(os.sys.executable).parent / "bench")
     return subprocess.Popen([exe, *map(str, args)], stdout=open(log, "w"), stderr=subprocess.STDOUT,

@@ -10,7 +10,7 @@ import pytest
 
 from bench.core.campaign import FrontierPoint, FrontierSummary, read_summary
 from bench.core.fit import fit_line, node_model
-from tests.conftest import TINY, run_bench
+from tests.helpers import TINY, run_bench
 
 
 # --- fits (synthetic points) --------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_bench
+from tests.helpers import run_bench
 
 
 def _one_line_error(p, *needles):
@@ -73,7 +73,7 @@ def test_catalog_uri_that_does_not_answer(tmp_path):
 
 
 def test_missing_java_is_reported(tmp_path):
-    from tests.conftest import bench_env
+    from tests.helpers import bench_env
 
     env = bench_env()
     env["PATH"] = str(Path(os.sys.executable).parent)  # the venv only: no java
@@ -93,7 +93,7 @@ def test_list_shows_scenarios_and_engines():
 
 def test_a_scenario_file_with_bad_engine_options_is_one_line(tmp_path):
     bad = tmp_path / "bad.yaml"
-    src = (Path(__file__).resolve().parent.parent / "scenarios" / "bin-packing.yaml").read_text()
+    src = (Path(__file__).resolve().parents[2] / "scenarios" / "bin-packing.yaml").read_text()
     bad.write_text(src.replace("    profile: local", "    profile: local\n    executor_cores: 4"))
     p = run_bench("run", bad, "--results-dir", tmp_path / "r", "--warehouse", tmp_path / "wh")
     _one_line_error(p, "invalid scenario file", "engines.spark", "executor_cores")

@@ -18,7 +18,7 @@ from bench.reads import check
 from bench.scenario import load_scenario
 from datagen.queries import choose_queries, layout, query_truth, reads_plan
 from datagen.schema import make_rows, pools_for
-from tests.conftest import TINY, run_bench
+from tests.helpers import TINY, run_bench
 
 
 def _dataset(scenario: str, scale: float = float(TINY)) -> GeneratedTable:
@@ -100,7 +100,7 @@ def _reads_of(results_dir, run_id):
 def test_runner_records_reads_before_and_after(tmp_path, shared_warehouse):
     """The runner's reads record, here with the fallback reader asked for (Spark SQL in its own process:
     the point lookup's row checksummed from Spark's Arrow output like DuckDB's); DuckDB's reads in a run
-    are asserted by tests/test_deletes.py."""
+    are asserted by tests/datagen/test_deletes.py."""
     p = run_bench("run", "bin-packing", "--scale", TINY, "--engines", "risingwave", "--results-dir", tmp_path,
                   "--warehouse", shared_warehouse, "--run-id", "reads", "--readers", "spark-sql")
     assert p.returncode == 0, p.stderr[-3000:]
@@ -130,7 +130,7 @@ def test_runner_records_reads_before_and_after(tmp_path, shared_warehouse):
 
 
 def test_report_shows_what_readers_gained(tmp_path):
-    from tests.test_report_model import _render, _result, _write
+    from tests.reports.test_report_model import _render, _result, _write
 
     def reads(before, after, ok=True, usable=True):
         q = [QueryRead(name="full-scan", sql="SELECT count(*), sum(quantity) FROM t", before_s=before,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import TINY, run_bench
+from tests.helpers import TINY, run_bench
 
 CHROMIUM = "/usr/bin/chromium"  # Debian's package `chromium` (make test-deps installs it)
 CHARTS = ("duration", "cost", "phases", "memory", "memory_timeline", "cores", "cpu_timeline")

@@ -7,7 +7,7 @@ import json
 import yaml
 
 from bench.scenario import Scenario, load_scenario, parse_option_overrides
-from tests.conftest import TINY, bench_env, run_bench
+from tests.helpers import TINY, bench_env, run_bench
 
 
 def test_tune_keeps_only_verified_gains_writes_and_confirms_the_profile(tmp_path, shared_warehouse):
@@ -81,7 +81,7 @@ def test_a_configuration_already_measured_is_compared_not_run_again(tmp_path, mo
     from bench.core.progress import Progress
     from bench.tune import Search, TuneOptions
 
-    monkeypatch.setitem(engines.REGISTRY, "revisit", "tests.engines.knobby:RevisitEngine")
+    monkeypatch.setitem(engines.REGISTRY, "revisit", "tests.fakes.knobby:RevisitEngine")
     search = Search(TuneOptions(engine="revisit", scenario="bin-packing", scale=float(TINY),
                                 results_dir=str(tmp_path), run_id="rv"), Progress())
     search.deadline = float("inf")

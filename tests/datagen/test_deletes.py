@@ -24,7 +24,7 @@ from bench.verify.readers import ReaderUnavailable, read_duckdb_iceberg, read_me
 from datagen import deletes
 from datagen.dataset import prepare
 from datagen.recipes import DeletesRecipe
-from tests.conftest import TINY, run_bench
+from tests.helpers import TINY, run_bench
 
 PER_COMMIT = 4  # 8 checkpoints at the tiny scale -> two commit pairs
 

@@ -4,7 +4,7 @@ variants of one engine side by side (the options that differ, the deployment Spa
 to the plain label), the tuning search (knobs, every configuration, the chart, values not tried, the
 confirmation as the number to quote), and older results without the new fields.
 
-Fixtures in tests/data/report-issue8/: `engines.json` holds the label fields (engine, engine_name,
+Fixtures in tests/reports/data/floor-variants-tune/: `engines.json` holds the label fields (engine, engine_name,
 profile, engine_options, commits, cores, engine_settings) of real runs of spark, spark:standalone,
 risingwave, risingwave:tuned and arrow-floor at scale 0.00005 (`bench run bin-packing --engines
 spark,spark:standalone,risingwave,risingwave:tuned,arrow-floor`); `tune.json` is the summary of a real
@@ -24,12 +24,12 @@ import pytest
 from bench.core.campaign import TuneSummary, write_summary
 from bench.core.results import RunResult, save
 from reports.render import render_html
-from tests.test_report_campaigns import _tr
-from tests.test_report_model import _result, _write
+from tests.reports.test_campaign_sections import _tr
+from tests.reports.test_report_model import _result, _write
 
-DATA = Path(__file__).resolve().parent / "data" / "report-issue8"
+DATA = Path(__file__).resolve().parent / "data" / "floor-variants-tune"
 ENGINES = json.loads((DATA / "engines.json").read_text())
-LOGICAL = 30_000_000  # before.uncompressed_bytes of every hand-built result (tests.test_report_model)
+LOGICAL = 30_000_000  # before.uncompressed_bytes of every hand-built result (tests.reports.test_report_model)
 FLOOR = "arrow-floor"
 # label -> durations of rep 0 and rep 1 (seconds)
 TIMES = {"spark": (30.0, 34.0), "spark:standalone": (50.0, 44.0), "risingwave": (4.0, 6.0),

@@ -29,7 +29,7 @@ from bench.engines.spark import memory
 from bench.engines.spark.cluster import EXECUTOR_CLASS, MASTER_CLASS, WORKER_CLASS, StandaloneCluster, free_ports
 from bench.engines.spark.engine import SparkEngine, SparkOptions
 from bench.telemetry.limits import remove_stale_cgroups
-from tests.conftest import TINY, bench_env, run_bench
+from tests.helpers import TINY, bench_env, run_bench
 
 MiB = 1024**2
 GiB = 1024**3

@@ -8,7 +8,7 @@ from bench.core.catalog import CatalogSettings, load_catalog
 from bench.core.catalog.rest.http import CommitGate
 from bench.core.results import RunResult
 from bench.verify.live import live_verdict
-from tests.conftest import TINY, run_bench
+from tests.helpers import TINY, run_bench
 
 
 def _runs(run_dir) -> dict[tuple[str, str], RunResult]:

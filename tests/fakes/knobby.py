@@ -10,7 +10,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from bench.engines.base import CompactionJob, EngineOutcome, Knob, PhaseClock
-from tests.engines.corrupt import RewriteEngine
+from tests.fakes.corrupt import RewriteEngine
 
 
 class KnobbyOptions(BaseModel):
