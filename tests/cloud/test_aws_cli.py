@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from bench import aws_cli, cloud
 from bench.cli import main
-from tests.cloud.test_bootstrap import BUCKET, s3  # noqa: F401  (the moto fixture)
+from tests.cloud.helpers import BUCKET
 
 FAKE_TF = r'''#!{python}
 import json, os, sys
@@ -108,7 +108,7 @@ def test_up_from_git_and_bad_input(fake_tf):
     assert values["spark_workers"] == 2 and values["warehouse_on_s3"] is True
 
 
-def test_status_and_fetch(fake_tf, s3, tmp_path, monkeypatch):  # noqa: F811
+def test_status_and_fetch(fake_tf, s3, tmp_path, monkeypatch):
     for k, v in s3.env.items():
         monkeypatch.setenv(k, v)
     args = ["--terraform-dir", str(fake_tf.dir)]

@@ -21,37 +21,17 @@ import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
-import boto3
 import psutil
 import pytest
-from moto.server import ThreadedMotoServer
 
 from bench import cloud
+from tests.cloud.helpers import BUCKET
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOTSTRAP = ROOT / "terraform" / "bootstrap.sh"
 UPLOADER = ROOT / "bench" / "cloud.py"
 BENCH = Path(sys.executable).parent / "bench"
-BUCKET = "bench-results"
 TINY_SCALE = "0.00005"
-
-
-@pytest.fixture(scope="module")
-def s3():
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL_S3": endpoint, "AWS_EC2_METADATA_DISABLED": "true"}
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
-    client.create_bucket(Bucket=BUCKET)
-    try:
-        yield SimpleNamespace(client=client, env=env, endpoint=endpoint)
-    finally:
-        server.stop()
 
 
 def keys_under(s3, prefix: str) -> list[str]:

@@ -19,7 +19,7 @@ from bench.core.cost import run_cost
 from bench.engines.spark import memory
 from bench.engines.spark.cluster import StandaloneCluster, parse_master
 from bench.engines.spark.engine import SparkEngine, SparkOptions
-from tests.engines.test_spark_standalone import kill_leftovers, results, wait_until_gone
+from tests.engines.spark_processes import kill_leftovers, results, wait_until_gone
 from tests.helpers import TINY, run_bench
 
 MiB = 1024**2

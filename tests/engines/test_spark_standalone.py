@@ -10,7 +10,6 @@ it finds, so a failure does not leak processes.  The rest is the memory plan, wi
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -26,62 +25,18 @@ import pytest
 from bench.core.errors import UserError
 from bench.engines.base import EngineOOM
 from bench.engines.spark import memory
-from bench.engines.spark.cluster import EXECUTOR_CLASS, MASTER_CLASS, WORKER_CLASS, StandaloneCluster, free_ports
+from bench.engines.spark.cluster import StandaloneCluster, free_ports
 from bench.engines.spark.engine import SparkEngine, SparkOptions
 from bench.telemetry.limits import remove_stale_cgroups
+from tests.engines.spark_processes import GONE_WITHIN_S, cluster_processes, kill_leftovers, results, wait_until_gone
 from tests.helpers import TINY, bench_env, run_bench
 
 MiB = 1024**2
 GiB = 1024**3
-CLUSTER_CLASSES = {"master": MASTER_CLASS, "worker": WORKER_CLASS, "executor": EXECUTOR_CLASS}
-GONE_WITHIN_S = 20
 
 
 # ------------------------------------------------------------------------------------------------
 # helpers
-
-
-def cluster_processes(marker: Path, since: float) -> dict[str, list[psutil.Process]]:
-    """Running master/worker/executor JVMs whose command line names `marker` (the test's directory) and
-    that started after `since` (unix time), by role."""
-    out: dict[str, list[psutil.Process]] = {k: [] for k in CLUSTER_CLASSES}
-    for p in psutil.process_iter(["cmdline", "create_time", "status"]):
-        try:
-            if p.info["status"] == psutil.STATUS_ZOMBIE or p.info["create_time"] < since - 1:
-                continue
-            cmd = p.info["cmdline"] or []
-            if not any(str(marker) in a for a in cmd):
-                continue
-            for role, cls in CLUSTER_CLASSES.items():
-                if cls in cmd:
-                    out[role].append(p)
-        except psutil.Error:
-            continue
-    return out
-
-
-def alive(procs: dict[str, list[psutil.Process]]) -> list[str]:
-    return [f"{role} pid {p.pid}" for role, ps in procs.items() for p in ps if p.is_running()
-            and p.status() != psutil.STATUS_ZOMBIE]
-
-
-def wait_until_gone(marker: Path, since: float, timeout_s: float = GONE_WITHIN_S) -> list[str]:
-    """What is still running of the test's clusters after up to `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        left = alive(cluster_processes(marker, since))
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.25)
-
-
-def kill_leftovers(marker: Path, since: float) -> None:
-    for ps in cluster_processes(marker, since).values():
-        for p in ps:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
 
 
 def memory_cgroup(pid: int) -> str:
@@ -108,10 +63,6 @@ def start_bench(args: list, log: Path) -> subprocess.Popen:
     with open(log, "w") as out:
         return subprocess.Popen([exe, *map(str, args)], stdout=out, stderr=subprocess.STDOUT, env=bench_env(),
                                 start_new_session=True)
-
-
-def results(results_dir: Path) -> list[dict]:
-    return [json.loads(f.read_text()) for f in sorted(results_dir.glob("*/*.json")) if f.name != "run.json"]
 
 
 def engine_worker(marker: Path) -> psutil.Process | None:

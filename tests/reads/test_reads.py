@@ -130,7 +130,7 @@ def test_runner_records_reads_before_and_after(tmp_path, shared_warehouse):
 
 
 def test_report_shows_what_readers_gained(tmp_path):
-    from tests.reports.test_report_model import _render, _result, _write
+    from tests.reports.hand_built import make_result, render, write_results
 
     def reads(before, after, ok=True, usable=True):
         q = [QueryRead(name="full-scan", sql="SELECT count(*), sum(quantity) FROM t", before_s=before,
@@ -141,12 +141,12 @@ def test_report_shows_what_readers_gained(tmp_path):
                            message="" if ok else "full-scan: before ['5', '9'] != truth ['5', '8']",
                            after_measured=True, after_usable=usable, queries=q).model_dump()
 
-    run_dir = _write(tmp_path, [
-        _result("spark", 0, reads=reads(2.0, 1.0)), _result("risingwave", 0, reads=reads(4.0, 0.5)),
-        _result("spark", 1, reads=reads(3.0, 2.0, ok=False)),
-        _result("risingwave", 1, verified=False, reads=reads(9.0, 0.01, usable=False)),  # never in statistics
+    run_dir = write_results(tmp_path, [
+        make_result("spark", 0, reads=reads(2.0, 1.0)), make_result("risingwave", 0, reads=reads(4.0, 0.5)),
+        make_result("spark", 1, reads=reads(3.0, 2.0, ok=False)),
+        make_result("risingwave", 1, verified=False, reads=reads(9.0, 0.01, usable=False)),  # never in statistics
     ])
-    html = _render([run_dir])
+    html = render([run_dir])
     assert "What readers gained" in html
     row = re.search(r'<tr data-query="full-scan">(.*?)</tr>', html, re.S).group(1)
     before = re.search(r'data-metric="before" data-value="([^"]*)"', row).group(1)

@@ -6,7 +6,6 @@ outcome), alone or with the run sets they contain, and an interrupted campaign w
 from __future__ import annotations
 
 import re
-from html import unescape
 from pathlib import Path
 
 import pytest
@@ -31,8 +30,8 @@ from reports.cli import report_cmd
 from reports.export import frame
 from reports.fmt import fmt_bytes, fmt_seconds
 from reports.model import FALLBACK_COLORS
-from reports.render import CHARTS, render_html
-from tests.reports.test_report_model import COLORS, SCENARIO, _result
+from reports.render import CHARTS
+from tests.reports.hand_built import COLORS, SCENARIO, make_result, render, table_row
 
 MiB, GiB = 1024**2, 1024**3
 SCALES = [0.001, 0.002, 0.005, 0.01, 0.02]
@@ -149,31 +148,10 @@ def frontier(state="complete") -> FrontierSummary:
                            notes=["hand-built frontier note"])
 
 
-def _render(*args, **kw) -> str:
-    return unescape(render_html(*args, **kw))
-
-
 def _section(html: str, kind: str) -> str:
     m = re.search(rf'<section class="campaign {kind}"(.*?)</section>', html, re.S)
     assert m, kind
     return m.group(0)
-
-
-def _tr(html: str, table: str, **attrs) -> str:
-    """The row of `table` whose data-* attributes are `attrs` (a nested table inside it included)."""
-    start = html.index(f'data-table="{table}"')
-    sel = "".join(rf'(?=[^>]*data-{k}="{re.escape(str(v))}")' for k, v in attrs.items())
-    m = re.compile(rf"<tr{sel}[^>]*>").search(html, start)
-    assert m, (table, attrs)
-    depth = 0
-    for tok in re.finditer(r"<table|</table>|</tr>", html[m.end():]):
-        if tok.group(0) == "<table":
-            depth += 1
-        elif tok.group(0) == "</table>":
-            depth -= 1
-        elif depth == 0:
-            return html[m.start():m.end() + tok.end()]
-    raise AssertionError((table, attrs))
 
 
 @pytest.fixture
@@ -186,7 +164,7 @@ def campaigns_dir(tmp_path) -> Path:
 
 
 def test_scaling_and_frontier_sections_with_their_charts(campaigns_dir):
-    html = _render([campaigns_dir])
+    html = render([campaigns_dir])
     sw, fr = _section(html, "sweep"), _section(html, "frontier")
     for chart in ("scaling_time", "scaling_memory", "scaling_speedup"):
         assert re.search(rf'<figure data-chart="{chart}">\s*<svg', sw), chart
@@ -203,19 +181,19 @@ def test_scaling_and_frontier_sections_with_their_charts(campaigns_dir):
 
 
 def test_fits_are_shown_as_formatted_and_a_poor_fit_is_flagged(campaigns_dir):
-    html = _render([campaigns_dir])
+    html = render([campaigns_dir])
     s = sweep()
     good, poor = s.time_fits["risingwave"], s.time_fits["spark"]
     assert not good.poor and poor.poor and "% below the line" in poor.note
-    row = _tr(html, "fits", engine="risingwave", quantity="duration_s")
+    row = table_row(html, "fits", engine="risingwave", quantity="duration_s")
     assert f"{fmt_seconds(good.per_gb)}/GB" in row and fmt_seconds(good.fixed) in row
     assert f"± {fmt_seconds(good.per_gb_se)}" in row and f"{good.r2:.3f}" in row
     assert re.search(r'data-metric="fit_per_gb" data-value="([^"]+)"', row).group(1) == repr(good.per_gb)
     assert 'data-poor="no"' in row
-    row = _tr(html, "fits", engine="spark", quantity="duration_s")
+    row = table_row(html, "fits", engine="spark", quantity="duration_s")
     assert 'data-poor="yes"' in row and "poor fit" in row and poor.note in row
     mem = s.memory_fits["spark"]
-    row = _tr(html, "fits", engine="spark", quantity="peak_rss_bytes")
+    row = table_row(html, "fits", engine="spark", quantity="peak_rss_bytes")
     assert f"{fmt_bytes(mem.per_gb)}/GB" in row and fmt_bytes(mem.fixed) in row
     # the datagen fit, in one line
     line = re.search(r"data-datagen>(.*?)</p>", html, re.S).group(1)
@@ -223,12 +201,12 @@ def test_fits_are_shown_as_formatted_and_a_poor_fit_is_flagged(campaigns_dir):
 
 
 def test_the_extrapolation_is_labelled_a_model_with_its_assumptions(campaigns_dir):
-    html = _render([campaigns_dir])
+    html = render([campaigns_dir])
     sw = _section(html, "sweep")
     assert "MODEL, not a measurement" in sw and "MODEL, not a measurement" in _section(html, "frontier")
     s = sweep()
     for e in s.extrapolations:
-        row = _tr(sw, "extrapolation", engine=e.engine)
+        row = table_row(sw, "extrapolation", engine=e.engine)
         assert fmt_seconds(e.this_node_s) in row and fmt_seconds(e.model_s) in row
         assert fmt_seconds(e.this_node_interval[0]) in row and fmt_seconds(e.this_node_interval[1]) in row
         assert f"{e.model_bound}-bound" in row and fmt_seconds(e.published_s) in row
@@ -247,21 +225,21 @@ def test_the_extrapolation_is_labelled_a_model_with_its_assumptions(campaigns_di
 
 
 def test_frontier_table_probes_and_predictions(campaigns_dir):
-    html = _render([campaigns_dir])
+    html = render([campaigns_dir])
     fr = _section(html, "frontier")
     f = frontier()
     rw = next(p for p in f.points if p.engine == "risingwave" and p.scale == 0.002)
-    row = _tr(fr, "frontier", engine="risingwave", scale=0.002)
+    row = table_row(fr, "frontier", engine="risingwave", scale=0.002)
     assert fmt_bytes(rw.min_budget_bytes) in row and fmt_bytes(rw.max_failed_bytes) in row
     assert fmt_bytes(rw.peak_rss_at_min) in row and "1.30×" in row  # 13 s at the budget vs 10 s free
     assert f"{len(rw.probes)} probes" in row and "<details>" in row and "smallest passing" in row
     assert row.count("<tr data-budget=") == len(rw.probes)
-    failing = _tr(fr, "frontier", engine="spark", scale=0.005)
+    failing = table_row(fr, "frontier", engine="spark", scale=0.005)
     assert "fails at the ceiling" in failing and fmt_bytes(CEILING) in failing
     # predictions: one agrees with the published outcome, one does not
-    agree = _tr(fr, "predictions", engine="risingwave")
+    agree = table_row(fr, "predictions", engine="risingwave")
     assert 'data-agrees="yes"' in agree and "agrees" in agree and "disagrees" not in agree
-    disagree = _tr(fr, "predictions", engine="spark")
+    disagree = table_row(fr, "predictions", engine="spark")
     assert 'data-agrees="no"' in disagree and "disagrees" in disagree
     assert 'data-predicted="oom"' in disagree and fmt_bytes(f.predictions[0].min_budget_bytes) in disagree
     assert 'data-poor="yes"' in disagree  # two points: the line goes through them, nothing checks it
@@ -272,7 +250,7 @@ def test_frontier_table_probes_and_predictions(campaigns_dir):
 def test_a_summary_only_directory_renders_with_its_state(tmp_path):
     d = tmp_path / "sw-killed"
     write_summary(d, sweep(state="interrupted", with_points=False))
-    html = _render([d])
+    html = render([d])
     sw = _section(html, "sweep")
     assert 'data-state="interrupted"' in sw and "was interrupted" in sw
     assert "data-campaign-banner" in html and "no point measured yet" in sw
@@ -284,7 +262,7 @@ def test_a_summary_only_directory_renders_with_its_state(tmp_path):
     # the summary file itself can be given too; a running frontier says it is unfinished
     f = tmp_path / "fr-running"
     write_summary(f, frontier(state="running"))
-    html = _render([f / "frontier.json"])
+    html = render([f / "frontier.json"])
     assert 'data-state="running"' in html and "had not finished" in html
     # summary colours: the palette in the order of the summary's engines
     assert f"background: {FALLBACK_COLORS[0]}\"></span>spark" in html
@@ -298,11 +276,11 @@ def test_campaigns_with_their_run_sets(tmp_path):
     write_summary(d, sweep())
     for s in (0.001, 0.002):
         for e in ("spark", "risingwave"):
-            save(d, _result(e, 0, run_id=f"scale-{s:g}", scale=s))
-    html = _render([d])
+            save(d, make_result(e, 0, run_id=f"scale-{s:g}", scale=s))
+    html = render([d])
     assert html.count("<svg") == 3 + 2 * len(CHARTS)
     assert html.index('class="campaign sweep"') < html.index('class="set"')
-    rows = _tr(html, "sweep-points", engine="spark", scale=0.001)
+    rows = table_row(html, "sweep-points", engine="spark", scale=0.001)
     assert "1.50 s" in rows and "0.80 s" in rows  # setup / verify
     anchor = re.search(r'<a href="#(set-\d+)">run scale-0.001</a>', rows).group(1)
     assert f'id="{anchor}"' in html
@@ -326,11 +304,11 @@ def test_frontier_probes_link_to_their_run_sets(tmp_path):
     point = next(p for p in f.points if p.engine == "risingwave" and p.scale == 0.001)
     probe = next(p for p in point.probes if p.budget_bytes == point.min_budget_bytes)
     run_id = f"risingwave-s0.001-{probe.budget_bytes // MiB}m"
-    path = save(d, _result("risingwave", 0, run_id=run_id, memory_budget_bytes=probe.budget_bytes))
+    path = save(d, make_result("risingwave", 0, run_id=run_id, memory_budget_bytes=probe.budget_bytes))
     probe.result_file = str(path.relative_to(d))
     write_summary(d, f)
-    html = _render([d])
-    row = _tr(html, "frontier", engine="risingwave", scale=0.001)
+    html = render([d])
+    row = table_row(html, "frontier", engine="risingwave", scale=0.001)
     anchor = re.search(rf'<tr data-budget="{probe.budget_bytes}".*?<a href="#(set-\d+)">run {run_id}</a>', row,
                        re.S).group(1)
     assert f'<section class="set" id="{anchor}"' in html

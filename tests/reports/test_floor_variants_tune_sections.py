@@ -16,20 +16,17 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from html import unescape
 from pathlib import Path
 
 import pytest
 
 from bench.core.campaign import TuneSummary, write_summary
 from bench.core.results import RunResult, save
-from reports.render import render_html
-from tests.reports.test_campaign_sections import _tr
-from tests.reports.test_report_model import _result, _write
+from tests.reports.hand_built import make_result, render, table_row, write_results
 
 DATA = Path(__file__).resolve().parent / "data" / "floor-variants-tune"
 ENGINES = json.loads((DATA / "engines.json").read_text())
-LOGICAL = 30_000_000  # before.uncompressed_bytes of every hand-built result (tests.reports.test_report_model)
+LOGICAL = 30_000_000  # before.uncompressed_bytes of every hand-built result (tests.reports.hand_built)
 FLOOR = "arrow-floor"
 # label -> durations of rep 0 and rep 1 (seconds)
 TIMES = {"spark": (30.0, 34.0), "spark:standalone": (50.0, 44.0), "risingwave": (4.0, 6.0),
@@ -39,11 +36,7 @@ TIMES = {"spark": (30.0, 34.0), "spark:standalone": (50.0, 44.0), "risingwave": 
 def _run(label: str, rep: int, duration: float, *, run_id="issue8", order=None, **kw) -> RunResult:
     fields = {k: v for k, v in ENGINES[label].items() if k != "engine"}
     fields.update(kw)
-    return _result(label, rep, duration=duration, run_id=run_id, order=order or list(TIMES), **fields)
-
-
-def _render(*args, **kw) -> str:
-    return unescape(render_html(*args, **kw))
+    return make_result(label, rep, duration=duration, run_id=run_id, order=order or list(TIMES), **fields)
 
 
 def _value(html: str, metric: str) -> str:
@@ -62,16 +55,16 @@ def _floor_table(html: str) -> str:
 def all_labels(tmp_path) -> Path:
     """One run, two reps: two labels of spark, two of risingwave, and the floor."""
     runs = [_run(label, rep, t[rep]) for rep in (0, 1) for label, t in TIMES.items()]
-    return _write(tmp_path, runs, run_id="issue8")
+    return write_results(tmp_path, runs, run_id="issue8")
 
 
 def test_the_floor_section_multiples_throughput_and_per_core(all_labels):
-    html = _render([all_labels])
+    html = render([all_labels])
     table = _floor_table(html)
     assert "commits nothing" in html and "bare columnar library" in html and "no planning and no commit" in html
     floor_med = statistics.median(TIMES[FLOOR])
     for label, t in TIMES.items():
-        row = _tr(table, "floor", engine=label)
+        row = table_row(table, "floor", engine=label)
         med = statistics.median(t)
         assert float(_value(row, "duration_median")) == pytest.approx(med)
         throughput = LOGICAL / med / 1e6  # MB/s of uncompressed input, as the report computes it
@@ -93,7 +86,7 @@ def test_the_floor_section_multiples_throughput_and_per_core(all_labels):
 
 
 def test_the_floor_is_never_the_fastest_engine_in_a_speedup(all_labels):
-    html = _render([all_labels])
+    html = render([all_labels])
     # the headline compares plain engines that commit: risingwave against spark
     assert float(_value(html, "speedup_median")) == pytest.approx(statistics.median(
         [TIMES["spark"][i] / TIMES["risingwave"][i] for i in (0, 1)]))
@@ -103,7 +96,7 @@ def test_the_floor_is_never_the_fastest_engine_in_a_speedup(all_labels):
     assert FLOOR not in summary
     assert not re.search(rf"{FLOOR}\S* faster", html)
     # marked as a floor wherever it stands beside the engines
-    engines_row = _tr(html, "engines", engine=FLOOR)
+    engines_row = table_row(html, "engines", engine=FLOOR)
     assert "floor · no commit" in engines_row
     assert re.search(rf'data-engine="{FLOOR}">\s*<div class="kpi-label">.*?floor · no commit', html, re.S)
 
@@ -115,21 +108,21 @@ def test_a_floor_run_by_itself_and_older_results_beside_it(tmp_path):
     the node's cores."""
     old = []
     for rep, t in enumerate((4.0, 8.0)):
-        data = json.loads(_result("risingwave", rep, duration=t, run_id="old",
+        data = json.loads(make_result("risingwave", rep, duration=t, run_id="old",
                                   environment={"cpu": {"usable_cores": 4, "logical_cores": 8}}).model_dump_json())
         for k in ("engine_name", "profile", "engine_options", "commits", "cores"):
             data.pop(k)
         old.append(RunResult.model_validate(data))
-    _write(tmp_path, old, run_id="old")
-    _write(tmp_path, [_run(FLOOR, rep, t, run_id="floor-only") for rep, t in enumerate((1.0, 2.0))],
+    write_results(tmp_path, old, run_id="old")
+    write_results(tmp_path, [_run(FLOOR, rep, t, run_id="floor-only") for rep, t in enumerate((1.0, 2.0))],
            run_id="floor-only")
-    html = _render([tmp_path])
+    html = render([tmp_path])
     sections = re.findall(r'<section class="set".*?</section>', html, re.S)
     engines = next(s for s in sections if 'data-set="old|' in s)
     floor_only = next(s for s in sections if 'data-set="floor-only|' in s)
     assert 'data-table="floor"' not in floor_only  # nothing that commits in it
     assert "The floor did not run in this run" in engines and ">run <code>floor-only</code></a>" in engines
-    row = _tr(engines, "floor", engine="risingwave")
+    row = table_row(engines, "floor", engine="risingwave")
     assert float(_value(row, "floor_multiple")) == pytest.approx(6.0 / 1.5)
     lo, hi = map(float, _value(row, "floor_multiple_range").split(","))
     assert (lo, hi) == pytest.approx((4.0 / 2.0, 8.0 / 1.0))
@@ -140,10 +133,11 @@ def test_a_floor_run_by_itself_and_older_results_beside_it(tmp_path):
 
 
 def test_variants_side_by_side(all_labels):
-    html = _render([all_labels])
+    html = render([all_labels])
     spark = re.search(r'data-table="variants" data-engine-base="spark".*?</table>', html, re.S).group(0)
     assert "Variants of spark" in html and "Options that differ from spark" in spark
-    local, standalone = _tr(spark, "variants", engine="spark"), _tr(spark, "variants", engine="spark:standalone")
+    local = table_row(spark, "variants", engine="spark")
+    standalone = table_row(spark, "variants", engine="spark:standalone")
     assert "reference" in local and "the plain engine" in local
     assert re.search(r'data-option="mode"><code>mode</code>: local → <strong>standalone</strong>', standalone)
     assert "standalone</td>" in standalone  # the profile
@@ -161,7 +155,7 @@ def test_variants_side_by_side(all_labels):
     assert float(_value(standalone, "peak_rss_median")) == 500_000_000
 
     rw = re.search(r'data-table="variants" data-engine-base="risingwave".*?</table>', html, re.S).group(0)
-    tuned = _tr(rw, "variants", engine="risingwave:tuned")
+    tuned = table_row(rw, "variants", engine="risingwave:tuned")
     opts = ENGINES["risingwave:tuned"]["engine_options"]
     assert opts["max_input_parallelism"] != ENGINES["risingwave"]["engine_options"]["max_input_parallelism"]
     assert re.search(rf'<code>max_input_parallelism</code>: unset → <strong>{opts["max_input_parallelism"]}</strong>',
@@ -190,7 +184,7 @@ def _tune_dir(tmp_path: Path, name: str = "tune-rw") -> tuple[Path, TuneSummary]
 
 def test_the_tune_section(tmp_path):
     d, s = _tune_dir(tmp_path)
-    html = _render([d])
+    html = render([d])
     tune = re.search(r'<section class="campaign tune".*?</section>', html, re.S).group(0)
     assert f"Tuning: {s.engine} on {s.scenario}" in tune and s.strategy in tune
     # the confirmation: the number to quote, with the search's runs labelled as steering only
@@ -211,7 +205,7 @@ def test_the_tune_section(tmp_path):
     baseline = s.configs[0].duration_s.median
     assert baseline is not None
     for cfg in s.configs:
-        row = _tr(tune, "tune-configs", config=cfg.index)
+        row = table_row(tune, "tune-configs", config=cfg.index)
         assert f'data-kept="{"yes" if cfg.accepted else "no"}"' in row
         assert float(_value(row, "duration_median")) == pytest.approx(cfg.duration_s.median)
         assert float(_value(row, "vs_published")) == pytest.approx(cfg.duration_s.median / baseline)
@@ -221,7 +215,7 @@ def test_the_tune_section(tmp_path):
         if cfg.knob:
             assert f"<code>{cfg.knob}={cfg.value}</code>" in row
     best = [cfg for cfg in s.configs if cfg.accepted][-1]
-    assert "data-best" in _tr(tune, "tune-configs", config=best.index)
+    assert "data-best" in table_row(tune, "tune-configs", config=best.index)
     assert re.search(r'<figure data-chart="tune" class="wide">\s*<svg', tune)
     # values not tried: every one listed
     not_tried = re.search(r'data-table="tune-not-tried">(.*?)</ul>', tune, re.S).group(1)
@@ -229,7 +223,7 @@ def test_the_tune_section(tmp_path):
     assert f"Not tried ({len(s.not_tried)})" in tune
     # knobs: name, path, values, published value
     for k in s.knobs:
-        row = _tr(tune, "tune-knobs", knob=k.name)
+        row = table_row(tune, "tune-knobs", knob=k.name)
         assert f"<code>{k.path}</code>" in row and json.dumps(k.published) in row
     # the run sets say they are part of the tune; the confirmation's set compares the two labels
     assert html.count(f'· part of <a href="#tune-1">tune {s.tune_id}</a>') == len(s.configs) + 1
@@ -244,8 +238,8 @@ def test_a_tune_not_searchable_knob_and_a_summary_alone(tmp_path):
     s.knobs[0].searchable, s.knobs[0].note = False, "only a table property"
     s.state, s.confirmation = "interrupted", None
     write_summary(tmp_path / "alone", s)
-    html = _render([tmp_path / "alone"])
-    row = _tr(html, "tune-knobs", knob=s.knobs[0].name)
+    html = render([tmp_path / "alone"])
+    row = table_row(html, "tune-knobs", knob=s.knobs[0].name)
     assert 'data-searchable="no"' in row and "not searched:</strong> only a table property" in row
     assert "No confirmation was recorded" in html and "no confirmation recorded" in html
     assert 'data-campaign-state' in html and "was interrupted" in html
@@ -253,7 +247,7 @@ def test_a_tune_not_searchable_knob_and_a_summary_alone(tmp_path):
 
     _tune_dir(tmp_path / "two", "tune-a")
     _tune_dir(tmp_path / "two", "tune-b")
-    html = _render([tmp_path / "two"])
+    html = render([tmp_path / "two"])
     assert html.count('<section class="set"') == 2 * (len(s.configs) + 1)
     assert html.count('data-set="cfg-00|') == 2
     assert html.count('· part of <a href="#tune-1">tune tune-a</a>') == len(s.configs) + 1
