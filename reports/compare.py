@@ -183,7 +183,8 @@ def _first(values):
 
 def cluster_workers(settings: dict[str, Any]) -> int | None:
     """The workers of the cluster an engine reported (`engine_settings.cluster`), or None."""
-    cluster = settings.get("cluster") if isinstance(settings.get("cluster"), dict) else {}
+    raw = settings.get("cluster")
+    cluster: dict[str, Any] = raw if isinstance(raw, dict) else {}
     return cluster.get("worker_count") or (len(cluster["workers"]) if cluster.get("workers") else None)
 
 
