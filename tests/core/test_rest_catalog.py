@@ -200,6 +200,7 @@ def test_duckdb_reads_the_table_through_rest(served):
         con.close()
 
 
+@pytest.mark.serial  # a time limit
 def test_check_rest_uri_dead_port_fails_fast():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

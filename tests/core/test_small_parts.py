@@ -59,6 +59,7 @@ def test_progress_on_a_terminal_redraws_one_line():
     assert text.endswith("done\n") and "\n" not in text[:-len("done\n")].replace("\r", "")
 
 
+@pytest.mark.serial  # a time limit
 def test_lock_is_exclusive_says_who_holds_it_and_is_free_after_a_kill(tmp_path):
     path = tmp_path / "state" / ".bench.lock"
     code = (f"import sys, time; sys.path.insert(0, {os.getcwd()!r})\n"

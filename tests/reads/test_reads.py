@@ -65,6 +65,7 @@ def test_truth_computed_two_ways(scenario):
         assert int(truth["full-scan"][0]) < lay.rows_written
 
 
+@pytest.mark.serial  # a time limit
 def test_truth_is_fast_at_the_local_scale():
     import time
 

@@ -48,6 +48,8 @@ CHURN = textwrap.dedent("""
     print(t.user + t.system + t.children_user + t.children_system)
 """)
 
+pytestmark = pytest.mark.serial  # CPU, memory and sampling intervals measured: alone
+
 
 def test_sampler_sees_a_childs_memory_cpu_and_io(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", PARENT, CHILD, str(tmp_path / "out.bin")],
