@@ -50,7 +50,7 @@ class LiveWriter(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     cases: list[Literal["append", "position-delete", "equality-delete"]] = Field(
-        default_factory=lambda: ["append", "position-delete", "equality-delete"], min_length=1)
+        default=["append", "position-delete", "equality-delete"], min_length=1)  # pydantic copies it per instance
     rows: int = Field(100, ge=1)  # rows each case appends or deletes (not scaled)
 
 

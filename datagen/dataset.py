@@ -117,6 +117,7 @@ def prepare(catalog: Catalog, settings: CatalogSettings, recipe: Recipe, scale: 
     prune_metadata(tbl)  # the dataset is what its current metadata needs, nothing a later commit may delete
     keep_spare(tbl.metadata_location, tbl.location(), spare_dir(settings.state_path, name))
     snap = tbl.current_snapshot()
+    assert snap is not None  # the generator has just committed
     ds = GeneratedTable(
         table=ident, kind=recipe.kind, recipe_hash=rhash, recipe=recipe.model_dump(mode="json"), scale=scale,
         seed=seed, snapshot_id=snap.snapshot_id, metadata_location=tbl.metadata_location,

@@ -72,6 +72,7 @@ class WriterCommit:
         if self.case == "append":
             return f"appends {self.rows} rows (a new data file, keys v2 >= {APPEND_KEY_BASE})"
         kind = "position" if self.case == "position-delete" else "equality (v1, v2)"
+        assert self.target_file is not None  # a delete case has its target
         return f"deletes {self.rows} live rows of input file {self.target_file.rsplit('/', 1)[-1]} by {kind} delete"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import itertools
 import re
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -22,6 +23,9 @@ from reports.fmt import GiB, fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd  # noqa:
 from reports.fmt import nbytes as _fmt_bytes  # noqa: E402
 from reports.fmt import seconds as _fmt_seconds  # noqa: E402
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 __all__ = ["fmt_bytes", "fmt_seconds", "fmt_usd"]
 
 INK = "#1F2933"
@@ -32,7 +36,7 @@ SETUP = "#CBD2D9"
 
 _counter = itertools.count(1)
 
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",  # text stays text: selectable, crisp in print, small
     "svg.hashsalt": "bench-report",
     "font.family": "sans-serif",

@@ -63,8 +63,9 @@ class ClusterSection:
         """label -> [(nodes, median, min, max)] of the cluster labels."""
         out: dict[str, list[tuple[int, float, float, float]]] = {}
         for r in self.rows:
-            if not r.is_reference and r.time.median is not None:
-                out.setdefault(r.label, []).append((r.nodes, r.time.median, r.time.min, r.time.max))
+            t = r.time
+            if not r.is_reference and t.median is not None and t.min is not None and t.max is not None:
+                out.setdefault(r.label, []).append((r.nodes, t.median, t.min, t.max))
         return out
 
 

@@ -393,7 +393,7 @@ class ResultSet:
         usable = [s for s in usable if s.faster in plain and s.slower in plain] or usable
         if not usable:
             return None
-        return max(usable, key=lambda s: s.ratio.median)
+        return max(usable, key=lambda s: s.ratio.median or 0.0)  # n > 0: a median
 
     @property
     def committing(self) -> list[str]:
@@ -583,7 +583,7 @@ def _engine_row(rs: ResultSet, engine: str) -> EngineRow:
     if st.unverified:
         parts.append(f"{st.unverified} NOT verified")
     parts += [f"{n} {s}" for s, n in st.statuses.items() if s != "ok"]
-    after_run = (good or ok or [None])[0]
+    after_run = (good or ok)[0] if good or ok else None
     row = EngineRow(
         engine=engine, color=rs.colors[engine], stats=st, verified_runs=good,
         missing=None if st.verified else missing_text(st),
@@ -645,7 +645,7 @@ def _method(rs: ResultSet) -> Method:
             orders.setdefault(lr.r.tag, list(lr.r.engine_order))
     distinct = {tuple(o) for o in orders.values()}
     rotates = None if len(rs.engines) < 2 or len(orders) < 2 else len(distinct) > 1
-    cache = Counter()
+    cache: Counter[str] = Counter()
     for lr in rs.runs:
         c = lr.r.cache
         text = c.mode + (f" ({c.note})" if c.note else "")

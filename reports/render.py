@@ -62,7 +62,7 @@ def _timeline_series(rs: ResultSet):
         runs = [lr for lr in rs.measured if lr.r.engine == engine]
         med = rs.stats[engine].duration_s.median
         good = [lr for lr in runs if lr.counts and lr.r.duration_s is not None]
-        best = min(good, key=lambda lr: abs(lr.r.duration_s - med)) if good and med is not None else (
+        best = min(good, key=lambda lr: abs((lr.r.duration_s or 0.0) - med)) if good and med is not None else (
             runs[0] if runs else None)
         for lr in runs:
             if lr.samples is None:
@@ -74,7 +74,7 @@ def _timeline_series(rs: ResultSet):
 
 def budget_off_scale(rs: ResultSet) -> bool:
     """The memory chart leaves the budget out when it is far beyond every peak it draws."""
-    peaks = [lr.r.telemetry.peak_rss_bytes for lr in rs.measured if lr.r.telemetry.peak_rss_bytes]
+    peaks: list[float] = [lr.r.telemetry.peak_rss_bytes for lr in rs.measured if lr.r.telemetry.peak_rss_bytes]
     peaks += [row.stats.peak_hwm_bytes.max for row in rs.rows if row.stats.peak_hwm_bytes.max]
     return bool(rs.budget and peaks and rs.budget > 4 * max(peaks))
 
@@ -101,7 +101,7 @@ def _charts(rs: ResultSet, series) -> dict[str, Markup]:
     missing = _missing_text(rs)
     return {
         "duration": Markup(charts.duration_chart(dur_rows, colors, missing)),
-        "cost": Markup(charts.cost_chart(cost_rows, colors, rs.cost.label, missing)),
+        "cost": Markup(charts.cost_chart(cost_rows, colors, rs.cost.label if rs.cost else "", missing)),
         "phases": Markup(charts.phases_chart(phase_rows, colors, missing)),
         "memory": Markup(charts.memory_chart(mem_rows, hwm_rows, colors, rs.budget, excluded_peaks, missing)),
         "memory_timeline": Markup(charts.memory_timeline(series, colors, rs.budget)),

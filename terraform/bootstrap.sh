@@ -6,7 +6,7 @@
 # On EC2 the user data (terraform/modules/user_data) writes /opt/bench/bootstrap.env and runs this
 # script as root; with instance_initiated_shutdown_behavior = "terminate", the final power-off
 # terminates the instance.  The same script runs on any Linux host: every host-specific step is a
-# setting (tests/test_bootstrap.py runs it here against a local S3 server, with the power-off replaced
+# setting (tests/cloud/test_bootstrap.py runs it here against a local S3 server, with the power-off replaced
 # by a marker command).
 #
 # Order of events, whatever fails:

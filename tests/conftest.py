@@ -1,48 +1,56 @@
+import fcntl
 import os
-import shutil
-import subprocess
-import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-TINY = "0.00005"  # 16 files, ~10 MB: seconds per scenario
-TEST_ENGINES = ",".join([
-    "rewrite=tests.engines.corrupt:RewriteEngine",
-    "corrupt=tests.engines.corrupt:CorruptEngine",
-    "partial=tests.engines.corrupt:PartialEngine",
-    "wrongcodec=tests.engines.corrupt:WrongCodecEngine",
-    "altered=tests.engines.corrupt:AlteredEngine",
-    "noids=tests.engines.corrupt:NoFieldIdsEngine",
-    "leaky=tests.engines.corrupt:LeakyEngine",
-    "crash=tests.engines.faulty:CrashEngine",
-    "hang=tests.engines.faulty:HangEngine",
-    "hog=tests.engines.faulty:HogEngine",
-    "heap=tests.engines.faulty:HeapEngine",
-    "lossyfloor=tests.engines.floors:LossyFloor",
-    "committingfloor=tests.engines.floors:CommittingFloor",
-    "ghostfloor=tests.engines.floors:GhostFloor",
-    "knobby=tests.engines.knobby:KnobbyEngine",
-])
-
-
-def bench_env(**extra) -> dict:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env["BENCH_EXTRA_ENGINES"] = TEST_ENGINES
-    env["BENCH_READERS"] = "off"  # reader queries only where a test asks for them (--readers on): suite time
-    env.update(extra)
-    return env
-
-
-def run_bench(*args, cwd=None, env=None, timeout=600) -> subprocess.CompletedProcess:
-    exe = shutil.which("bench", path=str(Path(sys.executable).parent)) or "bench"
-    return subprocess.run([exe, *map(str, args)], cwd=cwd, env=env or bench_env(), capture_output=True,
-                          text=True, timeout=timeout)
-
 
 @pytest.fixture(scope="session")
 def shared_warehouse(tmp_path_factory) -> Path:
-    """One warehouse for the session: datasets are generated once and reused, as users would."""
+    """One warehouse for the session: datasets are generated once and reused, as users would.  Under
+    pytest-xdist each worker has its own (a warehouse takes one run at a time: workers never wait on each
+    other's lock), so a dataset is generated once per worker that needs it."""
     return tmp_path_factory.mktemp("warehouse")
+
+
+# Tests marked `serial` measure time or CPU (the sampler, grace periods, deadlines): under pytest-xdist
+# they run alone.  Every other test holds a shared lock while it runs (setup, call, teardown); a serial
+# test takes it exclusively.  A turnstile lock taken first keeps a serial test waiting for the exclusive
+# lock from being overtaken by the other workers' next tests.
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the controller (or a run without xdist)
+        fd, path = tempfile.mkstemp(prefix="bench-tests-serial-", suffix=".lock")
+        os.close(fd)
+        config.serial_lock = path
+
+
+def pytest_unconfigure(config):
+    path = getattr(config, "serial_lock", None)
+    if path:
+        for p in (path, path + ".turnstile"):
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput["serial_lock"] = node.config.serial_lock
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    path = getattr(item.config, "workerinput", {}).get("serial_lock")
+    if path is None:  # not under xdist: tests run one at a time anyway
+        yield
+        return
+    serial = item.get_closest_marker("serial") is not None
+    with open(path + ".turnstile", "a") as turnstile, open(path, "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX if serial else fcntl.LOCK_SH)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        yield

@@ -37,7 +37,7 @@ def run_queries(settings: CatalogSettings, table: str, queries: list[ReadQuery],
                 cache_mode: str) -> dict[str, tuple[list[str], float]]:
     """Per query, on one connection attached before any clock starts: cold = the page cache dropped
     right before the timed run; otherwise one untimed run, then the timed one."""
-    out = {}
+    out: dict[str, tuple[list[str], float]] = {}
     con = duckdb_connect_iceberg(settings)
     try:
         for q in queries:

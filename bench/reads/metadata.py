@@ -6,6 +6,8 @@ number in its partition, or global)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from pyiceberg.conversions import from_bytes
 from pyiceberg.table import Table
 
@@ -23,7 +25,8 @@ def _overlaps(df, field_id: int, field_type, lo: int | None, hi: int | None) -> 
     low, high = (df.lower_bounds or {}).get(field_id), (df.upper_bounds or {}).get(field_id)
     if low is None or high is None:
         return True  # no bounds: the file must be opened
-    fmin, fmax = from_bytes(field_type, low), from_bytes(field_type, high)
+    # the queries' key column is an integer column: its bounds decode to ints
+    fmin, fmax = cast(int, from_bytes(field_type, low)), cast(int, from_bytes(field_type, high))
     return not ((hi is not None and fmin > hi) or (lo is not None and fmax < lo))
 
 
@@ -36,7 +39,7 @@ def scan_counts(tbl: Table, queries: list[ReadQuery], files: LiveFiles | None = 
     read = read_position_targets(unknown)
     targets = {e.data_file.file_path: position_targets(e.data_file) or read.get(e.data_file.file_path, [])
                for e in files.position}
-    out = {}
+    out: dict[str, tuple[int, int]] = {}
     for q in queries:
         opened = [e for e in files.data if _overlaps(e.data_file, field.field_id, field.field_type, q.lo, q.hi)]
         seq_of = {e.data_file.file_path: seq(e) for e in opened}

@@ -103,7 +103,8 @@ def _main(job_file: str, out_file: str) -> int:
 
             def execute(sql: str = df_sql, point: bool = q.name == "point-lookup"):
                 df = spark.sql(sql)
-                return df.toArrow() if point and hasattr(df, "toArrow") else (
+                # DataFrame.toArrow is pyspark 4's: 3.5's stubs resolve the name (__getattr__) to a Column
+                return df.toArrow() if point and hasattr(df, "toArrow") else (  # type: ignore[operator]
                     _arrow(df) if point else df.collect()[0])
 
             if job["cache"] == "cold":

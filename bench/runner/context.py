@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -144,7 +145,7 @@ def williams_orders(n: int) -> list[list[int]]:
     return rows + ([row[::-1] for row in rows] if n % 2 else [])
 
 
-def schedule(engines: list[str], reps: int, warmup: bool, cases: list[str] | None = None) -> list[Slot]:
+def schedule(engines: list[str], reps: int, warmup: bool, cases: Sequence[str] | None = None) -> list[Slot]:
     """Repetition r runs the engines in row r of a Williams design (cycling through its rows): each
     engine goes first, and comes right after each other engine, as often as the others over a full
     cycle (n repetitions, 2n for an odd n).  Two engines simply alternate.  The warm-up round, when
@@ -155,7 +156,7 @@ def schedule(engines: list[str], reps: int, warmup: bool, cases: list[str] | Non
     rounds = ([(0, True)] if warmup else []) + [(r, False) for r in range(reps)]
     for rep, is_warmup in rounds:
         order = tuple(engines) if is_warmup else tuple(engines[i] for i in rows[rep % len(rows)])
-        out += [Slot(e, rep, is_warmup, order, case) for case in (cases or [None]) for e in order]
+        out += [Slot(e, rep, is_warmup, order, case) for case in (cases or (None,)) for e in order]
     return out
 
 

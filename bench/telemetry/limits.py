@@ -132,9 +132,11 @@ class Limiter:
             self.description = "RSS watchdog at 10 Hz on the summed RSS of the process tree (no writable memory cgroup)"
 
     def _read(self, name: str) -> str:
+        if self.cgroup is None:
+            return ""
         try:
             return (self.cgroup / name).read_text().strip()
-        except (OSError, TypeError):
+        except OSError:
             return ""
 
     def preexec(self) -> None:

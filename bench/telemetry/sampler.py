@@ -35,9 +35,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -360,7 +361,7 @@ class Sampler:
 
         types = {"t_s": pa.float64(), "unix_time": pa.float64(), "procs": pa.int32(),
                  "cores": pa.float64(), "cpu_s": pa.float64()}
-        cols = list(zip(*self._rows)) if self._rows else [[] for _ in SAMPLE_COLUMNS]
+        cols: list[Sequence[Any]] = list(zip(*self._rows)) if self._rows else [[] for _ in SAMPLE_COLUMNS]
         schema = pa.schema([(c, types.get(c, pa.int64())) for c in SAMPLE_COLUMNS],
                            metadata={"pid": str(self.pid), "interval_s": str(self.interval_s)})
         table = pa.table([pa.array(list(col), type=schema.field(i).type)

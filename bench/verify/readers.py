@@ -89,9 +89,11 @@ def read_pyiceberg_scan(tbl: Table, snapshot_id: int | None,
     con = duckdb.connect()
     try:
         con.register("_scan", reader)
-        n, s = con.execute(checksum_select(_columns(tbl), "_scan")).fetchone()
+        row = con.execute(checksum_select(_columns(tbl), "_scan")).fetchone()
     finally:
         con.close()
+    assert row is not None  # an aggregate: one row
+    n, s = row
     return int(n), str(s)
 
 
@@ -155,8 +157,9 @@ def read_merge_on_read(tbl: Table, snapshot_id: int | None, settings: CatalogSet
         for e in files.equality:
             groups.setdefault(tuple(sorted(e.data_file.equality_ids or [])), []).append(e)
         for g, (ids, entries) in enumerate(groups.items()):
-            names = [schema.find_column_name(i) for i in ids]
-            if not names or any(n is None for n in names):
+            found = [schema.find_column_name(i) for i in ids]
+            names = [n for n in found if n is not None]
+            if not names or len(names) < len(found):
                 raise RuntimeError(f"equality delete ids {ids} are not columns of the table schema")
             con.execute(f"CREATE TEMP TABLE efiles{g}(local VARCHAR, seq BIGINT, scope INTEGER, global_ BOOLEAN)")
             con.executemany(f"INSERT INTO efiles{g} VALUES (?, ?, ?, ?)",

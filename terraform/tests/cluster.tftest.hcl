@@ -1,5 +1,5 @@
 # `terraform test` of the Spark cluster switch against a mocked AWS provider: plans only, no AWS account,
-# no credentials. tests/test_terraform.py runs it offline when an AWS provider binary is at hand (a local
+# no credentials. tests/cloud/test_terraform.py runs it offline when an AWS provider binary is at hand (a local
 # plugin directory); with network access, `terraform init && terraform test` in terraform/ runs it too.
 
 mock_provider "aws" {

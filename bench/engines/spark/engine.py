@@ -47,7 +47,7 @@ from bench.core.errors import UserError
 from bench.core.iceberg_java import runtime as iceberg_runtime
 from bench.core.iceberg_java.commit import remove_delete_files
 from bench.core.requirements import Requirement, module_requirement
-from bench.core.results import Deployment, MemoryCap
+from bench.core.results import CapRole, Deployment, DeployMode, MemoryCap
 from bench.engines.base import CompactionJob, EngineBase, EngineOOM, EngineOutcome, Knob, PhaseClock
 from bench.engines.spark import memory, session
 from bench.engines.spark.cluster import ClusterView, StandaloneCluster, is_loopback, parse_master
@@ -132,7 +132,7 @@ class SparkOptions(BaseModel):
         return self
 
     @property
-    def deploy(self) -> str:
+    def deploy(self) -> DeployMode:
         """local (one JVM), standalone (a cluster the harness starts here) or external (master given)."""
         return "external" if self.master else self.mode
 
@@ -190,7 +190,7 @@ class SparkEngine(EngineBase):
         self.plan: dict[str, Any] = {}
         self.actions: list[str] = []
         self.master = ""
-        self.mode = "local"
+        self.mode: DeployMode = "local"
         self.cores = 1
         self.jars: list[str] = []
         self.conf: dict[str, str] = {}
@@ -432,8 +432,10 @@ class SparkEngine(EngineBase):
         try:
             bean = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
                 jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
-            for option, name, role in (("MaxDirectMemorySize", "JVM direct memory", "direct"),
-                                       ("MaxMetaspaceSize", "JVM metaspace", "metaspace")):
+            roles: tuple[tuple[str, str, CapRole], ...] = (
+                ("MaxDirectMemorySize", "JVM direct memory", "direct"),
+                ("MaxMetaspaceSize", "JVM metaspace", "metaspace"))
+            for option, name, role in roles:
                 value = int(str(bean.getVMOption(option).getValue()))
                 # 0 (direct memory) means "as large as the heap"; 2^64-1 (metaspace) means unlimited
                 caps.append(MemoryCap(name=name, role=role, bytes=value if 0 < value < 2**62 else None,

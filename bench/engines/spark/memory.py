@@ -203,7 +203,7 @@ def memory_plan(profile: str, budget_bytes: int | None, ram_bytes: int | None = 
     ram = ram_bytes if ram_bytes is not None else node_ram_bytes()
     conf = profile_settings(profile, ram)
     java_opts = ["-XX:+ExitOnOutOfMemoryError"]
-    plan: dict[str, Any] = {"profile": profile, "mode": "local", "node_ram_bytes": ram,
+    plan = {"profile": profile, "mode": "local", "node_ram_bytes": ram,
                             "profile_scale": 1.0 if profile == "paper" else ram / PAPER_NODE_RAM,
                             "memory_budget_bytes": budget_bytes, "local_mode_note": LOCAL_MODE_NOTE}
     heap = parse_size(conf["spark.driver.memory"])

@@ -1,0 +1,100 @@
+"""Bad input: one clear line, exit status 2, nothing written."""
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_bench
+
+
+def _one_line_error(p, *needles):
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    lines = [ln for ln in p.stderr.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, p.stderr  # one line, not a traceback wall
+    assert "Traceback" not in p.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def _free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["run", "no-such-scenario"], ["unknown scenario", "bin-packing"]),
+    (["run", "bin-packing", "--engines", "spark,flink"], ["unknown engine", "flink"]),
+    (["run", "bin-packing", "--scale", "0"], ["--scale"]),
+    (["run", "bin-packing", "--scale", "-1"], ["--scale"]),
+    (["run", "bin-packing", "--memory-budget", "lots"], ["--memory-budget"]),
+    (["run", "bin-packing", "--cache", "lukewarm"], ["--cache"]),
+    (["run", "bin-packing", "--engines", "spark,spark"], ["twice"]),
+    (["run", "bin-packing", "--instance-type", "m9.huge"], ["unknown instance type"]),
+    (["datagen", "nope"], ["unknown scenario"]),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needles):
+    if args[0] == "run":
+        args = [*args, "--results-dir", tmp_path / "results"]
+    p = run_bench(*args, "--warehouse", tmp_path / "wh")
+    _one_line_error(p, *needles)
+    assert not (tmp_path / "results").exists() and not (tmp_path / "wh").exists()
+
+
+def test_unwritable_results_dir(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if os.access(ro, os.W_OK):  # root ignores permission bits: use a path under a file instead
+            target = tmp_path / "a-file"
+            target.write_text("x")
+            target = target / "results"
+        else:
+            target = ro / "results"
+        p = run_bench("run", "bin-packing", "--results-dir", target, "--warehouse", tmp_path / "wh")
+        _one_line_error(p, "not writable")
+        assert not (tmp_path / "wh").exists()
+    finally:
+        ro.chmod(0o700)
+
+
+def test_catalog_uri_that_does_not_answer(tmp_path):
+    uri = f"http://127.0.0.1:{_free_port()}"
+    p = run_bench("run", "bin-packing", "--catalog-uri", uri, "--results-dir", tmp_path / "r",
+                  "--warehouse", tmp_path / "wh")
+    _one_line_error(p, uri, "does not answer")
+    assert not (tmp_path / "r").exists()
+
+
+def test_missing_java_is_reported(tmp_path):
+    from tests.helpers import bench_env
+
+    env = bench_env()
+    env["PATH"] = str(Path(os.sys.executable).parent)  # the venv only: no java
+    env.pop("JAVA_HOME", None)
+    p = run_bench("run", "bin-packing", "--engines", "spark", "--results-dir", tmp_path / "r",
+                  "--warehouse", tmp_path / "wh", env=env)
+    _one_line_error(p, "java")
+    assert not (tmp_path / "r").exists()
+
+
+def test_list_shows_scenarios_and_engines():
+    p = run_bench("list")
+    assert p.returncode == 0, p.stderr
+    for name in ("bin-packing", "bin-packing-zstd", "spark", "risingwave"):
+        assert name in p.stdout
+
+
+def test_a_scenario_file_with_bad_engine_options_is_one_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    src = (Path(__file__).resolve().parents[2] / "scenarios" / "bin-packing.yaml").read_text()
+    bad.write_text(src.replace("    profile: local", "    profile: local\n    executor_cores: 4"))
+    p = run_bench("run", bad, "--results-dir", tmp_path / "r", "--warehouse", tmp_path / "wh")
+    _one_line_error(p, "invalid scenario file", "engines.spark", "executor_cores")
+    assert not (tmp_path / "wh").exists()  # refused before any data is generated

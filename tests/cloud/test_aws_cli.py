@@ -1,0 +1,187 @@
+"""`bench aws up|status|fetch|down` with a recording stand-in for the terraform executable (no AWS and
+no provider here) and a real local S3 server (moto) for status and fetch."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bench import aws_cli, cloud
+from bench.cli import main
+from tests.cloud.helpers import BUCKET
+
+FAKE_TF = r'''#!{python}
+import json, os, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_TF_LOG"], "a") as f:
+    f.write(json.dumps(args) + "\n")
+cmd = [a for a in args if not a.startswith("-chdir=")]
+if cmd[:2] == ["output", "-json"]:
+    print(open(os.environ["FAKE_TF_OUTPUTS"]).read())
+elif cmd[:2] == ["state", "list"]:
+    print("aws_instance.bench\naws_s3_bucket.results[0]\naws_s3_bucket_versioning.results[0]\n"
+          "aws_iam_role.bench")
+'''
+
+
+@pytest.fixture()
+def fake_tf(tmp_path, monkeypatch):
+    exe = tmp_path / "terraform"
+    exe.write_text(FAKE_TF.replace("{python}", sys.executable))
+    exe.chmod(0o755)
+    log = tmp_path / "tf.log"
+    outputs = tmp_path / "outputs.json"
+    tf_dir = tmp_path / "tfmodule"
+    tf_dir.mkdir()
+    monkeypatch.setenv("BENCH_TERRAFORM", str(exe))
+    monkeypatch.setenv("FAKE_TF_LOG", str(log))
+    monkeypatch.setenv("FAKE_TF_OUTPUTS", str(outputs))
+    monkeypatch.setattr(aws_cli, "STATE_DIR", tmp_path / "state")
+
+    def set_outputs(**values):
+        outputs.write_text(json.dumps({k: {"value": v, "type": "string", "sensitive": False}
+                                       for k, v in values.items()}))
+
+    def calls():
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    set_outputs(run_id="r1", results_bucket=BUCKET, results_uri=f"s3://{BUCKET}/runs/r1/",
+                instance_id="i-0123", region="us-east-1", deadline_minutes=480)
+    return type("FakeTF", (), {"dir": tf_dir, "calls": staticmethod(calls),
+                               "set_outputs": staticmethod(set_outputs)})
+
+
+def test_up_packs_the_checkout_and_applies(fake_tf, tmp_path):
+    r = CliRunner().invoke(main, ["aws", "up", "--terraform-dir", str(fake_tf.dir), "--run-id", "r1",
+                                  "--scenarios", "bin-packing,bin-packing-zstd", "--scale", "0.5",
+                                  "--max-disk-performance", "--var", "enable_ssm=true",
+                                  "--var", "memory_budget=64G", "--auto-approve"])
+    assert r.exit_code == 0, r.output
+    calls = fake_tf.calls()
+    assert [c[1] for c in calls[:2]] == ["init", "apply"]   # no .terraform yet -> init first
+    apply = calls[1]
+    assert apply[0] == f"-chdir={fake_tf.dir}" and "-auto-approve" in apply
+    var_file = Path(next(a for a in apply if a.startswith("-var-file=")).split("=", 1)[1])
+    values = json.loads(var_file.read_text())
+    assert values["run_id"] == "r1" and values["scale"] == 0.5
+    assert values["scenarios"] == ["bin-packing", "bin-packing-zstd"]
+    assert values["data_volume_max_performance"] is True
+    assert values["enable_ssm"] is True and values["memory_budget"] == "64G"
+    with tarfile.open(values["harness_archive_path"]) as tar:
+        names = tar.getnames()
+        rev = tar.extractfile(".bench-source").read().decode().strip()
+    assert {"bench/cli.py", "bench/cloud.py", "terraform/bootstrap.sh", "pyproject.toml"} <= set(names)
+    assert not [n for n in names if n.split("/")[0] in (".venv", ".cache", ".git", "results")
+                or "__pycache__" in n]
+    assert rev.startswith(("git:", "tree:"))
+    assert "s3://bench-results/runs/r1/" in r.output and "bench aws status" in r.output
+
+
+def test_up_from_git_and_bad_input(fake_tf):
+    r = CliRunner().invoke(main, ["aws", "up", "--terraform-dir", str(fake_tf.dir), "--git-ref", "v1"])
+    assert r.exit_code == 2 and "--git-ref and --git-url go together" in r.output
+    (fake_tf.dir / ".terraform").mkdir()
+    r = CliRunner().invoke(main, ["aws", "up", "--terraform-dir", str(fake_tf.dir), "--run-id", "r2",
+                                  "--git-ref", "v1", "--git-url", "https://example.invalid/h.git"])
+    assert r.exit_code == 0, r.output
+    calls = fake_tf.calls()
+    assert calls[0][1] == "apply" and "-auto-approve" not in calls[0]   # asks; no init needed
+    assert "-input=false" not in calls[0]   # or terraform would refuse to ask
+    var_file = next(a for a in calls[0] if a.startswith("-var-file=")).split("=", 1)[1]
+    values = json.loads(Path(var_file).read_text())
+    assert values["harness_git_url"] == "https://example.invalid/h.git" and values["harness_ref"] == "v1"
+    assert values["harness_archive_path"] == ""
+    r = CliRunner().invoke(main, ["aws", "up", "--terraform-dir", str(fake_tf.dir), "--spark-workers", "2"])
+    assert r.exit_code == 2 and "--spark-workers needs --warehouse-on-s3" in r.output
+    r = CliRunner().invoke(main, ["aws", "up", "--terraform-dir", str(fake_tf.dir), "--run-id", "r4",
+                                  "--spark-workers", "2", "--warehouse-on-s3", "--git-ref", "v1", "--git-url",
+                                  "https://e.invalid/h.git", "--auto-approve"])
+    assert r.exit_code == 0, r.output
+    apply = [c for c in fake_tf.calls() if c[1] == "apply"][-1]
+    var_file = next(a for a in apply if a.startswith("-var-file=")).split("=", 1)[1]
+    values = json.loads(Path(var_file).read_text())
+    assert values["spark_workers"] == 2 and values["warehouse_on_s3"] is True
+
+
+def test_status_and_fetch(fake_tf, s3, tmp_path, monkeypatch):
+    for k, v in s3.env.items():
+        monkeypatch.setenv(k, v)
+    args = ["--terraform-dir", str(fake_tf.dir)]
+    fake_tf.set_outputs(run_id="r3", results_bucket=BUCKET, region="us-east-1")
+    r = CliRunner().invoke(main, ["aws", "status", *args])
+    assert r.exit_code == 3 and "no status.json yet" in r.output
+    local = tmp_path / "run"
+    (local / "results").mkdir(parents=True)
+    (local / "results" / "bin-packing--risingwave--rep0.json").write_text('{"engine": "risingwave"}')
+    cloud.publish(f"s3://{BUCKET}/runs/r3/", {"results": local / "results"}, {"status": "ok"})
+    r = CliRunner().invoke(main, ["aws", "status", *args])
+    assert r.exit_code == 0 and "finished, status ok" in r.output
+    dest = tmp_path / "fetched"
+    r = CliRunner().invoke(main, ["aws", "fetch", *args, "--dest", str(dest), "--no-report"])
+    assert r.exit_code == 0, r.output
+    assert json.loads((dest / "results" / "bin-packing--risingwave--rep0.json").read_text()) == {
+        "engine": "risingwave"}
+    assert json.loads((dest / "status.json").read_text())["status"] == "ok"
+    # without Terraform state: bucket and run given explicitly
+    r = CliRunner().invoke(main, ["aws", "fetch", "--bucket", BUCKET, "--run-id", "nope",
+                                  "--dest", str(tmp_path / "x"), "--no-report"])
+    assert r.exit_code == 2 and "nothing under s3://bench-results/runs/nope/" in r.output
+
+
+def test_down_keeps_the_results_bucket(fake_tf):
+    r = CliRunner().invoke(main, ["aws", "down", "--terraform-dir", str(fake_tf.dir), "--auto-approve"])
+    assert r.exit_code == 0, r.output
+    cmds = [c[1:] for c in fake_tf.calls()]
+    rm = next(c for c in cmds if c[:2] == ["state", "rm"])
+    assert rm[2:] == ["aws_s3_bucket.results[0]", "aws_s3_bucket_versioning.results[0]"]
+    assert cmds[-1][0] == "destroy" and "-auto-approve" in cmds[-1]
+    assert "keeping bucket bench-results" in r.output
+
+
+def test_missing_terraform_is_one_clear_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("BENCH_TERRAFORM", str(tmp_path / "no-terraform-here"))
+    r = CliRunner().invoke(main, ["aws", "status", "--terraform-dir", str(tmp_path)])
+    assert r.exit_code == 2 and "terraform not found" in r.output
+
+
+def test_up_prints_the_plan_and_sizes_volume_and_deadline_from_it(fake_tf, tmp_path):
+    """A sweep of the run's scenario in --plan-from: `up` prints the plan and takes the volume size and
+    the deadline from it (a plan cannot be made without one: then Terraform's defaults, said so)."""
+    from bench.core.campaign import Point, Stat, SweepSummary, write_summary
+    from bench.core.fit import fit_line
+
+    xs = [0.2, 0.4, 1.0, 1.0]
+    s = SweepSummary(sweep_id="sw", scenario="bin-packing", scales=[0.001, 0.002, 0.005], reps=1,
+                     engines=["risingwave"], state="complete", started_at="2026-11-23T00:00:00Z", cores=2,
+                     time_fits={"risingwave": fit_line(xs, [1 + 4 * x for x in xs], "duration_s", "s")},
+                     points=[Point(engine="risingwave", scale=0.005, gb=0.965, disk_gb=0.965, output_disk_gb=0.42,
+                                   runs=1, verified=1, duration_s=Stat(median=4.9), setup_s=0.1, verify_s=2.0,
+                                   mean_cores=1.6)])
+    write_summary(tmp_path / "plans" / "sw", s)
+    def args(run_id, scenario="bin-packing", plans=tmp_path / "plans"):
+        return ["aws", "up", "--terraform-dir", str(fake_tf.dir), "--run-id", run_id, "--scenarios", scenario,
+                "--git-ref", "v1", "--git-url", "https://example.invalid/h.git", "--auto-approve",
+                "--plan-from", str(plans)]
+
+    r = CliRunner().invoke(main, args("p1"))
+    assert r.exit_code == 0, r.output
+    assert "plan (a MODEL, not a measurement): m5.4xlarge" in r.output
+    apply = next(c for c in fake_tf.calls() if c[1] == "apply")
+    values = json.loads(Path(next(a for a in apply if a.startswith("-var-file=")).split("=", 1)[1]).read_text())
+    assert values["data_volume_size_gb"] >= 193 * 1.3 and values["max_lifetime_minutes"] >= 60
+    assert f"data volume {values['data_volume_size_gb']} GB" in r.output
+    # given explicitly, the user's values win; without any sweep, nothing is invented
+    r = CliRunner().invoke(main, [*args("p2"), "--max-lifetime", "300", "--var", "data_volume_size_gb=2000"])
+    assert r.exit_code == 0, r.output
+    apply = [c for c in fake_tf.calls() if c[1] == "apply"][-1]
+    values = json.loads(Path(next(a for a in apply if a.startswith("-var-file=")).split("=", 1)[1]).read_text())
+    assert values["max_lifetime_minutes"] == 300 and values["data_volume_size_gb"] == 2000
+    (tmp_path / "empty").mkdir()
+    r = CliRunner().invoke(main, args("p3", "deletes-high", tmp_path / "empty"))
+    assert r.exit_code == 0, r.output
+    assert "no sweep of deletes-high" in r.output and "Terraform's defaults" in r.output

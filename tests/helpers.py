@@ -1,0 +1,43 @@
+"""What tests share that is not a fixture: the repository root, the tiny scale, the test-only engines
+and running the real `bench` CLI in a subprocess."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the repository
+TINY = "0.00005"  # 16 files, ~10 MB: seconds per scenario
+TEST_ENGINES = ",".join([
+    "rewrite=tests.fakes.corrupt:RewriteEngine",
+    "corrupt=tests.fakes.corrupt:CorruptEngine",
+    "partial=tests.fakes.corrupt:PartialEngine",
+    "wrongcodec=tests.fakes.corrupt:WrongCodecEngine",
+    "altered=tests.fakes.corrupt:AlteredEngine",
+    "noids=tests.fakes.corrupt:NoFieldIdsEngine",
+    "leaky=tests.fakes.corrupt:LeakyEngine",
+    "crash=tests.fakes.faulty:CrashEngine",
+    "hang=tests.fakes.faulty:HangEngine",
+    "hog=tests.fakes.faulty:HogEngine",
+    "heap=tests.fakes.faulty:HeapEngine",
+    "lossyfloor=tests.fakes.floors:LossyFloor",
+    "committingfloor=tests.fakes.floors:CommittingFloor",
+    "ghostfloor=tests.fakes.floors:GhostFloor",
+    "knobby=tests.fakes.knobby:KnobbyEngine",
+])
+
+
+def bench_env(**extra) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["BENCH_EXTRA_ENGINES"] = TEST_ENGINES
+    env["BENCH_READERS"] = "off"  # reader queries only where a test asks for them (--readers on): suite time
+    env.update(extra)
+    return env
+
+
+def run_bench(*args, cwd=None, env=None, timeout=600) -> subprocess.CompletedProcess:
+    exe = shutil.which("bench", path=str(Path(sys.executable).parent)) or "bench"
+    return subprocess.run([exe, *map(str, args)], cwd=cwd, env=env or bench_env(), capture_output=True,
+                          text=True, timeout=timeout)
