@@ -27,7 +27,8 @@ from bench.core.stats import Spread, floor_multiples
 from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds
 from reports.model import ResultSet, build, fmt_scale, load_runs
 
-BLOCK = re.compile(r"(<!-- BEGIN generated: (?P<src>[^>]*?) -->\n)(?P<body>.*?)(<!-- END generated -->)", re.S)
+BLOCK = re.compile(r"^(<!-- BEGIN generated: (?P<src>[^>\n]*?) -->\n)(?P<body>.*?)^(<!-- END generated -->)",
+                   re.S | re.M)
 PAGES = ("README.md", "docs/*.md")
 
 
@@ -123,7 +124,9 @@ def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3)
         rv = rs.reads
         out += ["", "What readers gained (median before → median after per engine; ratio = before / after, "
                     f"above 1 the reader gained; reader: {'; '.join(rv.readers)}):", ""]
-        header = ["query", "before"] + [f"after {e}" for e in rv.engines] + ["files opened", "delete files merged"]
+        per = " / ".join(rv.engines)
+        header = (["query", "before"] + [f"after {e}" for e in rv.engines] +
+                  [f"files opened (before → {per})", f"delete files merged (before → {per})"])
         out.append("| " + " | ".join(header) + " |")
         out.append("|" + "---|" * len(header))
         for q in rv.rows:
@@ -171,7 +174,7 @@ def render_page(page: Path, root: Path) -> str:
 
     def block(m: re.Match) -> str:
         body = render_markdown(_sources(m.group("src"), root, page), root=root, one_per_scale=True)
-        return m.group(1) + body + m.group(4)
+        return m.group(1) + body + "\n" + m.group(4)  # a blank line: the table ends before the marker
 
     return BLOCK.sub(block, text)
 
