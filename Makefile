@@ -1,6 +1,8 @@
 # Everything a fresh machine needs, from the project's own files.
 #   make run   - set up and run the bin-packing benchmark at the local scale, then render the report
 #   make test  - set up and run the test suite
+#   make docs  - re-render the docs' measured tables from the reference runs in docs/reference/
+#   make reference - run the reference benchmarks into docs/reference/, then make docs (a quiet machine!)
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
@@ -11,7 +13,7 @@ RUN_ARGS ?=
 APT_PACKAGES := openjdk-17-jre-headless libjarjar-java libxerial-sqlite-jdbc-java
 TEST_APT_PACKAGES := chromium
 
-.PHONY: setup system-deps test-deps run test clean-warehouse
+.PHONY: setup system-deps test-deps run test docs reference clean-warehouse
 
 # Debian packages: Java for Iceberg's JVMs, jarjar to repair the Iceberg runtime jar, the SQLite JDBC driver.
 system-deps:
@@ -53,6 +55,20 @@ test: test-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
+
+# The docs' measured tables (docs/results.md) are rendered from the reference runs kept in docs/reference/.
+docs: $(VENV)/.installed
+	$(BIN)/bench docs
+
+# The reference runs: REF_SCALE, REF_REPS, REF_ENGINES and REF_SCENARIOS as below; each replaces the
+# earlier reference run of its scenario.
+REF_SCALE ?= 0.005
+REF_REPS ?= 3
+REF_ENGINES ?= spark,risingwave,arrow-floor
+REF_SCENARIOS ?= bin-packing deletes-high
+reference: setup
+	REF_SCALE=$(REF_SCALE) REF_REPS=$(REF_REPS) REF_ENGINES=$(REF_ENGINES) BENCH=$(BIN)/bench \
+	  scripts/reference.sh $(REF_SCENARIOS)
 
 clean-warehouse:
 	rm -rf warehouse

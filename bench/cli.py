@@ -14,7 +14,7 @@ from bench.core.progress import Progress
 from bench.core.units import SCALE_HELP, check_scale
 from bench.engines import FLAGS, campaign_engines, default_engines
 from bench.telemetry.selfcheck import selfcheck_telemetry
-from reports.cli import export_cmd, report_cmd
+from reports.cli import docs_cmd, export_cmd, report_cmd
 
 
 def positive_scale(ctx, param, value):
@@ -113,7 +113,7 @@ def data_options(fn):
     fn = click.option("--warehouse", metavar="DIR|URI", default=None,
                       help="Warehouse: a directory, file:// URI or s3://bucket/prefix (default: "
                            "$BENCH_WAREHOUSE or ./warehouse). S3 settings come from the AWS_* "
-                           "environment; the catalog then lives in a local state dir (see README).")(fn)
+                           "environment; the catalog then lives in a local state dir (see docs/user-guide.md).")(fn)
     return click.option("--seed", type=int, default=42, show_default=True, help="Seed of the data generator.")(fn)
 
 
@@ -321,6 +321,7 @@ selfcheck.add_command(selfcheck_telemetry)
 main.add_command(aws)
 main.add_command(report_cmd)
 main.add_command(export_cmd)
+main.add_command(docs_cmd)
 
 
 def entry() -> None:

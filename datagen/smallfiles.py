@@ -1,6 +1,6 @@
 """The small-file table of the bin-packing scenarios.
 
-Scale rule (documented in the README): at scale s the table has
+Scale rule (documented in docs/scenarios-and-engines.md): at scale s the table has
     n = max(min_files, round(files * s))            data files, and
     B = total_bytes * s                              bytes (uncompressed, the published ~193 GB at s=1),
 so at s >= min_files / files (~0.001) the file count and the total scale together and the file sizes keep

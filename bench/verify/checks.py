@@ -2,7 +2,7 @@
 message saying what was compared (and on failure what differs), and whether it is required.  A run is
 `verified` only when every required check held; every failed check is listed in `differences`.
 
-Rules (stated in each result's `verification.rules` and in the README):
+Rules (stated in each result's `verification.rules` and in docs/method.md):
 - the input is byte-identical to the dataset and its content equals the generator's ground truth;
 - the output's content equals the generator's ground truth, read by readers with different code paths:
   by column name (DuckDB over the Parquet files) and by Parquet field id (pyiceberg's scan); for

@@ -1,0 +1,205 @@
+"""Results -> Markdown: the measured tables the docs quote, and the generated blocks of the docs pages.
+
+`bench report RESULTS... --markdown FILE` writes the tables of any runs; `bench docs` re-renders every
+block of the docs pages between
+
+    <!-- BEGIN generated: docs/reference/*-bin-packing -->
+    ...
+    <!-- END generated -->
+
+from the runs its header names (paths or globs, relative to the repository), and `bench docs --check`
+fails with a diff when a page differs from what its runs render.  The numbers come from the report's
+own view model (reports.model, over bench.core.stats): verified runs only, speedups paired by
+repetition.  The text depends on the result files alone (no clock, no absolute path), so the same
+runs always render the same page.
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import re
+from pathlib import Path
+
+from bench.core.errors import UserError
+from bench.core.fileio import write_atomic
+from bench.core.stats import Spread, floor_multiples
+from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds
+from reports.model import ResultSet, build, fmt_scale, load_runs
+
+BLOCK = re.compile(r"^(<!-- BEGIN generated: (?P<src>[^>\n]*?) -->\n)(?P<body>.*?)^(<!-- END generated -->)",
+                   re.S | re.M)
+PAGES = ("README.md", "docs/*.md")
+
+
+def _spread(s: Spread, fmt) -> str:
+    if s.median is None:
+        return "—"
+    if s.n == 1 or s.min == s.max:
+        return fmt(s.median)
+    return f"{fmt(s.median)} ({fmt(s.min)}–{fmt(s.max)})"
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def _rel(path: Path, root: Path | None) -> str:
+    if root is not None:
+        try:
+            return path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            pass
+    return path.name
+
+
+def _files(values: list[int | None]) -> str:
+    vals = sorted({v for v in values if v is not None})
+    if not vals:
+        return "—"
+    return str(vals[0]) if len(vals) == 1 else f"{vals[0]}–{vals[-1]}"
+
+
+def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3) -> str:
+    """One run set (scenario, scale, run): the headline, the per-engine table and the readers' table."""
+    first = rs.first
+    run_dir = rs.runs[0].path.parent
+    started = (rs.run_state.state.started_at if rs.run_state and rs.run_state.state.started_at
+               else first.started_at)
+    reps = sorted({lr.r.rep for lr in rs.measured})
+    caches = sorted({lr.r.cache.mode for lr in rs.measured})
+    b = rs.before
+    size = (f"{b.data_files + b.delete_files} files ({b.data_files} data, {b.delete_files} delete), "
+            f"{fmt_bytes(b.uncompressed_bytes)} uncompressed" if b.uncompressed_bytes else
+            f"{b.data_files + b.delete_files} files")
+    out = [f"{'#' * level} {rs.scenario_name}, scale {fmt_scale(rs.scale)}", ""]
+    out.append(f"Run `{first.run_id}` (`{_rel(run_dir, root)}`), started {started or 'at an unrecorded time'}, "
+               f"{len(reps)} repetition{'s' if len(reps) != 1 else ''}, cache {'/'.join(caches) or '?'}, "
+               f"on {rs.machine}. Input: {size}.")
+    if rs.incomplete and rs.run_state is not None:
+        out += ["", f"**{rs.run_state.warning}**"]
+    out.append("")
+    head = rs.headline_speedup
+    if head is not None:
+        r = head.ratio
+        spread = "" if r.n == 1 else f", min–max {fmt_ratio(r.min)}–{fmt_ratio(r.max)}"
+        out.append(f"**Headline: {head.faster} {fmt_ratio(r.median)} faster than {head.slower}** (median of "
+                   f"{r.n} paired verified repetition{'s' if r.n != 1 else ''}{spread}"
+                   + (f"; repetitions {', '.join(map(str, head.unpaired_reps))} unpaired" if head.unpaired_reps
+                      else "") + ").")
+        for s in rs.speedups:
+            if s is not head and s.ratio.n:
+                out.append(f"Also: {s.faster} {_spread(s.ratio, fmt_ratio)} faster than {s.slower} "
+                           f"({s.ratio.n} pairs).")
+    elif len(rs.committing) >= 2:
+        out.append("**No headline:** no repetition has a verified run of two committing engines.")
+    out.append("")
+    multiples = {(m.engine, m.floor): m for m in floor_multiples([lr.r for lr in rs.runs])}
+    floor_cols = [f for f in rs.floor_labels if any(k[1] == f for k in multiples)]
+    header = ["engine", "verified", "compaction time", "phases (median)", "setup (median)", "peak RSS",
+              "files in → out"] + [f"× {f}" for f in floor_cols]
+    out.append("| " + " | ".join(header) + " |")
+    out.append("|" + "---|" * len(header))
+    for row in rs.rows:
+        st = row.stats
+        good = [lr.r for lr in row.verified_runs]
+        if row.missing:
+            cells = [row.engine, row.status_text, row.missing, "", "", "", ""]
+        else:
+            phases = "; ".join(f"{p.name} {fmt_seconds(p.seconds.median)}" for p in row.phases if not p.setup)
+            cells = [row.engine, f"{st.verified} of {st.runs}" + (f" ({row.status_text})" if st.verified < st.runs
+                                                                    else ""),
+                     _spread(st.duration_s, fmt_seconds), phases or "—", fmt_seconds(st.setup_s.median),
+                     _spread(st.peak_rss_bytes, fmt_bytes),
+                     f"{_files([r.files_in for r in good])} → {_files([r.files_out for r in good])}"]
+        for f in floor_cols:
+            m = multiples.get((row.engine, f))
+            cells.append(_spread(m.ratio, fmt_ratio) if m is not None and m.ratio.n else "—")
+        out.append(_row(cells))
+    out += ["", "Times are the compaction (the sum of the phases; session start-up and catalog warm-up are the "
+                "setup column, outside it), medians with min–max over verified runs"
+            + (f"; × {', '.join(floor_cols)}: an engine's time as a multiple of the floor's, paired by repetition "
+               f"(a floor commits nothing and is in no speedup)" if floor_cols else "") + "."]
+    if rs.reads is not None and rs.reads.rows and rs.reads.engines:
+        rv = rs.reads
+        out += ["", "What readers gained (median before → median after per engine; ratio = before / after, "
+                    f"above 1 the reader gained; reader: {'; '.join(rv.readers)}):", ""]
+        per = " / ".join(rv.engines)
+        header = (["query", "before"] + [f"after {e}" for e in rv.engines] +
+                  [f"files opened (before → {per})", f"delete files merged (before → {per})"])
+        out.append("| " + " | ".join(header) + " |")
+        out.append("|" + "---|" * len(header))
+        for q in rv.rows:
+            cells = [q.query, fmt_seconds(q.before_s)]
+            cells += [f"{fmt_seconds(q.after_s.get(e))} ({fmt_ratio(q.ratio.get(e))})" for e in rv.engines]
+            files_after = " / ".join(str(q.files_after.get(e)) for e in rv.engines)
+            deletes_after = " / ".join(str(q.deletes_after.get(e)) for e in rv.engines)
+            cells += [f"{q.files_before} → {files_after}", f"{q.deletes_before} → {deletes_after}"]
+            out.append(_row(cells))
+        if rv.failures:
+            out += ["", "Reads checks that failed: " + "; ".join(rv.failures)]
+    return "\n".join(out) + "\n"
+
+
+def render_markdown(paths, root: Path | None = None, one_per_scale: bool = False) -> str:
+    """The Markdown tables of every run set under `paths`, sorted by scenario and scale.
+    `one_per_scale`: refuse two runs of one scenario at one scale (the docs give each one headline)."""
+    report = build(load_runs(list(paths)))
+    sets = sorted(report.sets, key=lambda rs: (rs.scenario_name, rs.scale, rs.run_id))
+    if one_per_scale:
+        seen: dict[tuple[str, float], str] = {}
+        for rs in sets:
+            key = (rs.scenario_name, rs.scale)
+            if key in seen:
+                raise UserError(f"two runs of {rs.scenario_name} at scale {fmt_scale(rs.scale)} ({seen[key]}, "
+                                f"{rs.run_id}): the docs give one scenario at one scale one headline; keep one")
+            seen[key] = rs.run_id
+    return "\n".join(result_set_markdown(rs, root) for rs in sets)
+
+
+def _sources(src: str, root: Path, page: Path) -> list[Path]:
+    paths: list[Path] = []
+    for pattern in src.split():
+        hits = sorted(glob.glob(str(root / pattern)))
+        if not hits:
+            raise UserError(f"{_rel(page, root)}: no reference run matches {pattern} (run `make reference`, or "
+                            f"change the block's header)")
+        paths += [Path(h) for h in hits]
+    return paths
+
+
+def render_page(page: Path, root: Path) -> str:
+    """The page with every generated block rendered again from the runs its header names."""
+    text = page.read_text()
+
+    def block(m: re.Match) -> str:
+        body = render_markdown(_sources(m.group("src"), root, page), root=root, one_per_scale=True)
+        return m.group(1) + body + "\n" + m.group(4)  # a blank line: the table ends before the marker
+
+    return BLOCK.sub(block, text)
+
+
+def pages_with_blocks(root: Path, pages=None) -> list[Path]:
+    if pages:
+        return [Path(p) for p in pages]
+    found = [Path(p) for pattern in PAGES for p in sorted(glob.glob(str(root / pattern)))]
+    return [p for p in found if BLOCK.search(p.read_text())]
+
+
+def update_pages(root: Path, pages=None, check: bool = False) -> list[str]:
+    """Render the generated blocks of `pages` (default: README.md and docs/*.md that have any).
+    Writes the pages that differ, or with `check` writes nothing; returns a unified diff per page that
+    differs (empty: every page is what its runs render)."""
+    diffs = []
+    for page in pages_with_blocks(root, pages):
+        if not page.exists():
+            raise UserError(f"no such page: {page}")
+        old = page.read_text()
+        new = render_page(page, root)
+        if new != old:
+            name = _rel(page, root)
+            diffs.append("".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                                      f"{name} (in the repository)", f"{name} (rendered)")))
+            if not check:
+                write_atomic(page, new, mode=0o644)
+    return diffs

@@ -1,0 +1,132 @@
+"""The docs: their measured tables are what the reference runs render, the user guide names every
+option of the CLI, and the README stays a short entry page.  Tiny and fast: no engine runs."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from bench.cli import main
+from bench.core.errors import UserError
+from reports.markdown import BLOCK, render_markdown, update_pages
+from tests.helpers import ROOT
+
+REFERENCE = ROOT / "docs" / "reference"
+
+
+def test_docs_pages_are_what_their_reference_runs_render():
+    diffs = update_pages(ROOT, check=True)
+    assert not diffs, ("a docs page differs from what its reference runs render; run `make docs` "
+                       "(or `make reference` for new runs):\n" + "\n".join(diffs))
+
+
+def test_results_page_quotes_reference_runs_only():
+    page = (ROOT / "docs" / "results.md").read_text()
+    blocks = list(BLOCK.finditer(page))
+    assert blocks, "docs/results.md has no generated block"
+    outside = BLOCK.sub("", page)
+    # outside the generated blocks, no measured time or speedup may stand as prose
+    assert not re.search(r"\b\d+(\.\d+)?\s?(s|×|x)\b(?![a-z])", outside.replace("0.005", "")), \
+        "a number like a measured time or ratio stands outside the generated blocks of docs/results.md"
+    for b in blocks:
+        body = b.group("body")
+        assert "**Headline:" in body and "Run `" in body, f"block {b.group('src')} names no run or headline"
+
+
+def test_reference_runs_are_small_and_complete():
+    runs = [d for d in REFERENCE.iterdir() if d.is_dir()]
+    assert runs
+    for d in runs:
+        files = list(d.iterdir())
+        assert (d / "run.json").exists(), d
+        assert all(f.suffix == ".json" for f in files), f"{d}: only result JSON is kept, not {files}"
+        assert sum(f.stat().st_size for f in files) < 1_000_000, f"{d} is too large for the repository"
+
+
+def test_a_changed_number_is_caught_and_rewritten(tmp_path):
+    run = next(d for d in sorted(REFERENCE.iterdir()) if d.is_dir())
+    shutil.copytree(run, tmp_path / "docs" / "reference" / run.name)
+    page = tmp_path / "docs" / "page.md"
+    page.write_text(f"# x\n\n<!-- BEGIN generated: docs/reference/{run.name} -->\n<!-- END generated -->\nafter\n")
+    assert update_pages(tmp_path) and "**Headline:" in page.read_text()  # rendered
+    assert update_pages(tmp_path, check=True) == []  # and stable
+    good = page.read_text()
+    m = re.search(r"\d+\.\d\d s", good)
+    assert m
+    page.write_text(good.replace(m.group(0), "0.01 s", 1))
+    diffs = update_pages(tmp_path, check=True)
+    assert len(diffs) == 1 and "-" in diffs[0] and "0.01 s" in diffs[0]
+    assert page.read_text() != good  # --check writes nothing
+    update_pages(tmp_path)
+    assert page.read_text() == good and page.read_text().endswith("<!-- END generated -->\nafter\n")
+
+
+def test_one_scenario_at_one_scale_has_one_headline(tmp_path):
+    run = next(d for d in sorted(REFERENCE.iterdir()) if d.is_dir())
+    for name in ("a", "b"):
+        shutil.copytree(run, tmp_path / name)
+    with pytest.raises(UserError, match="one headline"):
+        render_markdown([tmp_path / "a", tmp_path / "b"], one_per_scale=True)
+
+
+def test_docs_cli_check_exits_1_with_the_diff(tmp_path, monkeypatch):
+    run = next(d for d in sorted(REFERENCE.iterdir()) if d.is_dir())
+    shutil.copytree(run, tmp_path / "docs" / "reference" / run.name)
+    (tmp_path / "docs" / "results.md").write_text(
+        f"<!-- BEGIN generated: docs/reference/{run.name} -->\nstale\n<!-- END generated -->\n")
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(main, ["docs", "--check"])
+    assert r.exit_code == 1 and "-stale" in r.output, r.output
+    r = CliRunner().invoke(main, ["docs"])
+    assert r.exit_code == 0 and "1 page(s) updated" in r.output
+    assert CliRunner().invoke(main, ["docs", "--check"]).exit_code == 0
+    (tmp_path / "docs" / "results.md").write_text("<!-- BEGIN generated: docs/reference/nothing -->\n"
+                                                  "<!-- END generated -->\n")
+    r = CliRunner().invoke(main, ["docs", "--check"])
+    assert r.exit_code == 2 and "no reference run matches docs/reference/nothing" in r.output, r.output
+
+
+def _options(cmd: click.Command, path: str):
+    if isinstance(cmd, click.Group):
+        for name, sub in cmd.commands.items():
+            yield from _options(sub, f"{path} {name}")
+        return
+    for p in cmd.params:
+        if isinstance(p, click.Option):
+            for opt in p.opts + p.secondary_opts:
+                if opt.startswith("--") and opt != "--help":
+                    yield path, opt
+
+
+def test_user_guide_names_every_command_and_option():
+    guide = (ROOT / "docs" / "user-guide.md").read_text()
+    missing = [f"{path}: {opt}" for path, opt in _options(main, "bench")
+               if not re.search(re.escape(opt) + r"(?![\w-])", guide)]
+    commands = [name for name in main.commands if f"`bench {name}" not in guide]
+    assert not missing and not commands, f"not in docs/user-guide.md: {missing + commands}"
+
+
+def test_readme_is_short_and_links_into_docs():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 180
+    assert "make run" in readme and "make test" in readme
+    assert "FIELD-NOTES" not in readme and not any("FIELD-NOTES" in p.read_text()
+                                                   for p in (ROOT / "docs").glob("*.md"))
+    for link in re.findall(r"\]\(((?:docs/|terraform/)[^)#]+)", readme):
+        assert (ROOT / link).exists(), f"README links to a missing file: {link}"
+    for page in (ROOT / "docs").glob("*.md"):
+        for link in re.findall(r"\]\(([^)#:]+\.md)", page.read_text()):
+            assert (page.parent / link).exists(), f"{page.name} links to a missing file: {link}"
+
+
+def test_a_reference_run_renders_as_html_without_its_samples():
+    from reports.render import render_html
+
+    run = next(d for d in sorted(REFERENCE.iterdir()) if d.is_dir())
+    html = render_html([run])
+    assert "samples file missing" in html  # said, not fatal: the timelines are left out
+    assert "<svg" in html
