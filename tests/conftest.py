@@ -8,6 +8,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = "0.00005"  # 16 files, ~10 MB: seconds per scenario
+# the required checks that a compaction left the same table (bench.verify.integrity)
+INTEGRITY_CHECKS = ("same_table", "same_schema", "same_partitioning", "same_sort_order", "same_properties",
+                    "input_is_ancestor", "history_kept", "commits_are_replace", "summary_totals")
 TEST_ENGINES = ",".join([
     "rewrite=tests.engines.corrupt:RewriteEngine",
     "corrupt=tests.engines.corrupt:CorruptEngine",
@@ -16,6 +19,16 @@ TEST_ENGINES = ",".join([
     "altered=tests.engines.corrupt:AlteredEngine",
     "noids=tests.engines.corrupt:NoFieldIdsEngine",
     "leaky=tests.engines.corrupt:LeakyEngine",
+    "overwrite=tests.engines.corrupt:OverwriteEngine",
+    "recreate=tests.engines.corrupt:RecreateEngine",
+    "expire=tests.engines.corrupt:ExpireEngine",
+    "misstate=tests.engines.corrupt:MisstateEngine",
+    "evolve-props=tests.engines.corrupt:EvolveEngine",
+    "evolve-schema=tests.engines.corrupt:EvolveSchemaEngine",
+    "evolve-spec=tests.engines.corrupt:EvolveSpecEngine",
+    "evolve-sort=tests.engines.corrupt:EvolveSortEngine",
+    "setupwork=tests.engines.corrupt:SetupWorkEngine",
+    "setuppeek=tests.engines.corrupt:SetupPeekEngine",
     "crash=tests.engines.faulty:CrashEngine",
     "hang=tests.engines.faulty:HangEngine",
     "hog=tests.engines.faulty:HogEngine",
