@@ -41,6 +41,8 @@ class Output(BaseModel):
 
     codec: Literal["snappy", "zstd", "gzip", "lz4", "uncompressed", "brotli"] = "snappy"
     level: int | None = None
+    # table properties the compaction may set (not compared by the integrity check `same_properties`)
+    sets_properties: list[str] = Field(default_factory=list)
 
 
 class LiveWriter(BaseModel):

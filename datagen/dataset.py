@@ -19,11 +19,11 @@ from pyiceberg.exceptions import NoSuchTableError
 
 from bench.core.catalog import CatalogSettings
 from bench.core.catalog.s3 import filesystem
-from bench.core.dataset import GeneratedTable, load_manifest, manifest_path, save_manifest, spare_dir
+from bench.core.dataset import GeneratedTable, load_manifest, manifest_path, parked_dir, save_manifest, spare_dir
 from bench.core.progress import Progress, Quiet
 from bench.core.requirements import Requirement
 from bench.core.table import live_entries
-from bench.core.table.state import keep_spare, list_files, prune_metadata
+from bench.core.table.state import keep_spare, list_files, prune_metadata, unpark
 from datagen import deletes, smallfiles
 from datagen.context import GenContext, Generated
 from datagen.recipes import DeletesRecipe, SmallFilesRecipe
@@ -84,6 +84,7 @@ def _reuse(catalog: Catalog, settings: CatalogSettings, name: str) -> GeneratedT
     existing = load_manifest(settings.state_path, name)
     if existing is None:
         return None
+    unpark(existing.location, parked_dir(settings.state_path, name))  # left parked by a killed run
     try:
         catalog.load_table(existing.table)
     except (NoSuchTableError, FileNotFoundError):

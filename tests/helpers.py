@@ -9,6 +9,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository
 TINY = "0.00005"  # 16 files, ~10 MB: seconds per scenario
+# the required checks that a compaction left the same table (bench.verify.integrity)
+INTEGRITY_CHECKS = ("same_table", "same_schema", "same_partitioning", "same_sort_order", "same_properties",
+                    "input_is_ancestor", "history_kept", "commits_are_replace", "summary_totals")
 TEST_ENGINES = ",".join([
     "rewrite=tests.fakes.corrupt:RewriteEngine",
     "corrupt=tests.fakes.corrupt:CorruptEngine",
@@ -17,6 +20,16 @@ TEST_ENGINES = ",".join([
     "altered=tests.fakes.corrupt:AlteredEngine",
     "noids=tests.fakes.corrupt:NoFieldIdsEngine",
     "leaky=tests.fakes.corrupt:LeakyEngine",
+    "overwrite=tests.fakes.corrupt:OverwriteEngine",
+    "recreate=tests.fakes.corrupt:RecreateEngine",
+    "expire=tests.fakes.corrupt:ExpireEngine",
+    "misstate=tests.fakes.corrupt:MisstateEngine",
+    "evolve-props=tests.fakes.corrupt:EvolveEngine",
+    "evolve-schema=tests.fakes.corrupt:EvolveSchemaEngine",
+    "evolve-spec=tests.fakes.corrupt:EvolveSpecEngine",
+    "evolve-sort=tests.fakes.corrupt:EvolveSortEngine",
+    "setupwork=tests.fakes.corrupt:SetupWorkEngine",
+    "setuppeek=tests.fakes.corrupt:SetupPeekEngine",
     "crash=tests.fakes.faulty:CrashEngine",
     "hang=tests.fakes.faulty:HangEngine",
     "hog=tests.fakes.faulty:HogEngine",

@@ -10,6 +10,7 @@ from the rows it generated, never by reading the table back.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,20 @@ def load_manifest(state_dir: Path, table_name: str) -> GeneratedTable | None:
 def spare_dir(state_dir: Path, table_name: str) -> Path:
     """Where copies of the dataset's metadata file live (bench.core.table.state.keep_spare)."""
     return Path(state_dir) / "datasets" / f"{table_name}.spare"
+
+
+def parked_dir(state_dir: Path, table_name: str) -> Path:
+    """Where a local table's directory waits while an engine sets up (bench.core.table.state.park):
+    beside the warehouse directory, not in it (an engine that lists the warehouse must not find it),
+    on the same file system (a rename); inside the state directory where the parent does not allow it."""
+    state = Path(state_dir).resolve()
+    beside = state.parent / f".{state.name}.parked"
+    try:
+        if os.access(state.parent, os.W_OK) and state.parent.stat().st_dev == state.stat().st_dev:
+            return beside / table_name
+    except OSError:
+        pass
+    return state / "datasets" / f"{table_name}.parked"
 
 
 def save_manifest(state_dir: Path, ds: GeneratedTable) -> Path:

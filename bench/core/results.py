@@ -36,6 +36,7 @@ class Phase(BaseModel):
     name: str
     seconds: float
     detail: str = ""
+    started_unix: float | None = None  # wall-clock start (time.time()): places commits in their phase
 
 
 # What a memory cap limits: the heap of the engine's own process (a cluster's driver), the heap of each of
@@ -125,6 +126,20 @@ class Check(BaseModel):
     required: bool = True
 
 
+class CommitEvent(BaseModel):
+    """One snapshot committed after the dataset's, in commit (sequence number) order."""
+
+    who: Literal["writer", "engine"]
+    snapshot_id: int
+    parent_id: int | None = None
+    sequence_number: int | None = None
+    operation: str = ""
+    timestamp_ms: int = 0
+    added_files: int | None = None
+    deleted_files: int | None = None
+    step: str = ""  # the step that committed it, when its summary says (bench.step)
+
+
 class Verification(BaseModel):
     verified: bool = False
     checks: list[Check] = Field(default_factory=list)
@@ -132,6 +147,7 @@ class Verification(BaseModel):
     rules: list[str] = Field(default_factory=list)  # the rules applied, in words (e.g. completeness)
     reader: str = ""  # how the content was read back
     readers: dict[str, Any] = Field(default_factory=dict)  # every reader's answer (or why it could not)
+    committed: list[CommitEvent] = Field(default_factory=list)  # the snapshots the run committed, in order
 
     @field_validator("checks", mode="before")
     @classmethod
@@ -184,6 +200,25 @@ class CacheState(BaseModel):
     note: str = ""
 
 
+class SetupIO(BaseModel):
+    """What the engine could reach and did while it set up (open()), before its compaction's clock
+    started.  By construction the table is parked for the whole setup: unregistered from the catalog
+    and, on a local warehouse, its directory moved aside (on S3: its metadata files removed); it is
+    restored, and the page cache dropped, only after open() returned.  The evidence: the storage reads
+    of the engine's process tree during setup.  Judged where construction cannot reach (S3: the data
+    objects stay where they are): a setup that read `max_share` of the input's bytes or more is not
+    counted."""
+
+    parked: str = ""  # how the table was out of reach during setup ("" = it was not)
+    setup_read_bytes: int | None = None  # storage-layer reads of the process tree during setup
+    setup_read_chars: int | None = None  # bytes through read() (incl. page-cache hits, sockets, jars)
+    input_bytes: int = 0
+    judged_on: str = ""  # which counter is judged ("" = construction alone decides)
+    share: float | None = None  # that counter / input bytes
+    max_share: float = 0.5
+    restore_s: float | None = None  # the harness's restore and cache step between setup and compaction
+
+
 class InputState(BaseModel):
     """The engine's input, measured after its reset."""
 
@@ -191,19 +226,6 @@ class InputState(BaseModel):
     identical_to_dataset: bool = False
     metadata_location: str | None = None
     files: int = 0
-
-
-class CommitEvent(BaseModel):
-    """One snapshot committed after the dataset's, in commit (sequence number) order."""
-
-    who: Literal["writer", "engine"]
-    snapshot_id: int
-    parent_id: int | None = None
-    sequence_number: int | None = None
-    operation: str = ""
-    timestamp_ms: int = 0
-    added_files: int | None = None
-    deleted_files: int | None = None
 
 
 class LiveWriterRecord(BaseModel):
@@ -469,6 +491,7 @@ class RunResult(BaseModel):
     phases: list[Phase] = Field(default_factory=list)  # what the engine did, in order
     setup_s: float | None = None  # engine session start-up and catalog warm-up (open())
     setup_phases: list[Phase] = Field(default_factory=list)
+    setup_io: SetupIO | None = None  # what setup could reach and read (None: older results)
     process_wall_s: float | None = None  # the whole engine subprocess, start to exit
     verify_s: float | None = None  # the harness's verification after the run (not the engine's time)
 
@@ -512,6 +535,13 @@ class RunResult(BaseModel):
         if not self.live_writer:
             return base
         return f"{base}-{self.live_writer.case}" + (f"-{self.live_writer.branch}" if self.live_writer.branch else "")
+
+    @property
+    def time_to_result_s(self) -> float | None:
+        """Setup plus compaction: what a user waits for from starting the engine to a compacted table."""
+        if self.duration_s is None or self.setup_s is None:
+            return None
+        return self.setup_s + self.duration_s
 
     @property
     def engine_base(self) -> str:

@@ -52,6 +52,7 @@ class EngineStats:
     warmups: int = 0
     phases: dict[str, Spread] = field(default_factory=dict)  # phase name -> seconds, in first-seen order
     unverified: int = 0  # ok runs whose output the verifier rejected
+    time_to_result_s: Spread = field(default_factory=lambda: Spread.of([]))  # setup + compaction
 
 
 @dataclass
@@ -89,6 +90,7 @@ def engine_stats(results: Iterable[RunResult]) -> dict[str, EngineStats]:
             duration_s=_spread(good, lambda r: r.duration_s),
             process_wall_s=_spread(good, lambda r: r.process_wall_s),
             setup_s=_spread(good, lambda r: r.setup_s),
+            time_to_result_s=_spread(good, lambda r: r.time_to_result_s),
             peak_rss_bytes=_spread(good, lambda r: r.telemetry.peak_rss_bytes),
             peak_hwm_bytes=_spread(good, lambda r: r.telemetry.peak_hwm_bytes),
             mean_cores=_spread(good, lambda r: r.telemetry.mean_cores),

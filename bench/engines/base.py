@@ -9,6 +9,8 @@ Life cycle, inside the engine's own subprocess (`bench.engines.worker`), every s
 same clock for every engine:
     engine.open(job, clock)       # start sessions, connect and warm up the catalog  -> setup_s
     engine.memory_caps()          # engine-internal memory limits (e.g. the JVM heap), as granted
+                                  # (the table is out of reach until here: the runner parks it; then it
+                                  #  restores it and drops the page cache, and says go)
     engine.compact(job, clock)    # the compaction, step by step in `clock` phases    -> duration_s
     engine.close()                # stop sessions
 The runner measures wall time, memory and CPU of the whole subprocess from outside and verifies the
@@ -76,11 +78,12 @@ class PhaseClock:
 
     @contextmanager
     def phase(self, name: str, detail: str = "") -> Iterator[None]:
-        t0 = time.perf_counter()
+        t0, started = time.perf_counter(), time.time()
         try:
             yield
         finally:
-            self.phases.append(Phase(name=name, seconds=time.perf_counter() - t0, detail=detail))
+            self.phases.append(Phase(name=name, seconds=time.perf_counter() - t0, detail=detail,
+                                     started_unix=started))
 
     def complete(self, total_s: float) -> list[Phase]:
         """The phases, plus one "other" phase for time outside any named phase, so they add up to
@@ -136,6 +139,8 @@ class Engine(Protocol):
     # it can compact a branch other than main (job.branch); else `branch_note` says why not
     compacts_branches: ClassVar[bool]
     branch_note: ClassVar[str]
+    # table properties its compaction sets (the integrity check `same_properties` does not compare them)
+    sets_properties: ClassVar[frozenset[str]]
 
     def requirements(self) -> list[Requirement]:
         """Everything this engine needs on this machine; cheap, no side effects."""
@@ -179,6 +184,7 @@ class EngineBase:
     commits_through_rest: ClassVar[bool] = False
     compacts_branches: ClassVar[bool] = False
     branch_note: ClassVar[str] = "compacts the table's main branch only"
+    sets_properties: ClassVar[frozenset[str]] = frozenset()
 
     def requirements(self) -> list[Requirement]:
         return []
@@ -224,7 +230,7 @@ class WorkerRecord(BaseModel):
 
     engine: str
     status: Literal["ok", "failed", "heap-oom"] = "failed"
-    step: str = "start"  # where it ended: start | open | compact | close
+    step: str = "start"  # where it ended: start | open | wait | compact | close
     error: str | None = None
     setup_s: float | None = None
     setup_phases: list[Phase] = Field(default_factory=list)

@@ -3,10 +3,15 @@
 Runs one engine's open/compact/close, timing each step with the same clock for every engine, and
 writes a WorkerRecord (or the failure) as JSON.  The runner owns the process: it measures memory and
 wall time from outside, enforces the time and memory limits, and classifies a killed process.
+
+No work outside the clock: open() runs while the table is out of reach (the runner parks it).  When
+open() has returned the worker says `ready` on its control pipe and waits; the runner restores the
+table and drops the page cache, then says `go`, and only then does the compaction's clock start.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import traceback
@@ -17,6 +22,21 @@ from bench.engines import get_engine
 from bench.engines.base import CompactionJob, EngineOOM, PhaseClock, WorkerRecord
 
 OOM_MARKERS = ("OutOfMemoryError", "Cannot allocate memory", "MemoryError", "memory allocation of")
+CONTROL_ENV = "BENCH_WORKER_CONTROL"  # "READY_FD,GO_FD": the runner's handshake pipes (absent: no handshake)
+
+
+def wait_for_go() -> None:
+    """Say `ready` and wait for the runner's `go` (the table restored, the cache dropped)."""
+    fds = os.environ.get(CONTROL_ENV)
+    if not fds:
+        return
+    ready_fd, go_fd = (int(x) for x in fds.split(","))
+    os.write(ready_fd, b"ready\n")
+    os.close(ready_fd)
+    with os.fdopen(go_fd, "rb") as go:
+        answer = go.readline().strip()
+    if answer != b"go":
+        raise RuntimeError(f"the harness did not start the compaction after setup ({answer.decode() or 'no answer'})")
 
 
 def classify(exc: BaseException) -> str:
@@ -42,6 +62,8 @@ def main(argv: list[str]) -> int:
         record.setup_phases = setup.complete(time.perf_counter() - t0)
         record.setup_s = sum(p.seconds for p in record.setup_phases)
         record.memory_caps = engine.memory_caps()
+        record.step = "wait"
+        wait_for_go()
         record.step = "compact"
         clock = PhaseClock()
         t1 = time.perf_counter()

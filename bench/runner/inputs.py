@@ -1,18 +1,23 @@
 """The engine's input before each run: the dataset restored byte for byte and measured (fingerprint,
-stats with the slow part cached by fingerprint), and the page cache dropped or warmed."""
+stats with the slow part cached by fingerprint), the table out of reach while the engine sets up
+(`SetupGuard`), then the page cache dropped or warmed."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.core.dataset import manifest_path, spare_dir
+from pyiceberg.table.metadata import TableMetadata
+
+from bench.core.dataset import manifest_path, parked_dir, spare_dir
 from bench.core.fileio import write_atomic
 from bench.core.machine import drop_page_cache
-from bench.core.results import CacheState, InputState, TableStats
+from bench.core.results import CacheState, InputState, SetupIO, TableStats
 from bench.core.table import LiveFiles, live_files, local_path
-from bench.core.table.state import fingerprint, restore
+from bench.core.table.state import fingerprint, keep_spares, list_files, park, point_at, restore
 from bench.runner.context import RunContext
 from bench.verify import table_stats
 
@@ -46,19 +51,21 @@ def input_stats(ctx: RunContext, files: LiveFiles, fp: str) -> TableStats:
     return full
 
 
-def reset_input(ctx: RunContext) -> tuple[InputState, TableStats, set[str]]:
-    """Restore the dataset byte for byte and measure what the engine will get."""
+def reset_input(ctx: RunContext) -> tuple[InputState, TableStats, set[str], TableMetadata]:
+    """Restore the dataset byte for byte and measure what the engine will get (and its metadata: what
+    the integrity checks compare the table with after the run)."""
     ds = ctx.dataset
     assert ctx.catalog is not None and ds is not None
+    name = ds.table.split(".")[-1]
     _, listing = restore(ctx.catalog, ds.table, ds.metadata_location, ds.location, ds.table_files,
-                         spare_dir(ctx.settings.state_path, ds.table.split(".")[-1]))
+                         spare_dir(ctx.settings.state_path, name), parked_dir(ctx.settings.state_path, name))
     tbl = ctx.catalog.load_table(ds.table)
     fp = fingerprint(listing, tbl.metadata_location)
     identical = (listing == ds.table_files and tbl.metadata_location == ds.metadata_location)
     files = live_files(tbl)
     state = InputState(fingerprint=fp, identical_to_dataset=identical, metadata_location=tbl.metadata_location,
                        files=len(listing))
-    return state, input_stats(ctx, files, fp), set(LiveFiles.paths(files.all))
+    return state, input_stats(ctx, files, fp), set(LiveFiles.paths(files.all)), tbl.metadata
 
 
 def prepare_cache(ctx: RunContext) -> CacheState:
@@ -83,3 +90,67 @@ def prepare_cache(ctx: RunContext) -> CacheState:
                     st.warmed_bytes += n
         st.note = "sync, then every input file read once"
     return st
+
+
+# what an engine may read while it starts (jars, modules) before its setup reads count against the input
+SETUP_READ_ALLOWANCE = int(os.environ.get("BENCH_SETUP_READ_ALLOWANCE", 1024**3))
+
+
+@dataclass
+class SetupGuard:
+    """No work outside the clock: the table is out of reach while the engine sets up (`park`, before the
+    engine process starts), and made reachable again, with the page cache dropped, only when its open()
+    has returned (`release`, then the runner says go).  On a local warehouse the table's directory is
+    moved aside and the table unregistered: nothing of it can be read.  On S3 the table is unregistered
+    and its metadata files removed (restored from their spare copies); its data objects stay, so the
+    evidence decides there: a setup whose reads through read() exceed the allowance for loading code
+    plus half of the input's bytes is not counted."""
+
+    ctx: RunContext
+    input_bytes: int
+    io: SetupIO = field(default_factory=SetupIO)
+    cache: CacheState | None = None
+    _metadata_location: str = ""
+    _listing: dict[str, int] = field(default_factory=dict)
+
+    def park(self) -> None:
+        ctx, ds = self.ctx, self.ctx.dataset
+        assert ctx.catalog is not None and ds is not None
+        name = ds.table.split(".")[-1]
+        self._metadata_location = ctx.catalog.load_table(ds.table).metadata_location
+        self._listing = list_files(ds.location)
+        metadata = [rel for rel in self._listing if rel.startswith("metadata/")]
+        spare = spare_dir(ctx.settings.state_path, name)
+        if ctx.settings.is_remote:
+            keep_spares(ds.location, ds.table_files, spare)
+        self.io = SetupIO(input_bytes=self.input_bytes, parked=park(
+            ctx.catalog, ds.table, ds.location, parked_dir(ctx.settings.state_path, name), metadata, spare))
+        if ctx.settings.is_remote:
+            self.io.judged_on = "setup_read_chars"
+
+    def release(self, read_bytes: int | None, read_chars: int | None) -> CacheState:
+        """The engine has set up (its tree's I/O counters so far given): the table back, the cache policy
+        applied.  Raises when the table did not come back byte for byte."""
+        ctx, ds = self.ctx, self.ctx.dataset
+        assert ctx.catalog is not None and ds is not None
+        t0 = time.perf_counter()
+        self.io.setup_read_bytes, self.io.setup_read_chars = read_bytes, read_chars
+        name = ds.table.split(".")[-1]
+        if ctx.settings.is_remote:
+            restore(ctx.catalog, ds.table, ds.metadata_location, ds.location, ds.table_files,
+                    spare_dir(ctx.settings.state_path, name))
+        else:
+            from bench.core.table.state import unpark
+
+            unpark(ds.location, parked_dir(ctx.settings.state_path, name))
+            point_at(ctx.catalog, ds.table, self._metadata_location)
+        now = list_files(ds.location)
+        if now != self._listing:
+            changed = sorted(set(now.items()) ^ set(self._listing.items()))
+            raise RuntimeError(f"the table did not come back as it was parked: {len(changed)} file(s) differ, "
+                               f"e.g. {changed[0][0]}")
+        if self.io.judged_on and read_chars is not None and self.input_bytes:
+            self.io.share = round(max(0, read_chars - SETUP_READ_ALLOWANCE) / self.input_bytes, 4)
+        self.cache = prepare_cache(ctx)
+        self.io.restore_s = round(time.perf_counter() - t0, 4)
+        return self.cache

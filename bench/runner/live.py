@@ -26,7 +26,8 @@ from bench.core.results import Check, LiveWriterRecord, RunResult
 from bench.core.table import live_files, local_path
 from bench.engines import engine_class
 from bench.runner.context import RunContext, Slot
-from bench.verify import table_stats
+from bench.verify import IntegrityInput, integrity_checks, table_stats
+from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.live import live_verdict
 from datagen.live import LiveWriter, WriterCommit, prepare_commit
 
@@ -175,8 +176,10 @@ def publish(tbl, rec: LiveWriterRecord) -> None:
     rec.main_delete_files = len(live_files(tbl).deletes)
 
 
-def judge(ctx: RunContext, r: RunResult, hold: EngineHold, commit: WriterCommit) -> None:
-    """The live-writer run's record, verdict and verification (instead of the compaction checks)."""
+def judge(ctx: RunContext, r: RunResult, hold: EngineHold, commit: WriterCommit,
+          integrity: IntegrityInput | None = None) -> None:
+    """The live-writer run's record, verdict and verification (instead of the compaction checks), with
+    the integrity checks on the branch it compacted (the writer's snapshot is not the engine's)."""
     ds = ctx.dataset
     assert ds is not None and ctx.catalog is not None and commit.expected is not None
     tbl = ctx.catalog.load_table(ds.table)
@@ -201,6 +204,17 @@ def judge(ctx: RunContext, r: RunResult, hold: EngineHold, commit: WriterCommit)
         if not clean:
             r.verification.verified = False
             r.verification.differences.append(f"main_has_no_delete_file: {r.verification.checks[-1].message}")
+    if integrity is not None:
+        integrity.exclude_snapshots |= {rec.writer_snapshot_id} if rec.writer_snapshot_id is not None else set()
+        tbl.refresh()
+        more, _ = integrity_checks(integrity, tbl)
+        r.verification.checks += more
+        r.verification.rules.append(INTEGRITY_RULE)
+        failed = [c for c in more if c.required and not c.ok]
+        r.verification.differences += [f"{c.name}: {c.message}" for c in more if not c.ok]
+        if failed:
+            r.verification.verified = False
+            rec.reason += f"; but the table's integrity failed ({', '.join(c.name for c in failed)})"
     if hold.error:
         rec.evidence["writer_error"] = hold.error
     r.live_writer, r.verified = rec, r.verification.verified

@@ -1,16 +1,19 @@
 """One engine run as a process: its own process group and memory cgroup, a time limit, the 10 Hz
-sampler on its tree (with a heartbeat to the progress line) and on the catalog server, and the
-classification of how it ended (ok, failed, oom, heap-oom, timeout)."""
+sampler on its tree (with a heartbeat to the progress line) and on the catalog server, the handshake
+between its setup and its compaction (`ready` -> the runner's `on_ready` -> `go`: bench.engines.worker),
+and the classification of how it ended (ok, failed, oom, heap-oom, timeout)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from bench.core.fileio import write_atomic
 from bench.core.results import CatalogServerUsage
 from bench.core.units import fmt_bytes
 from bench.engines.base import CompactionJob, WorkerRecord
+from bench.engines.worker import CONTROL_ENV
 from bench.runner.context import RunContext, Slot
 from bench.telemetry.limits import Limiter
 from bench.telemetry.sampler import Sampler
@@ -54,6 +58,7 @@ class EngineRun:
     enforcement: str
     error: str | None = None
     server: CatalogServerUsage | None = None
+    harness_error: str | None = None  # the runner's step between setup and compaction failed
 
 
 def server_usage(served: ServedCatalog | None, sampler: Sampler | None, t0: float,
@@ -83,15 +88,51 @@ def server_usage(served: ServedCatalog | None, sampler: Sampler | None, t0: floa
     return use
 
 
+OnReady = Callable[[int | None, int | None], object]  # its return value is not used
+
+
+def _handshake(proc: subprocess.Popen, ready_r: int, go_w: int, deadline: float, on_ready: OnReady,
+               sampler: Sampler) -> str | None:
+    """Wait for the worker's `ready` (its setup done), call `on_ready` with the tree's storage reads and
+    read() bytes so far, then say `go` (or `abort` when on_ready failed).  Returns the harness's error,
+    if any.  A worker that dies or runs out of time first needs no answer."""
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            readable, _, _ = select.select([ready_r], [], [], 0.1)
+            if not readable:
+                continue
+            if os.read(ready_r, 64).strip() != b"ready":
+                return None  # the worker closed the pipe: it ended
+            row = sampler.mark()
+            try:
+                on_ready(row.get("read_bytes"), row.get("read_chars"))
+            except Exception as exc:  # noqa: BLE001 - recorded; the engine is told not to compact
+                os.write(go_w, b"abort\n")
+                return f"harness: making the table reachable after setup failed: {type(exc).__name__}: {exc}"
+            os.write(go_w, b"go\n")
+            return None
+        return None
+    except BrokenPipeError:
+        return None
+    finally:
+        os.close(ready_r)
+        os.close(go_w)
+
+
 def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Path,
-                       companion: Any = None) -> EngineRun:
+                       companion: Any = None, on_ready: OnReady | None = None) -> EngineRun:
     """Spawn the engine worker in its own process group and memory cgroup, sample it (and the catalog
     server), enforce the time and memory limits.  `companion` (e.g. the live writer's
-    `bench.runner.live.EngineHold`) is attached to the engine's process while it runs."""
+    `bench.runner.live.EngineHold`) is attached to the engine's process while it runs.  `on_ready`
+    (e.g. `bench.runner.inputs.SetupGuard.release`) runs when the engine has set up, before its
+    compaction starts."""
     work.mkdir(parents=True, exist_ok=True)
     job_file, out_file, log_file = work / "job.json", work / "outcome.json", work / "engine.log"
     write_atomic(job_file, job.model_dump_json(indent=2))
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    env[CONTROL_ENV] = f"{ready_w},{go_r}"
     limiter = Limiter(ctx.budget)
     label = f"[{slot.engine} {slot.tag}]"
     last_beat = [time.monotonic()]  # the first heartbeat after one interval, not at the fork
@@ -108,19 +149,24 @@ def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Pa
     server_sampler = None
     if ctx.served is not None and ctx.served.pid is not None:
         server_sampler = Sampler(ctx.served.pid, interval_s=0.1).start()
+    harness_error = None
     with open(log_file, "wb") as log:
         t0, unix0 = time.perf_counter(), time.time()
         proc = subprocess.Popen([sys.executable, "-m", "bench.engines.worker", str(job_file), str(out_file),
                                  slot.engine], stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True, preexec_fn=limiter.preexec)
+                                start_new_session=True, preexec_fn=limiter.preexec, pass_fds=(ready_w, go_r))
+        os.close(ready_w)
+        os.close(go_r)
         limiter.attach(proc.pid)
         timed_out = False
         sampler = Sampler(proc.pid, interval_s=0.1, on_sample=on_sample)
         if companion is not None:
             companion.attach(proc.pid)
         with sampler:
+            deadline = time.monotonic() + ctx.timeout_s
             try:
-                proc.wait(timeout=ctx.timeout_s)
+                harness_error = _handshake(proc, ready_r, go_w, deadline, on_ready or (lambda rb, rc: None), sampler)
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 timed_out = True
             finally:
@@ -154,5 +200,7 @@ def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Pa
     else:
         status, error = "failed", f"engine process exited with status {proc.returncode} and wrote no outcome"
     limiter.release()
+    if harness_error:
+        status, error = "failed", harness_error
     return EngineRun(status, wall, record, log_file, sampler.summary, str(samples), limiter.description, error,
-                     server)
+                     server, harness_error)

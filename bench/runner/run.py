@@ -19,6 +19,7 @@ from bench.core.lock import WarehouseLock
 from bench.core.machine import HARNESS_PACKAGES, environment, package_versions, usable_cores
 from bench.core.progress import Progress
 from bench.core.results import (
+    CacheState,
     Check,
     LiveWriterRecord,
     RunResult,
@@ -34,12 +35,12 @@ from bench.core.units import fmt_bytes
 from bench.engines import base_name, engine_class, engine_color, split_label
 from bench.engines.base import CompactionJob, EngineOutcome
 from bench.runner.context import RunContext, RunOptions, Slot, resolve, schedule
-from bench.runner.inputs import prepare_cache, reset_input
+from bench.runner.inputs import SETUP_READ_ALLOWANCE, SetupGuard, reset_input
 from bench.runner.live import INGEST_BRANCH, judge, live_writer, unsupported
 from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
 from bench.runner.reads import reads_after, reads_before
 from bench.telemetry.limits import remove_stale_cgroups
-from bench.verify import VerifyInput, remove_output, stage_output, verify
+from bench.verify import IntegrityInput, VerifyInput, remove_output, stage_output, verify
 from datagen.dataset import prepare
 
 
@@ -64,23 +65,31 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
     try:
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state (position {slot.position + 1} of "
                           f"{len(slot.order)}: {' -> '.join(slot.order)})")
-        r.input, r.before, before_paths = reset_input(ctx)
+        r.input, r.before, before_paths, before_meta = reset_input(ctx)
         r.files_in = r.before.data_files + r.before.delete_files
         r.bytes_in = r.before.data_bytes + r.before.delete_bytes
         r.rows = r.before.rows
         # the dataset snapshot, before the engine's own cache policy (a live-writer run changes the content: no reads)
         r.reads = reads_before(ctx) if not slot.case else None
-        r.cache = prepare_cache(ctx)
+        guard = SetupGuard(ctx, r.bytes_in)
         job = CompactionJob(table=ds.table, catalog=ctx.catalog_settings,
                             scenario=sc.name, kind=sc.kind, target_file_size_bytes=ctx.target,
                             small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
                             output_codec_level=sc.output.level, options=options,
                             memory_budget_bytes=ctx.budget, cores=usable_cores(), work_dir=str(work),
                             branch=slot.branch or "main")
-        ctx.progress.info(f"{label} compacting (cache {r.cache.mode}, budget {fmt_bytes(ctx.budget)}, "
-                          f"time limit {ctx.timeout_s} s)" + (f", live writer: {slot.case}" if slot.case else ""))
+        ctx.progress.info(f"{label} setting up with the table out of reach, then compacting (cache "
+                          f"{ctx.cache_mode}, budget {fmt_bytes(ctx.budget)}, time limit {ctx.timeout_s} s)"
+                          + (f", live writer: {slot.case}" if slot.case else ""))
         with live_writer(ctx, slot) as live:
-            er = run_engine_process(ctx, slot, job, work, companion=live[0] if live else None)
+            guard.park()
+            try:
+                er = run_engine_process(ctx, slot, job, work, companion=live[0] if live else None,
+                                        on_ready=guard.release)
+            finally:
+                if guard.cache is None:  # the engine never finished its setup: the table back all the same
+                    guard.release(None, None)
+        r.cache, r.setup_io = guard.cache or CacheState(), guard.io
         r.status = er.status  # type: ignore[assignment]
         r.error = er.error
         r.process_wall_s = er.process_wall_s
@@ -101,15 +110,22 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                 r.nodes = rec.outcome.deployment.nodes
         if r.status != "ok":
             r.log_tail = tail(er.log)
+        integrity = IntegrityInput(before=before_meta, branch=slot.branch or "main",
+                                   declared_properties=frozenset(sc.output.sets_properties)
+                                   | engine_class(slot.engine).sets_properties)
         if live is not None:
             with ctx.progress.task(f"{label} judging the live writer's case", unit="step"):
-                judge(ctx, r, *live)
+                judge(ctx, r, *live, integrity)
+            setup_check(r)
             r.files_out = r.after.data_files + r.after.delete_files if r.after else None
         elif r.status == "ok":
             t_verify = time.perf_counter()
             with ctx.progress.task(f"{label} verifying", unit="step"):
-                r.after, r.verification = verify_run(ctx, r, before_paths, rec.outcome if rec else None, work)
+                r.after, r.verification = verify_run(ctx, r, before_paths, rec.outcome if rec else None, work,
+                                                     integrity)
             r.verify_s = time.perf_counter() - t_verify
+            place_commits(r)
+            setup_check(r)
             r.files_out = r.after.data_files + r.after.delete_files
             r.bytes_out = r.after.data_bytes + r.after.delete_bytes
             r.verified = r.verification.verified
@@ -139,8 +155,46 @@ def finish(ctx: RunContext, r: RunResult, label: str) -> RunResult:
     return r
 
 
+def place_commits(r: RunResult) -> None:
+    """Name the phase each snapshot the run committed was made in (from its timestamp), where its summary
+    does not say."""
+    for c in r.verification.committed:
+        if c.step or not c.timestamp_ms:
+            continue
+        t = c.timestamp_ms / 1000
+        # the phase whose span holds the timestamp; else the nearest within 50 ms (clocks of two processes)
+        near = sorted((max(p.started_unix - t, 0.0, t - p.started_unix - p.seconds), -i, p.name)
+                      for i, p in enumerate(r.phases) if p.started_unix is not None)
+        c.step = near[0][2] if near and near[0][0] <= 0.05 else ""
+
+
+def setup_check(r: RunResult) -> None:
+    """The setup rule as a required check: the table was out of reach while the engine set up, and where
+    that is evidence, not construction (S3), its setup read less than the limit."""
+    io = r.setup_io
+    if io is None:
+        return
+    judged = io.judged_on and io.share is not None
+    ok = bool(io.parked) and not (judged and io.share >= io.max_share)  # type: ignore[operator]
+    reads = (f"its process tree read {fmt_bytes(io.setup_read_bytes or 0)} from storage and "
+             f"{fmt_bytes(io.setup_read_chars or 0)} through read() while it set up")
+    if not io.parked:
+        msg = f"the table was reachable while the engine set up; {reads}"
+    elif judged:
+        msg = (f"the table was {io.parked}; {reads}: beyond an allowance of {fmt_bytes(SETUP_READ_ALLOWANCE)} "
+               f"for loading code, {io.share:.0%} of the input's {fmt_bytes(io.input_bytes)} (limit "
+               f"{io.max_share:.0%})" + ("" if ok else ": work moved outside the clock, the run does not count"))
+    else:
+        msg = f"the table was {io.parked}, so nothing of it could be read; {reads}"
+    check = Check(name="setup_out_of_reach", ok=ok, message=msg)
+    r.verification.checks.append(check)
+    if not ok:
+        r.verification.verified = r.verified = False
+        r.verification.differences.append(f"{check.name}: {check.message}")
+
+
 def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: EngineOutcome | None,
-               work: Path) -> tuple[TableStats, Verification]:
+               work: Path, integrity: IntegrityInput | None = None) -> tuple[TableStats, Verification]:
     """Verify the table after the run; for an engine that commits nothing, its listed output files
     staged as a scratch table (then its written files are removed)."""
     sc, ds = ctx.scenario, ctx.dataset
@@ -151,7 +205,7 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
                      ground_truth=ds.ground_truth, target_file_size_bytes=ctx.target,
                      small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
                      input_fingerprint=r.input.fingerprint, input_identical=r.input.identical_to_dataset,
-                     settings=settings)
+                     settings=settings, integrity=integrity)
     if outcome is None or outcome.commits == "table":
         return verify(vi)
     r.commits = "none"

@@ -144,6 +144,7 @@ class Sampler:
         self._thread: threading.Thread | None = None
         self._summary: TelemetrySummary | None = None
         self._lock = threading.Lock()
+        self._tick_lock = threading.Lock()  # one tick at a time: the thread's and mark()'s
 
     # ---- life cycle ---------------------------------------------------------------------------
     def start(self) -> Sampler:
@@ -179,6 +180,13 @@ class Sampler:
     def __exit__(self, *exc) -> None:
         self.stop()
 
+    def mark(self) -> dict:
+        """Take one sample now (from another thread) and return it: the tree's counters at a moment the
+        caller names (e.g. the end of the engine's setup)."""
+        with self._tick_lock:
+            self._tick()
+            return self.last or {}
+
     @property
     def last(self) -> dict | None:
         """The latest sample (safe to call from `on_sample`)."""
@@ -198,14 +206,16 @@ class Sampler:
                 due = self._t0 + k * self.interval_s
                 if self._stop.wait(max(0.0, due - time.monotonic())):
                     break
-                alive = self._tick()
+                with self._tick_lock:
+                    alive = self._tick()
                 now = time.monotonic()
                 k = max(k + 1, int((now - self._t0) / self.interval_s) + 1)  # skip missed ticks
                 if not alive:
                     break  # the whole tree is gone: nothing more to see
             # the final sample at stop time, unless the tree is already known to be empty
             if self._stop.is_set() and (self._prev or not self._rows):
-                self._tick()
+                with self._tick_lock:
+                    self._tick()
         finally:
             self.self_cpu_s += time.thread_time() - c0
 

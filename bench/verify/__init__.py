@@ -4,13 +4,15 @@ engine from the table's own metadata and files, never from what an engine says i
     readers   content readers with different code paths (by name, by field id, delete-aware)
     stats     TableStats of a snapshot (files, bytes, codecs, row groups, rows, checksum)
     checks    the declarative checks per scenario kind and `verify()`
+    integrity what a compaction must never change: identity, history, the kind of its commits
     uncommitted  the files of an engine that commits nothing, staged as a scratch table to verify
 """
 
 from bench.verify.checks import RULES, VerifyInput, verify
+from bench.verify.integrity import IntegrityInput, integrity_checks
 from bench.verify.readers import READERS, ReaderUnavailable
 from bench.verify.stats import table_stats
 from bench.verify.uncommitted import remove_output, stage_output
 
-__all__ = ["READERS", "RULES", "ReaderUnavailable", "VerifyInput", "remove_output", "stage_output", "table_stats",
-           "verify"]
+__all__ = ["READERS", "RULES", "IntegrityInput", "ReaderUnavailable", "VerifyInput", "integrity_checks",
+           "remove_output", "stage_output", "table_stats", "verify"]

@@ -30,11 +30,13 @@ from pyiceberg.table import Table
 
 from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GroundTruth
-from bench.core.results import Check, FileFacts, TableStats, Verification
+from bench.core.results import Check, CommitEvent, FileFacts, TableStats, Verification
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import scope
 from bench.core.table.files import footers
 from bench.core.units import fmt_bytes
+from bench.verify.integrity import RULE as INTEGRITY_RULE
+from bench.verify.integrity import IntegrityInput, commit_event, integrity_checks
 from bench.verify.readers import read
 from bench.verify.stats import table_stats
 
@@ -49,6 +51,7 @@ RULES = {
         "data files (logical bytes = Parquet uncompressed bytes of the live data files)",
         "codec: every file the run wrote has the scenario's output codec",
         "no live delete file; a new snapshot was committed; the input was the dataset, byte for byte",
+        INTEGRITY_RULE,
     ],
     "deletes": [
         "content: rows and checksum equal the generator's ground truth, read by column name with the "
@@ -57,6 +60,7 @@ RULES = {
         "no live delete file (applying or dangling): every engine reaches the same end state",
         "codec: every file the run wrote has the scenario's output codec",
         "a new snapshot was committed; the input was the dataset, byte for byte",
+        INTEGRITY_RULE,
     ],
 }
 UNCOMMITTED_RULE = ("commits: none: the engine's listed output files are verified as a scratch table with the "
@@ -85,6 +89,7 @@ class VerifyInput:
     answers: dict[str, dict] = field(default_factory=dict)
     committed: bool = True  # False: `table` is the staged output of an engine that commits nothing
     source_metadata_location: str | None = None  # uncommitted: the real table's metadata after the run
+    integrity: IntegrityInput | None = None  # the input's metadata: identity, history, commit kinds
 
 
 def _gt_message(answer: dict, gt: GroundTruth) -> tuple[bool, str]:
@@ -206,14 +211,20 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     checks = input_checks(vi) + content_checks(vi) + state_checks(vi, after, new)
     if vi.kind == "binpack":
         checks += binpack_checks(vi, files, facts, after)
+    committed: list[CommitEvent] = []
+    if vi.committed and vi.integrity is not None:
+        more, snaps = integrity_checks(vi.integrity, tbl, files)
+        checks += more
+        committed = [commit_event(x) for x in snaps]
     failed = [c for c in checks if not c.ok and c.required]
     v = Verification(
         verified=not failed, checks=checks,
         differences=[f"{c.name}: {c.message}" + ("" if c.required else " (advisory)") for c in checks if not c.ok],
         rules=RULES[vi.kind] + ([] if vi.committed else [UNCOMMITTED_RULE]),
-        reader=", ".join(a["reader"] for a in vi.answers.values() if "rows" in a),
+        reader=", ".join(a["reader"] for a in vi.answers.values() if "rows" in a), committed=committed,
         readers={"ground_truth": {"rows": vi.ground_truth.rows, "checksum": vi.ground_truth.checksum},
                  "input": {"reader": vi.before.content_reader, "rows": vi.before.rows,
                            "checksum": vi.before.checksum},
                  **vi.answers, "new_files": [f.model_dump() for f in new[:50]]})
     return after, v
+

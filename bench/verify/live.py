@@ -26,6 +26,7 @@ from bench.core.catalog import CatalogSettings
 from bench.core.catalog.duck import duckdb_connect_iceberg
 from bench.core.results import Check, CommitEvent, LiveWriterRecord, Verification
 from bench.core.sql import ident
+from bench.verify.integrity import commit_event
 from bench.verify.readers import read
 
 CAUSE = re.compile(r"(ValidationException|CommitFailedException|CommitStateUnknownException|Conflict|conflict)")
@@ -46,25 +47,9 @@ def commit_events(tbl: Table, base_snapshot_id: int, writer_snapshot_id: int | N
     meta = tbl.metadata
     base = meta.snapshot_by_id(base_snapshot_id)
     base_seq = base.sequence_number if base is not None else 0
-    out = []
-    for s in sorted(meta.snapshots, key=lambda s: (s.sequence_number or 0, s.timestamp_ms)):
-        if (s.sequence_number or 0) <= (base_seq or 0):
-            continue
-        summary = s.summary.additional_properties if s.summary else {}
-        out.append(CommitEvent(
-            who="writer" if s.snapshot_id == writer_snapshot_id else "engine", snapshot_id=s.snapshot_id,
-            parent_id=s.parent_snapshot_id, sequence_number=s.sequence_number,
-            operation=str(s.summary.operation.value) if s.summary else "",
-            timestamp_ms=s.timestamp_ms,
-            added_files=_int(summary.get("added-data-files")), deleted_files=_int(summary.get("deleted-data-files"))))
-    return out
-
-
-def _int(v: Any) -> int | None:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
+    return [commit_event(s, "writer" if s.snapshot_id == writer_snapshot_id else "engine")
+            for s in sorted(meta.snapshots, key=lambda s: (s.sequence_number or 0, s.timestamp_ms))
+            if (s.sequence_number or 0) > (base_seq or 0)]
 
 
 def key_evidence(tbl: Table, settings: CatalogSettings | None, appended: list[int],

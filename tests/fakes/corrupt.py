@@ -1,6 +1,8 @@
 """Test-only engines that compact a table and get it wrong in one way each: the verifier must catch
 every one (`verified: false`, the failed check named).  They rewrite with pyarrow and commit with
-pyiceberg (a file-level overwrite: the chosen input files out, one new file in)."""
+pyiceberg a file-level rewrite (the chosen input files out, one new file in) as a `replace` snapshot,
+as Iceberg's RewriteFiles does; the integrity engines break the table's identity, history or the kind of
+its commit instead."""
 
 from __future__ import annotations
 
@@ -11,11 +13,41 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.io.pyarrow import parquet_file_to_data_file
+from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Operation, Summary
+from pyiceberg.table.update.snapshot import _OverwriteFiles
 
 from bench.core.catalog import load_catalog
 from bench.core.table import live_files, local_path
 from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
 from bench.engines.risingwave import RisingWaveEngine
+
+
+class _ReplaceFiles(_OverwriteFiles):
+    """pyiceberg 0.12 commits append, overwrite and delete only: an overwrite whose snapshot says
+    `replace` (no row changes), what Iceberg's RewriteFiles commits.  `tamper` edits the summary."""
+
+    tamper: dict[str, str] = {}
+
+    def _summary(self, snapshot_properties: dict[str, str] | None = None) -> Summary:
+        s = super()._summary(snapshot_properties or {})
+        return Summary(Operation.REPLACE, **{**s.additional_properties, **self.tamper})
+
+
+def commit_rewrite(tbl: Table, removed: list, added: list, operation: str = "replace",
+                   tamper: dict[str, str] | None = None) -> None:
+    """One snapshot: `removed` data files out, `added` in; a `replace` (or pyiceberg's own `overwrite`)."""
+    with tbl.transaction() as tx:
+        if operation == "replace":
+            producer = _ReplaceFiles(operation=Operation.OVERWRITE, transaction=tx, io=tbl.io)
+            producer.tamper = tamper or {}
+        else:
+            producer = tx.update_snapshot().overwrite()
+        with producer as ow:
+            for df in removed:
+                ow.delete_data_file(df)
+            for df in added:
+                ow.append_data_file(df)
 
 
 class RewriteEngine(EngineBase):
@@ -33,20 +65,25 @@ class RewriteEngine(EngineBase):
     def codec(self, job: CompactionJob) -> str:
         return job.output_codec
 
+    def rewrite(self, job: CompactionJob) -> tuple[Table, list, object, int]:
+        """(table, chosen input entries, the new data file, rows written): the physical work."""
+        tbl = load_catalog(job.catalog).load_table(job.table)
+        chosen = self.choose(sorted(live_files(tbl).data, key=lambda e: e.data_file.file_path))
+        data = pa.concat_tables([pq.read_table(local_path(e.data_file.file_path)) for e in chosen])
+        data = self.transform(data)
+        path = f"{tbl.location()}/data/{self.name}-{uuid.uuid4().hex[:8]}.parquet"
+        pq.write_table(data, local_path(path), compression=self.codec(job))
+        return tbl, chosen, parquet_file_to_data_file(tbl.io, tbl.metadata, path), data.num_rows
+
+    def commit(self, tbl: Table, chosen: list, new: object) -> None:
+        commit_rewrite(tbl, [e.data_file for e in chosen], [new])
+
     def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         with clock.phase("rewrite"):
-            tbl = load_catalog(job.catalog).load_table(job.table)
-            chosen = self.choose(sorted(live_files(tbl).data, key=lambda e: e.data_file.file_path))
-            data = pa.concat_tables([pq.read_table(local_path(e.data_file.file_path)) for e in chosen])
-            data = self.transform(data)
-            path = f"{tbl.location()}/data/{self.name}-{uuid.uuid4().hex[:8]}.parquet"
-            pq.write_table(data, local_path(path), compression=self.codec(job))
-            new = parquet_file_to_data_file(tbl.io, tbl.metadata, path)
-        with clock.phase("commit"), tbl.transaction() as tx, tx.update_snapshot().overwrite() as ow:
-            for e in chosen:
-                ow.delete_data_file(e.data_file)
-            ow.append_data_file(new)
-        return EngineOutcome(engine_result={"files_in": len(chosen), "rows_written": data.num_rows},
+            tbl, chosen, new, rows = self.rewrite(job)
+        with clock.phase("commit"):
+            self.commit(tbl, chosen, new)
+        return EngineOutcome(engine_result={"files_in": len(chosen), "rows_written": rows},
                              actions=[f"{self.name}: {len(chosen)} files -> 1"])
 
 
@@ -105,3 +142,139 @@ class LeakyEngine(RisingWaveEngine):
 
     def finish_deletes(self, *args, **kwargs) -> None:
         pass
+
+
+# -- integrity: the physical work right, the table broken -------------------------------------------------
+
+
+class OverwriteEngine(RewriteEngine):
+    """Commits the rewrite as an `overwrite` (pyiceberg's own producer): incremental readers read it all again."""
+
+    name: ClassVar[str] = "overwrite"
+
+    def commit(self, tbl: Table, chosen: list, new: object) -> None:
+        commit_rewrite(tbl, [e.data_file for e in chosen], [new], operation="overwrite")
+
+
+class RecreateEngine(RewriteEngine):
+    """Drops the table and creates it again under the same name with the compacted rows: same content,
+    one file, the right codec; a new UUID, the history gone."""
+
+    name: ClassVar[str] = "recreate"
+
+    def commit(self, tbl: Table, chosen: list, new: object) -> None:
+        catalog = load_catalog(self._job.catalog)
+        schema, location, props = tbl.schema(), tbl.location(), dict(tbl.properties)
+        catalog.drop_table(self._job.table)
+        fresh = catalog.create_table(self._job.table, schema=schema, location=location, properties=props)
+        with fresh.transaction() as tx, tx.update_snapshot().fast_append() as app:
+            app.append_data_file(new)
+
+    def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
+        self._job = job
+        return super().compact(job, clock)
+
+
+class ExpireEngine(RewriteEngine):
+    """A right `replace`, then expires the input snapshot: time travel to the input is gone."""
+
+    name: ClassVar[str] = "expire"
+
+    def commit(self, tbl: Table, chosen: list, new: object) -> None:
+        base = tbl.current_snapshot().snapshot_id
+        super().commit(tbl, chosen, new)
+        tbl.refresh()
+        tbl.maintenance.expire_snapshots().by_id(base).commit()
+
+
+class MisstateEngine(RewriteEngine):
+    """A `replace` whose summary states a wrong total record count."""
+
+    name: ClassVar[str] = "misstate"
+
+    def commit(self, tbl: Table, chosen: list, new: object) -> None:
+        commit_rewrite(tbl, [e.data_file for e in chosen], [new], tamper={"total-records": "1"})
+
+
+class EvolveEngine(RewriteEngine):
+    """A right `replace`, then changes one part of the table's identity (`evolve`)."""
+
+    name: ClassVar[str] = "evolve-props"
+
+    def evolve(self, tbl: Table) -> None:
+        with tbl.transaction() as tx:
+            tx.set_properties({"write.target-file-size-bytes": "1"})
+
+    def commit(self, tbl: Table, chosen: list, new: object) -> None:
+        super().commit(tbl, chosen, new)
+        tbl.refresh()
+        self.evolve(tbl)
+
+
+class EvolveSchemaEngine(EvolveEngine):
+    name: ClassVar[str] = "evolve-schema"
+
+    def evolve(self, tbl: Table) -> None:
+        from pyiceberg.types import StringType
+
+        with tbl.update_schema() as up:
+            up.add_column("compacted_by", StringType())
+
+
+class EvolveSpecEngine(EvolveEngine):
+    name: ClassVar[str] = "evolve-spec"
+
+    def evolve(self, tbl: Table) -> None:
+        with tbl.update_spec() as up:
+            up.add_identity("region")
+
+
+class EvolveSortEngine(EvolveEngine):
+    name: ClassVar[str] = "evolve-sort"
+
+    def evolve(self, tbl: Table) -> None:
+        from pyiceberg.transforms import IdentityTransform
+
+        with tbl.update_sort_order() as up:
+            up.asc("v2", IdentityTransform())
+
+
+class SetupWorkEngine(RewriteEngine):
+    """Does the whole rewrite in open() (untimed setup) and only commits in compact(): work outside the
+    clock.  The table is out of reach while an engine sets up, so its open() fails."""
+
+    name: ClassVar[str] = "setupwork"
+
+    def open(self, job: CompactionJob, clock: PhaseClock) -> None:
+        with clock.phase("prepare"):
+            self._prepared = self.rewrite(job)
+
+    def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
+        tbl, chosen, new, rows = self._prepared
+        with clock.phase("commit"):
+            self.commit(tbl, chosen, new)
+        return EngineOutcome(engine_result={"files_in": len(chosen), "rows_written": rows},
+                             actions=[f"{self.name}: {len(chosen)} files -> 1, rewritten in open()"])
+
+
+class SetupPeekEngine(RewriteEngine):
+    """Reads every Parquet file under the warehouse directory in open(), bypassing the catalog (what
+    the catalog cannot stop); then compacts in compact().  Its setup reads are the evidence."""
+
+    name: ClassVar[str] = "setuppeek"
+
+    def open(self, job: CompactionJob, clock: PhaseClock) -> None:
+        import pyarrow.fs as pafs
+
+        from bench.core.catalog.s3 import filesystem
+
+        with clock.phase("peek"):  # where a table's files live: <warehouse>/<namespace>/<table>/data
+            ns, table = job.table.rsplit(".", 1)
+            fs, root = filesystem(f"{job.catalog.warehouse_uri.rstrip('/')}/{ns}/{table}/data")
+            infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+            self.peeked = 0
+            for i in infos:
+                if i.type == pafs.FileType.File and i.path.endswith(".parquet"):
+                    with fs.open_input_stream(i.path) as f:
+                        self.peeked += len(f.read())
+            print(f"setuppeek: read {self.peeked} bytes of the table's Parquet files in open()", flush=True)

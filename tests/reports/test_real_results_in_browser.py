@@ -134,6 +134,10 @@ def test_report_in_a_real_browser(real_results, tmp_path):
                         assert float(cost_cell.get_attribute("data-value")) == pytest.approx(cost, rel=1e-9)
                         shown = cost_cell.inner_text()
                         assert abs(_number(shown) - cost) <= 0.5 * 10 ** -_decimals(shown) * 1.0001, shown
+                        # time to result: set-up + compaction, beside the compaction time
+                        ttr = statistics.median(r["setup_s"] + r["duration_s"] for r in good)
+                        assert float(row.locator('[data-metric="time_to_result_median"]').get_attribute(
+                            "data-value")) == pytest.approx(ttr, rel=1e-9)
                         rss = statistics.median(r["telemetry"]["peak_rss_bytes"] for r in good)
                         assert float(row.locator('[data-metric="peak_rss_median"]').get_attribute(
                             "data-value")) == pytest.approx(rss)
@@ -176,6 +180,8 @@ def test_report_in_a_real_browser(real_results, tmp_path):
                         r["order_position"])
                     if r["error"]:
                         assert r["error"][:40] in run_row.inner_text()
+                    for c in r["verification"].get("committed", []):  # what it committed, and in which step
+                        assert c["operation"] in run_row.locator("[data-commits]").inner_text()
                     for c in r["verification"]["checks"]:  # a rejected output shows why
                         if not c["ok"] and c["required"]:
                             assert c["name"] in run_row.inner_text()

@@ -115,11 +115,14 @@ def keep_spare(metadata_location: str, location: str, spare: Path) -> list[str]:
 
 
 def restore(catalog: Catalog, ident: str, metadata_location: str, location: str,
-            files: dict[str, int], spare: Path | None = None) -> tuple[int, dict[str, int]]:
+            files: dict[str, int], spare: Path | None = None, parked: Path | None = None) -> tuple[int, dict[str, int]]:
     """Restore the table to `metadata_location` and exactly `files` under `location` (files a commit
-    deleted are put back from `spare`, see keep_spare).  Returns (files deleted, the listing after).
-    Raises RuntimeError when a recorded file is missing or changed and has no spare (the dataset is
-    damaged: it must be generated again)."""
+    deleted are put back from `spare`, see keep_spare; a directory left parked by a killed run is moved
+    back from `parked` first).  Returns (files deleted, the listing after).  Raises RuntimeError when a
+    recorded file is missing or changed and has no spare (the dataset is damaged: it must be generated
+    again)."""
+    if parked is not None:
+        unpark(location, parked)
     fs, root = filesystem(location)
     root = root.rstrip("/")
     now = list_files(location)
@@ -139,3 +142,67 @@ def restore(catalog: Catalog, ident: str, metadata_location: str, location: str,
                            f"e.g. {damaged[0]}: generate the dataset again (delete its manifest)")
     point_at(catalog, ident, metadata_location)  # last: registering reads the metadata file
     return len(extra), after
+
+
+def park(catalog: Catalog, ident: str, location: str, parked: Path, metadata_files: list[str] | None = None,
+         spare: Path | None = None) -> str:
+    """Put the table out of reach while an engine sets up: drop it from the catalog (no purge) and, on a
+    local warehouse, move its directory to `parked` (the same file system: a rename); on S3, where
+    objects cannot be moved cheaply, delete its `metadata_files` (relative paths, each with a copy in
+    `spare`: `restore` puts them back).  Returns how it was parked."""
+    try:
+        catalog.drop_table(ident)
+    except NoSuchTableError:
+        pass
+    fs, root = filesystem(location)
+    if isinstance(fs, pafs.LocalFileSystem):
+        parked.parent.mkdir(parents=True, exist_ok=True)
+        Path(root).rename(parked)
+        return "unregistered from the catalog, its directory moved out of the warehouse"
+    root = root.rstrip("/")
+    missing = [rel for rel in metadata_files or [] if spare is None or not (Path(spare) / rel).is_file()]
+    if missing:
+        raise RuntimeError(f"cannot park {ident}: no spare copy of {missing[0]} (and {len(missing) - 1} more)")
+    for rel in metadata_files or []:
+        fs.delete_file(f"{root}/{rel}")
+    return "unregistered from the catalog, its metadata files removed (its data objects stay: S3 cannot move them)"
+
+
+def unpark(location: str, parked: Path) -> bool:
+    """Move a parked table directory back under `location` (local warehouses); True when it was parked.
+    Files that appeared at `location` meanwhile stay for `restore` to judge (it deletes what the dataset
+    does not list)."""
+    parked = Path(parked)
+    if not parked.exists():
+        return False
+    from bench.core.table.entries import local_path
+
+    target = Path(local_path(location))
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        parked.rename(target)
+        return True
+    for src in sorted(p for p in parked.rglob("*") if p.is_file()):
+        dst = target / src.relative_to(parked)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        src.replace(dst)
+    import shutil
+
+    shutil.rmtree(parked)
+    return True
+
+
+def keep_spares(location: str, files: dict[str, int], spare: Path, prefix: str = "metadata/") -> int:
+    """Copies of every file under `prefix` of the table (as listed in `files`) in `spare`, where missing
+    or of another size; returns how many were copied."""
+    fs, root = filesystem(location)
+    root = root.rstrip("/")
+    copied = 0
+    for rel, size in files.items():
+        copy = Path(spare) / rel
+        if not rel.startswith(prefix) or (copy.is_file() and copy.stat().st_size == size):
+            continue
+        with fs.open_input_stream(f"{root}/{rel}") as f:
+            write_atomic(copy, f.read())
+        copied += 1
+    return copied
