@@ -49,12 +49,15 @@ test-deps: setup
 	fi
 	bash terraform/ci/install-checkov.sh >/dev/null
 
-# The layer contract (import-linter), lint (ruff) and the lower layer's types (mypy), then the tests.
+# The layer contract (import-linter), lint (ruff) and types (mypy), then the tests: the independent ones
+# on two workers (pytest-xdist), then the few marked `serial` (they time something) alone, so that no
+# worker waits for them (a plain `pytest` runs all, serial ones under a lock: tests/conftest.py).
 test: test-deps
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m "not serial"
+	$(BIN)/pytest -q -m serial -n 0
 
 # The docs' measured tables (docs/results.md) are rendered from the reference runs kept in docs/reference/.
 docs: $(VENV)/.installed
