@@ -1,7 +1,7 @@
 """Engines compared beyond the headline speedup, from the result sets already built (reports.model):
 
-- the floor: an engine that commits nothing (`commits: none`: the same bytes read,
-  deletes applied and written by a bare columnar library, no planning, no commit).  Each engine's time
+- the floor: an engine that commits nothing (`commits: none`: the same bytes read, deletes applied and
+  written by a bare columnar library, no planning beyond listing the live files, no commit).  Each engine's time
   is shown as a multiple of the floor's, beside its throughput per core.  The floor never enters a
   speedup (bench.core.stats leaves it out of `all_speedups`): it does not do the whole job.
 - variants: several labels of one engine in a run set (NAME and NAME:PROFILE, e.g. a local and a

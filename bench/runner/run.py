@@ -310,5 +310,6 @@ def summary_table(results: list[RunResult], engines: list[str]) -> str:
             continue
         rng = f" (min {fm.ratio.min:.2f}x, max {fm.ratio.max:.2f}x)" if fm.ratio.n > 1 else ""
         rows.append(f"floor: {fm.engine} takes {fm.ratio.median:.2f}x the time of {fm.floor}, which reads, applies "
-                    f"deletes and writes the same data with no planning and no commit{rng}")
+                    f"deletes and writes the same data, with no planning beyond listing the live files and no "
+                    f"commit{rng}")
     return "\n".join(rows)
