@@ -168,11 +168,12 @@ def layout(p: Partitioning, n: int) -> PartitionLayout:
     return PartitionLayout(p, np.asarray(file_partition, np.int32), np.asarray(file_rank, np.int32), per)
 
 
-def place(plans: list[FilePlan], lay: PartitionLayout) -> list[FilePlan]:
-    """`plans` (one per data file, in file order) placed in their partitions: each gets its rows' shape,
-    its partition's tuple and path."""
-    records = [tuple(lay.record(q)) for q in range(lay.partitions)]
-    paths = [lay.path(q) for q in range(lay.partitions)]
+def place(plans: list[FilePlan], lay: PartitionLayout, only: int | None = None) -> list[FilePlan]:
+    """`plans` (data files by index) placed in their partitions: each gets its rows' shape, its
+    partition's tuple and path (`only`: every plan is in that partition)."""
+    qs = range(lay.partitions) if only is None else [only]
+    records = {q: tuple(lay.record(q)) for q in qs}
+    paths = {q: lay.path(q) for q in qs}
     out = []
     for p in plans:
         q = int(lay.file_partition[p.index])
