@@ -80,7 +80,7 @@ def file_partition_problems(df: DataFile, spec: PartitionSpec, schema: Schema,
         distinct = pc.unique(pf.read(columns=[column]).column(0).combine_chunks())
         to_partition = f.transform.transform(source.field_type)
         derived.append({to_partition(v) for v in _internal(distinct, source.field_type)})
-    recorded = list(df.partition)
+    recorded = [df.partition[i] for i in range(len(df.partition))]
     if len(recorded) != len(spec.fields):
         return [f"{df.file_path}: records a partition of {len(recorded)} values, spec {spec.spec_id} has "
                 f"{len(spec.fields)} fields"]

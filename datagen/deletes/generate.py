@@ -27,8 +27,8 @@ from datagen.deletes.write import (
     equality_bytes_per_key,
     equality_task,
 )
-from datagen.recipes import DeletesRecipe
 from datagen.partitions import PartitionTally, partition_spec, spec_text
+from datagen.recipes import DeletesRecipe
 from datagen.schema import PARTITIONED_SCHEMA, SCHEMA, bucket_members, pools_for
 from datagen.writer import write_properties
 
