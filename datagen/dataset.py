@@ -42,8 +42,10 @@ Recipe = SmallFilesRecipe | DeletesRecipe
 
 
 def recipe_hash(recipe: Recipe, scale: float, seed: int) -> str:
-    blob = json.dumps({"recipe": recipe.model_dump(mode="json"), "scale": scale, "seed": seed,
-                       "v": GENERATOR_VERSION}, sort_keys=True)
+    dumped = recipe.model_dump(mode="json")
+    if dumped.get("partitioning") is None:  # unpartitioned recipes keep the hashes (and cached tables) they had
+        dumped.pop("partitioning", None)
+    blob = json.dumps({"recipe": dumped, "scale": scale, "seed": seed, "v": GENERATOR_VERSION}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 

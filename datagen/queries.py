@@ -27,7 +27,7 @@ from bench.core.results import ReadQuery
 from datagen.deletes.plan import deleted_rows, plan
 from datagen.recipes import DeletesRecipe, SmallFilesRecipe
 from datagen.schema import _np_window, _plan, make_rows, pools_for
-from datagen.smallfiles import plan_files
+from datagen.smallfiles import plan as smallfiles_plan
 from datagen.writer import FilePlan
 
 RANGE_FRACTION = 0.01
@@ -84,7 +84,7 @@ def layout(ds: GeneratedTable) -> _Layout:
     kind = ds.recipe.get("kind")
     if kind == "smallfiles":
         r = SmallFilesRecipe.model_validate(ds.recipe)
-        return _Layout(ds.seed, plan_files(r.files, r.total_bytes, ds.scale, r.min_files, ds.seed))
+        return _Layout(ds.seed, smallfiles_plan(r, ds.scale, ds.seed))  # placed in partitions, if any
     if kind == "deletes":
         d = DeletesRecipe.model_validate(ds.recipe)
         pl = plan(d, ds.scale)
@@ -141,7 +141,7 @@ def query_truth(ds: GeneratedTable, queries: list[ReadQuery], lay: _Layout | Non
             if not lay.live(f)[r]:
                 out[q.name] = ["0", "0"]
                 continue
-            row = make_rows(pools_for(lay.seed), lay.seed, f.index, f.rows, f.key_offset).slice(r, 1)
+            row = make_rows(pools_for(lay.seed), lay.seed, f.index, f.rows, f.key_offset, f.shape).slice(r, 1)
             n, s = arrow_checksum(row)
             out[q.name] = [str(n), str(s)]
         else:

@@ -10,6 +10,50 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 Codec = Literal["uncompressed", "snappy", "zstd", "gzip"]
 
 
+PartitionSpecKind = Literal["day", "hour", "bucket", "day+bucket"]
+TIME_SPECS = ("day", "hour", "day+bucket")
+BUCKET_SPECS = ("bucket", "day+bucket")
+
+
+class Partitioning(BaseModel):
+    """A partitioned table (datagen/partitions.py, which documents the layout and the scale rule).
+
+    spec: day         identity(event_date)            a day column, like a daily table's `dt`
+          hour        hour(event_ts)
+          bucket      bucket(buckets, v1)             v1: a column of the key (v1, v2)
+          day+bucket  identity(event_date), bucket(buckets, v1)
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    spec: PartitionSpecKind
+    periods: int | None = Field(None, ge=1)  # days (day, day+bucket) or hours (hour) at scale 1.0
+    buckets: int | None = Field(None, ge=2, le=1024)  # N of bucket(N, v1) (bucket, day+bucket)
+    skew: float = Field(0.0, ge=0.0, le=4.0)  # files of the period r-th newest ~ 1/(r+1)^skew; 0: uniform
+    min_files_per_partition: int = Field(2, ge=1)  # partitions shrink with the scale to keep this mean
+
+    @model_validator(mode="after")
+    def _fields_fit_the_spec(self) -> Partitioning:
+        problems = []
+        if (self.spec in TIME_SPECS) != (self.periods is not None):
+            problems.append(f"periods (days or hours) is {'required' if self.spec in TIME_SPECS else 'not allowed'}"
+                            f" for spec {self.spec!r}")
+        if (self.spec in BUCKET_SPECS) != (self.buckets is not None):
+            problems.append(f"buckets is {'required' if self.spec in BUCKET_SPECS else 'not allowed'} "
+                            f"for spec {self.spec!r}")
+        if self.spec == "bucket" and self.skew:
+            problems.append("skew orders partitions by age: it needs a time partition (day, hour, day+bucket), "
+                            "not spec 'bucket'")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def partitions(self) -> int:
+        """Partitions at scale 1.0: periods x buckets."""
+        return (self.periods or 1) * (self.buckets or 1)
+
+
 class _Recipe(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -17,6 +61,7 @@ class _Recipe(BaseModel):
     codec_level: int | None = None
     files_per_commit: int = Field(32, ge=1)  # files (writer checkpoints) per commit
     min_files: int = Field(16, ge=1)  # floor on the data-file count at tiny scales
+    partitioning: Partitioning | None = None  # None: unpartitioned
 
 
 class SmallFilesRecipe(_Recipe):

@@ -6,13 +6,24 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
-from pyiceberg.types import BooleanType, DoubleType, IntegerType, LongType, NestedField, StringType, TimestampType
+from pyiceberg.transforms import BucketTransform
+from pyiceberg.types import (
+    BooleanType,
+    DateType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestampType,
+)
 
 from bench.core.checksum import arrow_checksum, column_hashes, combine, exact_sum, int_hashes
 
@@ -33,6 +44,24 @@ SCHEMA = Schema(
 )
 ARROW_SCHEMA = schema_to_pyarrow(SCHEMA)  # carries the Iceberg field ids as Parquet field ids
 COLUMNS = [f.name for f in SCHEMA.fields]
+# partitioned tables (datagen.partitions) add the day column of production daily tables: event_date is
+# the UTC day of event_ts; an unpartitioned table keeps SCHEMA (and its bytes)
+PARTITIONED_SCHEMA = Schema(*SCHEMA.fields, NestedField(12, "event_date", DateType(), required=False))
+PARTITIONED_ARROW_SCHEMA = schema_to_pyarrow(PARTITIONED_SCHEMA)
+DAY_US = 86_400_000_000
+
+
+@dataclass(frozen=True)
+class RowShape:
+    """Confines one partitioned file's generated rows to its partition: event_ts runs through
+    [ts_start_us, ts_start_us + ts_span_us) and, with `buckets`, v1 is drawn only from the values
+    pyiceberg's bucket(buckets) transform puts in `bucket` (`datagen.partitions.bucket_members`).
+    Rows made with a shape have the column event_date (PARTITIONED_SCHEMA)."""
+
+    ts_start_us: int
+    ts_span_us: int
+    buckets: int = 0  # 0: v1 is not constrained
+    bucket: int = 0
 
 _STATUSES = pa.array(["created", "paid", "shipped", "delivered", "cancelled", "refunded", "returned"],
                      type=pa.large_string())
@@ -94,53 +123,90 @@ def pools_for(seed: int) -> ValuePools:
     return ValuePools(seed)
 
 
-def _plan(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int):
-    """A file's generated columns (v1, v2, event_ts) and its window start in each pool."""
+def _plan(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int, shape: RowShape | None = None):
+    """A file's generated columns (v1, v2, event_ts) and its window start in each pool (the pools'
+    windows do not depend on `shape`)."""
     rng = np.random.default_rng([seed, file_index])
     starts = rng.integers(0, POOL_ROWS, len(pools.columns) + 1)
-    ts = _EPOCH_US + file_index * 60_000_000 + (np.arange(rows, dtype=np.int64) * 60_000_000) // rows
-    v1 = rng.integers(0, 1 << 20, rows, dtype=np.int32)
+    if shape is None:
+        ts = _EPOCH_US + file_index * 60_000_000 + (np.arange(rows, dtype=np.int64) * 60_000_000) // rows
+        v1 = rng.integers(0, 1 << 20, rows, dtype=np.int32)
+    else:
+        ts = shape.ts_start_us + (np.arange(rows, dtype=np.int64) * shape.ts_span_us) // rows
+        if shape.buckets:
+            members = bucket_members(shape.buckets)[shape.bucket]
+            v1 = members[rng.integers(0, len(members), rows)]
+        else:
+            v1 = rng.integers(0, 1 << 20, rows, dtype=np.int32)
     v2 = np.arange(key_offset, key_offset + rows, dtype=np.int64)
     pool_starts = {name: int(st) for name, st in zip(pools.columns, starts)}
     pool_starts["payload"] = int(starts[-1]) % len(pools.payload)
     return v1, v2, ts, pool_starts
 
 
-def make_rows(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int) -> pa.Table:
-    """Rows of one data file.  Deterministic in (seed, file_index); keys (v1, v2) are unique across the
-    table because v2 = key_offset + row number, with key_offset unique per file.  Event times rise
-    through the file's minute like a stream's."""
-    v1, v2, ts, starts = _plan(pools, seed, file_index, rows, key_offset)
+BUCKET_MEMBERS = 4096  # v1 values per bucket a bucketed file's rows draw from (~ the first 4096 x N integers)
+
+
+@functools.lru_cache(maxsize=8)
+def bucket_members(buckets: int) -> tuple[np.ndarray, ...]:
+    """For each bucket b of bucket(`buckets`) on v1 (an int column), the v1 values in [0, 4096 x buckets)
+    that pyiceberg's own BucketTransform puts in b (Iceberg's murmur3 bucket; ~0.2 s for 16 buckets, once
+    per process: generators build it before forking their writers)."""
+    to_bucket = BucketTransform(buckets).transform(IntegerType())
+    values = np.arange(BUCKET_MEMBERS * buckets, dtype=np.int32)
+    of = np.fromiter((to_bucket(int(v)) for v in values), dtype=np.int32, count=len(values))
+    return tuple(values[of == b] for b in range(buckets))
+
+
+def _event_date(ts: np.ndarray) -> np.ndarray:
+    return (ts // DAY_US).astype(np.int32)
+
+
+def make_rows(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int,
+              shape: RowShape | None = None) -> pa.Table:
+    """Rows of one data file.  Deterministic in (seed, file_index, shape); keys (v1, v2) are unique
+    across the table because v2 = key_offset + row number, with key_offset unique per file.  Event
+    times rise through the file's minute like a stream's (with a `shape`: through its window of the
+    file's partition, and the rows get event_date)."""
+    v1, v2, ts, starts = _plan(pools, seed, file_index, rows, key_offset, shape)
     win = {name: _window(col, starts[name], rows) for name, col in pools.columns.items()}
     cols = [
         pa.array(v1), pa.array(v2), win["v3"], pa.array(ts, type=pa.timestamp("us")),
         win["user_id"], win["amount"], win["quantity"], win["status"], win["region"], win["is_test"],
         _window(pools.payload, starts["payload"], rows),
     ]
-    return pa.Table.from_arrays(cols, schema=ARROW_SCHEMA)
+    if shape is None:
+        return pa.Table.from_arrays(cols, schema=ARROW_SCHEMA)
+    cols.append(pa.array(_event_date(ts), type=pa.date32()))
+    return pa.Table.from_arrays(cols, schema=PARTITIONED_ARROW_SCHEMA)
 
 
-_FAST_HASH_CHECKED: dict[int, bool] = {}  # pid -> the pooled hashing matched DuckDB's on its first file
+# (pid, partitioned) -> the pooled hashing matched DuckDB's on the first such file of the process
+_FAST_HASH_CHECKED: dict[tuple[int, bool], bool] = {}
 
 
 def row_hashes(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int,
-               table: pa.Table | None = None) -> np.ndarray:
-    """DuckDB's hash(v1, ..., payload) of each row of `make_rows(...)`, from the pools' hashes (each
-    value hashed once per process) combined in numpy.  The first file of every process is also hashed
-    by DuckDB itself and must match, otherwise DuckDB hashes every file (`table`: the rows, if made)."""
-    v1, v2, ts, starts = _plan(pools, seed, file_index, rows, key_offset)
-    pid = os.getpid()
-    if _FAST_HASH_CHECKED.get(pid) is False:
-        rows_table = table if table is not None else make_rows(pools, seed, file_index, rows, key_offset)
+               table: pa.Table | None = None, shape: RowShape | None = None) -> np.ndarray:
+    """DuckDB's hash(v1, ..., payload[, event_date]) of each row of `make_rows(...)`, from the pools'
+    hashes (each value hashed once per process) combined in numpy.  The first file of every process
+    (and of each schema) is also hashed by DuckDB itself and must match, otherwise DuckDB hashes every
+    file (`table`: the rows, if made)."""
+    v1, v2, ts, starts = _plan(pools, seed, file_index, rows, key_offset, shape)
+    key = (os.getpid(), shape is not None)
+    if _FAST_HASH_CHECKED.get(key) is False:
+        rows_table = table if table is not None else make_rows(pools, seed, file_index, rows, key_offset, shape)
         return combine(column_hashes(rows_table))
     pooled = pools.hashes()
     win = {name: _np_window(h, starts[name], rows) for name, h in pooled.items()}
-    out = combine([int_hashes(v1), int_hashes(v2), win["v3"], int_hashes(ts), win["user_id"], win["amount"],
-                   win["quantity"], win["status"], win["region"], win["is_test"], win["payload"]])
-    if pid not in _FAST_HASH_CHECKED:
-        rows_table = table if table is not None else make_rows(pools, seed, file_index, rows, key_offset)
-        _FAST_HASH_CHECKED[pid] = exact_sum(out) == arrow_checksum(rows_table)[1]
-        if not _FAST_HASH_CHECKED[pid]:
+    cols = [int_hashes(v1), int_hashes(v2), win["v3"], int_hashes(ts), win["user_id"], win["amount"],
+            win["quantity"], win["status"], win["region"], win["is_test"], win["payload"]]
+    if shape is not None:
+        cols.append(int_hashes(_event_date(ts)))
+    out = combine(cols)
+    if key not in _FAST_HASH_CHECKED:
+        rows_table = table if table is not None else make_rows(pools, seed, file_index, rows, key_offset, shape)
+        _FAST_HASH_CHECKED[key] = exact_sum(out) == arrow_checksum(rows_table)[1]
+        if not _FAST_HASH_CHECKED[key]:
             return combine(column_hashes(rows_table))
     return out
 

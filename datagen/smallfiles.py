@@ -10,8 +10,12 @@ File sizes are log-normal (sigma 0.5) around B / n, clipped to [mean/8, mean*6],
 seed.  Rows per file come from a calibration of bytes per row for the uncompressed encoding, so the ZSTD
 table holds exactly the same rows as the uncompressed one; only its files are smaller.
 
+Partitioned (`partitioning` set): the n files are placed in partitions by `datagen.partitions` (its
+scale rule and skew); each file's rows stay in its partition and its DataFile carries the partition tuple.
+
 Ground truth: each writer computes the content checksum of the rows it generated (the verifier's
-checksum, `bench.core.checksum`); their sum and the row count are the table's ground truth.
+checksum, `bench.core.checksum`); their sum and the row count are the table's ground truth, and in a
+partitioned table the sums over each partition's files are that partition's.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.core.dataset import GroundTruth
+from datagen import partitions
 from datagen.context import GenContext, Generated
 from datagen.recipes import SmallFilesRecipe
-from datagen.schema import SCHEMA, make_rows, pools_for
+from datagen.schema import PARTITIONED_SCHEMA, SCHEMA, bucket_members, make_rows, pools_for
 from datagen.writer import FilePlan, commit_in_checkpoints, parallel_write, write_properties
 
 ROUGH_BYTES_PER_ROW = 180  # only sizes the calibration sample
@@ -63,26 +68,47 @@ def plan_files(files_at_1: int, total_bytes_at_1: int, scale: float, min_files: 
     return [FilePlan(i, int(r), int(o)) for i, (r, o) in enumerate(zip(rows, offsets))]
 
 
+def plan(recipe: SmallFilesRecipe, scale: float, seed: int) -> list[FilePlan]:
+    """Every data file of the table, placed in its partition when the recipe is partitioned."""
+    plans = plan_files(recipe.files, recipe.total_bytes, scale, recipe.min_files, seed)
+    if recipe.partitioning is None:
+        return plans
+    return partitions.place(plans, partitions.layout(recipe.partitioning, len(plans)))
+
+
 def generate(ctx: GenContext) -> Generated:
     """Create the table and fill it with the planned files, committed in writer checkpoints."""
     recipe = ctx.recipe
     assert isinstance(recipe, SmallFilesRecipe)
-    plans = plan_files(recipe.files, recipe.total_bytes, ctx.scale, recipe.min_files, ctx.seed)
+    plans = plan(recipe, ctx.scale, ctx.seed)
     props = write_properties(recipe)
-    tbl = ctx.catalog.create_table(ctx.ident, SCHEMA, properties={**props, "format-version": "2"})
+    table_props = {**props, "format-version": "2"}
+    part = recipe.partitioning
+    if part is None:
+        tbl = ctx.catalog.create_table(ctx.ident, SCHEMA, properties=table_props)
+    else:
+        tbl = ctx.catalog.create_table(ctx.ident, PARTITIONED_SCHEMA, partition_spec=partitions.partition_spec(part),
+                                       properties=table_props)
+        if part.buckets:
+            bucket_members(part.buckets)  # built once here; forked writers inherit them
     pools_for(ctx.seed).hashes()  # built once here; forked writers inherit them
     tasks = [(tbl.location(), props, ctx.seed, p) for p in plans]
     nbytes, checksum = 0, 0
+    tally = partitions.PartitionTally(partitions.layout(part, len(plans))) if part else None
     with ctx.progress.task(f"datagen {ctx.ident}", total=len(plans), unit="files") as task:
         def counted():
             nonlocal nbytes, checksum
-            for df, file_checksum in parallel_write(tasks, ctx.workers):
+            for p, (df, file_checksum) in zip(plans, parallel_write(tasks, ctx.workers)):
                 nbytes += df.file_size_in_bytes
                 checksum += file_checksum
+                if tally is not None:
+                    tally.add_data(p.index, p.rows, file_checksum)
                 yield df
         commits = commit_in_checkpoints(tbl, counted(), recipe.files_per_commit, task.advance)
     rows = sum(p.rows for p in plans)
     gt = GroundTruth(rows=rows, checksum=str(checksum), rows_written=rows, data_files=len(plans),
                      data_bytes=nbytes, commits=commits,
-                     computed_by="generator: sum of bench.core.checksum over each file's generated rows")
+                     computed_by="generator: sum of bench.core.checksum over each file's generated rows",
+                     partition_spec=partitions.spec_text(part) if part else "",
+                     partitions=tally.truth() if tally else {})
     return Generated(files=len(plans), bytes=nbytes, rows=rows, ground_truth=gt)

@@ -18,16 +18,24 @@ from pyiceberg.typedef import Record
 from bench.core.catalog.s3 import fileio_properties, is_s3
 from bench.core.checksum import exact_sum
 from datagen.recipes import DeletesRecipe, SmallFilesRecipe
-from datagen.schema import SCHEMA, make_rows, pools_for, row_hashes
+from datagen.schema import PARTITIONED_SCHEMA, SCHEMA, RowShape, make_rows, pools_for, row_hashes
 
 
 @dataclass(frozen=True)
 class FilePlan:
-    """One data file to generate: its index, row count and first key (v2) offset."""
+    """One data file to generate: its index, row count and first key (v2) offset; in a partitioned table
+    also how its rows stay in its partition, the partition's tuple and its path (datagen.partitions)."""
 
     index: int
     rows: int
     key_offset: int
+    shape: RowShape | None = None
+    partition: tuple[int, ...] | None = None  # the partition tuple, Iceberg's representation
+    partition_path: str | None = None  # e.g. event_date=2025-12-31/v1_bucket=3
+
+    @property
+    def schema(self) -> Schema:
+        return SCHEMA if self.shape is None else PARTITIONED_SCHEMA
 
 
 CODEC_PROPERTIES = {"uncompressed": "uncompressed", "snappy": "snappy", "zstd": "zstd", "gzip": "gzip"}
@@ -56,15 +64,22 @@ def file_io(path: str = "") -> PyArrowFileIO:
     return io
 
 
-def data_file_path(location: str, index: int) -> str:
-    return f"{location}/data/gen-{index:06d}.parquet"
+def partition_dir(location: str, partition_path: str | None) -> str:
+    """Where a generated file goes: data/, or data/<partition path>/ in a partitioned table."""
+    return f"{location}/data" if partition_path is None else f"{location}/data/{partition_path}"
+
+
+def data_file_path(location: str, index: int, partition_path: str | None = None) -> str:
+    return f"{partition_dir(location, partition_path)}/gen-{index:06d}.parquet"
 
 
 def write_rows(path: str, props: dict, rows, schema: Schema = SCHEMA, spec_id: int = 0,
-               content: DataFileContent = DataFileContent.DATA) -> DataFile:
+               content: DataFileContent = DataFileContent.DATA,
+               partition: tuple[int, ...] | None = None) -> DataFile:
     """Write an Arrow table (whose schema carries the Iceberg field ids of `schema`) to one Parquet
     file with pyiceberg's own writer (field ids and column statistics as any Iceberg writer records
-    them).  Used for data files and, with their own schemas, for delete files."""
+    them).  Used for data files and, with their own schemas, for delete files.  `partition`: the
+    file's partition tuple (set in its DataFile, as Iceberg requires of a partitioned table)."""
     out = file_io(path).new_output(path)
     writer = ParquetFormatModel().create_writer(out, schema, props)
     with writer:
@@ -72,7 +87,7 @@ def write_rows(path: str, props: dict, rows, schema: Schema = SCHEMA, spec_id: i
     stats = writer.result()
     return DataFile.from_args(
         content=content, file_path=path, file_format=FileFormat.PARQUET,
-        partition=Record(), file_size_in_bytes=len(out), sort_order_id=None, spec_id=spec_id,
+        partition=Record(*(partition or ())), file_size_in_bytes=len(out), sort_order_id=None, spec_id=spec_id,
         equality_ids=None, key_metadata=None, **stats.to_serialized_dict())
 
 
@@ -82,9 +97,10 @@ def write_data_file(location: str, props: dict, seed: int, plan: FilePlan,
     checksum of its rows (`bench.core.checksum`: the generator's ground truth, from the rows
     generated, never read back)."""
     pools = pools_for(seed)
-    rows = make_rows(pools, seed, plan.index, plan.rows, plan.key_offset)
-    df = write_rows(data_file_path(location, plan.index), props, rows, spec_id=spec_id)
-    return df, exact_sum(row_hashes(pools, seed, plan.index, plan.rows, plan.key_offset, rows))
+    rows = make_rows(pools, seed, plan.index, plan.rows, plan.key_offset, plan.shape)
+    df = write_rows(data_file_path(location, plan.index, plan.partition_path), props, rows, plan.schema,
+                    spec_id=spec_id, partition=plan.partition)
+    return df, exact_sum(row_hashes(pools, seed, plan.index, plan.rows, plan.key_offset, rows, plan.shape))
 
 
 def _write_task(args):

@@ -19,6 +19,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from bench.core.fileio import write_atomic
 
 
+class PartitionTruth(BaseModel):
+    """What one partition of a partitioned table holds, computed by the generator like the whole."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    values: list[int]  # the partition tuple, in Iceberg's representation (days, hours, bucket numbers)
+    rows: int  # rows a reader sees in it
+    checksum: str  # bench.core.checksum over those rows: the partitions' checksums sum to the table's
+    data_files: int = 0
+    delete_files: int = 0
+
+
 class GroundTruth(BaseModel):
     """What the table holds, computed by the generator (`bench.core.checksum` over generated rows)."""
 
@@ -41,6 +53,8 @@ class GroundTruth(BaseModel):
     unmatched_equality_keys: int = 0
     rows_per_data_file: int = 0
     commits: int = 0
+    partition_spec: str = ""  # e.g. "[1000: event_date: identity(12)]"; "" when unpartitioned
+    partitions: dict[str, PartitionTruth] = Field(default_factory=dict)  # by partition path (datagen.partitions)
 
 
 class GeneratedTable(BaseModel):

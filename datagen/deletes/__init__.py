@@ -55,6 +55,12 @@ delete files, and adding the data files in the same RowDelta as their position d
 streaming writer does (one snapshot), which a pyiceberg append followed by a Java RowDelta could not
 reproduce.  Commits are annotated with `bench.checkpoints` and `bench.commit` in the snapshot summary.
 
+Partitioned (`partitioning` set; layout, skew and scale rule in `datagen.partitions`): data file i is in
+the partition the layout gives it, and checkpoint i's position- and equality-delete files are in that
+partition too (their DataFiles carry its tuple).  Equality deletes are partition-scoped like a CDC
+writer's: a row of data file j may only die in one of the next `equality_window` equality checkpoints at
+or after j OF ITS PARTITION (unmatched keys still match nothing).  Ground truth per partition as well.
+
 Modules: `plan` (what to write, deterministic), `write` (the writers, in worker processes), `generate`
 (the pipeline: writers -> Java commits -> ground truth).
 """

@@ -27,8 +27,9 @@ from datagen.deletes.write import (
     equality_bytes_per_key,
     equality_task,
 )
+from datagen.partitions import PartitionTally, partition_spec, spec_text
 from datagen.recipes import DeletesRecipe
-from datagen.schema import SCHEMA, pools_for
+from datagen.schema import PARTITIONED_SCHEMA, SCHEMA, bucket_members, pools_for
 from datagen.writer import write_properties
 
 COMMIT_JVM_HEAP = "1g"  # the committing JVM only builds metadata: metrics come from Parquet footers
@@ -91,6 +92,7 @@ class _Pipeline:
     def __init__(self, ctx: GenContext, pl: DeletesPlan, location: str, props: dict):
         self.ctx, self.pl, self.location, self.props = ctx, pl, location, props
         self.truth = _Truth()
+        self.tally = PartitionTally(pl.layout) if pl.layout is not None else None
         self.buffers: dict[int, list[tuple[np.ndarray, np.ndarray]]] = collections.defaultdict(list)
         self.bytes_per_key: float | None = None
         if pl.eq_bytes_per_file:
@@ -116,18 +118,23 @@ class _Pipeline:
         self.truth.equality_keys += n_matched + n_unmatched
         self.truth.unmatched_keys += n_unmatched
         v2_max = (i + 1) * self.pl.rows_per_file
-        return ex.submit(equality_task, (self.location, self.props, self.ctx.seed, i, matched, n_unmatched, v2_max))
+        fp = self.pl.file_plan(i)
+        if self.tally is not None:
+            self.tally.add_deletes(i)
+        return ex.submit(equality_task, (self.location, self.props, self.ctx.seed, i, matched, n_unmatched, v2_max,
+                                         fp.partition, fp.partition_path))
 
     def commit_group(self, committer: RowDeltaCommitter, group: list[CheckpointOut], eqs: list[Written]) -> int:
         """One RowDelta of the group's data + position deletes, then one of its equality deletes."""
         tag = f"{group[0].index}-{group[-1].index}"
-        rows = [committer.data_file(o.data.path, o.data.size) for o in group]
-        positions = [committer.position_file(o.position.path, o.position.size) for o in group if o.position]
+        rows = [committer.data_file(o.data.path, o.data.size, o.data.partition) for o in group]
+        positions = [committer.position_file(o.position.path, o.position.size, o.position.partition)
+                     for o in group if o.position]
         committer.row_delta(rows, positions, {"bench.checkpoints": tag, "bench.commit": "data+position-deletes"})
         self.truth.bytes["data"] += sum(o.data.size for o in group)
         self.truth.bytes["position"] += sum(o.position.size for o in group if o.position)
         if eqs:
-            committer.row_delta([], [committer.equality_file(w.path, w.size) for w in eqs],
+            committer.row_delta([], [committer.equality_file(w.path, w.size, w.partition) for w in eqs],
                                 {"bench.checkpoints": tag, "bench.commit": "equality-deletes"})
             self.truth.bytes["equality"] += sum(w.size for w in eqs)
         return len(rows) + len(positions) + len(eqs)
@@ -135,8 +142,10 @@ class _Pipeline:
     def run(self, committer_factory) -> int:
         pl, ctx = self.pl, self.ctx
         # forked writers: the pool forks its workers at the first submit, before the JVM starts, and
-        # they inherit the value pools built here once
+        # they inherit the value pools (and a bucketed table's v1 members) built here once
         pools_for(ctx.seed).hashes()
+        if pl.layout is not None and pl.layout.partitioning.buckets:
+            bucket_members(pl.layout.partitioning.buckets)
         n_files = pl.n + pl.position_files + pl.equality_files
         with ProcessPoolExecutor(max_workers=ctx.workers, mp_context=mp.get_context("fork")) as ex, \
                 ctx.progress.task(f"datagen {ctx.ident}", total=n_files, unit="files") as task:
@@ -151,6 +160,9 @@ class _Pipeline:
                         assert out.index == i
                         group.append(out)
                         self.truth.add(out)
+                        if self.tally is not None:
+                            self.tally.add_data(i, out.survivors, out.checksum)
+                            self.tally.add_deletes(i, 1 if out.position else 0)
                         for target, keys in out.eq_keys.items():
                             self.buffers[target].append(keys)
                         if pl.has_eq[i]:
@@ -203,9 +215,16 @@ def generate(ctx: GenContext) -> Generated:
     ctx.progress.info(f"datagen {ctx.ident}: {pl.n} data + {pl.position_files} position-delete + "
                       f"{pl.equality_files} equality-delete files, {pl.rows_per_file} rows per data file, "
                       f"{pl.per_commit} checkpoints per commit pair")
-    tbl = ctx.catalog.create_table(ctx.ident, SCHEMA, properties={**props, **TABLE_PROPERTIES})
+    part = recipe.partitioning
+    if part is None:
+        tbl = ctx.catalog.create_table(ctx.ident, SCHEMA, properties={**props, **TABLE_PROPERTIES})
+    else:
+        tbl = ctx.catalog.create_table(ctx.ident, PARTITIONED_SCHEMA, partition_spec=partition_spec(part),
+                                       properties={**props, **TABLE_PROPERTIES})
     pipeline = _Pipeline(ctx, pl, tbl.location(), props)
     commits = pipeline.run(lambda: _JavaCommitter(ctx.settings, ctx.ident))
     gt = pipeline.truth.ground_truth(pl, commits)
+    if part is not None and pipeline.tally is not None:
+        gt = gt.model_copy(update={"partition_spec": spec_text(part), "partitions": pipeline.tally.truth()})
     return Generated(files=pl.n + pl.position_files + pl.equality_files,
                      bytes=sum(pipeline.truth.bytes.values()), rows=gt.rows, ground_truth=gt)

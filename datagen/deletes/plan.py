@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bench.core.errors import UserError
+from datagen import partitions
+from datagen.partitions import PartitionLayout
 from datagen.recipes import DeletesRecipe
-from datagen.writer import FilePlan
+from datagen.writer import FilePlan, partition_dir
 
 MIN_ROWS_PER_FILE = 100
 _SEEDS = {"rows": 0xDE1E7E, "assign": 0xA551, "unmatched": 0xE9E9}
@@ -29,6 +31,7 @@ class DeletesPlan:
     eq_bytes_per_file: float | None  # target size of each equality-delete file (deletes-massive)
     per_commit: int
     eq_checkpoints: tuple[int, ...] = field(default=())
+    layout: PartitionLayout | None = None  # a partitioned table: data file i's partition (datagen.partitions)
 
     @property
     def position_files(self) -> int:
@@ -39,12 +42,23 @@ class DeletesPlan:
         return sum(self.has_eq)
 
     def file_plan(self, i: int) -> FilePlan:
-        return FilePlan(i, self.rows_per_file, i * self.rows_per_file)
+        """Data file i (checkpoint i); in a partitioned table placed in its partition.  The checkpoint's
+        delete files are in the same partition."""
+        fp = FilePlan(i, self.rows_per_file, i * self.rows_per_file)
+        if self.layout is None:
+            return fp
+        return partitions.place([fp], self.layout, only=int(self.layout.file_partition[i]))[0]
 
     def eq_targets(self, j: int) -> list[int]:
-        """The equality-delete checkpoints a row of data file j may die in."""
-        k = bisect.bisect_left(self.eq_checkpoints, j)
-        return list(self.eq_checkpoints[k:k + self.window])
+        """The equality-delete checkpoints a row of data file j may die in: the next `window` at or
+        after j (in a partitioned table, of j's partition: equality deletes are partition-scoped, as a
+        CDC writer routes a key's delete to the key's partition)."""
+        if self.layout is None:
+            k = bisect.bisect_left(self.eq_checkpoints, j)
+            return list(self.eq_checkpoints[k:k + self.window])
+        ks = np.asarray(self.eq_checkpoints, dtype=np.int64)
+        part = self.layout.file_partition
+        return [int(t) for t in ks[(ks >= j) & (part[ks] == part[j])][:self.window]]
 
 
 def _spread(count: int, n: int) -> tuple[bool, ...]:
@@ -68,15 +82,16 @@ def plan(recipe: DeletesRecipe, scale: float) -> DeletesPlan:
                        k_eq=k_eq, window=recipe.equality_window, unmatched_ratio=recipe.unmatched_key_ratio,
                        eq_bytes_per_file=(eq_bytes * scale / e) if (eq_bytes and e) else None,
                        per_commit=recipe.files_per_commit,
-                       eq_checkpoints=tuple(i for i in range(n) if has_eq[i]))
+                       eq_checkpoints=tuple(i for i in range(n) if has_eq[i]),
+                       layout=partitions.layout(recipe.partitioning, n) if recipe.partitioning else None)
 
 
-def position_path(location: str, i: int) -> str:
-    return f"{location}/data/gen-{i:06d}-pos-deletes.parquet"
+def position_path(location: str, i: int, partition_path: str | None = None) -> str:
+    return f"{partition_dir(location, partition_path)}/gen-{i:06d}-pos-deletes.parquet"
 
 
-def equality_path(location: str, i: int) -> str:
-    return f"{location}/data/gen-{i:06d}-eq-deletes.parquet"
+def equality_path(location: str, i: int, partition_path: str | None = None) -> str:
+    return f"{partition_dir(location, partition_path)}/gen-{i:06d}-eq-deletes.parquet"
 
 
 

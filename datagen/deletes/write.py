@@ -43,6 +43,7 @@ class Written:
     path: str
     size: int
     records: int
+    partition: tuple[int, ...] | None = None  # its partition tuple in a partitioned table
 
 
 @dataclass
@@ -61,20 +62,20 @@ def write_checkpoint(location: str, props: dict, seed: int, pl: DeletesPlan, j: 
     """Write data file j (and its position-delete file) and compute its surviving rows' ground truth."""
     fp = pl.file_plan(j)
     pools = pools_for(seed)
-    rows = make_rows(pools, seed, fp.index, fp.rows, fp.key_offset)
-    data_path = data_file_path(location, j)
-    df = write_rows(data_path, props, rows)
-    data = Written(data_path, df.file_size_in_bytes, df.record_count)
+    rows = make_rows(pools, seed, fp.index, fp.rows, fp.key_offset, fp.shape)
+    data_path = data_file_path(location, j, fp.partition_path)
+    df = write_rows(data_path, props, rows, fp.schema, partition=fp.partition)
+    data = Written(data_path, df.file_size_in_bytes, df.record_count, fp.partition)
     pos, eq, assign = deleted_rows(seed, j, fp.rows, pl.k_pos if pl.has_pos[j] else 0, pl.k_eq,
                                    pl.eq_targets(j))
     position = None
     if len(pos):
-        ppath = position_path(location, j)
+        ppath = position_path(location, j, fp.partition_path)
         ptable = pa.Table.from_arrays([pa.array([data_path] * len(pos), pa.string()),
                                        pa.array(pos, pa.int64())], schema=POSITION_DELETE_ARROW)
         pf = write_rows(ppath, props, ptable, POSITION_DELETE_SCHEMA,
-                        content=DataFileContent.POSITION_DELETES)
-        position = Written(ppath, pf.file_size_in_bytes, pf.record_count)
+                        content=DataFileContent.POSITION_DELETES, partition=fp.partition)
+        position = Written(ppath, pf.file_size_in_bytes, pf.record_count, fp.partition)
     eq_keys: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     if len(eq):
         v1 = rows.column("v1").to_numpy()
@@ -85,7 +86,7 @@ def write_checkpoint(location: str, props: dict, seed: int, pl: DeletesPlan, j: 
     keep = np.ones(fp.rows, dtype=bool)
     keep[pos] = False
     keep[eq] = False
-    hashes = row_hashes(pools, seed, fp.index, fp.rows, fp.key_offset, rows)
+    hashes = row_hashes(pools, seed, fp.index, fp.rows, fp.key_offset, rows, fp.shape)
     survivors, checksum = int(keep.sum()), exact_sum(hashes[keep])
     return CheckpointOut(j, data, position, eq_keys, survivors, checksum, len(pos), len(eq))
 
@@ -103,17 +104,21 @@ def unmatched_keys(seed: int, i: int, count: int, v2_max: int) -> tuple[np.ndarr
 
 
 def write_equality(location: str, props: dict, seed: int, i: int, matched: list[tuple[np.ndarray, np.ndarray]],
-                   n_unmatched: int, v2_max: int) -> Written:
+                   n_unmatched: int, v2_max: int, partition: tuple[int, ...] | None = None,
+                   partition_path: str | None = None) -> Written:
     """Equality-delete file of checkpoint i: the matched keys (in the order of the data files they
-    come from) and `n_unmatched` keys matching nothing, shuffled together like a CDC stream."""
+    come from) and `n_unmatched` keys matching nothing, shuffled together like a CDC stream.  In a
+    partitioned table it is in checkpoint i's partition (`partition`, `partition_path`) and its matched
+    keys are all of rows of that partition (`DeletesPlan.eq_targets`): partition-scoped."""
     u1, u2 = unmatched_keys(seed, i, n_unmatched, v2_max)
     v1 = np.concatenate([m[0] for m in matched] + [u1]).astype(np.int32)
     v2 = np.concatenate([m[1] for m in matched] + [u2]).astype(np.int64)
     order = np.random.default_rng([seed, i, _SEEDS["unmatched"], 1]).permutation(len(v1))
     table = pa.Table.from_arrays([pa.array(v1[order]), pa.array(v2[order])], schema=EQUALITY_DELETE_ARROW)
-    path = equality_path(location, i)
-    f = write_rows(path, props, table, EQUALITY_DELETE_SCHEMA, content=DataFileContent.EQUALITY_DELETES)
-    return Written(path, f.file_size_in_bytes, f.record_count)
+    path = equality_path(location, i, partition_path)
+    f = write_rows(path, props, table, EQUALITY_DELETE_SCHEMA, content=DataFileContent.EQUALITY_DELETES,
+                   partition=partition)
+    return Written(path, f.file_size_in_bytes, f.record_count, partition)
 
 
 def equality_task(args) -> Written:

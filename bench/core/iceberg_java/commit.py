@@ -26,19 +26,32 @@ class RowDeltaCommitter:
     def _metrics(self, path: str, config: Any) -> Any:
         return self.ice.parquet.ParquetUtil.fileMetrics(self.io.newInputFile(path), config)
 
-    def data_file(self, path: str, size: int) -> Any:
-        return (self.ice.DataFiles.builder(self.spec).withPath(path).withFormat(self.parquet)
-                .withFileSizeInBytes(size).withMetrics(self._metrics(path, self.data_metrics)).build())
+    def _in_partition(self, builder: Any, partition: tuple[int, ...] | list[int] | None) -> Any:
+        """The file's partition tuple (Iceberg's representation: ints here, e.g. days, hours, buckets)
+        on a builder; unchanged for an unpartitioned file."""
+        if partition is None:
+            return builder
+        data = self.ice.PartitionData(self.spec.partitionType())
+        for i, value in enumerate(partition):
+            data.set(i, value)
+        return builder.withPartition(data)
 
-    def position_file(self, path: str, size: int) -> Any:
-        return (self.ice.FileMetadata.deleteFileBuilder(self.spec).ofPositionDeletes().withPath(path)
-                .withFormat(self.parquet).withFileSizeInBytes(size)
-                .withMetrics(self._metrics(path, self.position_metrics)).build())
+    def data_file(self, path: str, size: int, partition: tuple[int, ...] | None = None) -> Any:
+        builder = (self.ice.DataFiles.builder(self.spec).withPath(path).withFormat(self.parquet)
+                   .withFileSizeInBytes(size).withMetrics(self._metrics(path, self.data_metrics)))
+        return self._in_partition(builder, partition).build()
 
-    def equality_file(self, path: str, size: int) -> Any:
-        return (self.ice.FileMetadata.deleteFileBuilder(self.spec).ofEqualityDeletes(self.eq_ids)
-                .withPath(path).withFormat(self.parquet).withFileSizeInBytes(size)
-                .withMetrics(self._metrics(path, self.data_metrics)).build())
+    def position_file(self, path: str, size: int, partition: tuple[int, ...] | None = None) -> Any:
+        builder = (self.ice.FileMetadata.deleteFileBuilder(self.spec).ofPositionDeletes().withPath(path)
+                   .withFormat(self.parquet).withFileSizeInBytes(size)
+                   .withMetrics(self._metrics(path, self.position_metrics)))
+        return self._in_partition(builder, partition).build()
+
+    def equality_file(self, path: str, size: int, partition: tuple[int, ...] | None = None) -> Any:
+        builder = (self.ice.FileMetadata.deleteFileBuilder(self.spec).ofEqualityDeletes(self.eq_ids)
+                   .withPath(path).withFormat(self.parquet).withFileSizeInBytes(size)
+                   .withMetrics(self._metrics(path, self.data_metrics)))
+        return self._in_partition(builder, partition).build()
 
     def row_delta(self, rows: list, deletes: list, summary: dict[str, str], branch: str = "main") -> None:
         rd = self.table.newRowDelta()

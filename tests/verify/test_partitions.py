@@ -1,0 +1,74 @@
+"""bench.verify.partitions: a partitioned table's live data files each hold rows of one partition, the
+one their DataFile records; a mis-partitioned file is caught, whether committed or not."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.manifest import DataFileContent
+
+from bench.core.catalog import CatalogSettings, load_sql_catalog
+from bench.core.table import live_entries, local_path
+from bench.verify.partitions import file_partition_problems, partition_problems
+from datagen.dataset import prepare
+from datagen.recipes import SmallFilesRecipe
+from datagen.schema import PARTITIONED_SCHEMA
+from datagen.writer import write_rows
+from tests.helpers import TINY
+
+RECIPE = SmallFilesRecipe(files=17_358, total_bytes=193_000_000_000, min_files=8,
+                          partitioning={"spec": "day+bucket", "periods": 30, "buckets": 2, "skew": 1.0})
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    wh = tmp_path_factory.mktemp("partitions-wh")
+    settings = CatalogSettings(warehouse=str(wh))
+    cat = load_sql_catalog(settings)
+    ds = prepare(cat, settings, RECIPE, float(TINY), 42, workers=1)
+    return cat, ds, wh
+
+
+def _two_partitions(tbl):
+    """Two live data files of different partitions."""
+    entries = [e for e in live_entries(tbl) if e.data_file.content == DataFileContent.DATA]
+    first = entries[0].data_file
+    other = next(e.data_file for e in entries if list(e.data_file.partition) != list(first.partition))
+    return first, other
+
+
+def test_generated_table_has_no_problem(table):
+    cat, ds, _ = table
+    assert partition_problems(cat.load_table(ds.table)) == []
+
+
+def test_a_file_recording_another_partition_is_caught(table):
+    cat, ds, wh = table
+    tbl = cat.load_table(ds.table)
+    first, other = _two_partitions(tbl)
+    rows = pq.read_table(local_path(first.file_path))
+    bad = write_rows(f"file://{wh}/wrong-partition.parquet", {}, rows, PARTITIONED_SCHEMA,
+                     partition=tuple(other.partition))  # the rows of one partition, the tuple of another
+    problems = file_partition_problems(bad, tbl.spec(), tbl.schema())
+    assert len(problems) == 1 and "records partition event_date=" in problems[0]
+    assert "but its rows are in" in problems[0]
+    good = write_rows(f"file://{wh}/right-partition.parquet", {}, rows, PARTITIONED_SCHEMA,
+                      partition=tuple(first.partition))
+    assert file_partition_problems(good, tbl.spec(), tbl.schema()) == []
+
+
+def test_a_file_mixing_partitions_is_caught_once_committed(table):
+    cat, ds, wh = table
+    tbl = cat.load_table(ds.table)
+    first, other = _two_partitions(tbl)
+    rows = pa.concat_tables([pq.read_table(local_path(first.file_path)), pq.read_table(local_path(other.file_path))])
+    mixed = write_rows(f"file://{wh}/mixed.parquet", {}, rows, PARTITIONED_SCHEMA, partition=tuple(first.partition))
+    with tbl.transaction() as tx, tx.update_snapshot().fast_append() as fa:
+        fa.append_data_file(mixed)
+    tbl = cat.load_table(ds.table)
+    problems = partition_problems(tbl)
+    assert len(problems) == 1 and problems[0].startswith(mixed.file_path)
+    assert "more than one partition" in problems[0]
+    # the snapshot before the bad commit is still clean
+    assert partition_problems(tbl, ds.snapshot_id) == []
