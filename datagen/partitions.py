@@ -34,7 +34,9 @@ within a period bucket by bucket in turn, as a writer filling the table over tim
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 import numpy as np
 from pyiceberg.partitioning import PartitionField, PartitionSpec
@@ -172,7 +174,7 @@ def place(plans: list[FilePlan], lay: PartitionLayout, only: int | None = None) 
     """`plans` (data files by index) placed in their partitions: each gets its rows' shape, its
     partition's tuple and path (`only`: every plan is in that partition)."""
     qs = range(lay.partitions) if only is None else [only]
-    records = {q: tuple(lay.record(q)) for q in qs}
+    records: dict[int, tuple[Any, ...]] = {q: tuple(cast(Iterable[Any], lay.record(q))) for q in qs}
     paths = {q: lay.path(q) for q in qs}
     out = []
     for p in plans:
@@ -188,7 +190,7 @@ class PartitionTally:
     def __init__(self, lay: PartitionLayout):
         self.lay = lay
         self.paths = [lay.path(q) for q in range(lay.partitions)]
-        self.values = [list(lay.record(q)) for q in range(lay.partitions)]
+        self.values = [list(cast(Iterable[Any], lay.record(q))) for q in range(lay.partitions)]
         self.rows = [0] * lay.partitions
         self.checksum = [0] * lay.partitions
         self.data_files = [0] * lay.partitions

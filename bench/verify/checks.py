@@ -37,6 +37,7 @@ from bench.core.table.files import footers
 from bench.core.units import fmt_bytes
 from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.integrity import IntegrityInput, commit_event, integrity_checks
+from bench.verify.partitions import file_partition_problems
 from bench.verify.readers import read
 from bench.verify.stats import table_stats
 
@@ -63,6 +64,8 @@ RULES = {
         INTEGRITY_RULE,
     ],
 }
+PARTITION_RULE = ("partitions (a partitioned table): every data file the run wrote holds rows of one partition, "
+                  "the one its manifest entry records (recomputed from its rows with the spec's transforms)")
 UNCOMMITTED_RULE = ("commits: none: the engine's listed output files are verified as a scratch table with the "
                     "input's schema and spec (every check above), and the real table must be unchanged")
 READERS_FOR = {
@@ -196,6 +199,20 @@ def binpack_checks(vi: VerifyInput, files: LiveFiles, facts: list[FileFacts], af
     ]
 
 
+def partition_checks(tbl: Table, files: LiveFiles, before_paths: set[str]) -> list[Check]:
+    """A partitioned table: the placement of every data file the run wrote (bench.verify.partitions)."""
+    specs = tbl.specs()
+    if all(spec.is_unpartitioned() for spec in specs.values()):
+        return []
+    new = [e.data_file for e in files.data if e.data_file.file_path not in before_paths]
+    problems = [p for df in new for p in file_partition_problems(df, specs[df.spec_id], tbl.schema())]
+    partitions = len({(df.spec_id, tuple(df.partition[i] for i in range(len(df.partition)))) for df in new})
+    msg = (f"{len(new)} data file(s) the run wrote, in {partitions} partition(s): each holds rows of one "
+           "partition, the one its manifest entry records" if not problems else
+           f"{len(problems)} of the {len(new)} data file(s) the run wrote are misplaced: " + "; ".join(problems[:3]))
+    return [Check(name="partition_placement", ok=not problems, message=msg)]
+
+
 def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     """Measure the table after the run and check it.  Returns (after stats, verification)."""
     tbl = vi.table
@@ -211,6 +228,8 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     checks = input_checks(vi) + content_checks(vi) + state_checks(vi, after, new)
     if vi.kind == "binpack":
         checks += binpack_checks(vi, files, facts, after)
+    partitioned = partition_checks(tbl, files, vi.before_paths)
+    checks += partitioned
     committed: list[CommitEvent] = []
     if vi.committed and vi.integrity is not None:
         more, snaps = integrity_checks(vi.integrity, tbl, files)
@@ -220,7 +239,7 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     v = Verification(
         verified=not failed, checks=checks,
         differences=[f"{c.name}: {c.message}" + ("" if c.required else " (advisory)") for c in checks if not c.ok],
-        rules=RULES[vi.kind] + ([] if vi.committed else [UNCOMMITTED_RULE]),
+        rules=RULES[vi.kind] + ([PARTITION_RULE] if partitioned else []) + ([] if vi.committed else [UNCOMMITTED_RULE]),
         reader=", ".join(a["reader"] for a in vi.answers.values() if "rows" in a), committed=committed,
         readers={"ground_truth": {"rows": vi.ground_truth.rows, "checksum": vi.ground_truth.checksum},
                  "input": {"reader": vi.before.content_reader, "rows": vi.before.rows,

@@ -6,7 +6,7 @@ prunes by the recorded tuple, so a file with rows of another partition silently 
 them under a filter, and no content checksum over the whole table notices.  This module checks both
 for every live data file by reading the file's source columns (by Iceberg field id) and recomputing
 each partition field with pyiceberg's own transform.  Pure functions: nothing is written; the runner
-does not call it yet (wiring it into `bench.verify.checks` is a later step of issue 19).
+calls it through `bench.verify.checks.partition_checks` on every file a run wrote.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
+from pyiceberg.typedef import Record
 from pyiceberg.types import DateType, IcebergType, TimestampType, TimestamptzType
 
 from bench.core.catalog.s3 import filesystem
@@ -61,6 +62,33 @@ def _human(spec: PartitionSpec, schema: Schema, values: Iterable[Any]) -> str:
                     for f, t, v in zip(spec.fields, ptype.fields, values))
 
 
+def _derived(pf: pq.ParquetFile, spec: PartitionSpec, schema: Schema) -> list[set[Any]] | str:
+    """The distinct values of each partition field over a file's rows (recomputed with the spec's
+    transforms from the source columns, read by field id), or what prevents it."""
+    derived: list[set[Any]] = []
+    for f in spec.fields:
+        source = schema.find_field(f.source_id)
+        column = _column_by_id(pf, f.source_id)
+        if column is None:
+            return f"no column with field id {f.source_id} ({source.name}), the source of partition field {f.name}"
+        distinct = pc.unique(pf.read(columns=[column]).column(0).combine_chunks())
+        to_partition = f.transform.transform(source.field_type)
+        derived.append({to_partition(v) for v in _internal(distinct, source.field_type)})
+    return derived
+
+
+def rows_partition(pf: pq.ParquetFile, spec: PartitionSpec, schema: Schema) -> Record:
+    """The one partition of a file's rows (ValueError when they span several, or a source column is
+    missing): where pyiceberg cannot infer it from column bounds (bucket, truncate)."""
+    derived = _derived(pf, spec, schema)
+    if isinstance(derived, str):
+        raise ValueError(derived)
+    spans = [f"{f.name}: {sorted(vals, key=repr)[:5]}" for f, vals in zip(spec.fields, derived) if len(vals) > 1]
+    if spans:
+        raise ValueError(f"holds rows of more than one partition ({'; '.join(spans)})")
+    return Record(*[next(iter(vals)) if vals else None for vals in derived])
+
+
 def file_partition_problems(df: DataFile, spec: PartitionSpec, schema: Schema,
                             open_file: Callable[[str], pq.ParquetFile] = _open_parquet) -> list[str]:
     """What is wrong with one data file's partition placement ([] when nothing): its rows span more than
@@ -70,24 +98,15 @@ def file_partition_problems(df: DataFile, spec: PartitionSpec, schema: Schema,
     pf = open_file(df.file_path)
     if pf.metadata.num_rows == 0:
         return []
-    derived: list[set[Any]] = []
-    for f in spec.fields:
-        source = schema.find_field(f.source_id)
-        column = _column_by_id(pf, f.source_id)
-        if column is None:
-            return [f"{df.file_path}: no column with field id {f.source_id} ({source.name}), the source of "
-                    f"partition field {f.name}"]
-        distinct = pc.unique(pf.read(columns=[column]).column(0).combine_chunks())
-        to_partition = f.transform.transform(source.field_type)
-        derived.append({to_partition(v) for v in _internal(distinct, source.field_type)})
     recorded = [df.partition[i] for i in range(len(df.partition))]
     if len(recorded) != len(spec.fields):
         return [f"{df.file_path}: records a partition of {len(recorded)} values, spec {spec.spec_id} has "
                 f"{len(spec.fields)} fields"]
-    spans = [f"{f.name}: {sorted(vals, key=repr)[:5]}" for f, vals in zip(spec.fields, derived) if len(vals) > 1]
-    if spans:
-        return [f"{df.file_path}: holds rows of more than one partition ({'; '.join(spans)})"]
-    rows_in = [next(iter(vals)) for vals in derived]
+    try:
+        record = rows_partition(pf, spec, schema)
+    except ValueError as exc:
+        return [f"{df.file_path}: {exc}"]
+    rows_in = [record[i] for i in range(len(record))]
     if rows_in != recorded:
         return [f"{df.file_path}: records partition {_human(spec, schema, recorded)} but its rows are in "
                 f"{_human(spec, schema, rows_in)}"]

@@ -16,9 +16,11 @@ import os
 import shutil
 from pathlib import Path
 
+from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
 from bench.core.table import local_path
+from bench.verify.partitions import rows_partition
 
 STAGED = "staged-output"
 NAME_MAPPING = "schema.name-mapping.default"
@@ -27,7 +29,6 @@ NAME_MAPPING = "schema.name-mapping.default"
 def stage_output(source: Table, output_files: list[str], work_dir: Path) -> Table:
     """A scratch table holding exactly `output_files` (one append), shaped like `source`."""
     from pyiceberg.catalog.sql import SqlCatalog
-    from pyiceberg.io.pyarrow import parquet_file_to_data_file
 
     d = Path(work_dir) / STAGED
     shutil.rmtree(d, ignore_errors=True)
@@ -41,11 +42,41 @@ def stage_output(source: Table, output_files: list[str], work_dir: Path) -> Tabl
     missing = [p for p in output_files if not os.path.exists(local_path(p))]
     if missing:
         raise RuntimeError(f"{len(missing)} output file(s) the engine listed do not exist, e.g. {missing[0]}")
-    files = [parquet_file_to_data_file(tbl.io, tbl.metadata, p) for p in output_files]
+    files = [_data_file(tbl, p) for p in output_files]
     with tbl.transaction() as tx, tx.update_snapshot().fast_append() as append:
         for df in files:
             append.append_data_file(df)
     return cat.load_table("staged.output")
+
+
+def _data_file(tbl: Table, path: str) -> DataFile:
+    """pyiceberg's DataFile of an output file; for a spec with a bucket or truncate field, whose partition
+    pyiceberg cannot infer from column bounds, the same built with the partition of the file's rows (one
+    partition, else ValueError: bench.verify.partitions)."""
+    import pyarrow.parquet as pq
+    from pyiceberg.io.pyarrow import (
+        compute_statistics_plan,
+        data_file_statistics_from_parquet_metadata,
+        parquet_file_to_data_file,
+        parquet_path_to_id_mapping,
+    )
+    from pyiceberg.manifest import DataFileContent, FileFormat
+
+    try:
+        return parquet_file_to_data_file(tbl.io, tbl.metadata, path)
+    except ValueError as exc:
+        if "non-linear" not in str(exc):
+            raise
+    meta, schema = tbl.metadata, tbl.metadata.schema()
+    pf = pq.ParquetFile(local_path(path))
+    stats = data_file_statistics_from_parquet_metadata(
+        parquet_metadata=pf.metadata, stats_columns=compute_statistics_plan(schema, meta.properties),
+        parquet_column_mapping=parquet_path_to_id_mapping(schema))
+    return DataFile.from_args(
+        content=DataFileContent.DATA, file_path=path, file_format=FileFormat.PARQUET,
+        partition=rows_partition(pf, meta.spec(), schema), file_size_in_bytes=os.path.getsize(local_path(path)),
+        sort_order_id=None, spec_id=meta.default_spec_id, equality_ids=None, key_metadata=None,
+        **stats.to_serialized_dict())
 
 
 def remove_output(written: list[str], work_dir: Path) -> int:
