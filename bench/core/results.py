@@ -140,6 +140,11 @@ class CommitEvent(BaseModel):
     step: str = ""  # the step that committed it, when its summary says (bench.step)
 
 
+def difference(c: Check) -> str:
+    """How a failed check is listed in `Verification.differences`."""
+    return f"{c.name}: {c.message}" + ("" if c.required else " (advisory)")
+
+
 class Verification(BaseModel):
     verified: bool = False
     checks: list[Check] = Field(default_factory=list)
@@ -159,6 +164,16 @@ class Verification(BaseModel):
 
     def check(self, name: str) -> Check | None:
         return next((c for c in self.checks if c.name == name), None)
+
+    def add(self, *checks: Check) -> bool:
+        """Checks decided after the verifier's own (the setup rule, a live run's): each failed one noted in
+        `differences` as the verifier notes them, a failed required one unverifies.  False when one did."""
+        self.checks += checks
+        self.differences += [difference(c) for c in checks if not c.ok]
+        if any(c.required and not c.ok for c in checks):
+            self.verified = False
+            return False
+        return True
 
     @property
     def failed(self) -> list[Check]:

@@ -17,7 +17,7 @@ from bench.core.fileio import write_atomic
 from bench.core.machine import drop_page_cache
 from bench.core.results import CacheState, InputState, SetupIO, TableStats
 from bench.core.table import LiveFiles, live_files, local_path
-from bench.core.table.state import fingerprint, keep_spares, list_files, park, point_at, restore
+from bench.core.table.state import fingerprint, keep_spares, list_files, park, point_at, restore, unpark
 from bench.runner.context import RunContext
 from bench.verify import table_stats
 
@@ -117,6 +117,7 @@ class SetupGuard:
         ctx, ds = self.ctx, self.ctx.dataset
         assert ctx.catalog is not None and ds is not None
         name = ds.table.split(".")[-1]
+        # as it is now, not the dataset's: a --cow-branch run has created its branch since reset_input
         self._metadata_location = ctx.catalog.load_table(ds.table).metadata_location
         self._listing = list_files(ds.location)
         metadata = [rel for rel in self._listing if rel.startswith("metadata/")]
@@ -140,8 +141,6 @@ class SetupGuard:
             restore(ctx.catalog, ds.table, ds.metadata_location, ds.location, ds.table_files,
                     spare_dir(ctx.settings.state_path, name))
         else:
-            from bench.core.table.state import unpark
-
             unpark(ds.location, parked_dir(ctx.settings.state_path, name))
             point_at(ctx.catalog, ds.table, self._metadata_location)
         now = list_files(ds.location)

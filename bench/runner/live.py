@@ -195,26 +195,19 @@ def judge(ctx: RunContext, r: RunResult, hold: EngineHold, commit: WriterCommit,
                                        snapshot_id=ref.snapshot_id if ref is not None else None)
     if branch:
         publish(tbl, rec)
-        clean = rec.main_delete_files == 0
-        r.verification.checks.append(Check(
-            name="main_has_no_delete_file", ok=clean,
+        r.verification.add(Check(
+            name="main_has_no_delete_file", ok=rec.main_delete_files == 0,
             message=(f"main published at the compactor's snapshot {rec.published_snapshot_id}: "
                      f"{rec.main_delete_files} live delete file(s)" if rec.published_snapshot_id is not None
                      else f"nothing published: the head of {branch} is not the compactor's snapshot")))
-        if not clean:
-            r.verification.verified = False
-            r.verification.differences.append(f"main_has_no_delete_file: {r.verification.checks[-1].message}")
     if integrity is not None:
         integrity.exclude_snapshots |= {rec.writer_snapshot_id} if rec.writer_snapshot_id is not None else set()
         tbl.refresh()
         more, _ = integrity_checks(integrity, tbl)
-        r.verification.checks += more
         r.verification.rules.append(INTEGRITY_RULE)
-        failed = [c for c in more if c.required and not c.ok]
-        r.verification.differences += [f"{c.name}: {c.message}" for c in more if not c.ok]
-        if failed:
-            r.verification.verified = False
-            rec.reason += f"; but the table's integrity failed ({', '.join(c.name for c in failed)})"
+        if not r.verification.add(*more):
+            failed = ", ".join(c.name for c in more if c.required and not c.ok)
+            rec.reason += f"; but the table's integrity failed ({failed})"
     if hold.error:
         rec.evidence["writer_error"] = hold.error
     r.live_writer, r.verified = rec, r.verification.verified

@@ -186,11 +186,8 @@ def setup_check(r: RunResult) -> None:
                f"{io.max_share:.0%})" + ("" if ok else ": work moved outside the clock, the run does not count"))
     else:
         msg = f"the table was {io.parked}, so nothing of it could be read; {reads}"
-    check = Check(name="setup_out_of_reach", ok=ok, message=msg)
-    r.verification.checks.append(check)
-    if not ok:
-        r.verification.verified = r.verified = False
-        r.verification.differences.append(f"{check.name}: {check.message}")
+    if not r.verification.add(Check(name="setup_out_of_reach", ok=ok, message=msg)):
+        r.verified = False
 
 
 def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: EngineOutcome | None,

@@ -30,7 +30,7 @@ from pyiceberg.table import Table
 
 from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GroundTruth
-from bench.core.results import Check, CommitEvent, FileFacts, TableStats, Verification
+from bench.core.results import Check, CommitEvent, FileFacts, TableStats, Verification, difference
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import scope
 from bench.core.table.files import footers
@@ -238,7 +238,7 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     failed = [c for c in checks if not c.ok and c.required]
     v = Verification(
         verified=not failed, checks=checks,
-        differences=[f"{c.name}: {c.message}" + ("" if c.required else " (advisory)") for c in checks if not c.ok],
+        differences=[difference(c) for c in checks if not c.ok],
         rules=RULES[vi.kind] + ([PARTITION_RULE] if partitioned else []) + ([] if vi.committed else [UNCOMMITTED_RULE]),
         reader=", ".join(a["reader"] for a in vi.answers.values() if "rows" in a), committed=committed,
         readers={"ground_truth": {"rows": vi.ground_truth.rows, "checksum": vi.ground_truth.checksum},

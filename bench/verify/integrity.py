@@ -27,6 +27,7 @@ from typing import Any
 from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import SnapshotRefType
+from pyiceberg.table.snapshots import ancestors_of
 
 from bench.core.results import Check, CommitEvent
 from bench.core.table import LiveFiles, live_files
@@ -78,14 +79,8 @@ def _orders(m: TableMetadata) -> tuple[int, list[Any]]:
 
 def ancestors(m: TableMetadata, snapshot_id: int | None) -> list[int]:
     """`snapshot_id` and its ancestors, newest first, as far as the metadata holds them."""
-    out: list[int] = []
-    seen: set[int] = set()
-    while snapshot_id is not None and snapshot_id not in seen:
-        seen.add(snapshot_id)
-        out.append(snapshot_id)
-        snap = m.snapshot_by_id(snapshot_id)
-        snapshot_id = snap.parent_snapshot_id if snap is not None else None
-    return out
+    head = m.snapshot_by_id(snapshot_id) if snapshot_id is not None else None
+    return [s.snapshot_id for s in ancestors_of(head, m)]
 
 
 def _ids(ids: Iterable[int], n: int = 3) -> str:

@@ -11,6 +11,7 @@ snapshots, a run killed half-way).  The input fingerprint recorded in each resul
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -20,6 +21,7 @@ from pyiceberg.table import Table
 
 from bench.core.catalog.s3 import filesystem
 from bench.core.fileio import write_atomic
+from bench.core.table.entries import local_path
 
 
 def list_files(location: str) -> dict[str, int]:
@@ -175,8 +177,6 @@ def unpark(location: str, parked: Path) -> bool:
     parked = Path(parked)
     if not parked.exists():
         return False
-    from bench.core.table.entries import local_path
-
     target = Path(local_path(location))
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -186,8 +186,6 @@ def unpark(location: str, parked: Path) -> bool:
         dst = target / src.relative_to(parked)
         dst.parent.mkdir(parents=True, exist_ok=True)
         src.replace(dst)
-    import shutil
-
     shutil.rmtree(parked)
     return True
 
