@@ -89,6 +89,10 @@ class Scenario(BaseModel):
                 raise ValueError(f"engines.{engine}{'.' + where if where else ''}: {err['msg']}") from None
         return self
 
+    def needs(self) -> set[str]:
+        """The engine features (bench.engines.base.FEATURES) every engine run of this scenario needs."""
+        return set()
+
     def small_file_threshold(self, target: int | None = None) -> int:
         return int(self.small_file_ratio * (target or self.target_file_size_bytes))
 

@@ -32,6 +32,10 @@ from bench.core.requirements import Requirement
 from bench.core.results import Deployment, MemoryCap, Phase
 
 Kind = Literal["binpack", "deletes"]
+# What a run may need beyond a plain compaction of main; an engine lists those it can do (`supports`).
+FEATURES = {
+    "branch": "compacting a branch other than main (job.branch)",
+}
 # An untimed gap in compact() longer than this becomes a phase "other" (so the phases add up).
 UNTIMED_MIN_S = 0.001
 
@@ -53,7 +57,7 @@ class CompactionJob(BaseModel):
     memory_budget_bytes: int | None = None  # the budget the engine must live within (None = node RAM)
     cores: int = 1  # cores the engine may use
     work_dir: str = ""  # scratch directory for this run (logs, spill)
-    branch: str = "main"  # the branch to compact: read from it and commit to it (engines with compacts_branches)
+    branch: str = "main"  # the branch to compact: read from it and commit to it (engines that support 'branch')
 
 
 class EngineOutcome(BaseModel):
@@ -136,11 +140,16 @@ class Engine(Protocol):
     knobs: ClassVar[tuple[Knob, ...]]  # what `bench tune` varies, in order (coordinate descent)
     # it commits through the job's REST catalog (so the harness's commit gate can hold its commit)
     commits_through_rest: ClassVar[bool]
-    # it can compact a branch other than main (job.branch); else `branch_note` says why not
-    compacts_branches: ClassVar[bool]
-    branch_note: ClassVar[str]
+    # what it can do beyond a plain compaction of main (FEATURES); a run that needs a feature it lacks
+    # is recorded `unsupported` with `why_not(feature)`, never run
+    supports: ClassVar[frozenset[str]]
+    not_supported: ClassVar[dict[str, str]]  # feature -> why this engine cannot (its version, its API)
     # table properties its compaction sets (the integrity check `same_properties` does not compare them)
     sets_properties: ClassVar[frozenset[str]]
+
+    @classmethod
+    def why_not(cls, feature: str) -> str | None:
+        """None when it supports `feature` (FEATURES), else why it cannot."""
 
     def requirements(self) -> list[Requirement]:
         """Everything this engine needs on this machine; cheap, no side effects."""
@@ -182,12 +191,19 @@ class EngineBase:
     min_budget_bytes: ClassVar[int] = 64 * 1024 * 1024  # the smallest memory budget it can start in
     knobs: ClassVar[tuple[Knob, ...]] = ()
     commits_through_rest: ClassVar[bool] = False
-    compacts_branches: ClassVar[bool] = False
-    branch_note: ClassVar[str] = "compacts the table's main branch only"
+    supports: ClassVar[frozenset[str]] = frozenset()
+    not_supported: ClassVar[dict[str, str]] = {}
     sets_properties: ClassVar[frozenset[str]] = frozenset()
 
     def requirements(self) -> list[Requirement]:
         return []
+
+    @classmethod
+    def why_not(cls, feature: str) -> str | None:
+        """None when the engine supports `feature`, else why not."""
+        if feature in cls.supports:
+            return None
+        return cls.not_supported.get(feature) or f"{cls.name} does not declare support for {FEATURES[feature]}"
 
     def storage_requirements(self, settings: CatalogSettings) -> list[Requirement]:
         return []

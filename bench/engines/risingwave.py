@@ -130,7 +130,8 @@ class RisingWaveEngine(EngineBase):
     packages: ClassVar[tuple[str, ...]] = (DISTRIBUTION,)
     Options: ClassVar[type[BaseModel]] = RisingWaveOptions
     commits_through_rest: ClassVar[bool] = True  # iceberg-compaction speaks REST only
-    compacts_branches: ClassVar[bool] = True  # Compaction(..., to_branch=B) plans from B and commits to B
+    # Compaction(..., to_branch=B) plans from B and commits to B
+    supports: ClassVar[frozenset[str]] = frozenset({"branch"})
     output_codecs: ClassVar[frozenset[str] | None] = frozenset({OUTPUT_CODEC})
     knobs: ClassVar[tuple[Knob, ...]] = KNOBS
 

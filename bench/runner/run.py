@@ -60,8 +60,10 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                   versions=dict(ctx.versions),
                   live_writer=LiveWriterRecord(case=slot.case, branch=slot.branch) if slot.case else None)
     work = ctx.run_dir / "work" / f"{sc.name}--{file_label(slot.engine)}--{slot.tag}"
-    if slot.branch and not engine_class(slot.engine).compacts_branches:
-        return finish(ctx, unsupported(r, engine_class(slot.engine).branch_note), label)
+    needs = sorted(sc.needs() | ({"branch"} if slot.branch else set()))
+    why = [w for w in (engine_class(slot.engine).why_not(f) for f in needs) if w]
+    if why:
+        return finish(ctx, unsupported(r, "; ".join(why)), label)
     try:
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state (position {slot.position + 1} of "
                           f"{len(slot.order)}: {' -> '.join(slot.order)})")

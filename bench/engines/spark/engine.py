@@ -179,11 +179,11 @@ class SparkEngine(EngineBase):
         {"snappy", "zstd", "gzip", "lz4", "uncompressed", "brotli"})
     min_budget_bytes: ClassVar[int] = memory.min_budget_bytes()  # the heap Spark accepts, plus non-heap
     knobs: ClassVar[tuple[Knob, ...]] = KNOBS
-    branch_note: ClassVar[str] = (
+    not_supported: ClassVar[dict[str, str]] = {"branch": (
         "Iceberg 1.10.2's rewrite_data_files cannot compact a branch: the action plans from the table's current "
         "snapshot (main); named as table => 'ns.t.branch_ingest', or with spark.wap.branch set, it silently "
         "compacts main instead, and a 'branch' option is rejected ('Cannot use options [branch], they are not "
-        "supported by the action or the rewriter BIN-PACK'); established on this machine with Spark 3.5.9")
+        "supported by the action or the rewriter BIN-PACK'); established on this machine with Spark 3.5.9")}
 
     def __init__(self) -> None:
         self.spark: Any = None
