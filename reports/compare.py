@@ -312,6 +312,7 @@ class SortRow:
     anchor: str
     runs: int  # verified runs with usable after-reads
     reads: list[SortRead]
+    duration_s: float | None = None  # median compaction time of those runs
 
 
 @dataclass
@@ -335,7 +336,7 @@ def _sort_row(rs: ResultSet, engine: str) -> SortRow | None:
                               files_before=_median([q.files_opened_before for q in qs]),
                               files_after=_median([q.files_opened_after for q in qs])))
     return SortRow(engine=engine, color=rs.colors[engine], strategy=strategy_of(good[0]), run_id=rs.run_id,
-                   anchor=rs.anchor, runs=len(good), reads=reads)
+                   anchor=rs.anchor, runs=len(good), reads=reads, duration_s=_median([r.duration_s for r in good]))
 
 
 def sort_comparisons(sets: list[ResultSet]) -> list[SortComparison]:

@@ -47,16 +47,12 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needles
     assert not (tmp_path / "results").exists() and not (tmp_path / "wh").exists()
 
 
-@pytest.mark.parametrize("rewrite,needles", [
-    ("rewrite: {strategy: zorder}\n", ["rewrite", "zorder_columns"]),
-    ("rewrite: {strategy: sort}\n", ["rewrite", "no sort_order"]),
-])
-def test_a_scenario_asking_for_a_layout_its_table_cannot_have_is_one_line(tmp_path, rewrite, needles):
+def test_a_scenario_asking_for_a_layout_its_table_cannot_have_is_one_line(tmp_path):
     src = (Path(__file__).resolve().parents[2] / "scenarios" / "bin-packing.yaml").read_text()
     bad = tmp_path / "bad.yaml"
-    bad.write_text(src + rewrite)
+    bad.write_text(src + "rewrite: {strategy: zorder}\n")
     p = run_bench("run", bad, "--results-dir", tmp_path / "results", "--warehouse", tmp_path / "wh")
-    _one_line_error(p, "invalid scenario file", *needles)
+    _one_line_error(p, "invalid scenario file", "rewrite", "zorder_columns")
 
 
 def test_unwritable_results_dir(tmp_path):
