@@ -179,6 +179,9 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
               help="Time the reader queries (full scan, key range, point lookup) before and after each "
                    "compaction and check their answers against the generator (off: quick runs; spark-sql: "
                    "read with Spark SQL even where DuckDB could).")
+@click.option("--strategy", type=click.Choice(["binpack", "sort", "zorder"]), default=None,
+              help="Rewrite strategy instead of the scenario's rewrite.strategy: binpack, sort (by the table's "
+                   "sort order) or zorder (the scenario's zorder_columns); the same dataset either way.")
 @click.option("--memory-budget", default=None,
               help="Memory budget per engine run, e.g. 8G (default: the published 64 GB scaled to this node).")
 @click.option("--catalog-uri", default=None,
@@ -188,7 +191,7 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
               help=f"On-demand price used for cost: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
 @common_run_options
 @one_line_errors
-def run(scenario, scale, engines, reps, warmup, cases, cow_branch, readers, memory_budget, catalog_uri,
+def run(scenario, scale, engines, reps, warmup, cases, cow_branch, readers, strategy, memory_budget, catalog_uri,
         target_file_size, instance_type, common):
     """Run SCENARIO against the engines, verify every compaction and record results."""
     from bench.runner import RunOptions, run_scenario
@@ -197,7 +200,8 @@ def run(scenario, scale, engines, reps, warmup, cases, cow_branch, readers, memo
                       memory_budget=memory_budget, catalog_uri=catalog_uri, target_file_size=target_file_size,
                       instance_type=instance_type, readers=readers != "off",
                       reader="spark-sql" if readers == "spark-sql" else "auto", cow_branch=cow_branch,
-                      cases=[c.strip() for c in cases.split(",") if c.strip()] if cases else None)
+                      cases=[c.strip() for c in cases.split(",") if c.strip()] if cases else None,
+                      strategy=strategy)
     run_scenario(opts, Progress())
 
 

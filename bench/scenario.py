@@ -56,6 +56,20 @@ class LiveWriter(BaseModel):
     rows: int = Field(100, ge=1)  # rows each case appends or deletes (not scaled)
 
 
+Strategy = Literal["binpack", "sort", "zorder"]
+
+
+class Rewrite(BaseModel):
+    """How the compaction lays out what it rewrites: binpack (concatenate into target-sized files), sort
+    (sorted by the table's sort order: engine feature 'sort') or zorder (clustered by a z-order curve of
+    `zorder_columns`: feature 'zorder').  `bench run --strategy` overrides `strategy`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    strategy: Strategy = "binpack"
+    zorder_columns: list[str] = Field(default_factory=list)  # for zorder: two or more columns
+
+
 class Scenario(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -72,12 +86,16 @@ class Scenario(BaseModel):
     engines: dict[str, dict[str, Any]] = Field(default_factory=dict)  # engine -> its options
     published: Published | None = None
     live_writer: LiveWriter | None = None  # the live-writer-* family: a writer commits during compaction
+    rewrite: Rewrite = Field(default_factory=Rewrite)  # binpack unless the scenario asks for sorted output
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
         if KIND_OF_RECIPE[self.kind] != self.table.kind:
             raise ValueError(f"a {self.kind} scenario needs a {KIND_OF_RECIPE[self.kind]} table, "
                              f"not {self.table.kind}")
+        problem = self.strategy_problem()
+        if problem:
+            raise ValueError(f"rewrite: {problem}")
         for engine, options in self.engines.items():
             if engine not in REGISTRY:
                 raise ValueError(f"engines.{engine}: unknown engine (known: {', '.join(REGISTRY)})")
@@ -91,7 +109,35 @@ class Scenario(BaseModel):
 
     def needs(self) -> set[str]:
         """The engine features (bench.engines.base.FEATURES) every engine run of this scenario needs."""
-        return set()
+        return {self.rewrite.strategy} & {"sort", "zorder"}
+
+    def strategy_problem(self, strategy: str | None = None) -> str | None:
+        """Why this scenario's table cannot be compacted with `strategy` (its own by default), or None."""
+        strategy = strategy or self.rewrite.strategy
+        if strategy != "binpack" and self.kind != "binpack":
+            return f"strategy {strategy} is for bin-packing scenarios, not {self.kind}"
+        if strategy == "sort" and not getattr(self.table, "sort_order", None):
+            return "strategy sort sorts by the table's sort order: the table recipe has no sort_order"
+        if strategy == "zorder":
+            cols = self.rewrite.zorder_columns
+            if len(cols) < 2:
+                return "strategy zorder needs zorder_columns: two or more columns"
+            from datagen.schema import SCHEMA
+
+            unknown = [c for c in cols if c not in [f.name for f in SCHEMA.fields]]
+            if unknown:
+                return f"zorder_columns: {', '.join(unknown)} not a column of the table"
+        return None
+
+    def with_strategy(self, strategy: str | None) -> Scenario:
+        """This scenario compacted with `strategy` instead of its own (`bench run --strategy`); UserError
+        when its table cannot be."""
+        if not strategy or strategy == self.rewrite.strategy:
+            return self
+        problem = self.strategy_problem(strategy)
+        if problem:
+            raise UserError(f"--strategy {strategy}: {self.name}: {problem}")
+        return self.model_copy(update={"rewrite": self.rewrite.model_copy(update={"strategy": strategy})})
 
     def small_file_threshold(self, target: int | None = None) -> int:
         return int(self.small_file_ratio * (target or self.target_file_size_bytes))
@@ -120,6 +166,8 @@ class Scenario(BaseModel):
 
     def record(self) -> ScenarioRecord:
         content = self.model_dump(mode="json")
+        if self.rewrite == Rewrite():  # a plain bin-pack keeps the record (and digest) it had
+            content.pop("rewrite")
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
         return ScenarioRecord(name=self.name, sha256=digest, content=content)
 

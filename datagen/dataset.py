@@ -43,8 +43,9 @@ Recipe = SmallFilesRecipe | DeletesRecipe
 
 def recipe_hash(recipe: Recipe, scale: float, seed: int) -> str:
     dumped = recipe.model_dump(mode="json")
-    if dumped.get("partitioning") is None:  # unpartitioned recipes keep the hashes (and cached tables) they had
-        dumped.pop("partitioning", None)
+    for optional in ("partitioning", "sort_order"):  # recipes without them keep the hashes (and tables) they had
+        if dumped.get(optional) is None:
+            dumped.pop(optional, None)
     blob = json.dumps({"recipe": dumped, "scale": scale, "seed": seed, "v": GENERATOR_VERSION}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 

@@ -10,7 +10,9 @@ alone; which rows are live from `deletes.deleted_rows` (the same call the writer
     key-range      ... WHERE v2 BETWEEN lo AND hi                  about 1 % of rows_written, centred
     point-lookup   SELECT * WHERE v2 = K                           the first live key at or after the
                                                                    centre; its row's content checksum
-Only the files a key range overlaps are generated (the point lookup's one file).
+Only the files a key range overlaps are generated (the point lookup's one file).  A table with a sort
+order writes its keys scattered (v2 = KeyOrder.keys(row id), datagen.sortorder): the row ids of the keys
+asked for are found by the inverse (KeyOrder.ids), and each file's rows among them summed.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from bench.core.dataset import GeneratedTable
 from bench.core.results import ReadQuery
 from datagen.deletes.plan import deleted_rows, plan
 from datagen.recipes import DeletesRecipe, SmallFilesRecipe
-from datagen.schema import _np_window, _plan, make_rows, pools_for
+from datagen.schema import KeyOrder, _np_window, _plan, make_rows, pools_for
 from datagen.smallfiles import plan as smallfiles_plan
 from datagen.writer import FilePlan
 
@@ -71,8 +73,17 @@ class _Layout:
         _, _, _, starts = _plan(pools, self.seed, f.index, f.rows, f.key_offset)
         return _np_window(_quantity_pool(self.seed), starts["quantity"], f.rows)
 
+    @property
+    def keys(self) -> KeyOrder | None:
+        return self.files[0].keys if self.files else None
+
+    def row_id(self, key: int) -> int:
+        """The row id (position in write order) of the row with v2 = key."""
+        return key if self.keys is None else int(self.keys.ids(np.asarray([key]))[0])
+
     def file_of(self, key: int) -> int:
-        return bisect.bisect_right([f.key_offset for f in self.files], key) - 1
+        """The file holding the row of v2 = key."""
+        return bisect.bisect_right([f.key_offset for f in self.files], self.row_id(key)) - 1
 
 
 @functools.lru_cache(maxsize=4)
@@ -104,6 +115,12 @@ def choose_queries(ds: GeneratedTable, lay: _Layout | None = None) -> list[ReadQ
 
 def _live_key(lay: _Layout, start: int) -> int:
     """The first key at or after `start` (wrapping) of a row no delete removes."""
+    if lay.keys is not None:  # scattered keys: key by key (only small-file tables have them: no deletes)
+        for key in (k % lay.rows_written for k in range(start, start + lay.rows_written)):
+            f = lay.files[lay.file_of(key)]
+            if lay.live(f)[lay.row_id(key) - f.key_offset]:
+                return key
+        raise ValueError("the table has no live row")
     i = lay.file_of(start)
     for step in range(len(lay.files)):
         f = lay.files[(i + step) % len(lay.files)]
@@ -117,6 +134,17 @@ def _live_key(lay: _Layout, start: int) -> int:
 def _range_sums(lay: _Layout, lo: int, hi: int) -> tuple[int, int]:
     """(live rows, their quantity sum) with lo <= v2 <= hi."""
     count = total = 0
+    if lay.keys is not None and hi >= lo:
+        ids = np.sort(lay.keys.ids(np.arange(lo, hi + 1, dtype=np.int64)))
+        for f in lay.files:
+            a, b = np.searchsorted(ids, [f.key_offset, f.key_offset + f.rows])
+            if a == b:
+                continue
+            rows = ids[a:b] - f.key_offset
+            keep = lay.live(f)[rows]
+            count += int(keep.sum())
+            total += int(lay.quantity(f)[rows][keep].sum())
+        return count, total
     for f in lay.files:
         a, b = max(lo, f.key_offset) - f.key_offset, min(hi, f.key_offset + f.rows - 1) - f.key_offset
         if a > b:
@@ -137,11 +165,12 @@ def query_truth(ds: GeneratedTable, queries: list[ReadQuery], lay: _Layout | Non
         if q.name == "point-lookup":
             assert q.lo is not None
             f = lay.files[lay.file_of(q.lo)]
-            r = q.lo - f.key_offset
+            r = lay.row_id(q.lo) - f.key_offset
             if not lay.live(f)[r]:
                 out[q.name] = ["0", "0"]
                 continue
-            row = make_rows(pools_for(lay.seed), lay.seed, f.index, f.rows, f.key_offset, f.shape).slice(r, 1)
+            row = make_rows(pools_for(lay.seed), lay.seed, f.index, f.rows, f.key_offset, f.shape,
+                            f.keys).slice(r, 1)
             n, s = arrow_checksum(row)
             out[q.name] = [str(n), str(s)]
         else:

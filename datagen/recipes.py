@@ -64,12 +64,63 @@ class _Recipe(BaseModel):
     partitioning: Partitioning | None = None  # None: unpartitioned
 
 
+class SortKey(BaseModel):
+    """One field of the table's sort order (Iceberg's identity transform on a column).  In YAML either a
+    mapping or a string: `v2`, `v2 desc`, `v2 asc nulls last`.  Null order defaults as Iceberg's and
+    Spark's: nulls first ascending, nulls last descending."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    column: str
+    direction: Literal["asc", "desc"] = "asc"
+    nulls: Literal["first", "last"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, v: object) -> object:
+        if not isinstance(v, str):
+            return v
+        words = v.lower().split()
+        out: dict[str, str] = {"column": v.split()[0]} if words else {}
+        rest = words[1:]
+        if rest and rest[0] in ("asc", "desc"):
+            out["direction"], rest = rest[0], rest[1:]
+        if len(rest) == 2 and rest[0] == "nulls":
+            out["nulls"], rest = rest[1], []
+        if not words or rest:
+            raise ValueError(f"sort key {v!r}: write COLUMN [asc|desc] [nulls first|last]")
+        return out
+
+    @property
+    def nulls_first(self) -> bool:
+        return self.nulls == "first" if self.nulls else self.direction == "asc"
+
+    def text(self) -> str:
+        return f"{self.column} {self.direction} nulls {'first' if self.nulls_first else 'last'}"
+
+
 class SmallFilesRecipe(_Recipe):
     """Many small data files (datagen/smallfiles.py)."""
 
     kind: Literal["smallfiles"] = "smallfiles"
     files: int = Field(17_358, ge=1)
     total_bytes: int = Field(193_000_000_000, ge=1)  # uncompressed Parquet bytes at scale 1.0
+    # the table's sort order (datagen/sortorder.py); set, the key v2 is written in a seeded order that
+    # scatters it over every file (a stream's arrival order): what a sort-order compaction sorts
+    sort_order: list[SortKey] | None = Field(None, min_length=1)
+
+    @model_validator(mode="after")
+    def _known_columns(self) -> SmallFilesRecipe:
+        from datagen.schema import PARTITIONED_SCHEMA, SCHEMA
+
+        keys = self.sort_order or []
+        names = [f.name for f in (SCHEMA if self.partitioning is None else PARTITIONED_SCHEMA).fields]
+        for k in keys:
+            if k.column not in names:
+                raise ValueError(f"sort_order: {k.column!r} is not a column of the table ({', '.join(names)})")
+        if len({k.column for k in keys}) != len(keys):
+            raise ValueError("sort_order: a column appears twice")
+        return self
 
 
 class DeletesRecipe(_Recipe):

@@ -63,6 +63,26 @@ class RowShape:
     buckets: int = 0  # 0: v1 is not constrained
     bucket: int = 0
 
+@dataclass(frozen=True)
+class KeyOrder:
+    """The order keys arrive in a table with a sort order (datagen/sortorder.py): row id i (the i-th row
+    written, files in order) gets key v2 = (a x i + b) mod n, a bijection on [0, n) (gcd(a, n) = 1), so
+    keys stay unique and 0 .. n-1, but consecutive rows (one file's) are scattered over the whole range
+    and every file's [min, max] of v2 spans nearly all of it: unsorted across files."""
+
+    n: int
+    a: int
+    b: int
+
+    def keys(self, ids: np.ndarray) -> np.ndarray:
+        return (self.a * ids.astype(np.int64) + self.b) % self.n
+
+    def ids(self, keys: np.ndarray) -> np.ndarray:
+        """The row ids of `keys` (the inverse)."""
+        inv = pow(self.a, -1, self.n)
+        return (inv * ((keys.astype(np.int64) - self.b) % self.n)) % self.n
+
+
 _STATUSES = pa.array(["created", "paid", "shipped", "delivered", "cancelled", "refunded", "returned"],
                      type=pa.large_string())
 _REGIONS = pa.array([f"region-{i:02d}" for i in range(40)], type=pa.large_string())
@@ -123,9 +143,10 @@ def pools_for(seed: int) -> ValuePools:
     return ValuePools(seed)
 
 
-def _plan(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int, shape: RowShape | None = None):
+def _plan(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int, shape: RowShape | None = None,
+          keys: KeyOrder | None = None):
     """A file's generated columns (v1, v2, event_ts) and its window start in each pool (the pools'
-    windows do not depend on `shape`)."""
+    windows do not depend on `shape` or `keys`)."""
     rng = np.random.default_rng([seed, file_index])
     starts = rng.integers(0, POOL_ROWS, len(pools.columns) + 1)
     if shape is None:
@@ -139,6 +160,8 @@ def _plan(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: 
         else:
             v1 = rng.integers(0, 1 << 20, rows, dtype=np.int32)
     v2 = np.arange(key_offset, key_offset + rows, dtype=np.int64)
+    if keys is not None:
+        v2 = keys.keys(v2)
     pool_starts = {name: int(st) for name, st in zip(pools.columns, starts)}
     pool_starts["payload"] = int(starts[-1]) % len(pools.payload)
     return v1, v2, ts, pool_starts
@@ -163,12 +186,12 @@ def _event_date(ts: np.ndarray) -> np.ndarray:
 
 
 def make_rows(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int,
-              shape: RowShape | None = None) -> pa.Table:
+              shape: RowShape | None = None, keys: KeyOrder | None = None) -> pa.Table:
     """Rows of one data file.  Deterministic in (seed, file_index, shape); keys (v1, v2) are unique
     across the table because v2 = key_offset + row number, with key_offset unique per file.  Event
     times rise through the file's minute like a stream's (with a `shape`: through its window of the
-    file's partition, and the rows get event_date)."""
-    v1, v2, ts, starts = _plan(pools, seed, file_index, rows, key_offset, shape)
+    file's partition, and the rows get event_date; with `keys`, v2 is scattered: `KeyOrder`)."""
+    v1, v2, ts, starts = _plan(pools, seed, file_index, rows, key_offset, shape, keys)
     win = {name: _window(col, starts[name], rows) for name, col in pools.columns.items()}
     cols = [
         pa.array(v1), pa.array(v2), win["v3"], pa.array(ts, type=pa.timestamp("us")),
@@ -186,15 +209,16 @@ _FAST_HASH_CHECKED: dict[tuple[int, bool], bool] = {}
 
 
 def row_hashes(pools: ValuePools, seed: int, file_index: int, rows: int, key_offset: int,
-               table: pa.Table | None = None, shape: RowShape | None = None) -> np.ndarray:
+               table: pa.Table | None = None, shape: RowShape | None = None,
+               keys: KeyOrder | None = None) -> np.ndarray:
     """DuckDB's hash(v1, ..., payload[, event_date]) of each row of `make_rows(...)`, from the pools'
     hashes (each value hashed once per process) combined in numpy.  The first file of every process
     (and of each schema) is also hashed by DuckDB itself and must match, otherwise DuckDB hashes every
     file (`table`: the rows, if made)."""
-    v1, v2, ts, starts = _plan(pools, seed, file_index, rows, key_offset, shape)
+    v1, v2, ts, starts = _plan(pools, seed, file_index, rows, key_offset, shape, keys)
     key = (os.getpid(), shape is not None)
     if _FAST_HASH_CHECKED.get(key) is False:
-        rows_table = table if table is not None else make_rows(pools, seed, file_index, rows, key_offset, shape)
+        rows_table = table if table is not None else make_rows(pools, seed, file_index, rows, key_offset, shape, keys)
         return combine(column_hashes(rows_table))
     pooled = pools.hashes()
     win = {name: _np_window(h, starts[name], rows) for name, h in pooled.items()}
@@ -204,7 +228,7 @@ def row_hashes(pools: ValuePools, seed: int, file_index: int, rows: int, key_off
         cols.append(int_hashes(_event_date(ts)))
     out = combine(cols)
     if key not in _FAST_HASH_CHECKED:
-        rows_table = table if table is not None else make_rows(pools, seed, file_index, rows, key_offset, shape)
+        rows_table = table if table is not None else make_rows(pools, seed, file_index, rows, key_offset, shape, keys)
         _FAST_HASH_CHECKED[key] = exact_sum(out) == arrow_checksum(rows_table)[1]
         if not _FAST_HASH_CHECKED[key]:
             return combine(column_hashes(rows_table))

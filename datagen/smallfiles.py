@@ -13,6 +13,9 @@ table holds exactly the same rows as the uncompressed one; only its files are sm
 Partitioned (`partitioning` set): the n files are placed in partitions by `datagen.partitions` (its
 scale rule and skew); each file's rows stay in its partition and its DataFile carries the partition tuple.
 
+With a sort order (`sort_order`): the table is created with it and the key v2 arrives scattered over
+every file (datagen.sortorder); the files, rows and other columns are those of the same recipe without it.
+
 Ground truth: each writer computes the content checksum of the rows it generated (the verifier's
 checksum, `bench.core.checksum`); their sum and the row count are the table's ground truth, and in a
 partitioned table the sums over each partition's files are that partition's.
@@ -20,12 +23,14 @@ partitioned table the sums over each partition's files are that partition's.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.core.dataset import GroundTruth
-from datagen import partitions
+from datagen import partitions, sortorder
 from datagen.context import GenContext, Generated
 from datagen.recipes import SmallFilesRecipe
 from datagen.schema import PARTITIONED_SCHEMA, SCHEMA, bucket_members, make_rows, pools_for
@@ -71,6 +76,9 @@ def plan_files(files_at_1: int, total_bytes_at_1: int, scale: float, min_files: 
 def plan(recipe: SmallFilesRecipe, scale: float, seed: int) -> list[FilePlan]:
     """Every data file of the table, placed in its partition when the recipe is partitioned."""
     plans = plan_files(recipe.files, recipe.total_bytes, scale, recipe.min_files, seed)
+    if recipe.sort_order:
+        keys = sortorder.key_order(sum(p.rows for p in plans), seed)
+        plans = [replace(p, keys=keys) for p in plans]
     if recipe.partitioning is None:
         return plans
     return partitions.place(plans, partitions.layout(recipe.partitioning, len(plans)))
@@ -84,11 +92,13 @@ def generate(ctx: GenContext) -> Generated:
     props = write_properties(recipe)
     table_props = {**props, "format-version": "2"}
     part = recipe.partitioning
+    schema = SCHEMA if part is None else PARTITIONED_SCHEMA
+    order = {"sort_order": sortorder.sort_order(recipe.sort_order, schema)} if recipe.sort_order else {}
     if part is None:
-        tbl = ctx.catalog.create_table(ctx.ident, SCHEMA, properties=table_props)
+        tbl = ctx.catalog.create_table(ctx.ident, SCHEMA, properties=table_props, **order)
     else:
         tbl = ctx.catalog.create_table(ctx.ident, PARTITIONED_SCHEMA, partition_spec=partitions.partition_spec(part),
-                                       properties=table_props)
+                                       properties=table_props, **order)
         if part.buckets:
             bucket_members(part.buckets)  # built once here; forked writers inherit them
     pools_for(ctx.seed).hashes()  # built once here; forked writers inherit them

@@ -18,7 +18,7 @@ from pyiceberg.typedef import Record
 from bench.core.catalog.s3 import fileio_properties, is_s3
 from bench.core.checksum import exact_sum
 from datagen.recipes import DeletesRecipe, SmallFilesRecipe
-from datagen.schema import PARTITIONED_SCHEMA, SCHEMA, RowShape, make_rows, pools_for, row_hashes
+from datagen.schema import PARTITIONED_SCHEMA, SCHEMA, KeyOrder, RowShape, make_rows, pools_for, row_hashes
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class FilePlan:
     shape: RowShape | None = None
     partition: tuple[int, ...] | None = None  # the partition tuple, Iceberg's representation
     partition_path: str | None = None  # e.g. event_date=2025-12-31/v1_bucket=3
+    keys: KeyOrder | None = None  # a table with a sort order: the order its keys arrive in (v2 scattered)
 
     @property
     def schema(self) -> Schema:
@@ -97,10 +98,11 @@ def write_data_file(location: str, props: dict, seed: int, plan: FilePlan,
     checksum of its rows (`bench.core.checksum`: the generator's ground truth, from the rows
     generated, never read back)."""
     pools = pools_for(seed)
-    rows = make_rows(pools, seed, plan.index, plan.rows, plan.key_offset, plan.shape)
+    rows = make_rows(pools, seed, plan.index, plan.rows, plan.key_offset, plan.shape, plan.keys)
     df = write_rows(data_file_path(location, plan.index, plan.partition_path), props, rows, plan.schema,
                     spec_id=spec_id, partition=plan.partition)
-    return df, exact_sum(row_hashes(pools, seed, plan.index, plan.rows, plan.key_offset, rows, plan.shape))
+    return df, exact_sum(row_hashes(pools, seed, plan.index, plan.rows, plan.key_offset, rows, plan.shape,
+                                         plan.keys))
 
 
 def _write_task(args):

@@ -4,6 +4,10 @@
   written by a bare columnar library, no planning beyond listing the live files, no commit).  Each engine's time
   is shown as a multiple of the floor's, beside its throughput per core.  The floor never enters a
   speedup (bench.core.stats leaves it out of `all_speedups`): it does not do the whole job.
+- the sort comparison: run sets of one dataset (scenario, scale, recipe hash) compacted with different
+  rewrite strategies (binpack, sort, zorder: the `rewrite.strategy` of the scenario each ran, as recorded),
+  side by side on what a reader gains: the point lookup's and the key range's latency and files opened,
+  before and after, per engine and strategy (medians over verified runs whose after-reads are usable).
 - variants: several labels of one engine in a run set (NAME and NAME:PROFILE, e.g. a local and a
   cluster deploy mode, or the published and a tuned configuration), side by side with the options that
   differ and their ratio to the plain one.
@@ -275,4 +279,82 @@ def variant_groups(rs: ResultSet) -> list[VariantGroup]:
     return out
 
 
-__all__ = ["FloorView", "VariantGroup", "deploy_facts", "flatten", "floor_views", "variant_groups"]
+# --- the sort comparison -----------------------------------------------------------------------------
+SORT_QUERIES = ("point-lookup", "key-range")
+
+
+def strategy_of(r: RunResult) -> str:
+    """The rewrite strategy a run was compacted with, from the scenario it recorded (binpack unless it says)."""
+    rewrite = (r.scenario_record.content or {}).get("rewrite") or {}
+    return str(rewrite.get("strategy") or "binpack")
+
+
+@dataclass
+class SortRead:
+    query: str
+    before_s: float | None
+    after_s: float | None
+    files_before: float | None
+    files_after: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        """before ÷ after: above 1, the query got faster."""
+        return self.before_s / self.after_s if self.before_s and self.after_s else None
+
+
+@dataclass
+class SortRow:
+    engine: str
+    color: str
+    strategy: str
+    run_id: str
+    anchor: str
+    runs: int  # verified runs with usable after-reads
+    reads: list[SortRead]
+    duration_s: float | None = None  # median compaction time of those runs
+
+
+@dataclass
+class SortComparison:
+    scenario: str
+    scale: float
+    strategies: list[str]
+    rows: list[SortRow]
+
+
+def _sort_row(rs: ResultSet, engine: str) -> SortRow | None:
+    good = [lr.r for lr in rs.runs if lr.r.engine == engine and lr.counts and lr.r.reads is not None
+            and lr.r.reads.after_usable]
+    if not good:
+        return None
+    reads = []
+    for name in SORT_QUERIES:
+        qs = [q for r in good for q in r.reads.queries if q.name == name]  # type: ignore[union-attr]
+        reads.append(SortRead(query=name, before_s=_median([q.before_s for q in qs]),
+                              after_s=_median([q.after_s for q in qs]),
+                              files_before=_median([q.files_opened_before for q in qs]),
+                              files_after=_median([q.files_opened_after for q in qs])))
+    return SortRow(engine=engine, color=rs.colors[engine], strategy=strategy_of(good[0]), run_id=rs.run_id,
+                   anchor=rs.anchor, runs=len(good), reads=reads, duration_s=_median([r.duration_s for r in good]))
+
+
+def sort_comparisons(sets: list[ResultSet]) -> list[SortComparison]:
+    """Per dataset compacted with more than one rewrite strategy across the run sets: each engine and
+    strategy's reads (engines that commit nothing have no after-reads, and no row)."""
+    groups: dict[tuple, list[ResultSet]] = {}
+    for rs in sets:
+        key = (rs.scenario_name, round(rs.scale, 12), rs.first.dataset_recipe_hash)
+        groups.setdefault(key, []).append(rs)
+    out = []
+    for (scenario, scale, _), members in groups.items():
+        rows = [row for rs in members for e in rs.committing if (row := _sort_row(rs, e)) is not None]
+        strategies = list(dict.fromkeys(row.strategy for row in rows))
+        if len(strategies) > 1:
+            rows.sort(key=lambda row: (row.engine, strategies.index(row.strategy)))
+            out.append(SortComparison(scenario=scenario, scale=scale, strategies=strategies, rows=rows))
+    return out
+
+
+__all__ = ["FloorView", "SortComparison", "VariantGroup", "deploy_facts", "flatten", "floor_views",
+           "sort_comparisons", "variant_groups"]

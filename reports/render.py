@@ -151,6 +151,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         sources=[str(p) for p in paths], n_runs=report.n_runs, campaigns=camp, clusters=clusters,
         cluster_model=cluster.MODEL, cluster_assumptions=cluster.ASSUMPTIONS,
         safety=safety.safety_sections(report.sets), safety_meaning=safety.MEANING,
+        sort_comparisons=compare.sort_comparisons(report.sets),
     )
 
 

@@ -37,6 +37,7 @@ TEST_ENGINES = ",".join([
     "lossyfloor=tests.fakes.floors:LossyFloor",
     "committingfloor=tests.fakes.floors:CommittingFloor",
     "ghostfloor=tests.fakes.floors:GhostFloor",
+    "unsortedfloor=tests.fakes.floors:UnsortedFloor",
     "knobby=tests.fakes.knobby:KnobbyEngine",
 ])
 

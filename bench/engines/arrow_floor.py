@@ -17,6 +17,14 @@ Results say `commits: none`.
 What it shows: how long reading, filtering and writing these bytes takes here with a bare columnar
 library, so each engine's time reads as a multiple of that floor (the rest is the framework: planning,
 task scheduling, commits, the JVM, ...).  It reads a local warehouse only.
+
+Sort (strategy sort, feature 'sort'): the same files are selected; per partition all their rows are read
+into memory, sorted by the table's sort order (pyarrow's sort_indices, each key's direction and null
+order) and written in that order
+(write_dataset with preserve_order): each output file is sorted and, within a partition, the files'
+key ranges do not overlap, as a global sort (Spark's range partitioning of a file group) leaves them.
+Z-order is not supported: pyarrow has no z-order (interleaved-bits) ordering, and a hand-written one
+would be a second implementation, not a floor of Iceberg's.
 """
 
 from __future__ import annotations
@@ -46,6 +54,9 @@ class ArrowFloorEngine(EngineBase):
                                   "removed)")
     color: ClassVar[str] = "#0F9D8A"
     packages: ClassVar[tuple[str, ...]] = ("pyarrow",)
+    supports: ClassVar[frozenset[str]] = frozenset({"sort"})
+    not_supported: ClassVar[dict[str, str]] = {"zorder": (
+        "arrow-floor: pyarrow has no z-order (interleaved-bits) ordering; the floor does not write one by hand")}
 
     def __init__(self) -> None:
         self.plan: dict[str, Any] = {}
@@ -74,7 +85,10 @@ class ArrowFloorEngine(EngineBase):
         tbl = load_catalog(job.catalog).load_table(job.table)
         files = live_files(tbl)
         specs, schema = tbl.specs(), tbl.schema()
+        order = tbl.sort_order()
         self.plan = {
+            "sort": [(str(schema.find_column_name(f.source_id)), f.direction.value == "asc",
+                      f.null_order.value == "nulls-first") for f in order.fields],
             "data": [{"local": local_path(e.data_file.file_path), "path": e.data_file.file_path,
                       "seq": int(e.sequence_number or 0), "scope": scope(e.data_file),
                       "bytes": e.data_file.file_size_in_bytes, "rows": e.data_file.record_count}
@@ -139,13 +153,17 @@ class ArrowFloorEngine(EngineBase):
                     return self._apply(t, d, positions, equality).cast(schema)
 
                 def batches(members: list[dict] = members, load: Any = load) -> Iterator[Any]:
-                    yield from (b for t in _bounded_map(pool, load, members, 2 * cores) for b in t.to_batches())
+                    tables = _bounded_map(pool, load, members, 2 * cores)
+                    if job.strategy == "sort":  # every row of the partition, sorted: see the module docstring
+                        yield from self._sorted(pa.concat_tables(list(tables))).to_batches()
+                        return
+                    yield from (b for t in tables for b in t.to_batches())
 
                 ds.write_dataset(pa.RecordBatchReader.from_batches(schema, batches()), self.out_dir / f"part-{k}",
                                  format="parquet", file_options=options, max_rows_per_file=rows_per_file,
                                  max_rows_per_group=rows_per_group, min_rows_per_group=rows_per_group,
                                  basename_template="floor-{i}.parquet", existing_data_behavior="error",
-                                 use_threads=True,
+                                 use_threads=True, preserve_order=job.strategy == "sort",
                                  file_visitor=lambda f: written.append(f.path))
             for f in written:
                 rows_out += pq.ParquetFile(f).metadata.num_rows
@@ -160,11 +178,24 @@ class ArrowFloorEngine(EngineBase):
                       "sizing": "rows per file = target / (input bytes per row), as the engines size their output "
                                 "by input bytes", "output_dir": str(self.out_dir)},
             versions={"pyarrow": pa.__version__},
-            actions=[f"pyarrow: rewrite {len(rewrite)} of {len(data)} data files in {len(groups)} partition(s), "
+            actions=[f"pyarrow: rewrite {len(rewrite)} of {len(data)} data files in {len(groups)} partition(s)"
+                     + (f" sorted by {', '.join(c for c, _, _ in self.plan['sort'])}" if job.strategy == "sort" else "")
+                     + ", "
                      f"applying {len(self.plan['position'])} position and {len(self.plan['equality'])} equality "
                      f"delete files; write_dataset to {self.out_dir} (nothing committed)"],
             commits="none", deployment=Deployment(mode="embedded", cores=cores),
             output_files=kept + [Path(os.path.abspath(p)).as_uri() for p in written])
+
+    def _sorted(self, t: Any) -> Any:
+        """`t` sorted by the table's sort order (identity fields, each key's direction and null order)."""
+        import pyarrow.compute as pc
+
+        keys = self.plan["sort"]
+        if not keys:
+            raise ValueError("arrow-floor: strategy sort, but the table has no sort order")
+        return t.take(pc.sort_indices(t, sort_keys=[(c, "ascending" if asc else "descending",
+                                                     "at_start" if nulls_first else "at_end")
+                                                    for c, asc, nulls_first in keys]))
 
     # -- Iceberg v2 deletes, in pyarrow ---------------------------------------------------------
     def _positions(self) -> dict[str, list[tuple[int, Any]]]:

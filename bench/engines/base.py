@@ -35,6 +35,8 @@ Kind = Literal["binpack", "deletes"]
 # What a run may need beyond a plain compaction of main; an engine lists those it can do (`supports`).
 FEATURES = {
     "branch": "compacting a branch other than main (job.branch)",
+    "sort": "sorted output: the rewritten rows sorted by the table's sort order (job.strategy sort)",
+    "zorder": "z-ordered output: rows clustered by a z-order curve of job.zorder_columns (job.strategy zorder)",
 }
 # An untimed gap in compact() longer than this becomes a phase "other" (so the phases add up).
 UNTIMED_MIN_S = 0.001
@@ -58,6 +60,8 @@ class CompactionJob(BaseModel):
     cores: int = 1  # cores the engine may use
     work_dir: str = ""  # scratch directory for this run (logs, spill)
     branch: str = "main"  # the branch to compact: read from it and commit to it (engines that support 'branch')
+    strategy: Literal["binpack", "sort", "zorder"] = "binpack"  # sort, zorder: engines that support them
+    zorder_columns: list[str] = Field(default_factory=list)  # strategy zorder: the columns of the curve
 
 
 class EngineOutcome(BaseModel):

@@ -132,6 +132,13 @@ class RisingWaveEngine(EngineBase):
     commits_through_rest: ClassVar[bool] = True  # iceberg-compaction speaks REST only
     # Compaction(..., to_branch=B) plans from B and commits to B
     supports: ClassVar[frozenset[str]] = frozenset({"branch"})
+    not_supported: ClassVar[dict[str, str]] = {
+        feature: (f"iceberg-compaction {PINNED_VERSION} cannot {what}: its CompactionConfig has no sort order or "
+                  "clustering field (its parameters: strategy auto | small_files | full | files_with_deletes, "
+                  "grouping_strategy single | bin_pack, sizes, parallelism, batch rows, prefetch, validation), and "
+                  "Compaction(catalog, table, config, to_branch, retry_config) takes none either (inspected "
+                  "signatures of the installed binding)")
+        for feature, what in (("sort", "sort its output"), ("zorder", "z-order its output"))}
     output_codecs: ClassVar[frozenset[str] | None] = frozenset({OUTPUT_CODEC})
     knobs: ClassVar[tuple[Knob, ...]] = KNOBS
 

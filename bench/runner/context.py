@@ -65,6 +65,7 @@ class RunOptions(CommonOptions):
     reader: str = "auto"  # auto (DuckDB, Spark SQL where DuckDB cannot) | spark-sql
     cow_branch: bool = False  # live writer: the writer and the compactor work on a branch, published to main
     cases: list[str] | None = None  # live writer: only these of the scenario's cases
+    strategy: str | None = None  # --strategy: binpack | sort | zorder instead of the scenario's rewrite.strategy
 
 
 @dataclass
@@ -218,7 +219,7 @@ def storage_problems(sc: Scenario, scale: float, seed: int, engines: list[str],
 
 def resolve(opts: RunOptions, progress: Progress) -> RunContext:
     """Validate every input before anything runs (bad input: one UserError, nothing written)."""
-    sc = load_scenario(opts.scenario)
+    sc = load_scenario(opts.scenario).with_strategy(opts.strategy)
     engines = parse_engines(opts.engines or default_engines())
     scale = check_scale(sc.local_scale if opts.scale is None else opts.scale)
     budget = parse_size(opts.memory_budget, "--memory-budget") if opts.memory_budget else node_ram_bytes()

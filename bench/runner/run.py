@@ -11,6 +11,8 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
+from pyiceberg.manifest import DataFileContent
+
 from bench.core.catalog import load_catalog
 from bench.core.catalog.rest import serve
 from bench.core.cost import run_cost
@@ -31,6 +33,7 @@ from bench.core.results import (
     save,
     write_run_state,
 )
+from bench.core.table import live_entries
 from bench.core.units import fmt_bytes
 from bench.engines import base_name, engine_class, engine_color, split_label
 from bench.engines.base import CompactionJob, EngineOutcome
@@ -79,7 +82,8 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                             small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
                             output_codec_level=sc.output.level, options=options,
                             memory_budget_bytes=ctx.budget, cores=usable_cores(), work_dir=str(work),
-                            branch=slot.branch or "main")
+                            branch=slot.branch or "main", strategy=sc.rewrite.strategy,
+                            zorder_columns=list(sc.rewrite.zorder_columns))
         ctx.progress.info(f"{label} setting up with the table out of reach, then compacting (cache "
                           f"{ctx.cache_mode}, budget {fmt_bytes(ctx.budget)}, time limit {ctx.timeout_s} s)"
                           + (f", live writer: {slot.case}" if slot.case else ""))
@@ -204,7 +208,11 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
                      ground_truth=ds.ground_truth, target_file_size_bytes=ctx.target,
                      small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
                      input_fingerprint=r.input.fingerprint, input_identical=r.input.identical_to_dataset,
-                     settings=settings, integrity=integrity)
+                     settings=settings, integrity=integrity, strategy=sc.rewrite.strategy,
+                     zorder_columns=list(sc.rewrite.zorder_columns), sort_order=tbl.sort_order(),
+                     before_data_files=[e.data_file for e in live_entries(tbl, r.before.snapshot_id)
+                                        if e.data_file.content == DataFileContent.DATA]
+                     if sc.rewrite.strategy != "binpack" else None)
     if outcome is None or outcome.commits == "table":
         return verify(vi)
     r.commits = "none"

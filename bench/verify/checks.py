@@ -17,7 +17,11 @@ Rules (stated in each result's `verification.rules` and in docs/method.md):
   threshold) is still live (a remainder that cannot fill a target file), and there are at most
   ceil(logical bytes / target) + max(1, 10%) data files per partition, logical bytes being the Parquet
   uncompressed size of the live data files (engines split their output by input size, so a rewrite
-  that compresses writes files smaller than the target: counting compressed bytes would fail them all).
+  that compresses writes files smaller than the target: counting compressed bytes would fail them all);
+- sorted output (strategy sort): every data file the run wrote is sorted by the table's sort order
+  (bench.verify.sortorder), and the overlap of files' key ranges is measured before and after (advisory);
+  z-order (strategy zorder): only measured, per z-order column (advisory): nothing about a z-order is
+  checked beyond the rules every compaction is held to.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
+from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
+from pyiceberg.table.sorting import SortOrder
 
 from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GroundTruth
@@ -39,6 +45,7 @@ from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.integrity import IntegrityInput, commit_event, integrity_checks
 from bench.verify.partitions import file_partition_problems
 from bench.verify.readers import read
+from bench.verify.sortorder import file_sort_problem, files_per_probe, key_ranges, order_text, probes
 from bench.verify.stats import table_stats
 
 FILE_COUNT_SLACK_SHARE = 0.10  # data files may exceed ceil(bytes / target) by max(1, 10 %) per partition
@@ -66,6 +73,11 @@ RULES = {
 }
 PARTITION_RULE = ("partitions (a partitioned table): every data file the run wrote holds rows of one partition, "
                   "the one its manifest entry records (recomputed from its rows with the spec's transforms)")
+SORT_RULE = ("sorted output (strategy sort): every data file the run wrote holds its rows in the table's sort order "
+             "(sort columns read by field id; each key's direction and null order); advisory: files a point lookup "
+             "on the first sort key opens (mean over 64 probe keys, from manifest bounds), before and after")
+ZORDER_RULE = ("z-order (strategy zorder): not verified beyond the rules above; advisory: per z-order column, files "
+               "a point lookup opens (mean over 64 probe keys, from manifest bounds), before and after")
 UNCOMMITTED_RULE = ("commits: none: the engine's listed output files are verified as a scratch table with the "
                     "input's schema and spec (every check above), and the real table must be unchanged")
 READERS_FOR = {
@@ -93,6 +105,10 @@ class VerifyInput:
     committed: bool = True  # False: `table` is the staged output of an engine that commits nothing
     source_metadata_location: str | None = None  # uncommitted: the real table's metadata after the run
     integrity: IntegrityInput | None = None  # the input's metadata: identity, history, commit kinds
+    strategy: str = "binpack"  # binpack | sort | zorder: sort adds sorted_output, both an overlap measure
+    zorder_columns: list[str] = field(default_factory=list)
+    sort_order: SortOrder | None = None  # the real table's (a staged output table has none of its own)
+    before_data_files: list[DataFile] | None = None  # the input's live data files (for the overlap measure)
 
 
 def _gt_message(answer: dict, gt: GroundTruth) -> tuple[bool, str]:
@@ -213,6 +229,48 @@ def partition_checks(tbl: Table, files: LiveFiles, before_paths: set[str]) -> li
     return [Check(name="partition_placement", ok=not problems, message=msg)]
 
 
+def _lookup_files(vi: VerifyInput, tbl: Table, files: LiveFiles, column: str) -> tuple[float | None, float | None]:
+    """(before, after): mean files a point lookup on `column` opens (bench.verify.sortorder)."""
+    f = tbl.schema().find_field(column)
+    after = key_ranges([e.data_file for e in files.data], f.field_id, f.field_type)
+    before = key_ranges(vi.before_data_files or [], f.field_id, f.field_type)
+    keys = probes(before, after)
+    return files_per_probe(before, keys), files_per_probe(after, keys)
+
+
+def _lookup_message(column: str, before: float | None, after: float | None) -> str:
+    fmt = lambda v: "-" if v is None else f"{v:.1f}"  # noqa: E731
+    return f"a point lookup on {column} opens {fmt(before)} -> {fmt(after)} data files (mean over probe keys)"
+
+
+def layout_checks(vi: VerifyInput, tbl: Table, files: LiveFiles) -> list[Check]:
+    """Strategy sort: sorted_output (required) and the overlap of the first sort key (advisory); zorder:
+    the overlap per z-order column (advisory)."""
+    out: list[Check] = []
+    if vi.strategy == "sort":
+        order, schema = vi.sort_order, tbl.schema()
+        new = [e.data_file.file_path for e in files.data if e.data_file.file_path not in vi.before_paths]
+        if order is None or order.is_unsorted:
+            return [Check(name="sorted_output", ok=False, message="strategy sort, but the table has no sort order")]
+        problems = [p for path in new if (p := file_sort_problem(path, order, schema))]
+        msg = (f"{len(new)} data file(s) the run wrote, each sorted by {order_text(order, schema)}" if not problems
+               else f"{len(problems)} of the {len(new)} data file(s) the run wrote are not sorted by "
+                    f"{order_text(order, schema)}: " + "; ".join(problems[:3]))
+        out.append(Check(name="sorted_output", ok=bool(new) and not problems,
+                         message=msg if new else "no new data file was written"))
+        column = str(schema.find_column_name(order.fields[0].source_id))
+        before, after = _lookup_files(vi, tbl, files, column)
+        out.append(Check(name="sort_key_overlap", ok=after is not None and (before is None or after <= before),
+                         required=False, message=_lookup_message(column, before, after)))
+    elif vi.strategy == "zorder":
+        for column in vi.zorder_columns:
+            before, after = _lookup_files(vi, tbl, files, column)
+            out.append(Check(name=f"zorder_clustering_{column}", required=False,
+                             ok=after is not None and (before is None or after <= before),
+                             message=_lookup_message(column, before, after)))
+    return out
+
+
 def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     """Measure the table after the run and check it.  Returns (after stats, verification)."""
     tbl = vi.table
@@ -230,6 +288,7 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
         checks += binpack_checks(vi, files, facts, after)
     partitioned = partition_checks(tbl, files, vi.before_paths)
     checks += partitioned
+    checks += layout_checks(vi, tbl, files)
     committed: list[CommitEvent] = []
     if vi.committed and vi.integrity is not None:
         more, snaps = integrity_checks(vi.integrity, tbl, files)
@@ -239,7 +298,9 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     v = Verification(
         verified=not failed, checks=checks,
         differences=[difference(c) for c in checks if not c.ok],
-        rules=RULES[vi.kind] + ([PARTITION_RULE] if partitioned else []) + ([] if vi.committed else [UNCOMMITTED_RULE]),
+        rules=RULES[vi.kind] + ([PARTITION_RULE] if partitioned else [])
+        + {"sort": [SORT_RULE], "zorder": [ZORDER_RULE]}.get(vi.strategy, [])
+        + ([] if vi.committed else [UNCOMMITTED_RULE]),
         reader=", ".join(a["reader"] for a in vi.answers.values() if "rows" in a), committed=committed,
         readers={"ground_truth": {"rows": vi.ground_truth.rows, "checksum": vi.ground_truth.checksum},
                  "input": {"reader": vi.before.content_reader, "rows": vi.before.rows,

@@ -37,6 +37,7 @@ def _free_port():
     (["run", "bin-packing", "--engines", "spark,spark"], ["twice"]),
     (["run", "bin-packing", "--instance-type", "m9.huge"], ["unknown instance type"]),
     (["datagen", "nope"], ["unknown scenario"]),
+    (["run", "bin-packing", "--strategy", "sort"], ["--strategy sort", "no sort_order"]),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needles):
     if args[0] == "run":
@@ -44,6 +45,14 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needles
     p = run_bench(*args, "--warehouse", tmp_path / "wh")
     _one_line_error(p, *needles)
     assert not (tmp_path / "results").exists() and not (tmp_path / "wh").exists()
+
+
+def test_a_scenario_asking_for_a_layout_its_table_cannot_have_is_one_line(tmp_path):
+    src = (Path(__file__).resolve().parents[2] / "scenarios" / "bin-packing.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(src + "rewrite: {strategy: zorder}\n")
+    p = run_bench("run", bad, "--results-dir", tmp_path / "results", "--warehouse", tmp_path / "wh")
+    _one_line_error(p, "invalid scenario file", "rewrite", "zorder_columns")
 
 
 def test_unwritable_results_dir(tmp_path):

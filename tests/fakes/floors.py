@@ -41,3 +41,12 @@ class GhostFloor(ArrowFloorEngine):
         out = super().compact(job, clock)
         out.output_files.append(f"file://{job.work_dir}/floor-output/missing.parquet")
         return out
+
+
+class UnsortedFloor(ArrowFloorEngine):
+    """Says it sorts (strategy sort), but writes each partition's rows in the reverse of the sort order."""
+
+    name: ClassVar[str] = "unsortedfloor"
+
+    def _sorted(self, t: Any) -> Any:
+        return ArrowFloorEngine._sorted(self, t)[::-1]

@@ -19,7 +19,8 @@ Steps:
              the driver, so its JVM start is not part of the compaction)], `catalog warm-up` (Iceberg's
              JdbcCatalog is loaded lazily by Spark: listing the namespace's tables initializes it without
              loading the table to compact, whose metadata read belongs to the compaction);
-  compact()  `rewrite_data_files` (bin-pack; plan, rewrite and commit inside one procedure call); for
+  compact()  `rewrite_data_files` (bin-pack, or strategy sort by the table's sort order, or sort with
+             sort_order => 'zorder(...)' for z-order; plan, rewrite and commit inside one procedure call); for
              deletes also `rewrite_position_delete_files` (rewrite-all) and `remove dangling deletes`:
              on an unpartitioned table neither procedure drops the equality deletes that no longer apply
              to any live data file, so they are found by the harness's delete rules
@@ -167,9 +168,20 @@ def _row_dict(rows: list) -> dict[str, Any]:
     return d
 
 
+def strategy_args(job: CompactionJob) -> str:
+    """The procedure's strategy arguments: binpack; sort (no sort_order: the table's own sort order); or
+    sort with sort_order => 'zorder(c1,c2,...)' (Iceberg's z-order)."""
+    if job.strategy == "sort":
+        return "strategy => 'sort', "
+    if job.strategy == "zorder":
+        return f"strategy => 'sort', sort_order => {spark_literal('zorder(' + ','.join(job.zorder_columns) + ')')}, "
+    return "strategy => 'binpack', "
+
+
 class SparkEngine(EngineBase):
     name: ClassVar[str] = "spark"
-    description: ClassVar[str] = ("Apache Spark 3.5 + Iceberg 1.10 rewrite_data_files (bin-pack), local mode "
+    description: ClassVar[str] = ("Apache Spark 3.5 + Iceberg 1.10 rewrite_data_files (bin-pack, sort, z-order), "
+                                  "local mode "
                                   "(one JVM) or standalone mode (a master, one worker and one executor on "
                                   "127.0.0.1; option mode), JDBC (SQLite) catalog")
     color: ClassVar[str] = "#E25A1C"
@@ -179,6 +191,9 @@ class SparkEngine(EngineBase):
         {"snappy", "zstd", "gzip", "lz4", "uncompressed", "brotli"})
     min_budget_bytes: ClassVar[int] = memory.min_budget_bytes()  # the heap Spark accepts, plus non-heap
     knobs: ClassVar[tuple[Knob, ...]] = KNOBS
+    # Iceberg 1.10's rewrite_data_files: strategy => 'sort' sorts each file group by the table's sort order
+    # (range-partitioned: output files of a group do not overlap); sort_order => 'zorder(c1,c2)' z-orders
+    supports: ClassVar[frozenset[str]] = frozenset({"sort", "zorder"})
     not_supported: ClassVar[dict[str, str]] = {"branch": (
         "Iceberg 1.10.2's rewrite_data_files cannot compact a branch: the action plans from the table's current "
         "snapshot (main); named as table => 'ns.t.branch_ingest', or with spark.wap.branch set, it silently "
@@ -470,7 +485,7 @@ class SparkEngine(EngineBase):
         try:
             with clock.phase("rewrite_data_files", "one procedure call: plan, rewrite and commit"):
                 rows = self._sql(f"CALL {cat.name}.system.rewrite_data_files(table => {spark_literal(table)}, "
-                                 f"strategy => 'binpack', options => {spark_map(options)})")
+                                 f"{strategy_args(job)}options => {spark_map(options)})")
             result = _row_dict(rows)
             if job.kind == "deletes":
                 with clock.phase("rewrite_position_delete_files", "rewrite-all: drops dangling position deletes"):
