@@ -122,8 +122,8 @@ class SetupGuard:
         self._listing = list_files(ds.location)
         metadata = [rel for rel in self._listing if rel.startswith("metadata/")]
         spare = spare_dir(ctx.settings.state_path, name)
-        if ctx.settings.is_remote:
-            keep_spares(ds.location, ds.table_files, spare)
+        if ctx.settings.is_remote:  # the metadata as it is now (e.g. a branch's new metadata file too)
+            keep_spares(ds.location, self._listing, spare)
         self.io = SetupIO(input_bytes=self.input_bytes, parked=park(
             ctx.catalog, ds.table, ds.location, parked_dir(ctx.settings.state_path, name), metadata, spare))
         if ctx.settings.is_remote:
@@ -138,7 +138,7 @@ class SetupGuard:
         self.io.setup_read_bytes, self.io.setup_read_chars = read_bytes, read_chars
         name = ds.table.split(".")[-1]
         if ctx.settings.is_remote:
-            restore(ctx.catalog, ds.table, ds.metadata_location, ds.location, ds.table_files,
+            restore(ctx.catalog, ds.table, self._metadata_location, ds.location, self._listing,
                     spare_dir(ctx.settings.state_path, name))
         else:
             unpark(ds.location, parked_dir(ctx.settings.state_path, name))
