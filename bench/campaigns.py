@@ -10,7 +10,9 @@ reads.  Nothing here re-implements the runner.
     frontier  per engine, the smallest memory budget at which it completes verified: bisection between a
               floor (the engine's own minimum) and the node's RAM, each probe a recorded run; over
               several scales fitted like the curves and carried to scale 1 against the published node's
-              64 GB: does the model predict the published OOMs?
+              64 GB: does the model predict the published OOMs?  Or, at one scale, over partition counts
+              of a partitioned scenario (each its own dataset, Scenario.with_partitions): memory against
+              the number of partitions (no fit, no prediction: the points differ in layout, not size)
     plan      from the fits: datagen time, disk space, engine times, memory frontiers, wall time, cost,
               the EBS size and deadline a full reproduction needs (`bench aws up` uses it)
 """
@@ -81,6 +83,18 @@ def parse_scales(text: str) -> list[float]:
     if len(set(scales)) != len(scales):
         raise UserError(f"--scales {text!r} names a scale twice")
     return sorted(scales)
+
+
+def parse_partitions(text: str) -> list[int]:
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--partitions {text!r}: give a comma-separated list of whole numbers, e.g. 8,64,512") from None
+    if not counts or min(counts) < 1:
+        raise UserError(f"--partitions {text!r}: give positive partition counts, e.g. 8,64,512")
+    if len(set(counts)) != len(counts):
+        raise UserError(f"--partitions {text!r} names a count twice")
+    return sorted(counts)
 
 
 def fmt_scale(s: float) -> str:
@@ -295,15 +309,20 @@ class FrontierOptions(CommonOptions):
     ceiling: str | None = None
     precision: str = DEFAULT_PRECISION
     max_slowdown: float = MAX_SLOWDOWN
+    partitions: list[int] | None = None  # partition counts at the one scale (the other axis)
+
+
+def _at(scale: float, partitions: int | None) -> str:
+    return f"scale {fmt_scale(scale)}" + (f", {partitions} partitions" if partitions else "")
 
 
 def _probe(opts: FrontierOptions, directory: Path, engine: str, scale: float, budget: int, timeout_s: int,
-           progress: Progress) -> Probe:
-    run_id = f"{file_label(engine)}-s{fmt_scale(scale)}-{budget // MiB}m"
-    progress.info(f"frontier: {engine} at scale {fmt_scale(scale)} under {fmt_bytes(budget)}")
+           progress: Progress, partitions: int | None = None) -> Probe:
+    run_id = f"{file_label(engine)}-s{fmt_scale(scale)}{f'-p{partitions}' if partitions else ''}-{budget // MiB}m"
+    progress.info(f"frontier: {engine} at {_at(scale, partitions)} under {fmt_bytes(budget)}")
     got = run_scenario(RunOptions(**opts.common(results_dir=str(directory), run_id=run_id, timeout_s=timeout_s),
-                                  scale=scale, engines=engine, reps=1, memory_budget=str(budget), readers=False),
-                       progress)
+                                  scale=scale, engines=engine, reps=1, memory_budget=str(budget), readers=False,
+                                  partitions=partitions), progress)
     r = got[0]
     # the heap that does the work: the executor's in a cluster mode, else the one JVM's
     roles = {c.role: c.bytes for c in r.memory_caps}
@@ -319,15 +338,16 @@ def _probe(opts: FrontierOptions, directory: Path, engine: str, scale: float, bu
 
 
 def find_frontier(opts: FrontierOptions, directory: Path, engine: str, scale: float, floor: int, ceiling: int,
-                  precision: int, progress: Progress) -> FrontierPoint:
-    """Bisection between `floor` and `ceiling` for the smallest budget that passes (completes verified)."""
-    fp = FrontierPoint(engine=engine, scale=scale, gb=0.0, floor_bytes=floor, ceiling_bytes=ceiling,
-                       precision_bytes=precision)
+                  precision: int, progress: Progress, partitions: int | None = None) -> FrontierPoint:
+    """Bisection between `floor` and `ceiling` for the smallest budget that passes (completes verified);
+    `partitions`: the table reshaped to that many partitions (its own dataset)."""
+    fp = FrontierPoint(engine=engine, scale=scale, gb=0.0, partitions=partitions, floor_bytes=floor,
+                       ceiling_bytes=ceiling, precision_bytes=precision)
 
     limit = [opts.timeout_s]
 
     def probe(budget: int) -> Probe:
-        p = _probe(opts, directory, engine, scale, budget, limit[0], progress)
+        p = _probe(opts, directory, engine, scale, budget, limit[0], progress, partitions)
         fp.probes.append(p)
         return p
 
@@ -388,30 +408,46 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
     for e, f in floors.items():
         if f >= ceiling:
             raise UserError(f"{e}: its floor {fmt_bytes(f)} is not below the ceiling {fmt_bytes(ceiling)}")
+    if opts.partitions:
+        if len(opts.scales) != 1:
+            raise UserError("--partitions counts the partitions at one scale: give --scale S, not --scales")
+        for n in opts.partitions:  # every count checked (UserError) before anything runs
+            sc.with_partitions(n, opts.scales[0])
+    points = ([(opts.scales[0], n) for n in opts.partitions] if opts.partitions
+              else [(scale, None) for scale in opts.scales])
     directory = campaign_dir(opts.results_dir, opts.run_id, "frontier", sc.name)
     settings = CatalogSettings.for_warehouse(opts.warehouse)
     env = environment(settings.state_path if settings.is_remote else settings.warehouse_path)
     s = FrontierSummary(frontier_id=directory.name, scenario=sc.name, scenario_record=sc.record(), scales=opts.scales,
-                        engines=engines, started_at=now_iso(), pid=os.getpid(), machine=env.describe(),
-                        ram_bytes=ram,
+                        partitions=opts.partitions or [], engines=engines, started_at=now_iso(), pid=os.getpid(),
+                        machine=env.describe(), ram_bytes=ram,
                         notes=[f"a probe passes when the run completes verified within {opts.max_slowdown:g}x the "
                                f"wall time of the unconstrained run (at least {MIN_PROBE_TIMEOUT_S} s); slower is "
                                f"memory pressure (thrashing) and counts as failing",
                                f"bisection to max({fmt_bytes(precision)}, {PRECISION_SHARE:.0%} of the budget), "
-                               f"between each engine's floor and {fmt_bytes(ceiling)}"])
+                               f"between each engine's floor and {fmt_bytes(ceiling)}"]
+                        + ([f"partition counts at scale {fmt_scale(opts.scales[0])}: each a dataset of its own, the "
+                            f"recipe's files placed in that many partitions (buckets kept, periods = partitions / "
+                            f"buckets); no fit against size and no prediction at scale 1 (the points differ in "
+                            f"layout, not size)"] if opts.partitions else []))
     directory.mkdir(parents=True)
     write_summary(directory, s)
     with recorded(directory, s):
-        for scale in opts.scales:
+        for scale, partitions in points:
             for e in engines:
-                fp = find_frontier(opts, directory, e, scale, floors[e], ceiling, precision, progress)
+                fp = find_frontier(opts, directory, e, scale, floors[e], ceiling, precision, progress, partitions)
                 first = directory / fp.probes[0].result_file
                 if first.exists():
-                    fp.gb = RunResult.model_validate_json(first.read_text()).before.uncompressed_bytes / 1e9
+                    r0 = RunResult.model_validate_json(first.read_text())
+                    fp.gb = r0.before.uncompressed_bytes / 1e9
+                    fp.writes_at_once = r0.deployment.writes_at_once if r0.deployment else {}
+                ample = max((p for p in fp.probes if p.passed), key=lambda p: p.budget_bytes, default=None)
+                if ample is not None:
+                    fp.peak_rss_ample, fp.ample_budget_bytes = ample.peak_rss_bytes, ample.budget_bytes
                 s.points.append(fp)
                 summarize_frontier(s, sc)
                 write_summary(directory, s)
-                progress.info(f"frontier: {e} at scale {fmt_scale(scale)}: "
+                progress.info(f"frontier: {e} at {_at(scale, partitions)}: "
                               + (f"completes from {fmt_bytes(fp.min_budget_bytes)}" if fp.min_budget_bytes
                                  else fp.note) + f" ({len(fp.probes)} runs)")
     progress.block(frontier_table(s))
@@ -422,6 +458,8 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
 def summarize_frontier(s: FrontierSummary, sc: Scenario) -> None:
     pub = sc.published
     s.fits, s.predictions = {}, []
+    if s.partitions:  # one scale: nothing to fit against size
+        return
     for e in s.engines:
         pts = [p for p in s.points if p.engine == e and p.min_budget_bytes and p.gb]
         s.fits[e] = fit_line([p.gb for p in pts], [float(p.min_budget_bytes or 0) for p in pts],
@@ -449,15 +487,16 @@ def summarize_frontier(s: FrontierSummary, sc: Scenario) -> None:
 
 
 def frontier_table(s: FrontierSummary) -> str:
-    rows = [f"{'engine':<12} {'scale':>8} {'input':>9} {'min budget':>11} {'peak RSS there':>15} {'time there':>11} "
-            f"{'unconstrained':>14} {'runs':>5}"]
+    rows = [f"{'engine':<12} {'scale':>8} {'partitions':>10} {'input':>9} {'min budget':>11} {'peak RSS there':>15} "
+            f"{'time there':>11} {'peak RSS ample':>15} {'unconstrained':>14} {'runs':>5}  writes at once (settings)"]
     for p in s.points:
         mb = fmt_bytes(p.min_budget_bytes) if p.min_budget_bytes else "none"
-        rows.append(f"{p.engine:<12} {fmt_scale(p.scale):>8} {p.gb:>7.2f}GB {mb:>11} "
+        rows.append(f"{p.engine:<12} {fmt_scale(p.scale):>8} {p.partitions or '-':>10} {p.gb:>7.2f}GB {mb:>11} "
                     f"{fmt_bytes(p.peak_rss_at_min) if p.peak_rss_at_min else '-':>15} "
                     f"{f'{p.duration_at_min_s:.1f} s' if p.duration_at_min_s else '-':>11} "
+                    f"{fmt_bytes(p.peak_rss_ample) if p.peak_rss_ample else '-':>15} "
                     f"{f'{p.duration_unconstrained_s:.1f} s' if p.duration_unconstrained_s else '-':>14} "
-                    f"{len(p.probes):>5}")
+                    f"{len(p.probes):>5}  " + (", ".join(f"{k}={v}" for k, v in p.writes_at_once.items()) or "-"))
     for x in s.predictions:
         pred = fmt_bytes(x.min_budget_bytes) if x.min_budget_bytes else "-"
         rows.append(f"model at scale 1 ({x.gb:,.0f} GB): {x.engine} needs ~{pred} -> {x.predicted} on a 64 GB node; "
@@ -468,7 +507,8 @@ def frontier_table(s: FrontierSummary) -> str:
 
 # --- plan -------------------------------------------------------------------------------------------
 def latest(summaries: list, kind: str, scenario: str):
-    mine = [s for s in summaries if s.kind == kind and s.scenario == scenario]
+    # a frontier over partition counts is of a reshaped table at one scale: no size to plan from
+    mine = [s for s in summaries if s.kind == kind and s.scenario == scenario and not getattr(s, "partitions", None)]
     return max(mine, key=lambda s: s.started_at) if mine else None
 
 

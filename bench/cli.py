@@ -233,18 +233,22 @@ def sweep(scenario, scales, reps, memory_budget, engines, common):
 @click.option("--max-slowdown", type=float, default=10.0, show_default=True,
               help="A run slower than this many times the unconstrained one counts as failing (thrashing).")
 @click.option("--engines", default=None, help=f"Comma-separated engines (default: {campaign_engines()}).")
+@click.option("--partitions", default=None,
+              help="Partition counts (comma-separated, e.g. 8,64,512) of a partitioned SCENARIO at the one --scale: "
+                   "a frontier per count, each its own dataset (memory against partitions).")
 @common_run_options
 @one_line_errors
-def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, engines, common):
+def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, engines, partitions, common):
     """Find, per engine, the smallest memory budget at which SCENARIO completes verified."""
-    from bench.campaigns import FrontierOptions, parse_scales
+    from bench.campaigns import FrontierOptions, parse_partitions, parse_scales
     from bench.campaigns import frontier as run_frontier
 
     if (scale is None) == (scales is None):
         raise UserError("give --scale S or --scales S1,S2,... (one of them)")
     run_frontier(FrontierOptions(scenario=scenario, **common, scales=[scale] if scale else parse_scales(scales),
                                  engines=engines, floor=floor, ceiling=ceiling, precision=precision,
-                                 max_slowdown=max_slowdown), Progress())
+                                 max_slowdown=max_slowdown,
+                                 partitions=parse_partitions(partitions) if partitions else None), Progress())
 
 
 @main.command()

@@ -30,6 +30,13 @@ weight w = 1 / (r + 1)^skew (r: the age of the partition's period; the buckets o
 largest remainder, ties to the newer partition: most files in the most recent partitions, a long tail of
 cold ones with a file or two (skew 0: uniform).  Files are written and committed oldest period first,
 within a period bucket by bucket in turn, as a writer filling the table over time would.
+
+A given partition count (`bench frontier --partitions`, `reshape`).  "P partitions" means the table has
+exactly P partitions at the scale it is generated at.  The bucket count is part of the spec and is kept:
+with a time field P must be a multiple of B and periods become P / B; with spec bucket alone (no time
+field) the bucket count becomes P.  The table keeps its data files (the kind's scale rule) and must hold
+at least f of them per partition (n >= P x f), else the scale rule would drop periods: then it is an error,
+not a silently smaller table.
 """
 
 from __future__ import annotations
@@ -81,6 +88,35 @@ def counts(p: Partitioning, n: int) -> tuple[int, int]:
     b = p.buckets or 1
     t = min(p.periods or 1, max(1, n // (p.min_files_per_partition * b)))
     return t, min(t * b, n)
+
+
+def reshape(p: Partitioning, partitions: int, n: int, where: str = "the table") -> Partitioning:
+    """`p` reshaped so that a table of `n` data files has exactly `partitions` partitions (the module
+    docstring); ValueError saying why not when it cannot."""
+    b = p.buckets or 1
+    f = p.min_files_per_partition
+    if partitions < 1:
+        raise ValueError("give a positive count")
+    if p.spec == "bucket":
+        if not 2 <= partitions <= 1024:
+            raise ValueError("spec bucket has one partition per bucket, and bucket(N) "
+                             "takes 2 to 1024 buckets")
+        new = p.model_copy(update={"buckets": partitions})
+    else:
+        if partitions % b:
+            raise ValueError(f"spec {p.spec} has {b} buckets per {_unit(p)}, so the count "
+                             f"must be a multiple of {b}")
+        new = p.model_copy(update={"periods": partitions // b})
+    if n < partitions * f:
+        most = min(n // f, 1024) if p.spec == "bucket" else n // f // b * b
+        raise ValueError(f"{where} has {n} data files, fewer than {partitions} x {f} "
+                         f"(min_files_per_partition): at most {most} partitions there, or a larger scale")
+    assert counts(new, n)[1] == partitions
+    return new
+
+
+def _unit(p: Partitioning) -> str:
+    return "hour" if p.spec == "hour" else "day"
 
 
 def files_per_partition(p: Partitioning, n: int) -> np.ndarray:

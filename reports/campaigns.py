@@ -418,7 +418,7 @@ def frontier_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[
         return None
 
     for e in engines:
-        for p in sorted((p for p in s.points if p.engine == e), key=lambda p: p.scale):
+        for p in sorted((p for p in s.points if p.engine == e), key=lambda p: (p.scale, p.partitions or 0)):
             probes = []
             for i, pr in enumerate(p.probes):
                 role = ("smallest passing" if pr.passed and pr.budget_bytes == p.min_budget_bytes else
@@ -449,8 +449,28 @@ def frontier_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[
                            s.fits.get(e)))
     drawn = [b for _, pts, _ in series for _, mn, _, ceil in pts for b in (mn if mn is not None else ceil,)]
     v.node_ram_on_chart = bool(v.node_ram and drawn and v.node_ram <= 4 * max(drawn))
-    v.charts["frontier"] = Markup(charts.frontier_chart(series, v.colors, v.node_ram, v.node_label))
+    if s.partitions:
+        partitions_charts(v)
+    else:
+        v.charts["frontier"] = Markup(charts.frontier_chart(series, v.colors, v.node_ram, v.node_label))
     return v
+
+
+def partitions_charts(v: FrontierView) -> None:
+    """Memory against the number of partitions (one scale): the smallest passing budget, and the peak
+    RSS of the passing probe with the largest budget (verified runs only: none, a red × on the axis)."""
+    budget, peak = [], []
+    for e in v.engines:
+        pts = sorted((r.point for r in v.rows if r.point.engine == e and r.point.partitions),
+                     key=lambda p: p.partitions or 0)
+        if pts:
+            budget.append((e, [(p.partitions, p.min_budget_bytes, p.max_failed_bytes, p.ceiling_bytes) for p in pts],
+                           None))
+            peak.append((e, [(p.partitions, p.peak_rss_ample, p.peak_rss_ample, p.peak_rss_ample) for p in pts], None))
+    v.charts["partitions-budget"] = Markup(charts.frontier_chart(budget, v.colors, None, axis=charts.PARTITIONS_AXIS))
+    v.charts["partitions-peak"] = Markup(charts.scaling_chart(
+        peak, v.colors, title="Peak memory against partitions (RSS at the largest passing budget)",
+        value_fmt=fmt_bytes, byte_axis=True, axis=charts.PARTITIONS_AXIS))
 
 
 # --- a tune -------------------------------------------------------------------------------------------

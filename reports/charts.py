@@ -11,13 +11,15 @@ from __future__ import annotations
 import io
 import itertools
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
 matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator  # noqa: E402
 
 from reports.fmt import GiB, fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd  # noqa: E402
 from reports.fmt import nbytes as _fmt_bytes  # noqa: E402
@@ -356,21 +358,42 @@ def _gb_tick(v: float) -> str:
     return "0" if not v else f"{v:g} GB" if v >= 1 else f"{v:.3g} GB"
 
 
-def _finish_gb_axes(ax, top: float, byte_axis: bool, value_fmt, x_right: float) -> None:
+@dataclass(frozen=True)
+class XAxis:
+    """The x of a campaign's chart: the input size (linear, from 0) or the partition count (log 2, a tick
+    at each measured count)."""
+
+    label: str
+    tick: Callable[[float], str]
+    log: bool = False
+
+
+GB_AXIS = XAxis("input, GB uncompressed (logical)", _gb_tick)
+PARTITIONS_AXIS = XAxis("partitions in the table", lambda v: f"{v:,.0f}", log=True)
+
+
+def _finish_gb_axes(ax, top: float, byte_axis: bool, value_fmt, x_right: float, axis: XAxis = GB_AXIS,
+                    xs=()) -> None:
     value_fmt = _fmt_bytes if byte_axis else {fmt_seconds: _fmt_seconds}.get(value_fmt, value_fmt)
-    ax.set_xlim(0, x_right)
+    if axis.log:
+        ax.set_xscale("log", base=2)
+        ax.set_xlim(min(xs, default=1) / 1.5, max(xs, default=1) * 1.5)
+        ax.xaxis.set_major_locator(FixedLocator(sorted(set(xs))))
+        ax.xaxis.set_minor_locator(NullLocator())
+    else:
+        ax.set_xlim(0, x_right)
+        ax.xaxis.set_major_locator(MaxNLocator(6))
     ax.set_ylim(0, (top or 1) * 1.18)
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _gb_tick(v)))
-    ax.xaxis.set_major_locator(MaxNLocator(6))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: axis.tick(v)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick(v, value_fmt)))
     ax.yaxis.set_major_locator(_byte_locator(top) if byte_axis else MaxNLocator(5))
     ax.grid(color=GRID, lw=0.8, zorder=0)
-    ax.set_xlabel("input, GB uncompressed (logical)", color=MUTED, fontsize=8)
+    ax.set_xlabel(axis.label, color=MUTED, fontsize=8)
 
 
-def scaling_chart(series, colors, *, title: str, value_fmt, byte_axis: bool = False) -> str:
-    """One quantity against input size, per engine.  series: [(engine, [(gb, median, min, max)], fit or None)]
-    (median None: no verified run at that size, drawn as a red × on the axis); points are medians with
+def scaling_chart(series, colors, *, title: str, value_fmt, byte_axis: bool = False, axis: XAxis = GB_AXIS) -> str:
+    """One quantity against input size (or `axis`), per engine.  series: [(engine, [(gb, median, min, max)],
+    fit or None)] (median None: no verified run at that size, drawn as a red × on the axis); points are medians with
     min–max whiskers, the fit's line is solid over the measured sizes and dashed outside them."""
     from matplotlib.lines import Line2D
 
@@ -403,8 +426,8 @@ def scaling_chart(series, colors, *, title: str, value_fmt, byte_axis: bool = Fa
             handles.append(Line2D([], [], color=color, marker="o", ms=5, mec="white", lw=1.5, label=label))
         if missing:
             handles.append(Line2D([], [], color=BAD, marker="x", ls="none", mew=1.8,
-                                  label="no verified run at this size"))
-        _finish_gb_axes(ax, top, byte_axis, value_fmt, x_right)
+                                  label="no verified run at this size" if not axis.log else "no verified run here"))
+        _finish_gb_axes(ax, top, byte_axis, value_fmt, x_right, axis, gbs)
         ax.set_title(title)
         if handles:
             ax.legend(handles=handles, loc="upper left", fontsize=7.5, handlelength=2.2)
@@ -449,8 +472,8 @@ def speedup_scaling_chart(series, colors) -> str:
         return _svg(fig)
 
 
-def frontier_chart(series, colors, node_ram: int | None, node_label: str = "") -> str:
-    """The smallest budget that passed, against input size.  series: [(engine, [(gb, min_budget or None,
+def frontier_chart(series, colors, node_ram: int | None, node_label: str = "", axis: XAxis = GB_AXIS) -> str:
+    """The smallest budget that passed, against input size (or `axis`).  series: [(engine, [(gb, min_budget or None,
     max_failed or None, ceiling)], fit or None)]: a thin bracket from the largest failing budget up to the
     smallest passing one (the true minimum lies between); a point that failed even at the ceiling is a red
     ▲ at the ceiling.  The published node's RAM is a line when it is within 4× of the plotted range, else
@@ -503,7 +526,7 @@ def frontier_chart(series, colors, node_ram: int | None, node_label: str = "") -
             ax.text(0.995, node_ram, f"{node_label or 'published node'}: {_fmt_bytes(node_ram)} RAM ",
                     color=BAD, fontsize=7.5, ha="right", va="bottom", transform=ax.get_yaxis_transform())
             top = max(top, node_ram)
-        _finish_gb_axes(ax, top, True, _fmt_bytes, x_right)
+        _finish_gb_axes(ax, top, True, _fmt_bytes, x_right, axis, gbs)
         if node_ram and not (top and node_ram <= 4 * top):  # under the axis label: never over the data
             ax.set_xlabel(ax.get_xlabel() + "\n ")
             ax.annotate(f"↑ {node_label or 'published node'}'s RAM ({_fmt_bytes(node_ram)}) is off this chart: "

@@ -3,7 +3,7 @@ reproduction.  Each campaign stores ordinary result files (one run directory per
 plus one small summary written here, which the report reads like it reads results:
 
     results/<sweep-id>/sweep.json          SweepSummary    (+ scale-<s>/ run directories)
-    results/<frontier-id>/frontier.json    FrontierSummary (+ <engine>-s<scale>-<MiB>m/ run directories)
+    results/<frontier-id>/frontier.json    FrontierSummary (+ <engine>-s<scale>[-p<partitions>]-<MiB>m/ run directories)
     results/<tune-id>/tune.json            TuneSummary     (+ cfg-NN/ run directories and confirm/)
 """
 
@@ -137,6 +137,7 @@ class FrontierPoint(BaseModel):
     engine: str
     scale: float
     gb: float
+    partitions: int | None = None  # the table's partition count (a frontier against partitions; None: as recipe)
     floor_bytes: int
     ceiling_bytes: int
     precision_bytes: int
@@ -146,6 +147,13 @@ class FrontierPoint(BaseModel):
     duration_at_min_s: float | None = None
     duration_unconstrained_s: float | None = None  # at the ceiling (the node's RAM)
     heap_at_min_bytes: int | None = None
+    # peak RSS of the passing probe with the largest budget (the ceiling, unless it failed): memory the engine
+    # takes when it is not held back
+    peak_rss_ample: int | None = None
+    ample_budget_bytes: int | None = None
+    # what bounds the partitions (file groups) it writes at once, as the engine reported it at the ceiling
+    # (bench.core.results.Deployment.writes_at_once): settings and planned counts, not measurements
+    writes_at_once: dict[str, int] = Field(default_factory=dict)
     probes: list[Probe] = Field(default_factory=list)
     note: str = ""
 
@@ -174,6 +182,8 @@ class FrontierSummary(BaseModel):
     scenario: str
     scenario_record: ScenarioRecord = Field(default_factory=ScenarioRecord)
     scales: list[float]
+    # the other axis: partition counts at the one scale, each its own dataset ([]: the recipe's, over scales)
+    partitions: list[int] = Field(default_factory=list)
     engines: list[str]
     state: Literal["running", "complete", "interrupted"] = "running"
     pid: int = 0  # the harness process (a `running` summary whose pid is gone was killed)

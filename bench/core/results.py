@@ -73,6 +73,10 @@ class Deployment(BaseModel):
     cores: int | None = None  # task slots in all (the executors' cores, or the cores an embedded engine used)
     nodes: int = 1  # machines the run used (this one, plus a cluster's other hosts): the cost counts each
     hosts: list[str] = Field(default_factory=list)  # the cluster's worker hosts
+    # what bounds how many partitions (file groups) it writes at once, as it ran: its settings and the units of
+    # work it reported planning (e.g. Spark's max-concurrent-file-group-rewrites and file groups); settings and
+    # counts the engine gives, never a measurement (empty: it tells nothing of the kind)
+    writes_at_once: dict[str, int] = Field(default_factory=dict)
 
     @property
     def on_cluster(self) -> bool:

@@ -183,7 +183,9 @@ class ArrowFloorEngine(EngineBase):
                      + ", "
                      f"applying {len(self.plan['position'])} position and {len(self.plan['equality'])} equality "
                      f"delete files; write_dataset to {self.out_dir} (nothing committed)"],
-            commits="none", deployment=Deployment(mode="embedded", cores=cores),
+            commits="none", deployment=Deployment(mode="embedded", cores=cores, writes_at_once={
+                "partitions written at once (one write_dataset after another)": 1,
+                "partitions rewritten": len(groups)}),
             output_files=kept + [Path(os.path.abspath(p)).as_uri() for p in written])
 
     def _sorted(self, t: Any) -> Any:

@@ -273,4 +273,5 @@ class RisingWaveEngine(EngineBase):
         if result.get("noop"):
             actions.append("run() returned None: nothing to compact (no-op)")
         return EngineOutcome(engine_result=result, settings=settings, versions=versions, actions=actions,
-                             deployment=Deployment(mode="embedded", cores=job.cores))
+                             deployment=Deployment(mode="embedded", cores=job.cores, writes_at_once={
+                                 "max_output_parallelism": int(used["max_output_parallelism"])}))

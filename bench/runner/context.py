@@ -66,6 +66,7 @@ class RunOptions(CommonOptions):
     cow_branch: bool = False  # live writer: the writer and the compactor work on a branch, published to main
     cases: list[str] | None = None  # live writer: only these of the scenario's cases
     strategy: str | None = None  # --strategy: binpack | sort | zorder instead of the scenario's rewrite.strategy
+    partitions: int | None = None  # the table reshaped to this many partitions (Scenario.with_partitions)
 
 
 @dataclass
@@ -222,6 +223,8 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
     sc = load_scenario(opts.scenario).with_strategy(opts.strategy)
     engines = parse_engines(opts.engines or default_engines())
     scale = check_scale(sc.local_scale if opts.scale is None else opts.scale)
+    if opts.partitions is not None:
+        sc = sc.with_partitions(opts.partitions, scale)
     budget = parse_size(opts.memory_budget, "--memory-budget") if opts.memory_budget else node_ram_bytes()
     target = (parse_size(opts.target_file_size, "--target-file-size") if opts.target_file_size
               else sc.target_file_size_bytes)

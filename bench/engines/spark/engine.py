@@ -67,6 +67,11 @@ OOM_TEXT = re.compile(r"(java\.lang\.OutOfMemoryError|SparkOutOfMemoryError|OutO
 EXECUTOR_OOM_TEXT = re.compile(r"ExecutorLostFailure[^\n]*?(?:exit(?:ed)? (?:with )?code|exit status)\D{0,3}52\b")
 EXECUTOR_TASK_OOM = re.compile(r"\(\S+ executor (\w+)\): (?:java\.lang\.OutOfMemoryError|\S*SparkOutOfMemoryError)")
 EXECUTOR_READY_TIMEOUT_S = 120.0
+ICEBERG_MAX_CONCURRENT_GROUPS = 5  # max-concurrent-file-group-rewrites: Iceberg's default (RewriteDataFiles)
+# Iceberg's rewrite runs each file group as a Spark job described "Rewriting N files (..., file group i/T, ...)"
+# (RewriteDataFilesSparkAction.jobDesc): T is the number of file groups it planned
+# (RewritePositionDeleteFilesSparkAction's say "position delete files": not matched)
+FILE_GROUP_DESC = re.compile(r"^Rewriting \d+ files \(.*?file group \d+/(\d+)")
 EXTERNAL_WEBUI_PORT = 8080  # a standalone master's default web UI port
 # fixed driver ports towards a cluster on other machines (its security group admits exactly these)
 DRIVER_PORT, BLOCK_MANAGER_PORT = 7078, 7079
@@ -497,8 +502,30 @@ class SparkEngine(EngineBase):
         except Exception as exc:  # noqa: BLE001 - classified below
             raise self._classify(exc) from exc
         settings = self._settings(job)
+        deployment = self._deployment()
+        deployment.writes_at_once = self._writes_at_once(opts.rewrite_options)
         return EngineOutcome(engine_result=result, settings=settings, versions=self._versions(),
-                             actions=list(self.actions), deployment=self._deployment())
+                             actions=list(self.actions), deployment=deployment)
+
+    def _writes_at_once(self, rewrite_options: dict[str, Any]) -> dict[str, int]:
+        """File groups rewritten at once (the option, or Iceberg's default) and the file groups Iceberg
+        planned, as its rewrite jobs describe themselves in Spark's status store (absent when none says)."""
+        key = "max-concurrent-file-group-rewrites"
+        out = ({key: int(rewrite_options[key])} if key in rewrite_options
+               else {f"{key} (Iceberg's default)": ICEBERG_MAX_CONCURRENT_GROUPS})
+        try:
+            jobs = self.spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+            totals = set()
+            for i in range(jobs.size()):
+                desc = jobs.apply(i).description()
+                m = FILE_GROUP_DESC.search(str(desc.get())) if desc.isDefined() else None
+                if m:
+                    totals.add(int(m.group(1)))
+            if totals:
+                out["file groups"] = max(totals)
+        except Exception:  # noqa: BLE001 - the setting is still known
+            pass
+        return out
 
     def nodes(self) -> int:
         """Machines the run used: this one, plus the hosts of an external cluster's workers."""
