@@ -5,6 +5,7 @@ frontiers are found in seconds)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -129,12 +130,50 @@ def test_frontier_bisects_to_the_smallest_passing_budget(tmp_path, shared_wareho
     assert s.predictions and s.predictions[0].note and "thrashing" in s.notes[0]
 
 
+def test_frontier_over_partition_counts(tmp_path, shared_warehouse):
+    """The other axis: one scale, two partition counts, each its own dataset; the report draws memory
+    against partitions.  A floor the engine passes at keeps it to two probes per point."""
+    p = run_bench("frontier", "partitions-stress", "--scale", TINY, "--partitions", "48,8", "--engines", "risingwave",
+                  "--floor", "256M", "--ceiling", "1G", "--precision", "512M", "--results-dir", tmp_path,
+                  "--run-id", "fp", "--warehouse", shared_warehouse, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    s = read_summary(tmp_path / "fp" / "frontier.json")
+    assert s is not None and s.kind == "frontier" and s.state == "complete" and s.partitions == [8, 48]
+    assert [fp.partitions for fp in s.points] == [8, 48] and not s.fits and not s.predictions
+    hashes = set()
+    for fp in s.points:
+        ceiling = fp.probes[0]
+        assert ceiling.budget_bytes == 1024 * 2**20 and ceiling.passed and ceiling.verified  # the ceiling first
+        assert fp.min_budget_bytes and fp.duration_unconstrained_s
+        assert fp.peak_rss_ample == ceiling.peak_rss_bytes and fp.ample_budget_bytes == ceiling.budget_bytes
+        assert fp.writes_at_once["max_output_parallelism"] >= 1  # as the engine reported it
+        r = json.loads((tmp_path / "fp" / ceiling.result_file).read_text())
+        assert r["scenario_record"]["content"]["table"]["partitioning"]["periods"] == fp.partitions  # hour spec
+        assert r["after"]["data_files"] == fp.partitions  # bin-packed per partition: one small file each
+        hashes.add(r["dataset_recipe_hash"])
+    assert len(hashes) == 2  # a dataset per count
+    assert "partitions" in p.stdout and "max_output_parallelism=" in p.stdout
+
+    out = tmp_path / "report.html"
+    rep = run_bench("report", tmp_path / "fp", "--out", out)
+    assert rep.returncode == 0, rep.stderr
+    html = out.read_text()
+    for chart in ("partitions-budget", "partitions-peak"):
+        assert re.search(rf'<figure data-chart="{chart}">\s*<svg', html), chart
+    assert "partitions in the table" in html and 'data-chart="frontier"' not in html  # no chart against size
+    rows = re.findall(r'<tr data-engine="risingwave" data-partitions="(\d+)"', html)
+    assert rows == ["8", "48"] and "max_output_parallelism = " in html
+
+
 def test_campaign_bad_input_is_one_line(tmp_path):
     for args, needle in ((["sweep", "bin-packing", "--scales", "0,0.1"], "--scales"),
                          (["sweep", "bin-packing", "--scales", "0.1,0.1"], "twice"),
                          (["frontier", "bin-packing"], "--scale S or --scales"),
                          (["frontier", "bin-packing", "--scale", "0.1", "--floor", "8G", "--ceiling", "4G"],
                           "not below the ceiling"),
+                         (["frontier", "bin-packing", "--scale", TINY, "--partitions", "8"], "is not partitioned"),
+                         (["frontier", "partitions-stress", "--scale", TINY, "--partitions", "8,64"],
+                          "--partitions 64: partitions-stress at scale 0.00005 has 96 data files, fewer than 64 x 2"),
                          (["plan", "no-such-scenario"], "unknown scenario")):
         p = run_bench(*args, "--results-dir", tmp_path / "r") if args[0] != "plan" else run_bench(*args)
         assert p.returncode == 2, (args, p.stdout, p.stderr)

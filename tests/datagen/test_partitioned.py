@@ -22,7 +22,7 @@ from bench.scenario import load_scenario
 from bench.verify.partitions import partition_problems
 from bench.verify.readers import read_merge_on_read
 from datagen import deletes, partitions, smallfiles
-from datagen.dataset import prepare, recipe_hash
+from datagen.dataset import data_file_count, prepare, recipe_hash
 from datagen.recipes import Partitioning, SmallFilesRecipe
 from tests.helpers import TINY
 
@@ -111,6 +111,24 @@ def test_unpartitioned_recipes_keep_their_hashes():
     assert recipe_hash(r, 0.005, 42) == recipe_hash(SmallFilesRecipe(**r.model_dump(exclude={"partitioning"})),
                                                     0.005, 42)
     assert "partitioning" not in _hash_blob(r)
+
+
+def test_a_partition_count_is_its_own_recipe_or_a_clear_error():
+    """`bench frontier --partitions`: exactly that many partitions at the scale, buckets kept, a new hash."""
+    stress, cdc = load_scenario("partitions-stress"), load_scenario("daily-cdc-deletes")
+    for sc, n, scale in ((stress, 8, float(TINY)), (stress, 48, float(TINY)), (cdc, 64, 0.007)):
+        r = sc.with_partitions(n, scale).table
+        assert r.partitioning is not None and sc.table.partitioning is not None
+        assert r.partitioning.buckets == sc.table.partitioning.buckets  # part of the spec: kept
+        assert partitions.counts(r.partitioning, data_file_count(r, scale))[1] == n
+        assert recipe_hash(r, scale, 42) != recipe_hash(sc.table, scale, 42)  # a dataset of its own
+    assert cdc.with_partitions(64, 0.007).table.partitioning.periods == 8  # 64 = 8 days x 8 buckets
+    assert partitions.reshape(Partitioning(spec="bucket", buckets=4), 16, 40).buckets == 16
+    for sc, n, needle in ((stress, 64, "has 96 data files, fewer than 64 x 2 (min_files_per_partition): at most 48"),
+                          (cdc, 12, "multiple of 8"), (load_scenario("bin-packing"), 8, "is not partitioned")):
+        with pytest.raises(UserError) as e:
+            sc.with_partitions(n, float(TINY))
+        assert needle in str(e.value) and "\n" not in str(e.value)
 
 
 def _hash_blob(r) -> dict:
