@@ -174,6 +174,10 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
               help="Live-writer scenarios: copy-on-write through two branches: the writer commits to the "
                    "branch 'ingest', the engine compacts that branch, the harness then publishes the "
                    "engine's snapshot to main (whose readers must see no delete file).")
+@click.option("--where", default=None, metavar="EXPR",
+              help="Compact only the partitions this Iceberg expression selects (pyiceberg's syntax, e.g. "
+                   "\"event_date >= '2025-12-25'\"), over the scenario's partition_filter; it must select whole "
+                   "partitions.  Engines without a partition filter are recorded unsupported.")
 @click.option("--readers", type=click.Choice(["on", "off", "spark-sql"]), default="on", show_default=True,
               envvar="BENCH_READERS",
               help="Time the reader queries (full scan, key range, point lookup) before and after each "
@@ -191,7 +195,8 @@ def datagen(scenario, scale, seed, warehouse, no_wait):
               help=f"On-demand price used for cost: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
 @common_run_options
 @one_line_errors
-def run(scenario, scale, engines, reps, warmup, cases, cow_branch, readers, strategy, memory_budget, catalog_uri,
+def run(scenario, scale, engines, reps, warmup, cases, cow_branch, where, readers, strategy, memory_budget,
+        catalog_uri,
         target_file_size, instance_type, common):
     """Run SCENARIO against the engines, verify every compaction and record results."""
     from bench.runner import RunOptions, run_scenario
@@ -201,7 +206,7 @@ def run(scenario, scale, engines, reps, warmup, cases, cow_branch, readers, stra
                       instance_type=instance_type, readers=readers != "off",
                       reader="spark-sql" if readers == "spark-sql" else "auto", cow_branch=cow_branch,
                       cases=[c.strip() for c in cases.split(",") if c.strip()] if cases else None,
-                      strategy=strategy)
+                      strategy=strategy, where=where)
     run_scenario(opts, Progress())
 
 

@@ -25,9 +25,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bench.core.errors import UserError
+from bench.core.partition_filter import parse_filter
 from bench.core.results import Published, ScenarioRecord
 from bench.engines import REGISTRY, engine_class, split_label
-from datagen.recipes import TableRecipe
+from datagen.recipes import TIME_SPECS, TableRecipe
+from datagen.schema import PARTITIONED_SCHEMA
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 PROFILE_DIR = SCENARIO_DIR / "profiles"  # $BENCH_PROFILE_DIR instead when set (see profile_dir())
@@ -68,6 +70,23 @@ class Rewrite(BaseModel):
 
     strategy: Strategy = "binpack"
     zorder_columns: list[str] = Field(default_factory=list)  # for zorder: two or more columns
+class PartitionFilter(BaseModel):
+    """Compact only some partitions (bench.core.partition_filter): the newest `recent_periods` periods of the
+    table's time partition (resolved against the generated table at run time), or the partitions an Iceberg
+    expression selects (`where`, pyiceberg's syntax, e.g. "event_date >= '2025-12-25'")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    recent_periods: int | None = Field(None, ge=1)
+    where: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> PartitionFilter:
+        if (self.recent_periods is None) == (self.where is None):
+            raise ValueError("give exactly one of recent_periods and where")
+        if self.where is not None:
+            parse_filter(self.where)  # ValueError in one line
+        return self
 
 
 class Scenario(BaseModel):
@@ -87,6 +106,7 @@ class Scenario(BaseModel):
     published: Published | None = None
     live_writer: LiveWriter | None = None  # the live-writer-* family: a writer commits during compaction
     rewrite: Rewrite = Field(default_factory=Rewrite)  # binpack unless the scenario asks for sorted output
+    partition_filter: PartitionFilter | None = None  # compact only these partitions (`bench run --where` overrides)
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -105,11 +125,22 @@ class Scenario(BaseModel):
                 err = e.errors()[0]
                 where = ".".join(str(x) for x in err["loc"])
                 raise ValueError(f"engines.{engine}{'.' + where if where else ''}: {err['msg']}") from None
+        pf, part = self.partition_filter, self.table.partitioning
+        if pf is not None:
+            if part is None:
+                raise ValueError("partition_filter needs a partitioned table (table.partitioning)")
+            if pf.recent_periods is not None and part.spec not in TIME_SPECS:
+                raise ValueError(f"partition_filter.recent_periods needs a time partition, not spec {part.spec!r}")
+            if pf.where is not None:
+                parse_filter(pf.where, PARTITIONED_SCHEMA)  # its columns are the table's
         return self
 
     def needs(self) -> set[str]:
         """The engine features (bench.engines.base.FEATURES) every engine run of this scenario needs."""
-        return {self.rewrite.strategy} & {"sort", "zorder"}
+        needs: set[str] = {str(self.rewrite.strategy)} & {"sort", "zorder"}
+        if self.partition_filter is not None:
+            needs |= {"partition-filter"} | ({"partition-filter-deletes"} if self.kind == "deletes" else set())
+        return needs
 
     def strategy_problem(self, strategy: str | None = None) -> str | None:
         """Why this scenario's table cannot be compacted with `strategy` (its own by default), or None."""
@@ -138,6 +169,14 @@ class Scenario(BaseModel):
         if problem:
             raise UserError(f"--strategy {strategy}: {self.name}: {problem}")
         return self.model_copy(update={"rewrite": self.rewrite.model_copy(update={"strategy": strategy})})
+
+    def with_where(self, where: str) -> Scenario:
+        """This scenario with the partition filter `where` (`bench run --where`); UserError when it is bad."""
+        try:
+            return Scenario.model_validate({**self.model_dump(), "partition_filter": {"where": where}})
+        except ValidationError as e:
+            msg = e.errors()[0]["msg"].removeprefix("Value error, ")
+            raise UserError(f"--where {where!r}: {msg}") from None
 
     def small_file_threshold(self, target: int | None = None) -> int:
         return int(self.small_file_ratio * (target or self.target_file_size_bytes))

@@ -10,6 +10,10 @@ alone; which rows are live from `deletes.deleted_rows` (the same call the writer
     key-range      ... WHERE v2 BETWEEN lo AND hi                  about 1 % of rows_written, centred
     point-lookup   SELECT * WHERE v2 = K                           the first live key at or after the
                                                                    centre; its row's content checksum
+    recent-partition ... WHERE event_date >= DATE 'D'              a time-partitioned table only: the newest
+                     (hour: event_ts >= TIMESTAMP 'H')             period; the live rows of the files the
+                                                                   layout puts in it (each file's event_ts
+                                                                   lies inside its partition's period)
 Only the files a key range overlaps are generated (the point lookup's one file).  A table with a sort
 order writes its keys scattered (v2 = KeyOrder.keys(row id), datagen.sortorder): the row ids of the keys
 asked for are found by the inverse (KeyOrder.ids), and each file's rows among them summed.
@@ -18,6 +22,7 @@ asked for are found by the inverse (KeyOrder.ids), and each file's rows among th
 from __future__ import annotations
 
 import bisect
+import datetime as dt
 import functools
 from dataclasses import dataclass
 
@@ -27,12 +32,14 @@ from bench.core.checksum import arrow_checksum
 from bench.core.dataset import GeneratedTable
 from bench.core.results import ReadQuery
 from datagen.deletes.plan import deleted_rows, plan
-from datagen.recipes import DeletesRecipe, SmallFilesRecipe
-from datagen.schema import KeyOrder, _np_window, _plan, make_rows, pools_for
+from datagen.partitions import END_US, period_us
+from datagen.recipes import DeletesRecipe, Partitioning, SmallFilesRecipe
+from datagen.schema import DAY_US, KeyOrder, _np_window, _plan, make_rows, pools_for
 from datagen.smallfiles import plan as smallfiles_plan
 from datagen.writer import FilePlan
 
 RANGE_FRACTION = 0.01
+EPOCH = dt.datetime(1970, 1, 1)
 TRUTH_SOURCE = ("generator: datagen.queries over the planned files' generated rows (datagen.schema.make_rows, "
                 "deletes.deleted_rows), never read from the table")
 
@@ -43,6 +50,7 @@ class _Layout:
     files: list[FilePlan]  # in key order
     deletes: DeletesRecipe | None = None
     scale: float = 0.0
+    partitioning: Partitioning | None = None
 
     @property
     def rows_written(self) -> int:
@@ -95,22 +103,57 @@ def layout(ds: GeneratedTable) -> _Layout:
     kind = ds.recipe.get("kind")
     if kind == "smallfiles":
         r = SmallFilesRecipe.model_validate(ds.recipe)
-        return _Layout(ds.seed, smallfiles_plan(r, ds.scale, ds.seed))  # placed in partitions, if any
+        return _Layout(ds.seed, smallfiles_plan(r, ds.scale, ds.seed),  # placed in partitions, if any
+                       partitioning=r.partitioning)
     if kind == "deletes":
         d = DeletesRecipe.model_validate(ds.recipe)
         pl = plan(d, ds.scale)
-        return _Layout(ds.seed, [pl.file_plan(i) for i in range(pl.n)], d, ds.scale)
+        return _Layout(ds.seed, [pl.file_plan(i) for i in range(pl.n)], d, ds.scale, d.partitioning)
     raise ValueError(f"no reader queries for a {kind!r} table")
 
 
 def choose_queries(ds: GeneratedTable, lay: _Layout | None = None) -> list[ReadQuery]:
-    """The three queries of a dataset, deterministic from its recipe, scale and seed."""
+    """The queries of a dataset (a fourth, recent-partition, on a time-partitioned table), deterministic from
+    its recipe, scale and seed."""
     lay = lay or layout(ds)
     n = lay.rows_written
     width = max(1, round(n * RANGE_FRACTION))
     lo = max(0, n // 2 - width // 2)
-    return [ReadQuery(name="full-scan"), ReadQuery(name="key-range", lo=lo, hi=min(n - 1, lo + width - 1)),
-            ReadQuery(name="point-lookup", lo=(k := _live_key(lay, n // 2)), hi=k)]
+    out = [ReadQuery(name="full-scan"), ReadQuery(name="key-range", lo=lo, hi=min(n - 1, lo + width - 1)),
+           ReadQuery(name="point-lookup", lo=(k := _live_key(lay, n // 2)), hi=k)]
+    recent = recent_partition(lay.partitioning)
+    return out + ([recent] if recent else [])
+
+
+def recent_partition(p: Partitioning | None) -> ReadQuery | None:
+    """The newest period of a time-partitioned table as a query (None without a time partition)."""
+    length = period_us(p) if p else 0
+    if not length:
+        return None
+    start = END_US - length  # the newest period: [END - L, END)
+    since = EPOCH + dt.timedelta(microseconds=start)
+    if length == DAY_US:
+        return ReadQuery(name="recent-partition", column="event_date", lo=start // DAY_US,
+                         literal=f"DATE '{since.date().isoformat()}'")
+    return ReadQuery(name="recent-partition", column="event_ts", lo=start,
+                     literal=f"TIMESTAMP '{since.isoformat(sep=' ')}'")
+
+
+def _recent_sums(lay: _Layout, q: ReadQuery) -> tuple[int, int]:
+    """(live rows, their quantity sum) of the files in the newest period: a file's rows lie in its partition's
+    period (datagen.partitions), so a file is in it or not as a whole."""
+    assert lay.partitioning is not None and q.lo is not None
+    start = q.lo * DAY_US if q.column == "event_date" else q.lo
+    count = total = 0
+    for f in lay.files:
+        assert f.shape is not None
+        if f.shape.ts_start_us >= start:
+            keep = lay.live(f)
+            count += int(keep.sum())
+            total += int(lay.quantity(f)[keep].sum())
+        else:
+            assert f.shape.ts_start_us + f.shape.ts_span_us <= start, "a file straddles the newest period"
+    return count, total
 
 
 def _live_key(lay: _Layout, start: int) -> int:
@@ -173,6 +216,8 @@ def query_truth(ds: GeneratedTable, queries: list[ReadQuery], lay: _Layout | Non
                             f.keys).slice(r, 1)
             n, s = arrow_checksum(row)
             out[q.name] = [str(n), str(s)]
+        elif q.name == "recent-partition":
+            out[q.name] = [str(v) for v in _recent_sums(lay, q)]
         else:
             lo = 0 if q.lo is None else q.lo
             hi = lay.rows_written - 1 if q.hi is None else q.hi

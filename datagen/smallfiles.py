@@ -28,6 +28,7 @@ from dataclasses import replace
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
 from bench.core.dataset import GroundTruth
 from datagen import partitions, sortorder
@@ -93,12 +94,12 @@ def generate(ctx: GenContext) -> Generated:
     table_props = {**props, "format-version": "2"}
     part = recipe.partitioning
     schema = SCHEMA if part is None else PARTITIONED_SCHEMA
-    order = {"sort_order": sortorder.sort_order(recipe.sort_order, schema)} if recipe.sort_order else {}
+    order = sortorder.sort_order(recipe.sort_order, schema) if recipe.sort_order else UNSORTED_SORT_ORDER
     if part is None:
-        tbl = ctx.catalog.create_table(ctx.ident, SCHEMA, properties=table_props, **order)
+        tbl = ctx.catalog.create_table(ctx.ident, SCHEMA, properties=table_props, sort_order=order)
     else:
         tbl = ctx.catalog.create_table(ctx.ident, PARTITIONED_SCHEMA, partition_spec=partitions.partition_spec(part),
-                                       properties=table_props, **order)
+                                       properties=table_props, sort_order=order)
         if part.buckets:
             bucket_members(part.buckets)  # built once here; forked writers inherit them
     pools_for(ctx.seed).hashes()  # built once here; forked writers inherit them

@@ -361,6 +361,8 @@ class ResultSet:
     memory_notes: list[str] = field(default_factory=list)  # oom / heap-oom explained
     floor_labels: list[str] = field(default_factory=list)  # engines that commit nothing: never in a speedup
     reads: ReadsView | None = None  # "What readers gained" (None: no run recorded reads)
+    # "Partition by partition": runs of a partitioned table with their per-partition outcome (RunResult.partitions)
+    partition_runs: list[LoadedRun] = field(default_factory=list)
 
     @property
     def measured(self) -> list[LoadedRun]:
@@ -482,6 +484,7 @@ def build(loaded: Loaded, instance_type: str | None = None) -> Report:
         _published(rs)
         _memory_notes(rs)
         rs.reads = reads_view(rs)
+        rs.partition_runs = [lr for lr in members if lr.r.partitions is not None]
         sets.append(rs)
     with_results = {lr.path.parent for rs in sets for lr in rs.runs}
     incomplete_only = [st for d, st in loaded.states.items() if d not in with_results]

@@ -39,6 +39,7 @@ TEST_ENGINES = ",".join([
     "ghostfloor=tests.fakes.floors:GhostFloor",
     "unsortedfloor=tests.fakes.floors:UnsortedFloor",
     "knobby=tests.fakes.knobby:KnobbyEngine",
+    "ignorefilter=tests.fakes.partitioned:IgnoreFilterEngine",
 ])
 
 

@@ -421,16 +421,20 @@ class ScenarioRecord(BaseModel):
         return TableShape.model_validate(self.content.get("table") or {})
 
 
-READ_QUERIES: tuple[str, ...] = ("full-scan", "key-range", "point-lookup")
+READ_QUERIES: tuple[str, ...] = ("full-scan", "key-range", "point-lookup", "recent-partition")
 
 
 class ReadQuery(BaseModel):
     """One reader query over the key column v2 (bench.reads builds its SQL; datagen its ground truth):
-    full-scan (no bounds), key-range (v2 BETWEEN lo AND hi), point-lookup (v2 = lo = hi)."""
+    full-scan (no bounds), key-range (v2 BETWEEN lo AND hi), point-lookup (v2 = lo = hi); and on a
+    time-partitioned table recent-partition: count and sum over the newest period (`column` >= `literal`,
+    `lo` the same bound in Iceberg's representation of the column: days or microseconds)."""
 
-    name: Literal["full-scan", "key-range", "point-lookup"]
+    name: Literal["full-scan", "key-range", "point-lookup", "recent-partition"]
     lo: int | None = None
     hi: int | None = None
+    column: str | None = None  # recent-partition: the time column
+    literal: str | None = None  # recent-partition: its lower bound as a SQL literal, e.g. DATE '2025-12-31'
 
 
 class QueryRead(BaseModel):
@@ -473,6 +477,35 @@ class ReadsRecord(BaseModel):
 
     def query(self, name: str) -> QueryRead | None:
         return next((q for q in self.queries if q.name == name), None)
+
+
+class Spread3(BaseModel):
+    """min / median / max of a count over partitions."""
+
+    min: float = 0
+    median: float = 0
+    max: float = 0
+
+
+class PartitionOutcome(BaseModel):
+    """A partitioned table's compaction, partition by partition (bench.verify.untouched): how many partitions the
+    table has, how many the partition filter selects (all without one), how many the run rewrote (their live files
+    changed) and left untouched, and the data and delete files per partition before and after."""
+
+    spec: str = ""  # the partition spec, e.g. "[1000: event_date: identity(12)]"
+    filter: str | None = None  # the resolved partition filter (None: the whole table)
+    partitions: int = 0  # partitions with a live file before or after the run
+    selected: int = 0
+    rewritten: int = 0  # partitions whose live files changed
+    untouched: int = 0  # partitions whose live files are the input's (paths)
+    rewritten_outside_filter: int = 0  # rewritten partitions the filter does not select (must be 0)
+    data_files_before: Spread3 = Field(default_factory=Spread3)  # per partition
+    data_files_after: Spread3 = Field(default_factory=Spread3)
+    delete_files_before: Spread3 = Field(default_factory=Spread3)
+    delete_files_after: Spread3 = Field(default_factory=Spread3)
+    most_files_left: str = ""  # the partition with the most live data files after the run (its path)
+    most_files_left_count: int = 0
+    most_files_left_selected: bool = True  # whether the filter selects it
 
 
 class RunResult(BaseModel):
@@ -523,6 +556,7 @@ class RunResult(BaseModel):
     after: TableStats | None = None
     verification: Verification = Field(default_factory=Verification)
     reads: ReadsRecord | None = None  # reader queries before/after (None: `--readers off`)
+    partitions: PartitionOutcome | None = None  # a partitioned table's outcome per partition (None: unpartitioned)
 
     engine_result: dict[str, Any] = Field(default_factory=dict)
     engine_settings: dict[str, Any] = Field(default_factory=dict)  # for humans: no reader decodes its keys

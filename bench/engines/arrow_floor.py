@@ -54,9 +54,15 @@ class ArrowFloorEngine(EngineBase):
                                   "removed)")
     color: ClassVar[str] = "#0F9D8A"
     packages: ClassVar[tuple[str, ...]] = ("pyarrow",)
-    supports: ClassVar[frozenset[str]] = frozenset({"sort"})
-    not_supported: ClassVar[dict[str, str]] = {"zorder": (
-        "arrow-floor: pyarrow has no z-order (interleaved-bits) ordering; the floor does not write one by hand")}
+    # a partition filter: only data files of the partitions it selects are candidates; the others are kept
+    supports: ClassVar[frozenset[str]] = frozenset({"sort", "partition-filter"})
+    not_supported: ClassVar[dict[str, str]] = {
+        "zorder": ("arrow-floor: pyarrow has no z-order (interleaved-bits) ordering; the floor does not write one "
+                   "by hand"),
+        "partition-filter-deletes": (
+            "its end state is a list of data files, verified as a scratch table of data files alone "
+            "(bench.verify.uncommitted); the delete files of the partitions outside the filter, which must stay "
+            "live and keep applying, cannot be part of it")}
 
     def __init__(self) -> None:
         self.plan: dict[str, Any] = {}
@@ -79,6 +85,7 @@ class ArrowFloorEngine(EngineBase):
         """The snapshot's live files, from its manifests through pyiceberg: timed, as the first phase of the
         compaction (the table is out of reach while an engine sets up)."""
         from bench.core.catalog import load_catalog
+        from bench.core.partition_filter import selector
         from bench.core.table import live_files, local_path
         from bench.core.table.deletes import is_global, scope
 
@@ -86,12 +93,15 @@ class ArrowFloorEngine(EngineBase):
         files = live_files(tbl)
         specs, schema = tbl.specs(), tbl.schema()
         order = tbl.sort_order()
+        selected = (selector(job.partition_filter, schema, specs, {scope(e.data_file) for e in files.all})
+                    if job.partition_filter else lambda _: True)
         self.plan = {
             "sort": [(str(schema.find_column_name(f.source_id)), f.direction.value == "asc",
                       f.null_order.value == "nulls-first") for f in order.fields],
             "data": [{"local": local_path(e.data_file.file_path), "path": e.data_file.file_path,
                       "seq": int(e.sequence_number or 0), "scope": scope(e.data_file),
-                      "bytes": e.data_file.file_size_in_bytes, "rows": e.data_file.record_count}
+                      "bytes": e.data_file.file_size_in_bytes, "rows": e.data_file.record_count,
+                      "selected": selected(scope(e.data_file))}
                      for e in files.data],
             "position": [(local_path(e.data_file.file_path), int(e.sequence_number or 0)) for e in files.position],
             "equality": [(local_path(e.data_file.file_path), int(e.sequence_number or 0), scope(e.data_file),
@@ -123,12 +133,14 @@ class ArrowFloorEngine(EngineBase):
             positions = self._positions()
             equality = self._equality()
         with clock.phase("select files", "bin-packing: files below the small-file threshold; deletes: files "
-                                         "a delete file applies to (the engines' choice)"):
+                                         "a delete file applies to (the engines' choice); of the partitions a "
+                                         "partition filter selects"):
             data = self.plan["data"]
+            candidates = [d for d in data if d["selected"]]
             if job.kind == "binpack":
-                rewrite = [d for d in data if d["bytes"] < job.small_file_threshold_bytes]
+                rewrite = [d for d in candidates if d["bytes"] < job.small_file_threshold_bytes]
             else:
-                rewrite = [d for d in data if self._has_deletes(d, positions, equality)]
+                rewrite = [d for d in candidates if self._has_deletes(d, positions, equality)]
             chosen = {d["path"] for d in rewrite}
             kept = [d["path"] for d in data if d["path"] not in chosen]
             groups: dict[tuple, list[dict]] = defaultdict(list)
@@ -180,7 +192,8 @@ class ArrowFloorEngine(EngineBase):
             versions={"pyarrow": pa.__version__},
             actions=[f"pyarrow: rewrite {len(rewrite)} of {len(data)} data files in {len(groups)} partition(s)"
                      + (f" sorted by {', '.join(c for c, _, _ in self.plan['sort'])}" if job.strategy == "sort" else "")
-                     + ", "
+                     + (f" (partition filter {job.partition_filter!r}: {len(candidates)} candidates)"
+                        if job.partition_filter else "") + ", "
                      f"applying {len(self.plan['position'])} position and {len(self.plan['equality'])} equality "
                      f"delete files; write_dataset to {self.out_dir} (nothing committed)"],
             commits="none", deployment=Deployment(mode="embedded", cores=cores, writes_at_once={

@@ -37,6 +37,10 @@ FEATURES = {
     "branch": "compacting a branch other than main (job.branch)",
     "sort": "sorted output: the rewritten rows sorted by the table's sort order (job.strategy sort)",
     "zorder": "z-ordered output: rows clustered by a z-order curve of job.zorder_columns (job.strategy zorder)",
+    "partition-filter": "compacting only the partitions a filter selects (job.partition_filter), leaving the others "
+                        "untouched",
+    "partition-filter-deletes": "a partition filter on a table with delete files: the delete files of the partitions "
+                                "outside it stay live, the others' are gone",
 }
 # An untimed gap in compact() longer than this becomes a phase "other" (so the phases add up).
 UNTIMED_MIN_S = 0.001
@@ -62,6 +66,9 @@ class CompactionJob(BaseModel):
     branch: str = "main"  # the branch to compact: read from it and commit to it (engines that support 'branch')
     strategy: Literal["binpack", "sort", "zorder"] = "binpack"  # sort, zorder: engines that support them
     zorder_columns: list[str] = Field(default_factory=list)  # strategy zorder: the columns of the curve
+    # an Iceberg expression (pyiceberg's syntax, also Spark SQL) selecting whole partitions: compact only those,
+    # leave every file of the others as it is (engines that support 'partition-filter'); None: the whole table
+    partition_filter: str | None = None
 
 
 class EngineOutcome(BaseModel):

@@ -133,12 +133,19 @@ class RisingWaveEngine(EngineBase):
     # Compaction(..., to_branch=B) plans from B and commits to B
     supports: ClassVar[frozenset[str]] = frozenset({"branch"})
     not_supported: ClassVar[dict[str, str]] = {
-        feature: (f"iceberg-compaction {PINNED_VERSION} cannot {what}: its CompactionConfig has no sort order or "
-                  "clustering field (its parameters: strategy auto | small_files | full | files_with_deletes, "
-                  "grouping_strategy single | bin_pack, sizes, parallelism, batch rows, prefetch, validation), and "
-                  "Compaction(catalog, table, config, to_branch, retry_config) takes none either (inspected "
-                  "signatures of the installed binding)")
-        for feature, what in (("sort", "sort its output"), ("zorder", "z-order its output"))}
+        **{feature: (f"iceberg-compaction {PINNED_VERSION} cannot {what}: its CompactionConfig has no sort order or "
+                     "clustering field (its parameters: strategy auto | small_files | full | files_with_deletes, "
+                     "grouping_strategy single | bin_pack, sizes, parallelism, batch rows, prefetch, validation), and "
+                     "Compaction(catalog, table, config, to_branch, retry_config) takes none either (inspected "
+                     "signatures of the installed binding)")
+           for feature, what in (("sort", "sort its output"), ("zorder", "z-order its output"))},
+        "partition-filter": (
+            f"iceberg-compaction {PINNED_VERSION} has no partition filter: CompactionConfig's parameters (strategy, "
+            "target_file_size_bytes, small_file_threshold_bytes, min_size_per_partition, max_file_count_per_partition, "
+            "parallelism, grouping, delete thresholds, data_file_prefix, batch rows, closes, validation, prefetch, "
+            "auto thresholds, max_auto_plans_per_run) select no partitions, and Compaction(catalog, table, config, "
+            "to_branch, retry_config).run() takes no predicate: it plans over every partition"),
+        "partition-filter-deletes": "no partition filter at all (see partition-filter)"}
     output_codecs: ClassVar[frozenset[str] | None] = frozenset({OUTPUT_CODEC})
     knobs: ClassVar[tuple[Knob, ...]] = KNOBS
 

@@ -15,8 +15,9 @@ from bench.core.results import ReadQuery
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import is_global, position_targets, read_position_targets, scope, seq
 
-COUNTS_SOURCE = ("computed from the snapshot's manifests (data files whose v2 bounds overlap the predicate; "
-                 "delete files that apply to them by the Iceberg v2 rules), not reported by the reader")
+COUNTS_SOURCE = ("computed from the snapshot's manifests (data files whose column bounds overlap the predicate: v2, "
+                 "or the time column of recent-partition; delete files that apply to them by the Iceberg v2 rules), "
+                 "not reported by the reader")
 
 
 def _overlaps(df, field_id: int, field_type, lo: int | None, hi: int | None) -> bool:
@@ -25,7 +26,7 @@ def _overlaps(df, field_id: int, field_type, lo: int | None, hi: int | None) -> 
     low, high = (df.lower_bounds or {}).get(field_id), (df.upper_bounds or {}).get(field_id)
     if low is None or high is None:
         return True  # no bounds: the file must be opened
-    # the queries' key column is an integer column: its bounds decode to ints
+    # the queries' columns decode to ints: the key (an integer), a date (days), a timestamp (microseconds)
     fmin, fmax = cast(int, from_bytes(field_type, low)), cast(int, from_bytes(field_type, high))
     return not ((hi is not None and fmin > hi) or (lo is not None and fmax < lo))
 
@@ -41,7 +42,8 @@ def scan_counts(tbl: Table, queries: list[ReadQuery], files: LiveFiles | None = 
                for e in files.position}
     out: dict[str, tuple[int, int]] = {}
     for q in queries:
-        opened = [e for e in files.data if _overlaps(e.data_file, field.field_id, field.field_type, q.lo, q.hi)]
+        f = tbl.schema().find_field(q.column) if q.column else field  # recent-partition: its time column
+        opened = [e for e in files.data if _overlaps(e.data_file, f.field_id, f.field_type, q.lo, q.hi)]
         seq_of = {e.data_file.file_path: seq(e) for e in opened}
         merged = sum(1 for p in files.position
                      if any(t in seq_of and seq_of[t] <= seq(p) for t in targets[p.data_file.file_path]))

@@ -16,6 +16,10 @@ def query_sql(q: ReadQuery, table: str) -> str:
                 f"WHERE {KEY} BETWEEN {int(q.lo or 0)} AND {int(q.hi or 0)}")
     if q.name == "point-lookup":
         return f"SELECT * FROM {table} WHERE {KEY} = {int(q.lo or 0)}"
+    if q.name == "recent-partition":
+        if not (q.column and q.literal and q.column.isidentifier()):
+            raise ValueError(f"recent-partition needs a column and a literal, got {q.column!r} / {q.literal!r}")
+        return f"SELECT count(*), sum({QUANTITY}) FROM {table} WHERE {q.column} >= {q.literal}"
     raise ValueError(f"unknown reader query {q.name!r}")
 
 

@@ -67,6 +67,7 @@ class RunOptions(CommonOptions):
     cases: list[str] | None = None  # live writer: only these of the scenario's cases
     strategy: str | None = None  # --strategy: binpack | sort | zorder instead of the scenario's rewrite.strategy
     partitions: int | None = None  # the table reshaped to this many partitions (Scenario.with_partitions)
+    where: str | None = None  # --where: the partition filter, over the scenario's
 
 
 @dataclass
@@ -98,6 +99,7 @@ class RunContext:
     reader: str = "auto"
     cow_branch: bool = False
     reads_plan: tuple | None = None  # (queries, truth) from datagen, computed once per run
+    partition_filter: str | None = None  # the scenario's filter resolved against the dataset (resolve_filter)
 
     @property
     def run_dir(self) -> Path:
@@ -221,6 +223,8 @@ def storage_problems(sc: Scenario, scale: float, seed: int, engines: list[str],
 def resolve(opts: RunOptions, progress: Progress) -> RunContext:
     """Validate every input before anything runs (bad input: one UserError, nothing written)."""
     sc = load_scenario(opts.scenario).with_strategy(opts.strategy)
+    if opts.where is not None:
+        sc = sc.with_where(opts.where)  # a bad expression: UserError now
     engines = parse_engines(opts.engines or default_engines())
     scale = check_scale(sc.local_scale if opts.scale is None else opts.scale)
     if opts.partitions is not None:
@@ -260,6 +264,27 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
         progress.info(f"cache: {cache_note}")
     return ctx
 
+
+def resolve_filter(ctx: RunContext) -> str | None:
+    """The scenario's partition filter as an expression over the generated table (`recent_periods`: its
+    newest periods); UserError when it selects part of a partition, or none of them."""
+    from bench.core.partition_filter import recent_filter, selector
+    from bench.core.table import live_files
+    from bench.core.table.deletes import scope
+
+    pf = ctx.scenario.partition_filter
+    if pf is None:
+        return None
+    assert ctx.catalog is not None and ctx.dataset is not None
+    tbl = ctx.catalog.load_table(ctx.dataset.table)
+    keys = {scope(e.data_file) for e in live_files(tbl).all}
+    spec = tbl.spec()
+    text = pf.where or recent_filter(int(pf.recent_periods or 1), spec, tbl.schema(),
+                                     [v for sid, v in keys if sid == spec.spec_id])
+    selected = selector(text, tbl.schema(), tbl.specs(), keys)
+    if not any(selected(k) for k in keys):
+        raise UserError(f"partition filter {text!r} selects none of the table's {len(keys)} partitions")
+    return text
 
 
 def prepare_dataset(scenario: str | Scenario, scale: float | None, seed: int, warehouse: str | None,

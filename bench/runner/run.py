@@ -33,17 +33,17 @@ from bench.core.results import (
     save,
     write_run_state,
 )
-from bench.core.table import live_entries
+from bench.core.table import live_entries, live_files
 from bench.core.units import fmt_bytes
 from bench.engines import base_name, engine_class, engine_color, split_label
 from bench.engines.base import CompactionJob, EngineOutcome
-from bench.runner.context import RunContext, RunOptions, Slot, resolve, schedule
+from bench.runner.context import RunContext, RunOptions, Slot, resolve, resolve_filter, schedule
 from bench.runner.inputs import SETUP_READ_ALLOWANCE, SetupGuard, reset_input
 from bench.runner.live import INGEST_BRANCH, judge, live_writer, unsupported
 from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
 from bench.runner.reads import reads_after, reads_before
 from bench.telemetry.limits import remove_stale_cgroups
-from bench.verify import IntegrityInput, VerifyInput, remove_output, stage_output, verify
+from bench.verify import IntegrityInput, VerifyInput, partition_outcome, remove_output, stage_output, verify
 from datagen.dataset import prepare
 
 
@@ -83,7 +83,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                             output_codec_level=sc.output.level, options=options,
                             memory_budget_bytes=ctx.budget, cores=usable_cores(), work_dir=str(work),
                             branch=slot.branch or "main", strategy=sc.rewrite.strategy,
-                            zorder_columns=list(sc.rewrite.zorder_columns))
+                            zorder_columns=list(sc.rewrite.zorder_columns), partition_filter=ctx.partition_filter)
         ctx.progress.info(f"{label} setting up with the table out of reach, then compacting (cache "
                           f"{ctx.cache_mode}, budget {fmt_bytes(ctx.budget)}, time limit {ctx.timeout_s} s)"
                           + (f", live writer: {slot.case}" if slot.case else ""))
@@ -204,6 +204,7 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
     assert ds is not None and ctx.catalog is not None
     settings = ctx.catalog_settings
     tbl = ctx.catalog.load_table(ds.table)
+    partitioned = not tbl.spec().is_unpartitioned()
     vi = VerifyInput(kind=sc.kind, table=tbl, before=r.before, before_paths=before_paths,
                      ground_truth=ds.ground_truth, target_file_size_bytes=ctx.target,
                      small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
@@ -212,9 +213,19 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
                      zorder_columns=list(sc.rewrite.zorder_columns), sort_order=tbl.sort_order(),
                      before_data_files=[e.data_file for e in live_entries(tbl, r.before.snapshot_id)
                                         if e.data_file.content == DataFileContent.DATA]
-                     if sc.rewrite.strategy != "binpack" else None)
+                     if sc.rewrite.strategy != "binpack" else None,
+                     partition_filter=ctx.partition_filter,
+                     input_files=live_files(tbl, r.before.snapshot_id) if partitioned else None)
+
+    def verify_and_outcome() -> tuple[TableStats, Verification]:
+        """verify(), and a partitioned table's outcome per partition (read while a staged output exists)."""
+        after, v = verify(vi)
+        if vi.input_files is not None:
+            r.partitions = partition_outcome(vi.table, vi.input_files, live_files(vi.table), vi.partition_filter)
+        return after, v
+
     if outcome is None or outcome.commits == "table":
-        return verify(vi)
+        return verify_and_outcome()
     r.commits = "none"
     written = [p for p in outcome.output_files if p not in before_paths]
     try:
@@ -226,7 +237,7 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
             return TableStats(), Verification(verified=False, checks=[check],
                                               differences=[f"{check.name}: {check.message}"])
         vi.settings, vi.committed, vi.source_metadata_location = None, False, tbl.metadata_location
-        return verify(vi)
+        return verify_and_outcome()
     finally:
         remove_output(written, work)
 
@@ -274,6 +285,10 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
                                        progress=progress)
             progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
                           f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
+            ctx.partition_filter = resolve_filter(ctx)
+            if ctx.partition_filter:
+                progress.info(f"partition filter: {ctx.partition_filter} (only the partitions it selects are "
+                              "compacted)")
             for slot in slots:
                 out.append(run_one(ctx, slot))
             state.state = "complete"

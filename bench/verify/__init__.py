@@ -6,6 +6,7 @@ engine from the table's own metadata and files, never from what an engine says i
     checks    the declarative checks per scenario kind and `verify()`
     integrity what a compaction must never change: identity, history, the kind of its commits
     uncommitted  the files of an engine that commits nothing, staged as a scratch table to verify
+    untouched the partitions outside a partition filter, and the outcome per partition
 """
 
 from bench.verify.checks import RULES, VerifyInput, verify
@@ -13,6 +14,7 @@ from bench.verify.integrity import IntegrityInput, integrity_checks
 from bench.verify.readers import READERS, ReaderUnavailable
 from bench.verify.stats import table_stats
 from bench.verify.uncommitted import remove_output, stage_output
+from bench.verify.untouched import outcome as partition_outcome
 
 __all__ = ["READERS", "RULES", "IntegrityInput", "ReaderUnavailable", "VerifyInput", "integrity_checks",
-           "remove_output", "stage_output", "table_stats", "verify"]
+           "partition_outcome", "remove_output", "stage_output", "table_stats", "verify"]

@@ -22,6 +22,8 @@ Rules (stated in each result's `verification.rules` and in docs/method.md):
   (bench.verify.sortorder), and the overlap of files' key ranges is measured before and after (advisory);
   z-order (strategy zorder): only measured, per z-order column (advisory): nothing about a z-order is
   checked beyond the rules every compaction is held to.
+- with a partition filter (bench.verify.untouched): the partitions outside it are untouched, and the
+  completeness, file-count and no-live-delete-file rules count the selected partitions only.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ from bench.verify.partitions import file_partition_problems
 from bench.verify.readers import read
 from bench.verify.sortorder import file_sort_problem, files_per_probe, key_ranges, order_text, probes
 from bench.verify.stats import table_stats
+from bench.verify.untouched import RULE as FILTER_RULE
+from bench.verify.untouched import Selected, filter_selector, untouched_check
 
 FILE_COUNT_SLACK_SHARE = 0.10  # data files may exceed ceil(bytes / target) by max(1, 10 %) per partition
 RULES = {
@@ -109,6 +113,8 @@ class VerifyInput:
     zorder_columns: list[str] = field(default_factory=list)
     sort_order: SortOrder | None = None  # the real table's (a staged output table has none of its own)
     before_data_files: list[DataFile] | None = None  # the input's live data files (for the overlap measure)
+    partition_filter: str | None = None  # compact only the partitions it selects (bench.verify.untouched)
+    input_files: LiveFiles | None = None  # the input's live files (with a partition filter)
 
 
 def _gt_message(answer: dict, gt: GroundTruth) -> tuple[bool, str]:
@@ -155,7 +161,8 @@ def input_checks(vi: VerifyInput) -> list[Check]:
     ]
 
 
-def state_checks(vi: VerifyInput, after: TableStats, new: list[FileFacts]) -> list[Check]:
+def state_checks(vi: VerifyInput, after: TableStats, new: list[FileFacts], deletes_outside: int = 0) -> list[Check]:
+    """`deletes_outside`: live delete files in partitions a partition filter does not select (they stay)."""
     codecs = Counter(c for f in new for c in f.codecs)
     wrong = [f for f in new if f.codecs != [vi.output_codec]]
     codec_msg = (f"{len(new)} new data file(s), all {vi.output_codec}" if new and not wrong else
@@ -174,21 +181,28 @@ def state_checks(vi: VerifyInput, after: TableStats, new: list[FileFacts]) -> li
                                 f"{vi.before.metadata_location} -> {vi.source_metadata_location}"))
     return [
         commit,
-        Check(name="no_live_delete_files", ok=after.delete_files == 0,
-              message="no delete file is live" if after.delete_files == 0 else
-              f"{after.position_delete_files} position and {after.equality_delete_files} equality delete files "
-              f"live after the run ({after.dangling_position_delete_files} and "
-              f"{after.dangling_equality_delete_files} of them dangling)"),
+        Check(name="no_live_delete_files", ok=after.delete_files == deletes_outside,
+              message=("no delete file is live" if after.delete_files == 0 else
+                       f"no delete file is live in the partitions the filter selects ({deletes_outside} outside it "
+                       "stay, as they must)" if after.delete_files == deletes_outside else
+                       f"{after.position_delete_files} position and {after.equality_delete_files} equality delete "
+                       f"files live after the run ({after.dangling_position_delete_files} and "
+                       f"{after.dangling_equality_delete_files} of them dangling"
+                       + (f"; {deletes_outside} of them outside the partition filter)" if deletes_outside
+                          else ")"))),
         Check(name="output_codec", ok=bool(new) and not wrong, message=codec_msg),
     ]
 
 
-def binpack_checks(vi: VerifyInput, files: LiveFiles, facts: list[FileFacts], after: TableStats) -> list[Check]:
-    """Completeness: small input files left per partition, and the file count against the bytes."""
+def binpack_checks(vi: VerifyInput, files: LiveFiles, facts: list[FileFacts], after: TableStats,
+                   in_scope: Selected | None = None) -> list[Check]:
+    """Completeness: small input files left per partition, and the file count against the bytes (`in_scope`:
+    of the partitions a partition filter selects)."""
     logical = {f.path: f.uncompressed_bytes for f in facts}
     by_scope: dict[tuple, list] = {}
     for e in files.data:
-        by_scope.setdefault(scope(e.data_file), []).append(e.data_file)
+        if in_scope is None or in_scope(scope(e.data_file)):
+            by_scope.setdefault(scope(e.data_file), []).append(e.data_file)
     left = {k: [df for df in dfs if df.file_path in vi.before_paths
                 and df.file_size_in_bytes < vi.small_file_threshold_bytes] for k, dfs in by_scope.items()}
     too_many = {k: v for k, v in left.items() if len(v) > 1}
@@ -206,12 +220,18 @@ def binpack_checks(vi: VerifyInput, files: LiveFiles, facts: list[FileFacts], af
         total_logical += size
         needed = max(1, math.ceil(size / vi.target_file_size_bytes))
         allowed += needed + max(1, math.ceil(FILE_COUNT_SLACK_SHARE * needed))
+    if in_scope is None:
+        n_after = after.data_files
+        count_msg = (f"{vi.before.data_files} -> {after.data_files} data files for {fmt_bytes(total_logical)} "
+                     f"logical ({fmt_bytes(after.data_bytes)} on disk)")
+    else:
+        n_after = sum(len(v) for v in by_scope.values())
+        count_msg = (f"{n_after} data files in the {len(by_scope)} partition(s) the filter selects (of "
+                     f"{after.data_files} in the table) for {fmt_bytes(total_logical)} logical")
     return [
         Check(name="compaction_complete", ok=not too_many, message=complete_msg),
-        Check(name="file_count", ok=after.data_files <= allowed,
-              message=f"{vi.before.data_files} -> {after.data_files} data files for {fmt_bytes(total_logical)} "
-                      f"logical ({fmt_bytes(after.data_bytes)} on disk) at a target of "
-                      f"{fmt_bytes(vi.target_file_size_bytes)}: at most {allowed} allowed"),
+        Check(name="file_count", ok=n_after <= allowed,
+              message=f"{count_msg} at a target of {fmt_bytes(vi.target_file_size_bytes)}: at most {allowed} allowed"),
     ]
 
 
@@ -283,12 +303,17 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     primary = next((a for a in vi.answers.values() if "rows" in a), None)
     if primary is not None:
         after.rows, after.checksum, after.content_reader = primary["rows"], primary["checksum"], primary["reader"]
-    checks = input_checks(vi) + content_checks(vi) + state_checks(vi, after, new)
+    selected = (filter_selector(tbl, vi.partition_filter, vi.input_files or LiveFiles(), files)
+                if vi.partition_filter else None)
+    outside = sum(1 for e in files.deletes if not selected(scope(e.data_file))) if selected else 0
+    checks = input_checks(vi) + content_checks(vi) + state_checks(vi, after, new, outside)
     if vi.kind == "binpack":
-        checks += binpack_checks(vi, files, facts, after)
+        checks += binpack_checks(vi, files, facts, after, selected)
     partitioned = partition_checks(tbl, files, vi.before_paths)
     checks += partitioned
     checks += layout_checks(vi, tbl, files)
+    if selected is not None:
+        checks.append(untouched_check(selected, vi.input_files or LiveFiles(), files))
     committed: list[CommitEvent] = []
     if vi.committed and vi.integrity is not None:
         more, snaps = integrity_checks(vi.integrity, tbl, files)
@@ -298,7 +323,7 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     v = Verification(
         verified=not failed, checks=checks,
         differences=[difference(c) for c in checks if not c.ok],
-        rules=RULES[vi.kind] + ([PARTITION_RULE] if partitioned else [])
+        rules=RULES[vi.kind] + ([PARTITION_RULE] if partitioned else []) + ([FILTER_RULE] if selected else [])
         + {"sort": [SORT_RULE], "zorder": [ZORDER_RULE]}.get(vi.strategy, [])
         + ([] if vi.committed else [UNCOMMITTED_RULE]),
         reader=", ".join(a["reader"] for a in vi.answers.values() if "rows" in a), committed=committed,

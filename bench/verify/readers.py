@@ -82,9 +82,16 @@ def read_parquet_by_name(tbl: Table, snapshot_id: int | None, settings: CatalogS
 
 def read_pyiceberg_scan(tbl: Table, snapshot_id: int | None,
                         settings: CatalogSettings | None = None) -> tuple[int, str]:
-    """pyiceberg resolves columns by field id; its batches stream into DuckDB's checksum."""
+    """pyiceberg resolves columns by field id; its batches stream into DuckDB's checksum.  It cannot apply
+    equality deletes: a table where some still apply (e.g. outside a partition filter) is out of its reach."""
     import duckdb
 
+    files = live_files(tbl, snapshot_id)
+    if files.equality:
+        applying = classify(files, tbl.specs()).applying_equality
+        if applying:
+            raise ReaderUnavailable(f"pyiceberg cannot apply equality deletes (its scan raises 'PyIceberg does not "
+                                    f"yet support equality deletes'); {applying} equality delete files apply here")
     reader = tbl.scan(snapshot_id=snapshot_id).to_arrow_batch_reader()
     con = duckdb.connect()
     try:

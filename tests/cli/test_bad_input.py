@@ -38,6 +38,8 @@ def _free_port():
     (["run", "bin-packing", "--instance-type", "m9.huge"], ["unknown instance type"]),
     (["datagen", "nope"], ["unknown scenario"]),
     (["run", "bin-packing", "--strategy", "sort"], ["--strategy sort", "no sort_order"]),
+    (["run", "daily-recent", "--where", "event_date >>= 3"], ["--where", "cannot parse", "Iceberg expression"]),
+    (["run", "bin-packing", "--where", "event_date >= '2025-12-29'"], ["--where", "needs a partitioned table"]),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needles):
     if args[0] == "run":

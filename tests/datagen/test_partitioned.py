@@ -193,6 +193,15 @@ def test_stress_table_has_its_partition_count(tmp_path):
     assert {len(v) for v in parts.values()} == {2}
     assert all(k.startswith("event_ts_hour=2025-12-") for k in parts)
     assert partition_problems(tbl) == []
+    # the reader query over the newest hour: the generator's truth is what the files hold
+    import datetime as dt
+
+    from datagen.queries import layout, query_truth, recent_partition
+
+    q = recent_partition(_recipe("partitions-stress").partitioning)
+    assert q is not None and q.column == "event_ts" and q.literal == "TIMESTAMP '2025-12-31 23:00:00'"
+    truth = query_truth(ds, [q], layout(ds))["recent-partition"]
+    assert truth == _recent_truth_from_files(tbl, "event_ts", dt.datetime(2025, 12, 31, 23)) and int(truth[0]) > 0
 
 
 @pytest.mark.spark  # the commits go through Iceberg's Java API
@@ -228,3 +237,41 @@ def test_cdc_table_deletes_stay_in_their_partition(tmp_path):
     assert pl.layout is not None
     for j in range(pl.n):  # an equality delete only ever targets its own partition
         assert all(pl.layout.file_partition[t] == pl.layout.file_partition[j] for t in pl.eq_targets(j))
+
+
+def _recent_truth_from_files(tbl, column: str, since) -> list[str]:
+    """count and sum(quantity) of the rows with column >= since, read from the table's files (the test's own
+    reader: pyarrow over every live data file)."""
+    import pyarrow.compute as pc
+
+    rows = pa.concat_tables(pq.read_table(local_path(e.data_file.file_path), columns=[column, "quantity"])
+                            for e in live_entries(tbl) if e.data_file.content == DataFileContent.DATA)
+    hit = rows.filter(pc.greater_equal(rows.column(column), pa.scalar(since, rows.schema.field(column).type)))
+    return [str(hit.num_rows), str(pc.sum(hit.column("quantity")).as_py() or 0)]
+
+
+def test_recent_partition_query_truth_is_the_newest_day_and_the_filter_selects_the_newest_days(daily):
+    """The reader query over the newest period: its truth (from the generator) equals the newest day's rows
+    read from the files; `recent_periods: N` resolves to the newest N day partitions of the table."""
+    import datetime as dt
+
+    from bench.core.partition_filter import recent_filter, selector
+    from datagen.queries import layout, query_truth, recent_partition
+
+    (cat, ds), _ = daily
+    tbl = cat.load_table(ds.table)
+    q = recent_partition(_recipe("daily-smallfiles").partitioning)
+    assert q is not None and q.column == "event_date" and q.literal == "DATE '2025-12-31'"
+    truth = query_truth(ds, [q], layout(ds))["recent-partition"]
+    assert truth == _recent_truth_from_files(tbl, "event_date", dt.date(2025, 12, 31))
+    assert int(truth[0]) == ds.ground_truth.partitions["event_date=2025-12-31"].rows > 0
+    keys = {(e.data_file.spec_id, tuple(e.data_file.partition)) for e in live_entries(tbl)}
+    text = recent_filter(3, tbl.spec(), tbl.schema(), [v for _, v in keys])
+    assert text == "event_date >= '2025-12-29'"
+    selected = selector(text, tbl.schema(), tbl.specs(), keys)
+    chosen = {tbl.spec().partition_to_path(e.data_file.partition, tbl.schema()) for e in live_entries(tbl)
+              if selected((e.data_file.spec_id, tuple(e.data_file.partition)))}
+    assert chosen == {"event_date=2025-12-29", "event_date=2025-12-30", "event_date=2025-12-31"}
+    with pytest.raises(UserError, match="selects part of partition"):  # not aligned to partitions
+        selector("v2 > 5", tbl.schema(), tbl.specs(), keys)
+

@@ -186,3 +186,23 @@ def test_config_values_defaults_and_overrides():
 def test_requirements_met_here():
     reqs = get_engine("risingwave").requirements()
     assert reqs and all(r.ok for r in reqs), [(r.name, r.detail) for r in reqs if not r.ok]
+
+
+def test_no_partition_filter_in_this_version_is_declared_with_its_evidence():
+    """iceberg-compaction's API takes no predicate: neither CompactionConfig nor Compaction(...) nor run() has a
+    parameter that could carry one, so the engine declares partition-filter unsupported (its reason names the
+    version and the API).  When a version adds one, this fails and the declaration must be revisited."""
+    import importlib.metadata
+    import inspect
+
+    import iceberg_compaction as ic
+
+    from bench.engines.risingwave import PINNED_VERSION, RisingWaveEngine
+
+    assert importlib.metadata.version("iceberg-compaction") == PINNED_VERSION
+    params = [*inspect.signature(ic.CompactionConfig).parameters, *inspect.signature(ic.Compaction).parameters,
+              *inspect.signature(ic.Compaction.run).parameters]
+    assert not [p for p in params if any(w in p for w in ("filter", "where", "predicate", "partition_spec"))], params
+    why = RisingWaveEngine.why_not("partition-filter")
+    assert why and PINNED_VERSION in why and "CompactionConfig" in why
+    assert RisingWaveEngine.why_not("branch") is None

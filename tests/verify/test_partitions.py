@@ -98,3 +98,45 @@ def test_both_engines_and_the_floor_compact_a_partitioned_cdc_table_per_partitio
         partitions = partitions or r["files_out"]
         assert r["files_out"] == partitions == 8, (engine, r["files_out"])
     assert runs["spark"]["engine_options"]["rewrite_options"]["min-input-files"] == 2
+
+
+@pytest.mark.spark
+def test_a_partition_filter_compacts_only_the_partitions_it_selects(tmp_path, shared_warehouse):
+    """daily-recent with --where (3 of the 8 day partitions at the tiny scale): Spark (`where`) and the floor
+    verified with the partitions outside the filter untouched; RisingWave recorded unsupported with its reason;
+    an engine that ignores the filter fails exactly untouched_partitions.  The per-partition outcome is in each
+    result and in the report; the recent-partition read is checked against the generator's truth."""
+    import json
+
+    from reports.render import render_html
+    from tests.helpers import run_bench
+
+    where = "event_date >= '2025-12-29'"
+    p = run_bench("run", "daily-recent", "--scale", TINY, "--engines", "spark,arrow-floor,risingwave,ignorefilter",
+                  "--where", where, "--readers", "on", "--warehouse", shared_warehouse, "--results-dir", tmp_path,
+                  "--run-id", "recent", timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    runs = {r["engine"]: r for r in (json.loads(f.read_text()) for f in (tmp_path / "recent").glob("*--rep0.json"))}
+    assert runs["risingwave"]["status"] == "unsupported"
+    assert "CompactionConfig" in runs["risingwave"]["error"] and "no partition filter" in runs["risingwave"]["error"]
+    for engine in ("spark", "arrow-floor"):
+        r = runs[engine]
+        assert r["verified"], (engine, r["verification"]["differences"])
+        assert r["scenario_record"]["content"]["partition_filter"]["where"] == where
+        untouched = {c["name"]: c for c in r["verification"]["checks"]}["untouched_partitions"]
+        assert untouched["ok"] and untouched["required"] and "of the 5 partition(s) outside" in untouched["message"]
+        part = r["partitions"]
+        assert (part["filter"], part["partitions"], part["selected"], part["rewritten"], part["untouched"]) == \
+            (where, 8, 3, 3, 5), part
+        assert part["data_files_before"]["max"] > part["data_files_after"]["max"]
+    assert "where => 'event_date >= \\'2025-12-29\\''" in " ".join(runs["spark"]["engine_actions"])
+    bad = runs["ignorefilter"]
+    failed = [c["name"] for c in bad["verification"]["checks"] if not c["ok"]]
+    assert not bad["verified"] and failed == ["untouched_partitions"], bad["verification"]["differences"]
+    assert bad["partitions"]["rewritten_outside_filter"] == 5
+    recent = {q["name"]: q for q in runs["spark"]["reads"]["queries"]}["recent-partition"]
+    assert recent["ok"] and recent["before"] == recent["after"] == recent["truth"], recent
+    assert "DATE '2025-12-31'" in recent["sql"] and recent["files_opened_before"] > recent["files_opened_after"] == 1
+    html = render_html([tmp_path / "recent"])
+    assert "Partition by partition" in html and 'data-table="partitions"' in html
+    assert html.count('data-metric="untouched"') == 3  # spark, arrow-floor and the fake; not the unsupported run

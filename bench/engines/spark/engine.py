@@ -197,8 +197,9 @@ class SparkEngine(EngineBase):
     min_budget_bytes: ClassVar[int] = memory.min_budget_bytes()  # the heap Spark accepts, plus non-heap
     knobs: ClassVar[tuple[Knob, ...]] = KNOBS
     # Iceberg 1.10's rewrite_data_files: strategy => 'sort' sorts each file group by the table's sort order
-    # (range-partitioned: output files of a group do not overlap); sort_order => 'zorder(c1,c2)' z-orders
-    supports: ClassVar[frozenset[str]] = frozenset({"sort", "zorder"})
+    # (range-partitioned: output files of a group do not overlap); sort_order => 'zorder(c1,c2)' z-orders;
+    # rewrite_data_files and rewrite_position_delete_files take `where` (Iceberg 1.10.2's procedure parameters)
+    supports: ClassVar[frozenset[str]] = frozenset({"sort", "zorder", "partition-filter", "partition-filter-deletes"})
     not_supported: ClassVar[dict[str, str]] = {"branch": (
         "Iceberg 1.10.2's rewrite_data_files cannot compact a branch: the action plans from the table's current "
         "snapshot (main); named as table => 'ns.t.branch_ingest', or with spark.wap.branch set, it silently "
@@ -487,15 +488,17 @@ class SparkEngine(EngineBase):
             options["delete-file-threshold"] = 1
         options.update(opts.rewrite_options)
         result: dict[str, Any] = {}
+        # a partition filter: both procedures take it as `where` (Spark SQL; pyiceberg's syntax is a subset)
+        where = f", where => {spark_literal(job.partition_filter)}" if job.partition_filter else ""
         try:
             with clock.phase("rewrite_data_files", "one procedure call: plan, rewrite and commit"):
                 rows = self._sql(f"CALL {cat.name}.system.rewrite_data_files(table => {spark_literal(table)}, "
-                                 f"{strategy_args(job)}options => {spark_map(options)})")
+                                 f"{strategy_args(job)}options => {spark_map(options)}{where})")
             result = _row_dict(rows)
             if job.kind == "deletes":
                 with clock.phase("rewrite_position_delete_files", "rewrite-all: drops dangling position deletes"):
                     rows = self._sql(f"CALL {cat.name}.system.rewrite_position_delete_files("
-                                     f"table => {spark_literal(table)}, options => map('rewrite-all', 'true'))")
+                                     f"table => {spark_literal(table)}, options => map('rewrite-all', 'true'){where})")
                 result["rewrite_position_delete_files"] = _row_dict(rows)
                 with clock.phase("remove dangling deletes", "metadata-only commit through Iceberg's Java API"):
                     result["remove_dangling_deletes"] = self._remove_dangling_deletes(job, table)
@@ -551,15 +554,24 @@ class SparkEngine(EngineBase):
 
     def _remove_dangling_deletes(self, job: CompactionJob, table: str) -> dict[str, int]:
         """Remove live delete files that apply to no live data file (bench.core.table.deletes), in one
-        RewriteFiles commit in this JVM."""
+        RewriteFiles commit in this JVM; with a partition filter, only those of the partitions it selects."""
+        from bench.core.partition_filter import selector
         from bench.core.table import live_files
-        from bench.core.table.deletes import classify
+        from bench.core.table.deletes import classify, scope
 
         tbl = self._inspector.load_table(job.catalog.qualified(job.table))
-        dangling = classify(live_files(tbl), tbl.specs()).dangling
+        files = live_files(tbl)
+        dangling = classify(files, tbl.specs()).dangling
+        where = ""
+        if job.partition_filter:
+            keys = {scope(e.data_file) for e in files.all}
+            selected = selector(job.partition_filter, tbl.schema(), tbl.specs(), keys)
+            keep = {e.data_file.file_path for e in files.deletes if selected(scope(e.data_file))}
+            dangling = [p for p in dangling if p in keep]
+            where = f" in the partitions {job.partition_filter!r} selects"
         jvm = self._jvm()
         jtable = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.spark._jsparkSession, table)
-        self.actions.append(f"Java API: remove the {len(dangling)} delete file(s) of {table} that apply to no "
+        self.actions.append(f"Java API: remove the {len(dangling)} delete file(s) of {table}{where} that apply to no "
                             "live data file (table.newRewrite().deleteFile(f) for each, one commit)")
         removed = remove_delete_files(jvm, jtable, set(dangling), {"bench.step": "remove-dangling-deletes"})
         return {"removed_equality_delete_files": removed["equality"],
