@@ -122,7 +122,7 @@ def test_profiles_and_budget_rule():
     assert plan["heap_requested_bytes"] == 512 * MiB  # budget - 256 MiB of non-heap
     with pytest.raises(UserError, match="too small for Spark"):
         memory_plan("local", 300 * MiB, ram_bytes=24 * GiB)
-    assert memory_plan("local", min_budget_bytes(), ram_bytes=24 * GiB)["heap_requested_bytes"] >= 450 * MiB
+    assert memory_plan("local", min_budget_bytes(), ram_bytes=24 * GiB)["heap_requested_bytes"] >= 480 * MiB
     with pytest.raises(UserError, match="unknown spark profile"):
         memory_plan("huge", None)
 

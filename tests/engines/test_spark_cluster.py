@@ -49,7 +49,7 @@ def test_plan_with_workers_fits_the_budget_and_splits_the_executor(workers, budg
 def test_min_budget_grows_per_worker_and_below_it_is_one_line():
     one, two = memory.min_budget_bytes("standalone", 1), memory.min_budget_bytes("standalone", 2)
     per_worker = memory.DAEMON_RESERVE + memory.SPARK_MIN_HEAP + memory.EXECUTOR_MIN_OVERHEAD
-    assert one == 2436 * MiB and two - one == per_worker
+    assert one == 2496 * MiB and two - one == per_worker
     assert SparkEngine().min_budget({"mode": "standalone", "workers": 2}) == two
     from bench.core.errors import UserError
 

@@ -92,7 +92,7 @@ def parts_of(plan: dict) -> int:
 
 
 @pytest.mark.parametrize("profile", ["local", "paper"])
-@pytest.mark.parametrize("budget_mib", [2436, 3000, 8192, 24105, 65536, 200_000])
+@pytest.mark.parametrize("budget_mib", [2496, 3000, 8192, 24105, 65536, 200_000])
 def test_standalone_plan_fits_the_budget(profile, budget_mib):
     budget = budget_mib * MiB
     plan = memory.memory_plan(profile, budget, ram_bytes=24 * GiB, mode="standalone")
@@ -108,7 +108,7 @@ def test_standalone_plan_fits_the_budget(profile, budget_mib):
     # tight when it had to shrink: less than 2 MiB per scaled size left over
     if plan["fit_scale"] < 1:
         assert budget - parts_of(plan) < 8 * MiB
-    assert driver >= 450 * MiB and executor >= 450 * MiB and overhead >= 512 * MiB
+    assert driver >= 480 * MiB and executor >= 480 * MiB and overhead >= 512 * MiB
     assert plan["worker_memory_mib"] * MiB == executor  # the worker offers exactly one executor's heap
     assert plan["daemon_memory"] == "256m"
     # the executor's off-heap caps fit in its overhead; direct memory above Spark's 200 MiB minimum
@@ -149,9 +149,9 @@ def test_standalone_plan_sizes_paper_vs_local():
 
 def test_standalone_plan_too_small_budget_is_a_clear_error():
     floor = memory.min_budget_bytes("standalone")
-    assert floor == (2 * 384 + 706 + 450 + 512) * MiB
+    assert floor == (2 * 384 + 736 + 480 + 512) * MiB
     assert memory.memory_plan("local", floor, ram_bytes=24 * GiB, mode="standalone")["fit_scale"] < 0.1
-    with pytest.raises(UserError, match=r"too small for Spark in standalone mode.*at least 2436 MiB"):
+    with pytest.raises(UserError, match=r"too small for Spark in standalone mode.*at least 2496 MiB"):
         memory.memory_plan("local", floor - MiB, ram_bytes=24 * GiB, mode="standalone")
     # a budget local mode runs in is not enough for a cluster
     assert memory.memory_plan("local", GiB, ram_bytes=24 * GiB)["heap_requested_bytes"] == 768 * MiB

@@ -11,8 +11,9 @@ the executor settings are passed as published but have no effect (recorded).  Th
 gives that JVM the executor's share (40g x RAM / 64 GiB).  A memory budget caps the heap:
 heap = min(profile driver.memory, 75% of the budget, budget - 256 MiB), and the JVM's off-heap pools are
 capped (MaxDirectMemorySize 10%, MaxMetaspaceSize max(10%, 192 MiB)) so heap + off-heap stays near the
-budget (Spark + Iceberg use ~150 MiB of non-heap memory).  Spark refuses a heap under 450 MiB, so the
-smallest budget is 706 MiB.
+budget (Spark + Iceberg use ~150 MiB of non-heap memory).  Spark refuses a JVM whose usable heap
+(Runtime.maxMemory, less than -Xmx) is under 450 MiB: -Xmx480m is the smallest heap it starts with, so the
+smallest budget is 736 MiB.
 
 standalone (a master and W workers on this node, W = 1 unless option `workers`, one executor per worker;
 `bench.engines.spark.cluster`): the published settings mean what they say there (the executor's memory
@@ -27,7 +28,7 @@ split evenly between the W executors).  The budget covers every JVM of the clust
     start with less than spark.network.maxRemoteBlockSizeFetchToMem (200 MiB) -, MaxMetaspaceSize
     max(25%, 192 MiB)).
 When the profile's sizes do not fit, the driver heap, executor heap and overhead are scaled by one factor
-f < 1 (the largest that fits, to the MiB), each at least its floor (heaps 450 MiB: Spark refuses less;
+f < 1 (the largest that fits, to the MiB), each at least its floor (heaps 480 MiB: Spark refuses less;
 overhead 512 MiB: the smallest off-heap caps and some code cache), so the smallest budget is 2436 MiB
 with one worker (+1346 MiB per more worker).
 
@@ -57,8 +58,10 @@ PAPER_PROFILE: dict[str, str] = {
 MEMORY_SIZE_KEYS = ("spark.executor.memory", "spark.executor.memoryOverhead", "spark.driver.memory")
 PROFILES = ("local", "paper")
 
-# Spark's UnifiedMemoryManager refuses a heap below 1.5 x its 300 MiB reserved memory.
-SPARK_MIN_HEAP = 450 * MiB
+# Spark's UnifiedMemoryManager refuses a usable heap (Runtime.maxMemory) below 1.5 x its 300 MiB reserved
+# memory; the JVM reports less than -Xmx (measured: -Xmx450m gives 435 MiB, "System memory 456130560 must
+# be at least 471859200"), so the smallest heap asked for is 480 MiB.
+SPARK_MIN_HEAP = 480 * MiB
 HEAP_SHARE = 0.75
 NON_HEAP_FLOOR = 256 * MiB  # measured: Spark + Iceberg use ~150 MiB of non-heap (metaspace, code cache)
 DIRECT_SHARE = 0.10
