@@ -97,7 +97,8 @@ def test_binpack_end_to_end(small_files_table, tmp_path):
     assert [p["name"] for p in out["phases"]][0] == "compaction" and out["memory_caps"] == []
     assert outcome["deployment"] == {"mode": "embedded", "master": None, "workers": None, "executors": None,
                                      "executor_cores": [], "executor_memory_bytes": [], "cores": 2, "nodes": 1,
-                                     "hosts": []}
+                                     "hosts": [],
+                                     "writes_at_once": {"max_output_parallelism": s["max_output_parallelism"]}}
     assert any("strategy='small_files'" in a for a in outcome["actions"])
     assert out["duration_s"] > 0 and out["setup_s"] >= 0
 
