@@ -86,7 +86,9 @@ def _java_version(java: str | None) -> dict:
     except (OSError, subprocess.TimeoutExpired) as e:
         out["error"] = f"{java} -version failed: {e}"
         return out
-    lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+    # "Picked up JAVA_TOOL_OPTIONS: ..." (and _JAVA_OPTIONS, JDK_JAVA_OPTIONS) comes first when those are set
+    lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines()
+             if ln.strip() and "Picked up " not in ln]
     out["runtime"] = " | ".join(lines[:3]) or None
     m = re.search(r'version "((\d+)(?:\.(\d+))?[^"]*)"', lines[0]) if lines else None
     if not m:
