@@ -182,6 +182,9 @@ def test_readers_agree_over_the_selected_partitions_where_the_whole_table_reads_
     checks = {c.name: c for c in content_checks(_vi(whole), within((3, "31"), (3, "31")))}
     assert not checks["content_pyiceberg_scan_selected"].ok and "reads 3 rows (-1)" in \
         checks["content_pyiceberg_scan_selected"].message
+    no_truth = within((4, "40"), (4, "40"))
+    no_truth.of = 0
+    assert not {c.name: c for c in content_checks(_vi(whole), no_truth)}["content_pyiceberg_scan_selected"].ok
     disagree = {**whole, "duckdb-iceberg": ans("duckdb-iceberg", 9, "90")}  # every whole-table reader must agree
     assert not {c.name: c for c in content_checks(_vi(disagree), within((4, "40"), (4, "40")))}[
         "independent_readers_agree"].ok
