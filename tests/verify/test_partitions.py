@@ -192,19 +192,20 @@ def test_readers_agree_over_the_selected_partitions_where_the_whole_table_reads_
 
 @pytest.mark.spark
 def test_a_partition_filter_on_a_cdc_table_is_verified_over_the_selected_partitions(tmp_path, shared_warehouse):
-    """daily-cdc-deletes with two days at the tiny scale (min_files 32: 16 partitions) and --where selecting the
-    newest day: the delete files of the other day stay live, so pyiceberg cannot read the whole table; Spark's run
-    is verified by pyiceberg's scan of the 8 selected partitions against their truth; an engine that loses rows
-    there (a committed rewrite, everything else right) fails the content checks, the selected one among them."""
+    """daily-cdc-deletes with 2 buckets instead of 8 (4 days of 2 buckets at the tiny scale: 8 partitions) and
+    --where selecting the newest day: the delete files of the other days stay live, so pyiceberg cannot read the
+    whole table; Spark's run is verified by pyiceberg's scan of the 2 selected partitions against their truth; an
+    engine that loses rows there (a committed rewrite, everything else right) fails the content checks, the
+    selected one among them."""
     import json
     from pathlib import Path
 
     from tests.helpers import run_bench
 
     src = (Path(__file__).resolve().parents[2] / "scenarios" / "daily-cdc-deletes.yaml").read_text()
-    assert "\n  min_files: 16\n" in src
-    scenario = tmp_path / "cdc-two-days.yaml"
-    scenario.write_text(src.replace("\n  min_files: 16\n", "\n  min_files: 32\n"))
+    assert "\n    buckets: 8\n" in src
+    scenario = tmp_path / "cdc-four-days.yaml"
+    scenario.write_text(src.replace("\n    buckets: 8\n", "\n    buckets: 2\n"))
     where = "event_date >= '2025-12-31'"
     p = run_bench("run", scenario, "--scale", TINY, "--engines", "spark,losingfilter", "--where", where,
                   "--warehouse", shared_warehouse, "--results-dir", tmp_path, "--run-id", "cdcwhere", timeout=900)
@@ -214,12 +215,12 @@ def test_a_partition_filter_on_a_cdc_table_is_verified_over_the_selected_partiti
     assert runs["spark"]["verified"], runs["spark"]["verification"]["differences"]
     assert not spark["content_pyiceberg_scan"]["required"] and "equality" in spark["content_pyiceberg_scan"]["message"]
     sel = spark["content_pyiceberg_scan_selected"]
-    assert sel["ok"] and sel["required"] and "over the 8 of 16 partition(s)" in sel["message"], sel
-    assert "2 readers answered over the 8 selected partition(s)" in spark["independent_readers_agree"]["message"]
+    assert sel["ok"] and sel["required"] and "over the 2 of 8 partition(s)" in sel["message"], sel
+    assert "2 readers answered over the 2 selected partition(s)" in spark["independent_readers_agree"]["message"]
     assert spark["untouched_partitions"]["ok"] and "outside it stay" in spark["no_live_delete_files"]["message"]
-    assert runs["spark"]["verification"]["readers"]["selected_partitions"]["partitions"] == 8
+    assert runs["spark"]["verification"]["readers"]["selected_partitions"]["partitions"] == 2
     lost = runs["losingfilter"]
     failed = {c["name"] for c in lost["verification"]["checks"] if not c["ok"] and c["required"]}
     assert not lost["verified"] and "content_pyiceberg_scan_selected" in failed, lost["verification"]["differences"]
     assert failed <= {"content_pyiceberg_scan_selected", "content_duckdb_merge_on_read", "content_duckdb_iceberg"}
-    assert lost["partitions"]["rewritten"] == 8 and lost["partitions"]["rewritten_outside_filter"] == 0
+    assert lost["partitions"]["rewritten"] == 2 and lost["partitions"]["rewritten_outside_filter"] == 0
