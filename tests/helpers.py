@@ -40,6 +40,7 @@ TEST_ENGINES = ",".join([
     "unsortedfloor=tests.fakes.floors:UnsortedFloor",
     "knobby=tests.fakes.knobby:KnobbyEngine",
     "ignorefilter=tests.fakes.partitioned:IgnoreFilterEngine",
+    "losingfilter=tests.fakes.partitioned:LosingFilterEngine",
 ])
 
 

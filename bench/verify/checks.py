@@ -23,7 +23,14 @@ Rules (stated in each result's `verification.rules` and in docs/method.md):
   z-order (strategy zorder): only measured, per z-order column (advisory): nothing about a z-order is
   checked beyond the rules every compaction is held to.
 - with a partition filter (bench.verify.untouched): the partitions outside it are untouched, and the
-  completeness, file-count and no-live-delete-file rules count the selected partitions only.
+  completeness, file-count and no-live-delete-file rules count the selected partitions only;
+- with a partition filter on a table with deletes, whose equality deletes outside the filter stay live
+  (pyiceberg cannot apply them; DuckDB's iceberg extension may be above its work limit), the selected
+  partitions are also read on their own, by pyiceberg's scan with the filter as its row filter
+  (`content_pyiceberg_scan_selected`, required) and by duckdb-merge-on-read over their data files, against
+  the generator's per-partition truth summed over them; `independent_readers_agree` then asks for two
+  readers over the selected partitions, agreeing, and every reader of the whole table (at least one)
+  agreeing.  Runs without a filter are checked as before.
 """
 
 from __future__ import annotations
@@ -46,11 +53,11 @@ from bench.core.units import fmt_bytes
 from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.integrity import IntegrityInput, commit_event, integrity_checks
 from bench.verify.partitions import file_partition_problems
-from bench.verify.readers import read
+from bench.verify.readers import SELECTIVE, read, read_selected
 from bench.verify.sortorder import file_sort_problem, files_per_probe, key_ranges, order_text, probes
 from bench.verify.stats import table_stats
 from bench.verify.untouched import RULE as FILTER_RULE
-from bench.verify.untouched import Selected, filter_selector, untouched_check
+from bench.verify.untouched import Selected, filter_selector, selected_truth, untouched_check
 
 FILE_COUNT_SLACK_SHARE = 0.10  # data files may exceed ceil(bytes / target) by max(1, 10 %) per partition
 RULES = {
@@ -82,6 +89,14 @@ SORT_RULE = ("sorted output (strategy sort): every data file the run wrote holds
              "on the first sort key opens (mean over 64 probe keys, from manifest bounds), before and after")
 ZORDER_RULE = ("z-order (strategy zorder): not verified beyond the rules above; advisory: per z-order column, files "
                "a point lookup opens (mean over 64 probe keys, from manifest bounds), before and after")
+SELECTED_RULE = ("a partition filter on a table with deletes (the equality deletes outside it stay live, out of "
+                 "pyiceberg's reach and possibly above DuckDB's iceberg limit): the partitions it selects are read on "
+                 "their own by pyiceberg-scan with the filter as its row filter (field id; content_pyiceberg_scan_"
+                 "selected, required) and by duckdb-merge-on-read over their data files, against the generator's "
+                 "per-partition truth summed over them; independent readers agree: at least two over the selected "
+                 "partitions, and every reader of the whole table (at least one); the partitions outside are the "
+                 "input's file for file (untouched_partitions) and the input equals the truth "
+                 "(input_matches_generator)")
 UNCOMMITTED_RULE = ("commits: none: the engine's listed output files are verified as a scratch table with the "
                     "input's schema and spec (every check above), and the real table must be unchanged")
 READERS_FOR = {
@@ -129,21 +144,54 @@ def _gt_message(answer: dict, gt: GroundTruth) -> tuple[bool, str]:
                    f"{gt.checksum}")
 
 
-def content_checks(vi: VerifyInput) -> list[Check]:
+@dataclass
+class Within:
+    """The partitions a partition filter selects on a table with deletes, read on their own: the generator's
+    truth summed over them and the answers of the readers that can read them alone (readers.read_selected)."""
+
+    where: str
+    partitions: int  # partitions of the generator's truth the filter selects
+    of: int  # partitions of the generator's truth
+    truth: GroundTruth  # rows and checksum summed over the selected partitions
+    answers: dict[str, dict] = field(default_factory=dict)
+
+
+def _answered(answers: dict[str, dict]) -> dict[str, tuple[int, str]]:
+    return {n: (a["rows"], a["checksum"]) for n, a in answers.items() if "rows" in a}
+
+
+def content_checks(vi: VerifyInput, within: Within | None = None) -> list[Check]:
     """One check per reader (required when it could read; a reader that is unavailable here says why,
-    advisory), and for deletes: at least two readers agree."""
+    advisory), and for deletes: at least two readers agree.  `within` (a partition filter on a table with
+    deletes): pyiceberg's scan of the selected partitions against their truth (required), and the agreement
+    counts the readers of the selected partitions (see SELECTED_RULE)."""
     out = []
     for name in READERS_FOR[vi.kind]:
         a = vi.answers[name]
         ok, msg = _gt_message(a, vi.ground_truth)
         out.append(Check(name=f"content_{name.replace('-', '_')}", ok=ok, message=msg,
                          required="unavailable" not in a))
+    if within is not None:
+        ok, msg = _gt_message(within.answers["pyiceberg-scan"], within.truth)
+        if not within.of:  # a dataset whose manifest predates the per-partition truth
+            ok, msg = False, "the dataset records no per-partition ground truth to compare with: generate it again"
+        out.append(Check(name="content_pyiceberg_scan_selected", ok=ok,
+                         message=f"over the {within.partitions} of {within.of} partition(s) the filter "
+                                 f"{within.where!r} selects (ground truth: the generator's, summed over them): {msg}"))
     if vi.kind == "deletes":
-        answered = {n: (a["rows"], a["checksum"]) for n, a in vi.answers.items() if "rows" in a}
-        agree = len(answered) >= 2 and len(set(answered.values())) == 1
-        out.append(Check(name="independent_readers_agree", ok=agree,
-                         message=(f"{len(answered)} readers answered ({', '.join(answered)})"
-                                  + ("" if agree else f"; answers: {answered}"))))
+        answered = _answered(vi.answers)
+        if within is None:
+            agree = len(answered) >= 2 and len(set(answered.values())) == 1
+            msg = (f"{len(answered)} readers answered ({', '.join(answered)})"
+                   + ("" if agree else f"; answers: {answered}"))
+        else:
+            selected = _answered(within.answers)
+            agree = (len(answered) >= 1 and len(set(answered.values())) == 1
+                     and len(selected) >= 2 and len(set(selected.values())) == 1)
+            msg = (f"{len(selected)} readers answered over the {within.partitions} selected partition(s) "
+                   f"({', '.join(selected)}) and {len(answered)} over the whole table ({', '.join(answered)})"
+                   + ("" if agree else f"; answers: selected partitions {selected}, whole table {answered}"))
+        out.append(Check(name="independent_readers_agree", ok=agree, message=msg))
     return out
 
 
@@ -306,7 +354,8 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     selected = (filter_selector(tbl, vi.partition_filter, vi.input_files or LiveFiles(), files)
                 if vi.partition_filter else None)
     outside = sum(1 for e in files.deletes if not selected(scope(e.data_file))) if selected else 0
-    checks = input_checks(vi) + content_checks(vi) + state_checks(vi, after, new, outside)
+    within = _within(vi, tbl, selected) if vi.kind == "deletes" and selected is not None else None
+    checks = input_checks(vi) + content_checks(vi, within) + state_checks(vi, after, new, outside)
     if vi.kind == "binpack":
         checks += binpack_checks(vi, files, facts, after, selected)
     partitioned = partition_checks(tbl, files, vi.before_paths)
@@ -324,12 +373,25 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
         verified=not failed, checks=checks,
         differences=[difference(c) for c in checks if not c.ok],
         rules=RULES[vi.kind] + ([PARTITION_RULE] if partitioned else []) + ([FILTER_RULE] if selected else [])
-        + {"sort": [SORT_RULE], "zorder": [ZORDER_RULE]}.get(vi.strategy, [])
+        + ([SELECTED_RULE] if within else []) + {"sort": [SORT_RULE], "zorder": [ZORDER_RULE]}.get(vi.strategy, [])
         + ([] if vi.committed else [UNCOMMITTED_RULE]),
         reader=", ".join(a["reader"] for a in vi.answers.values() if "rows" in a), committed=committed,
         readers={"ground_truth": {"rows": vi.ground_truth.rows, "checksum": vi.ground_truth.checksum},
                  "input": {"reader": vi.before.content_reader, "rows": vi.before.rows,
                            "checksum": vi.before.checksum},
-                 **vi.answers, "new_files": [f.model_dump() for f in new[:50]]})
+                 **vi.answers, "new_files": [f.model_dump() for f in new[:50]],
+                 **({"selected_partitions": {"where": within.where, "partitions": within.partitions, "of": within.of,
+                                             "ground_truth": {"rows": within.truth.rows,
+                                                              "checksum": within.truth.checksum},
+                                             **within.answers}} if within else {})})
     return after, v
+
+
+def _within(vi: VerifyInput, tbl: Table, selected: Selected) -> Within:
+    """The selected partitions read on their own (a partition filter on a table with deletes)."""
+    assert vi.partition_filter
+    n, rows, checksum = selected_truth(vi.ground_truth, selected, tbl.metadata.default_spec_id)
+    return Within(where=vi.partition_filter, partitions=n, of=len(vi.ground_truth.partitions),
+                  truth=GroundTruth(rows=rows, checksum=str(checksum), computed_by="generator, per partition"),
+                  answers={name: read_selected(name, tbl, vi.partition_filter, selected) for name in SELECTIVE})
 

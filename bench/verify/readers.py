@@ -13,6 +13,12 @@
                           numbers from the manifests), columns by name
 A reader that cannot read a table here raises ReaderUnavailable (with why); a reader that fails on a
 table it should read raises its own error, which the verifier reports as a failed check.
+
+Two of them also read only the partitions a partition filter selects (`read_selected`), each by its own
+code path: pyiceberg-scan with the filter as its row filter (pyiceberg's own partition pruning plans only
+those partitions' data and delete files, so the equality deletes that stay live outside the filter are out
+of its way), duckdb-merge-on-read with the data files of the selected partitions (our selector), every
+delete file still applied by its rules.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.table import Table
 
 from bench.core.catalog import CatalogSettings
@@ -80,19 +87,21 @@ def read_parquet_by_name(tbl: Table, snapshot_id: int | None, settings: CatalogS
     return parquet_checksum(LiveFiles.paths(files.data), _columns(tbl))
 
 
-def read_pyiceberg_scan(tbl: Table, snapshot_id: int | None,
-                        settings: CatalogSettings | None = None) -> tuple[int, str]:
+def read_pyiceberg_scan(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None = None,
+                        row_filter: str | None = None) -> tuple[int, str]:
     """pyiceberg resolves columns by field id; its batches stream into DuckDB's checksum.  It cannot apply
-    equality deletes: a table where some still apply (e.g. outside a partition filter) is out of its reach."""
+    equality deletes: a table where some still apply (e.g. outside a partition filter) is out of its reach.
+    With `row_filter` (a partition filter, which selects whole partitions) it plans the partitions the filter
+    selects only; an equality delete file live there fails it with pyiceberg's own error."""
     import duckdb
 
-    files = live_files(tbl, snapshot_id)
-    if files.equality:
-        applying = classify(files, tbl.specs()).applying_equality
+    if row_filter is None:
+        files = live_files(tbl, snapshot_id)
+        applying = classify(files, tbl.specs()).applying_equality if files.equality else 0
         if applying:
             raise ReaderUnavailable(f"pyiceberg cannot apply equality deletes (its scan raises 'PyIceberg does not "
                                     f"yet support equality deletes'); {applying} equality delete files apply here")
-    reader = tbl.scan(snapshot_id=snapshot_id).to_arrow_batch_reader()
+    reader = tbl.scan(snapshot_id=snapshot_id, row_filter=row_filter or AlwaysTrue()).to_arrow_batch_reader()
     con = duckdb.connect()
     try:
         con.register("_scan", reader)
@@ -125,12 +134,19 @@ def read_duckdb_iceberg(tbl: Table, snapshot_id: int | None,
     return int(n), str(s)
 
 
-def read_merge_on_read(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None = None) -> tuple[int, str]:
+def read_merge_on_read(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None = None,
+                       only: Callable[[tuple], bool] | None = None) -> tuple[int, str]:
     """A row of data file F (sequence number f) is deleted by a position delete (file_path = F's
     manifest path, pos = its row number, sequence number >= f) or an equality delete (equal on its
     equality columns, null-safe; sequence number > f; same partition unless the delete's spec is
-    unpartitioned).  Columns are matched by name."""
+    unpartitioned).  Columns are matched by name.  `only`: the rows of the data files of the partitions
+    it selects (a partition key: bench.core.table.deletes.scope), every live delete file that may apply to
+    them applied (position deletes all, equality deletes of those partitions and of an unpartitioned spec)."""
     files = live_files(tbl, snapshot_id)
+    if only is not None:
+        files = LiveFiles(data=[e for e in files.data if only(scope(e.data_file))], position=files.position,
+                          equality=[e for e in files.equality
+                                    if only(scope(e.data_file)) or is_global(e.data_file, tbl.specs())])
     if not files.data:
         return 0, "0"
     columns = _columns(tbl)
@@ -196,10 +212,26 @@ READERS: dict[str, Reader] = {r.name: r for r in (
 def read(name: str, tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None) -> dict:
     """One reader's answer as a record: {reader, resolves, rows, checksum} or {reader, unavailable} or
     {reader, error}."""
-    r = READERS[name]
-    out: dict = {"reader": name, "resolves": r.resolves}
+    return _answer(name, lambda: READERS[name].read(tbl, snapshot_id, settings))
+
+
+SELECTIVE = ("pyiceberg-scan", "duckdb-merge-on-read")  # the readers that read the selected partitions alone
+
+
+def read_selected(name: str, tbl: Table, where: str, selected: Callable[[tuple], bool]) -> dict:
+    """One reader's answer over the partitions the partition filter `where` selects (`selected` says which,
+    by partition key), at the table's current snapshot: pyiceberg-scan by its row filter, duckdb-merge-on-read
+    by the data files of those partitions.  The record of `read`, with `within: where`."""
+    how: dict[str, Callable[[], tuple[int, str]]] = {
+        "pyiceberg-scan": lambda: read_pyiceberg_scan(tbl, None, row_filter=where),
+        "duckdb-merge-on-read": lambda: read_merge_on_read(tbl, None, only=selected)}
+    return {**_answer(name, how[name]), "within": where}
+
+
+def _answer(name: str, reading: Callable[[], tuple[int, str]]) -> dict:
+    out: dict = {"reader": name, "resolves": READERS[name].resolves}
     try:
-        out["rows"], out["checksum"] = r.read(tbl, snapshot_id, settings)
+        out["rows"], out["checksum"] = reading()
     except ReaderUnavailable as e:
         out["unavailable"] = str(e)
     except Exception as e:  # noqa: BLE001 - a reader failing on this table is a finding, not a crash
@@ -220,4 +252,5 @@ def first_available(names: list[str], tbl: Table, snapshot_id: int | None,
     raise RuntimeError(f"no reader could read the table: {reasons}")
 
 
-__all__ = ["READERS", "Reader", "ReaderUnavailable", "first_available", "parquet_checksum", "read"]
+__all__ = ["READERS", "SELECTIVE", "Reader", "ReaderUnavailable", "first_available", "parquet_checksum", "read",
+           "read_selected"]

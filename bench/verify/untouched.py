@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
+from bench.core.dataset import GroundTruth
 from bench.core.partition_filter import PartitionKey, selector
 from bench.core.results import Check, PartitionOutcome, Spread3
 from bench.core.table import LiveFiles
@@ -37,6 +38,14 @@ def filter_selector(tbl: Table, text: str | None, *files: LiveFiles) -> Selected
     if not text or all(s.is_unpartitioned() for s in tbl.specs().values()):
         return None
     return selector(text, tbl.schema(), tbl.specs(), {scope(e.data_file) for f in files for e in f.all})
+
+
+def selected_truth(gt: GroundTruth, selected: Selected, spec_id: int) -> tuple[int, int, int]:
+    """(partitions, rows, checksum) the generator's ground truth gives the partitions `selected` selects: its
+    per-partition truth summed over them (the checksum is a sum over rows: partitions add up,
+    bench.core.checksum).  The generator's partitions are of the table's spec `spec_id`."""
+    chosen = [p for p in gt.partitions.values() if selected((spec_id, tuple(p.values)))]
+    return len(chosen), sum(p.rows for p in chosen), sum(int(p.checksum) for p in chosen)
 
 
 def _facts(files: LiveFiles) -> dict[str, tuple[int, PartitionKey]]:

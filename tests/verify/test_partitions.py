@@ -140,3 +140,87 @@ def test_a_partition_filter_compacts_only_the_partitions_it_selects(tmp_path, sh
     html = render_html([tmp_path / "recent"])
     assert "Partition by partition" in html and 'data-table="partitions"' in html
     assert html.count('data-metric="untouched"') == 3  # spark, arrow-floor and the fake; not the unsupported run
+
+
+def _vi(answers: dict):
+    from bench.core.dataset import GroundTruth
+    from bench.verify.checks import VerifyInput
+
+    return VerifyInput(kind="deletes", table=None, before=None, before_paths=set(),
+                       ground_truth=GroundTruth(rows=10, checksum="100"), target_file_size_bytes=1,
+                       small_file_threshold_bytes=1, output_codec="snappy", answers=answers)
+
+
+def test_readers_agree_over_the_selected_partitions_where_the_whole_table_reads_once():
+    """Equality deletes outside a partition filter: only our merge-on-read reads the whole table (pyiceberg cannot
+    apply them, DuckDB's iceberg reader above its limit).  Without a filter that is one reader, not verified (as
+    before); with one, pyiceberg's and our reads of the selected partitions make the second reader, checked
+    against the generator's truth summed over them, and must agree."""
+    from bench.core.dataset import GroundTruth
+    from bench.verify.checks import Within, content_checks
+
+    def ans(name, rows, checksum):
+        return {"reader": name, "resolves": "x", "rows": rows, "checksum": checksum}
+
+    whole = {"duckdb-merge-on-read": ans("duckdb-merge-on-read", 10, "100"),
+             "pyiceberg-scan": {"reader": "pyiceberg-scan", "unavailable": "equality deletes apply"},
+             "duckdb-iceberg": {"reader": "duckdb-iceberg", "unavailable": "above its limit"}}
+    checks = {c.name: c for c in content_checks(_vi(whole))}
+    assert not checks["independent_readers_agree"].ok and "content_pyiceberg_scan_selected" not in checks
+
+    def within(pyiceberg, ours):
+        return Within(where="event_date >= '2025-12-31'", partitions=2, of=4, truth=GroundTruth(rows=4, checksum="40"),
+                      answers={"pyiceberg-scan": ans("pyiceberg-scan", *pyiceberg),
+                               "duckdb-merge-on-read": ans("duckdb-merge-on-read", *ours)})
+
+    checks = {c.name: c for c in content_checks(_vi(whole), within((4, "40"), (4, "40")))}
+    sel, agree = checks["content_pyiceberg_scan_selected"], checks["independent_readers_agree"]
+    assert sel.ok and sel.required and "over the 2 of 4 partition(s)" in sel.message, sel
+    assert agree.ok and "2 readers answered over the 2 selected partition(s)" in agree.message, agree
+    checks = {c.name: c for c in content_checks(_vi(whole), within((4, "40"), (3, "31")))}
+    assert checks["content_pyiceberg_scan_selected"].ok and not checks["independent_readers_agree"].ok
+    checks = {c.name: c for c in content_checks(_vi(whole), within((3, "31"), (3, "31")))}
+    assert not checks["content_pyiceberg_scan_selected"].ok and "reads 3 rows (-1)" in \
+        checks["content_pyiceberg_scan_selected"].message
+    no_truth = within((4, "40"), (4, "40"))
+    no_truth.of = 0
+    assert not {c.name: c for c in content_checks(_vi(whole), no_truth)}["content_pyiceberg_scan_selected"].ok
+    disagree = {**whole, "duckdb-iceberg": ans("duckdb-iceberg", 9, "90")}  # every whole-table reader must agree
+    assert not {c.name: c for c in content_checks(_vi(disagree), within((4, "40"), (4, "40")))}[
+        "independent_readers_agree"].ok
+
+
+@pytest.mark.spark
+def test_a_partition_filter_on_a_cdc_table_is_verified_over_the_selected_partitions(tmp_path, shared_warehouse):
+    """daily-cdc-deletes with 2 buckets instead of 8 (4 days of 2 buckets at the tiny scale: 8 partitions) and
+    --where selecting the newest day: the delete files of the other days stay live, so pyiceberg cannot read the
+    whole table; Spark's run is verified by pyiceberg's scan of the 2 selected partitions against their truth; an
+    engine that loses rows there (a committed rewrite, everything else right) fails the content checks, the
+    selected one among them."""
+    import json
+    from pathlib import Path
+
+    from tests.helpers import run_bench
+
+    src = (Path(__file__).resolve().parents[2] / "scenarios" / "daily-cdc-deletes.yaml").read_text()
+    assert "\n    buckets: 8\n" in src
+    scenario = tmp_path / "cdc-four-days.yaml"
+    scenario.write_text(src.replace("\n    buckets: 8\n", "\n    buckets: 2\n"))
+    where = "event_date >= '2025-12-31'"
+    p = run_bench("run", scenario, "--scale", TINY, "--engines", "spark,losingfilter", "--where", where,
+                  "--warehouse", shared_warehouse, "--results-dir", tmp_path, "--run-id", "cdcwhere", timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    runs = {r["engine"]: r for r in (json.loads(f.read_text()) for f in (tmp_path / "cdcwhere").glob("*--rep0.json"))}
+    spark = {c["name"]: c for c in runs["spark"]["verification"]["checks"]}
+    assert runs["spark"]["verified"], runs["spark"]["verification"]["differences"]
+    assert not spark["content_pyiceberg_scan"]["required"] and "equality" in spark["content_pyiceberg_scan"]["message"]
+    sel = spark["content_pyiceberg_scan_selected"]
+    assert sel["ok"] and sel["required"] and "over the 2 of 8 partition(s)" in sel["message"], sel
+    assert "2 readers answered over the 2 selected partition(s)" in spark["independent_readers_agree"]["message"]
+    assert spark["untouched_partitions"]["ok"] and "outside it stay" in spark["no_live_delete_files"]["message"]
+    assert runs["spark"]["verification"]["readers"]["selected_partitions"]["partitions"] == 2
+    lost = runs["losingfilter"]
+    failed = {c["name"] for c in lost["verification"]["checks"] if not c["ok"] and c["required"]}
+    assert not lost["verified"] and "content_pyiceberg_scan_selected" in failed, lost["verification"]["differences"]
+    assert failed <= {"content_pyiceberg_scan_selected", "content_duckdb_merge_on_read", "content_duckdb_iceberg"}
+    assert lost["partitions"]["rewritten"] == 2 and lost["partitions"]["rewritten_outside_filter"] == 0
