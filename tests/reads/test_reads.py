@@ -116,8 +116,7 @@ def test_runner_records_reads_before_and_after(tmp_path, shared_warehouse):
     for q in qs.values():
         assert q["before"] == q["after"] == q["truth"] and q["ok"], q
         assert q["before_s"] > 0 and q["after_s"] > 0 and q["ratio"] == pytest.approx(q["before_s"] / q["after_s"])
-    ds = json.loads(next(p for p in (shared_warehouse / "datasets").glob("smallfiles_*.json")
-                         if not p.name.endswith(".baseline.json")).read_text())
+    ds = json.loads((shared_warehouse / "datasets" / f"{r['dataset'].split('.')[-1]}.json").read_text())
     assert int(qs["full-scan"]["truth"][0]) == ds["ground_truth"]["rows"] == r["before"]["rows"]
     assert qs["full-scan"]["files_opened_before"] == r["before"]["data_files"] > qs["full-scan"]["files_opened_after"]
     assert qs["point-lookup"]["files_opened_before"] == 1
