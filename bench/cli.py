@@ -210,6 +210,52 @@ def run(scenario, scale, engines, reps, warmup, cases, cow_branch, where, reader
     run_scenario(opts, Progress())
 
 
+def source_options(required: bool):
+    """--source-catalog, --source-table, --source-snapshot: the user's own table (bench.core.source)."""
+    def deco(fn):
+        for opt in reversed([
+            click.option("--source-catalog", type=click.Path(dir_okay=False), required=required, default=None,
+                         help="YAML file of pyiceberg catalog properties (type, uri, warehouse, ...; as a "
+                              ".pyiceberg.yaml catalog entry; ${VAR} from the environment) of your own table."),
+            click.option("--source-table", metavar="NS.TABLE", required=required, default=None,
+                         help="Your table in that catalog: run on a zero-copy clone of it instead of a "
+                              "generated table (the original is never written and is checked unchanged)."),
+            click.option("--source-snapshot", type=int, default=None, metavar="ID",
+                         help="The snapshot of the source table to use (default: its current one)."),
+        ]):
+            fn = opt(fn)
+        return fn
+    return deco
+
+
+def source_ref(source_catalog, source_table, source_snapshot):
+    from bench.core.source import SourceRef
+
+    if source_catalog is None and source_table is None:
+        if source_snapshot is not None:
+            raise UserError("--source-snapshot needs --source-catalog and --source-table")
+        return None
+    if source_catalog is None or source_table is None:
+        raise UserError("--source-catalog and --source-table go together")
+    return SourceRef(catalog_file=source_catalog, table=source_table, snapshot_id=source_snapshot)
+
+
+@main.command()
+@click.argument("scenario", required=False)
+@source_options(required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the description as JSON.")
+@one_line_errors
+def inspect(scenario, source_catalog, source_table, source_snapshot, as_json):
+    """Describe your own Iceberg table (files, deletes, partitions, snapshots) and, with SCENARIO, what
+    that scenario would rewrite, before anything runs."""
+    import json
+
+    from bench.runner.source import inspect_source, render
+
+    d = inspect_source(source_ref(source_catalog, source_table, source_snapshot), scenario)
+    click.echo(json.dumps(d, indent=1, default=str) if as_json else render(d))
+
+
 @main.command()
 @click.argument("scenario")
 @click.option("--scales", required=True, help="Comma-separated scales, e.g. 0.001,0.002,0.005,0.01,0.02.")
