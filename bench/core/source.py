@@ -198,7 +198,7 @@ def clone_metadata(tbl: Table, snap: Any, location: str) -> Any:
     update: dict[str, Any] = dict(
         location=location, table_uuid=uuid.uuid4(), last_updated_ms=int(time.time() * 1000), properties=props,
         snapshots=[snap], current_snapshot_id=snap.snapshot_id, snapshot_log=[], metadata_log=[],
-        refs={"main": SnapshotRef(snapshot_id=snap.snapshot_id, snapshot_ref_type=SnapshotRefType.BRANCH)},
+        refs={"main": SnapshotRef(**{"snapshot-id": snap.snapshot_id, "type": SnapshotRefType.BRANCH})},
         statistics=[], partition_statistics=[])
     return md.model_copy(update={k: v for k, v in update.items() if k in type(md).model_fields})
 

@@ -36,5 +36,49 @@ def test_inspect_describes_a_foreign_table_and_what_a_scenario_would_rewrite(for
                        (["--source-table", "shop.orders", "--source-snapshot", "5"], "not a snapshot")):
         bad = cli.invoke(main, ["inspect", "--source-catalog", str(cfg), *args])
         assert bad.exit_code == 2 and says in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output
-    missing = cli.invoke(main, ["inspect", "--source-catalog", str(root / "none.yaml"), "--source-table", "shop.orders"])
+    missing = cli.invoke(main, ["inspect", "--source-catalog", str(root / "none.yaml"), "--source-table", "x.y"])
     assert missing.exit_code == 2 and "cannot read it" in missing.output
+
+
+def test_run_on_the_clone_verifies_and_leaves_the_original_byte_identical(foreign):
+    root, cfg = foreign
+    before = tree_hashes(cfg.parent)
+    r = run_bench("run", "bin-packing", "--source-catalog", cfg, "--source-table", "shop.orders",
+                  "--engines", "risingwave,arrow-floor", "--warehouse", root / "wh", "--results-dir", root / "res",
+                  "--run-id", "own", "--cache", "warm")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert tree_hashes(cfg.parent) == before  # the source's catalog database, metadata and data files
+    results = [json.loads(p.read_text()) for p in sorted((root / "res" / "own").glob("bin-packing--*.json"))]
+    assert [x["engine"] for x in results] == ["arrow-floor", "risingwave"]
+    for x in results:
+        assert x["status"] == "ok" and x["verified"], x["verification"]["differences"]
+        src = x["source"]
+        assert src["table"] == "shop.orders" and src["unchanged"] is True and src["files"] == 21
+        assert src["fingerprint_before"] == src["fingerprint_after"]
+        checks = {c["name"]: c["ok"] for c in x["verification"]["checks"]}
+        assert checks["source_unchanged"] and checks["content_pyiceberg_scan"] and checks["input_identical"]
+        assert x["before"]["rows"] == 1200 and x["files_in"] == 12 and x["files_out"] == 3  # one file per day
+    clone = results[0]["source"]["clone"].split(".")[-1]
+    manifest = json.loads((root / "wh" / "datasets" / f"{clone}.json").read_text())
+    truth = manifest["ground_truth"]
+    assert truth["computed_by"] == "read: pyiceberg-scan + duckdb-read-parquet" and truth["rows"] == 1200
+    # the clone's location holds only its own metadata after the restore; the source's files are referenced
+    assert sorted(p.name for p in (root / "wh" / "bench" / clone).rglob("*") if p.is_file())[0].endswith(
+        ".metadata.json")
+    assert all(f.startswith(f"file://{cfg.parent}/lake/") for f in manifest["live_files"])
+    assert "source shop.orders: unchanged" in r.stderr + r.stdout
+
+
+def test_a_changed_source_is_seen(foreign, tmp_path):
+    from bench.core.source import SourceRef, fingerprint_source
+    from tests.runner.foreign import make_foreign_table
+
+    cfg = make_foreign_table(tmp_path / "other", commits=1, rows=20)
+    ref = SourceRef(catalog_file=str(cfg), table="shop.orders")
+    fp = fingerprint_source(ref)
+    data = next((tmp_path / "other" / "lake").rglob("*.parquet"))
+    data.write_bytes(data.read_bytes() + b"x")  # a data file of the source rewritten in place
+    diffs = fp.differences(fingerprint_source(ref))
+    assert diffs and str(data) in diffs[0]
+    with pytest.raises(Exception, match="cannot read it|not found"):
+        fingerprint_source(SourceRef(catalog_file=str(tmp_path / "none.yaml"), table="shop.orders"))
