@@ -53,7 +53,7 @@ def ground_truth(tbl: Table, snapshot_id: int, settings: CatalogSettings | None)
         ok = next((a for a in tried if "rows" in a), None)
         if ok is None:
             types = sorted({str(f.field_type) for f in tbl.schema().fields})
-            why = "; ".join(f"{a['reader']}: {a.get('unavailable') or a.get('error')}" for a in tried)
+            why = " ".join("; ".join(f"{a['reader']}: {a.get('unavailable') or a.get('error')}" for a in tried).split())
             raise UserError(f"the verifier cannot checksum {'.'.join(tbl.name())} (column types "
                             f"{', '.join(types)}): {why}"[:800])
         answers.append(ok)

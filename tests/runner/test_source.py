@@ -82,3 +82,21 @@ def test_a_changed_source_is_seen(foreign, tmp_path):
     assert diffs and str(data) in diffs[0]
     with pytest.raises(Exception, match="cannot read it|not found"):
         fingerprint_source(SourceRef(catalog_file=str(tmp_path / "none.yaml"), table="shop.orders"))
+
+
+def test_a_table_the_verifier_cannot_checksum_is_one_line_before_any_engine(tmp_path):
+    """A column renamed after its files were written: the by-name readers cannot read the snapshot, so there
+    is no second reader to agree with the by-field-id one and no ground truth."""
+    from bench.core.errors import UserError
+    from bench.core.source import SourceRef, load_source
+    from bench.runner.source import ground_truth
+    from tests.runner.foreign import make_foreign_table
+
+    cfg = make_foreign_table(tmp_path / "renamed", commits=1, rows=20)
+    tbl = load_source(SourceRef(catalog_file=str(cfg), table="shop.orders"))
+    with tbl.update_schema() as update:
+        update.rename_column("note", "remark")
+    tbl = load_source(SourceRef(catalog_file=str(cfg), table="shop.orders"))
+    with pytest.raises(UserError, match="cannot checksum shop.orders") as e:
+        ground_truth(tbl, tbl.current_snapshot().snapshot_id, None)
+    assert "\n" not in str(e.value) and 'column "remark" not found' in str(e.value), str(e.value)
