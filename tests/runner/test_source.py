@@ -38,6 +38,12 @@ def test_inspect_describes_a_foreign_table_and_what_a_scenario_would_rewrite(for
         assert bad.exit_code == 2 and says in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output
     missing = cli.invoke(main, ["inspect", "--source-catalog", str(root / "none.yaml"), "--source-table", "x.y"])
     assert missing.exit_code == 2 and "cannot read it" in missing.output
+    for args, says in ((["--source-table", "shop.nope"], "not found"), (["--scale", "0.1"], "--scale: shape the"),
+                       (["--source-snapshot", "5"], "not a snapshot")):  # bench run: the same, before anything runs
+        bad = cli.invoke(main, ["run", "bin-packing", "--engines", "arrow-floor", "--source-catalog", str(cfg),
+                                "--source-table", "shop.orders", *args, "--results-dir", str(root / "nores")])
+        assert bad.exit_code == 2 and says in bad.output, bad.output
+    assert not (root / "nores").exists()
 
 
 def test_run_on_the_clone_verifies_and_leaves_the_original_byte_identical(foreign):
@@ -80,7 +86,13 @@ def test_a_changed_source_is_seen(foreign, tmp_path):
     data.write_bytes(data.read_bytes() + b"x")  # a data file of the source rewritten in place
     diffs = fp.differences(fingerprint_source(ref))
     assert diffs and str(data) in diffs[0]
-    with pytest.raises(Exception, match="cannot read it|not found"):
+    from bench.core.errors import UserError
+    from bench.core.source import check_disjoint
+
+    check_disjoint("file:///w/bench/clone_a", ["file:///w/bench/clone_ab/x.parquet", "/lake/t/x.parquet"])
+    with pytest.raises(UserError, match="lie under the clone's location"):  # a restore would delete them
+        check_disjoint("file:///w/bench/clone_a", ["/w/bench/clone_a/data/x.parquet"])
+    with pytest.raises(UserError, match="cannot read it"):
         fingerprint_source(SourceRef(catalog_file=str(tmp_path / "none.yaml"), table="shop.orders"))
 
 
