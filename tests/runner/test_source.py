@@ -73,6 +73,10 @@ def test_run_on_the_clone_verifies_and_leaves_the_original_byte_identical(foreig
         ".metadata.json")
     assert all(f.startswith(f"file://{cfg.parent}/lake/") for f in manifest["live_files"])
     assert "source shop.orders: unchanged" in r.stderr + r.stdout
+    rep = CliRunner().invoke(main, ["report", str(root / "res" / "own"), "--out", str(root / "own.html")])
+    page = (root / "own.html").read_text()
+    assert rep.exit_code == 0 and "your own table shop.orders" in page and "the original unchanged after every run" \
+        in page and 'data-table="published"' not in page, rep.output
 
 
 def test_a_changed_source_is_seen(foreign, tmp_path):
