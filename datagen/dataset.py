@@ -108,7 +108,7 @@ def drop_incomplete(catalog: Catalog, ident: str) -> None:
         pass
 
 
-def _reuse(catalog: Catalog, settings: CatalogSettings, name: str) -> GeneratedTable | None:
+def reuse(catalog: Catalog, settings: CatalogSettings, name: str) -> GeneratedTable | None:
     existing = load_manifest(settings.state_path, name)
     if existing is None:
         return None
@@ -132,7 +132,7 @@ def prepare(catalog: Catalog, settings: CatalogSettings, recipe: Recipe, scale: 
     rhash = recipe_hash(recipe, scale, seed)
     name = table_name(recipe, rhash)
     ident = f"{settings.namespace}.{name}"
-    existing = _reuse(catalog, settings, name)
+    existing = reuse(catalog, settings, name)
     if existing is not None:
         return existing
     drop_incomplete(catalog, ident)

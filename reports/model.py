@@ -502,8 +502,8 @@ def _scenario(rs: ResultSet) -> None:
             f"figures are shown.")
         return
     rs.description = rs.record.description
-    try:
-        rs.published = rs.record.published()
+    try:  # a run on the user's own table (--source-table) has nothing published to compare with
+        rs.published = None if any(lr.r.source for lr in rs.runs) else rs.record.published()
     except ValidationError as e:
         rs.scenario_notes.append(f"The published figures in the scenario record are unreadable: "
                                  f"{str(e).splitlines()[0]}")
@@ -665,16 +665,42 @@ def _method(rs: ResultSet) -> Method:
         where = "every run" if k == n else f"{k} of {n} runs"
         input_lines.append(f"fingerprint {fp}: " + ("identical to the dataset" if same else
                                                     "NOT identical to the dataset") + f" ({where})")
+    input_lines += _source_lines(rs)
     rules = next((lr.r.verification.rules for lr in rs.runs if lr.r.verification.rules), [])
     return Method(orders=list(orders.items()), rotates=rotates, cache=cache_lines, inputs=input_lines,
                   rules=list(rules))
+
+
+def _source_lines(rs: ResultSet) -> list[str]:
+    """Runs on the user's own table (`--source-table`): which table, and whether it stayed unchanged."""
+    out = []
+    for (table, snap, clone), runs in groupby_sorted([lr.r for lr in rs.runs if lr.r.source],
+                                                     lambda r: (r.source.table, r.source.snapshot_id, r.source.clone)):
+        changed = [r for r in runs if r.source.unchanged is False]
+        unchecked = [r for r in runs if r.source.unchanged is None]
+        state = (f"CHANGED after {len(changed)} of {len(runs)} runs: {changed[0].source.differences[0]}" if changed
+                 else f"unchanged after every run (fingerprint {runs[0].source.fingerprint_before} over "
+                      f"{runs[0].source.files} files)" + (f"; {len(unchecked)} not checked" if unchecked else ""))
+        out.append(f"your own table {table}, snapshot {snap}, compacted as its zero-copy clone {clone}: the "
+                   f"original {state}")
+    return out
+
+
+def groupby_sorted(items: list, key) -> list[tuple]:
+    groups: dict = {}
+    for x in items:
+        groups.setdefault(key(x), []).append(x)
+    return list(groups.items())
 
 
 def _published(rs: ResultSet) -> None:
     """Published figures beside the measured ones, and why they differ."""
     pub = rs.published
     if pub is None:
-        if rs.record.content:
+        if any(lr.r.source for lr in rs.runs):
+            rs.reasons.append("Your own table (--source-table): the published figures are for the scenario's "
+                              "generated table, so none are compared.")
+        elif rs.record.content:
             rs.reasons.append("This scenario has no published figures to compare with.")
         return
     for row in rs.rows:

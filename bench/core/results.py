@@ -508,6 +508,22 @@ class PartitionOutcome(BaseModel):
     most_files_left_selected: bool = True  # whether the filter selects it
 
 
+class SourceRecord(BaseModel):
+    """A run on a table the harness did not generate (`--source-table`): what was cloned, and the proof
+    that the original did not change (its fingerprint before the run and after this engine run)."""
+
+    catalog_file: str = ""
+    table: str = ""  # the source's NAMESPACE.TABLE in its own catalog
+    snapshot_id: int | None = None  # the snapshot cloned
+    metadata_location: str = ""  # the source's metadata file when it was cloned
+    clone: str = ""  # the clone's identifier in the harness's catalog (what engines got)
+    fingerprint_before: str = ""  # bench.core.source.SourceFingerprint.digest before the run
+    fingerprint_after: str = ""  # ... after this engine run
+    files: int = 0  # files the fingerprint covers
+    unchanged: bool | None = None  # None: not checked (the run ended before)
+    differences: list[str] = Field(default_factory=list)
+
+
 class RunResult(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -557,6 +573,7 @@ class RunResult(BaseModel):
     verification: Verification = Field(default_factory=Verification)
     reads: ReadsRecord | None = None  # reader queries before/after (None: `--readers off`)
     partitions: PartitionOutcome | None = None  # a partitioned table's outcome per partition (None: unpartitioned)
+    source: SourceRecord | None = None  # a run on the user's own table (None: a generated dataset)
 
     engine_result: dict[str, Any] = Field(default_factory=dict)
     engine_settings: dict[str, Any] = Field(default_factory=dict)  # for humans: no reader decodes its keys

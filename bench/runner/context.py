@@ -23,6 +23,7 @@ from bench.core.lock import WarehouseLock
 from bench.core.machine import DROP_CACHES, node_ram_bytes
 from bench.core.progress import Progress
 from bench.core.results import Environment
+from bench.core.source import SourceFingerprint, SourceRef, load_source
 from bench.core.units import check_scale, parse_size
 from bench.engines import default_engines, engine_class, parse_engines
 from bench.scenario import Scenario, load_scenario
@@ -68,6 +69,7 @@ class RunOptions(CommonOptions):
     strategy: str | None = None  # --strategy: binpack | sort | zorder instead of the scenario's rewrite.strategy
     partitions: int | None = None  # the table reshaped to this many partitions (Scenario.with_partitions)
     where: str | None = None  # --where: the partition filter, over the scenario's
+    source: SourceRef | None = None  # --source-table: a clone of the user's own table instead of a generated one
 
 
 @dataclass
@@ -100,6 +102,8 @@ class RunContext:
     cow_branch: bool = False
     reads_plan: tuple | None = None  # (queries, truth) from datagen, computed once per run
     partition_filter: str | None = None  # the scenario's filter resolved against the dataset (resolve_filter)
+    source: SourceRef | None = None  # the user's own table: the dataset is its clone (bench.runner.source)
+    source_before: SourceFingerprint | None = None  # the source's fingerprint before the run
 
     @property
     def run_dir(self) -> Path:
@@ -209,12 +213,13 @@ def resolve_cache(requested: str | None, settings: CatalogSettings) -> tuple[str
 
 
 def storage_problems(sc: Scenario, scale: float, seed: int, engines: list[str],
-                     settings: CatalogSettings) -> list[str]:
-    """What cannot reach this warehouse (e.g. a JVM on S3 offline), as one-line items."""
+                     settings: CatalogSettings, datagen: bool = True) -> list[str]:
+    """What cannot reach this warehouse (e.g. a JVM on S3 offline), as one-line items (`datagen`: the
+    generator's needs too; not for the clone of a source table)."""
     if settings.is_remote:
         settings.storage_description()  # bad S3 settings in the environment -> UserError now
     out = [f"datagen: {r.detail} -> {r.fix}" for r in storage_requirements(sc.table, scale, seed, settings)
-           if not r.ok]
+           if not r.ok] if datagen else []
     out += [f"{e}: {r.detail} -> {r.fix}" for e in engines
             for r in engine_class(e)().storage_requirements(settings) if not r.ok]
     return out
@@ -223,10 +228,12 @@ def storage_problems(sc: Scenario, scale: float, seed: int, engines: list[str],
 def resolve(opts: RunOptions, progress: Progress) -> RunContext:
     """Validate every input before anything runs (bad input: one UserError, nothing written)."""
     sc = load_scenario(opts.scenario).with_strategy(opts.strategy)
+    if opts.source is not None:
+        check_source_options(opts, sc)
     if opts.where is not None:
         sc = sc.with_where(opts.where)  # a bad expression: UserError now
     engines = parse_engines(opts.engines or default_engines())
-    scale = check_scale(sc.local_scale if opts.scale is None else opts.scale)
+    scale = check_scale(sc.local_scale if opts.scale is None else opts.scale) if opts.source is None else 0.0
     if opts.partitions is not None:
         sc = sc.with_partitions(opts.partitions, scale)
     budget = parse_size(opts.memory_budget, "--memory-budget") if opts.memory_budget else node_ram_bytes()
@@ -246,7 +253,7 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
         if codecs is not None and sc.output.codec not in codecs:
             raise UserError(f"{e} cannot write {sc.output.codec} (it writes {', '.join(sorted(codecs))}); "
                             f"the scenario's output.codec applies to every engine")
-    unreachable = storage_problems(sc, scale, opts.seed, engines, settings)
+    unreachable = storage_problems(sc, scale, opts.seed, engines, settings, datagen=opts.source is None)
     unreachable += [f"{e}: {p}" for e in engines
                     for p in engine_class(e)().option_problems(engine_options[e], settings)]
     if unreachable:
@@ -259,10 +266,26 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                      threshold=sc.small_file_threshold(target), budget=budget, timeout_s=opts.timeout_s,
                      cache_mode=cache_mode, cache_requested=opts.cache or f"default ({cache_mode})",
                      instance_type=opts.instance_type, progress=progress, engine_options=engine_options,
-                     readers=opts.readers, reader=opts.reader, cow_branch=opts.cow_branch)
+                     readers=opts.readers and opts.source is None, reader=opts.reader, cow_branch=opts.cow_branch,
+                     source=opts.source)
+    if opts.source is not None:
+        load_source(opts.source)  # an unreadable catalog file, unknown table or snapshot: UserError now
+        if opts.readers:
+            progress.info("reader queries: off on a source table (their questions and answers come from datagen)")
     if cache_note:
         progress.info(f"cache: {cache_note}")
     return ctx
+
+
+def check_source_options(opts: RunOptions, sc: Scenario) -> None:
+    """What a source table replaces (the generator) cannot be asked for with it."""
+    given = [flag for flag, v in (("--scale", opts.scale), ("--partitions", opts.partitions),
+                                  ("--cases", opts.cases), ("--cow-branch", opts.cow_branch or None)) if v is not None]
+    if given:
+        raise UserError(f"{', '.join(given)}: shape the generated table; with --source-table your table is the input")
+    if sc.live_writer is not None:
+        raise UserError(f"{sc.name}: a live-writer scenario writes generated rows into the table; use a "
+                        "compaction scenario (e.g. bin-packing) with --source-table")
 
 
 def resolve_filter(ctx: RunContext) -> str | None:

@@ -33,6 +33,7 @@ from bench.core.results import (
     save,
     write_run_state,
 )
+from bench.core.source import fingerprint_source
 from bench.core.table import live_entries, live_files
 from bench.core.units import fmt_bytes
 from bench.engines import base_name, engine_class, engine_color, split_label
@@ -42,6 +43,7 @@ from bench.runner.inputs import SETUP_READ_ALLOWANCE, SetupGuard, reset_input
 from bench.runner.live import INGEST_BRANCH, judge, live_writer, unsupported
 from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
 from bench.runner.reads import reads_after, reads_before
+from bench.runner.source import check_source, prepare_clone, source_record
 from bench.telemetry.limits import remove_stale_cgroups
 from bench.verify import IntegrityInput, VerifyInput, partition_outcome, remove_output, stage_output, verify
 from datagen.dataset import prepare
@@ -140,6 +142,10 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         r.status, r.verified = "failed", False
         r.error = f"harness: {type(exc).__name__}: {exc}"
         r.log_tail = traceback.format_exc().splitlines()[-LOG_TAIL_LINES:]
+    if ctx.source is not None and ctx.source_before is not None:  # the original, after this engine run
+        r.source = source_record(ctx.source, ds, ctx.source_before)
+        if check_source(r, ctx.source, ctx.source_before):
+            r.error = (r.error + "; " if r.error else "") + f"the source table changed: {r.source.differences[0]}"
     return finish(ctx, r, label)
 
 
@@ -281,16 +287,26 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
             log.parent.mkdir(parents=True, exist_ok=True)
             ctx.served = stack.enter_context(serve(ctx.settings, log_file=log))
             ctx.catalog = load_catalog(ctx.settings)
-            ds = ctx.dataset = prepare(ctx.catalog, ctx.settings, ctx.scenario.table, ctx.scale, ctx.seed,
-                                       progress=progress)
-            progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
-                          f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
+            if ctx.source is not None:
+                ctx.source_before = fingerprint_source(ctx.source)
+                ds = ctx.dataset = prepare_clone(ctx.catalog, ctx.settings, ctx.source, ctx.scenario, progress,
+                                                 read_settings=ctx.catalog_settings)
+                progress.info(f"source {ctx.source.table} (snapshot {ds.snapshot_id}, fingerprint "
+                              f"{ctx.source_before.digest} over {len(ctx.source_before.files)} files): clone "
+                              f"{ds.table}, {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
+                              f"({'reused' if ds.reused else f'cloned and read in {ds.generation_s:.1f} s'})")
+            else:
+                ds = ctx.dataset = prepare(ctx.catalog, ctx.settings, ctx.scenario.table, ctx.scale, ctx.seed,
+                                           progress=progress)
+                progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
+                              f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
             ctx.partition_filter = resolve_filter(ctx)
             if ctx.partition_filter:
                 progress.info(f"partition filter: {ctx.partition_filter} (only the partitions it selects are "
                               "compacted)")
             for slot in slots:
                 out.append(run_one(ctx, slot))
+            source_unchanged(ctx)
             state.state = "complete"
         except BaseException as exc:
             state.state, state.note = "interrupted", f"{type(exc).__name__}: {exc}"[:500]
@@ -301,6 +317,18 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     progress.block(summary_table(out, ctx.engines))
     progress.info(f"results: {ctx.run_dir}")
     return out
+
+
+def source_unchanged(ctx: RunContext) -> None:
+    """The whole run: the source as it was before (raises, failing the run, when it is not)."""
+    if ctx.source is None or ctx.source_before is None:
+        return
+    diffs = ctx.source_before.differences(fingerprint_source(ctx.source))
+    if diffs:
+        raise RuntimeError(f"THE SOURCE TABLE {ctx.source.table} CHANGED during the run ({len(diffs)} "
+                           f"difference(s), e.g. {diffs[0]}): no result of this run counts")
+    ctx.progress.info(f"source {ctx.source.table}: unchanged (fingerprint {ctx.source_before.digest}: current "
+                      f"snapshot, metadata file sha256, {len(ctx.source_before.files)} referenced files)")
 
 
 def summary_table(results: list[RunResult], engines: list[str]) -> str:

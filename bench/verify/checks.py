@@ -204,8 +204,8 @@ def input_checks(vi: VerifyInput) -> list[Check]:
               if vi.input_identical else f"input fingerprint {vi.input_fingerprint} differs from the dataset's"),
         Check(name="input_matches_generator", ok=ok,
               message=(f"input ({b.content_reader}): {b.rows} rows, checksum equal to the ground truth" if ok else
-                       f"input reads {b.rows} rows / checksum {b.checksum} ({b.content_reader}), the generator's "
-                       f"ground truth is {gt.rows} / {gt.checksum}")),
+                       f"input reads {b.rows} rows / checksum {b.checksum} ({b.content_reader}), the ground truth "
+                       f"({gt.computed_by}) is {gt.rows} / {gt.checksum}")),
     ]
 
 

@@ -1,0 +1,216 @@
+"""A table the harness did not generate: its catalog, a zero-copy clone of one of its snapshots in the
+harness's own catalog, and a fingerprint that proves the original unchanged.
+
+The source is reached through pyiceberg's own `load_catalog(name, **properties)`, the properties read
+from a YAML file with the keys of a `.pyiceberg.yaml` catalog entry (`type`, `uri`, `warehouse`, ...;
+`${VAR}` is taken from the environment, where credentials belong).  The harness never writes through
+that catalog: it only loads the table.
+
+The clone is a new metadata file in the harness's warehouse, registered in its catalog: the source's
+schemas, partition specs, sort orders and the chosen snapshot (its manifest list and manifests, hence
+its data and delete files, stay where they are: nothing is copied), with its location in the harness's
+warehouse (every file an engine writes lands there) and properties that turn garbage collection off,
+so no expire or orphan removal can delete a file of the source through the clone.  Restoring the clone
+lists, deletes and moves only files under the clone's location, which holds none of the source's files
+(`check_disjoint`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+from pyiceberg.table import Table
+from pyiceberg.table.refs import SnapshotRef, SnapshotRefType
+
+from bench.core.catalog.s3 import filesystem
+from bench.core.errors import UserError
+from bench.core.table.entries import live_entries, local_path
+
+# properties of the clone over the source's: no commit of an engine or the harness may delete a file
+CLONE_PROPERTIES = {
+    "gc.enabled": "false",  # Iceberg: expire_snapshots / remove_orphan_files refuse to delete files
+    "write.metadata.delete-after-commit.enabled": "false",
+    "bench.clone": "true",
+}
+# source properties that would send new files outside the clone's location
+DROPPED_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
+                      "write.folder-storage.path")
+
+
+class SourceRef(BaseModel):
+    """Which table, from which catalog file, at which snapshot (as the user named them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    catalog_file: str
+    table: str
+    snapshot_id: int | None = None
+
+
+def catalog_properties(catalog_file: str) -> tuple[str, dict[str, str]]:
+    """(catalog name, properties) from the YAML file: a mapping of pyiceberg catalog properties, or a
+    `.pyiceberg.yaml` with one entry under `catalog:`.  `${VAR}` in values comes from the environment."""
+    path = Path(catalog_file).expanduser()
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise UserError(f"--source-catalog {catalog_file}: cannot read it ({e.strerror or e})") from None
+    except yaml.YAMLError as e:
+        raise UserError(f"--source-catalog {catalog_file}: not YAML ({str(e).splitlines()[0]})") from None
+    name = path.stem.lstrip(".") or "source"
+    if isinstance(doc, dict) and set(doc) == {"catalog"} and isinstance(doc["catalog"], dict) \
+            and len(doc["catalog"]) == 1:
+        name, doc = next(iter(doc["catalog"].items()))
+    if not isinstance(doc, dict) or not doc or not all(isinstance(v, str | int | float | bool) for v in doc.values()):
+        raise UserError(f"--source-catalog {catalog_file}: expected a mapping of pyiceberg catalog properties "
+                        "(type, uri, warehouse, ...), as in a .pyiceberg.yaml catalog entry")
+    return str(name), {str(k): os.path.expandvars(str(v)) for k, v in doc.items()}
+
+
+def load_source(ref: SourceRef) -> Table:
+    """The source table, loaded read-only through its own catalog; UserError when it cannot be."""
+    from pyiceberg.catalog import load_catalog
+
+    name, props = catalog_properties(ref.catalog_file)
+    try:
+        catalog = load_catalog(name, **props)
+    except Exception as e:  # noqa: BLE001 - any catalog's failure to start is the user's configuration
+        raise UserError(f"--source-catalog {ref.catalog_file}: pyiceberg cannot load the catalog: "
+                        f"{type(e).__name__}: {_first_line(e)}") from None
+    if "." not in ref.table:
+        raise UserError(f"--source-table {ref.table!r}: give NAMESPACE.TABLE")
+    try:
+        tbl = catalog.load_table(ref.table)
+    except Exception as e:  # noqa: BLE001 - NoSuchTableError, or the catalog's own error
+        raise UserError(f"--source-table {ref.table}: not found in {ref.catalog_file} "
+                        f"({type(e).__name__}: {_first_line(e)})") from None
+    snapshot(tbl, ref.snapshot_id)  # a bad snapshot id: UserError now
+    return tbl
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:300] if text else ""
+
+
+def snapshot(tbl: Table, snapshot_id: int | None) -> Any:
+    """The snapshot to clone (default: the current one); UserError when there is none."""
+    snap = tbl.snapshot_by_id(snapshot_id) if snapshot_id is not None else tbl.current_snapshot()
+    if snap is None:
+        if snapshot_id is not None:
+            ids = ", ".join(str(s.snapshot_id) for s in tbl.metadata.snapshots[-5:])
+            raise UserError(f"--source-snapshot {snapshot_id}: not a snapshot of {'.'.join(tbl.name())} "
+                            f"(latest: {ids or 'none'})")
+        raise UserError(f"{'.'.join(tbl.name())} has no snapshot: an empty table has nothing to compact")
+    return snap
+
+
+class SourceFingerprint(BaseModel):
+    """The source as it is: what must not change while the harness works on its clone."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    snapshot_id: int | None = None  # its current snapshot
+    metadata_location: str = ""
+    metadata_sha256: str = ""  # content hash of its current metadata file
+    files: dict[str, int] = Field(default_factory=dict)  # every file it references -> size (-1: missing)
+    digest: str = ""  # over all of the above
+
+    def differences(self, other: SourceFingerprint) -> list[str]:
+        keys = ("snapshot_id", "metadata_location", "metadata_sha256")
+        out = [f"{k}: {getattr(self, k)} -> {getattr(other, k)}" for k in keys if getattr(self, k) != getattr(other, k)]
+        for path in sorted(set(self.files) | set(other.files)):
+            a, b = self.files.get(path), other.files.get(path)
+            if a != b:
+                out.append(f"{path}: size {a} -> {b}")
+        return out
+
+
+def _size(uri: str) -> int:
+    import pyarrow.fs as pafs
+
+    fs, path = filesystem(uri if "://" in uri else "file://" + local_path(uri))
+    info = fs.get_file_info(path)
+    return int(info.size or 0) if info.type == pafs.FileType.File else -1
+
+
+def _sha256(uri: str) -> str:
+    fs, path = filesystem(uri if "://" in uri else "file://" + local_path(uri))
+    h = hashlib.sha256()
+    with fs.open_input_stream(path) as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def referenced_files(tbl: Table, snapshot_ids: set[int]) -> list[str]:
+    """The metadata file, every snapshot's manifest list and manifests, and the live data and delete files
+    of `snapshot_ids`."""
+    paths = {tbl.metadata_location}
+    for snap in tbl.metadata.snapshots:
+        paths.add(snap.manifest_list)
+        paths.update(m.manifest_path for m in snap.manifests(tbl.io))
+    for sid in snapshot_ids:
+        paths.update(e.data_file.file_path for e in live_entries(tbl, sid))
+    return sorted(paths)
+
+
+def fingerprint_source(ref: SourceRef) -> SourceFingerprint:
+    """The source now (loaded afresh through its catalog): current snapshot, metadata file and its hash,
+    and every file the current and the chosen snapshot reference, with sizes."""
+    tbl = load_source(SourceRef(catalog_file=ref.catalog_file, table=ref.table))
+    current = tbl.current_snapshot()
+    ids = {s for s in (current.snapshot_id if current else None, ref.snapshot_id) if s is not None
+           and tbl.snapshot_by_id(s) is not None}
+    fp = SourceFingerprint(snapshot_id=current.snapshot_id if current else None,
+                           metadata_location=tbl.metadata_location, metadata_sha256=_sha256(tbl.metadata_location),
+                           files={p: _size(p) for p in referenced_files(tbl, ids)})
+    fp.digest = hashlib.sha256(fp.model_dump_json(exclude={"digest"}).encode()).hexdigest()[:16]
+    return fp
+
+
+def _under(path: str, root: str) -> bool:
+    p, r = local_path(path).rstrip("/"), local_path(root).rstrip("/")
+    return p == r or p.startswith(r + "/")
+
+
+def check_disjoint(clone_location: str, source_files: list[str]) -> None:
+    """The clone's location holds none of the source's files (restoring the clone deletes whatever under
+    its location it does not list); UserError otherwise."""
+    inside = [p for p in source_files if _under(p, clone_location)]
+    if inside:
+        raise UserError(f"the source's files lie under the clone's location {clone_location} (e.g. {inside[0]}): "
+                        "use a --warehouse outside the source table's directory")
+
+
+def clone_metadata(tbl: Table, snap: Any, location: str) -> Any:
+    """The source's metadata with only `snap` (its manifests as they are), `location` as the table's
+    location and garbage collection off: a new table that references the source's files in place."""
+    md = tbl.metadata
+    props = {k: v for k, v in md.properties.items() if k not in DROPPED_PROPERTIES} | CLONE_PROPERTIES
+    update: dict[str, Any] = dict(
+        location=location, table_uuid=uuid.uuid4(), last_updated_ms=int(time.time() * 1000), properties=props,
+        snapshots=[snap], current_snapshot_id=snap.snapshot_id, snapshot_log=[], metadata_log=[],
+        refs={"main": SnapshotRef(**{"snapshot-id": snap.snapshot_id, "type": SnapshotRefType.BRANCH})},
+        statistics=[], partition_statistics=[])
+    return md.model_copy(update={k: v for k, v in update.items() if k in type(md).model_fields})
+
+
+def write_clone(catalog: Any, ident: str, tbl: Table, snap: Any, location: str,
+                io_properties: dict[str, str]) -> str:
+    """Write the clone's metadata file under `location` and register `ident` at it; returns its path."""
+    from pyiceberg.io import load_file_io
+    from pyiceberg.serializers import ToOutputFile
+
+    md = clone_metadata(tbl, snap, location)
+    path = f"{location.rstrip('/')}/metadata/00000-{uuid.uuid4()}.metadata.json"
+    ToOutputFile.table_metadata(md, load_file_io(io_properties, location).new_output(path))
+    catalog.register_table(ident, path)
+    return path

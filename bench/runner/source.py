@@ -1,0 +1,260 @@
+"""The user's own table in place of a generated one: `bench inspect` (what the table is, what a scenario
+would rewrite) and, for `bench run --source-table`, its clone as the run's dataset, with the ground truth
+read from the source snapshot by two readers of different code paths, and the check that the original
+did not change."""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+import time
+from collections import Counter, defaultdict
+from typing import Any
+
+from pyiceberg.catalog import Catalog
+from pyiceberg.table import Table
+
+from bench.core.catalog import CatalogSettings
+from bench.core.dataset import GeneratedTable, GroundTruth, save_manifest, spare_dir
+from bench.core.errors import UserError
+from bench.core.progress import Progress
+from bench.core.results import Check, RunResult, SourceRecord
+from bench.core.source import (
+    SourceFingerprint,
+    SourceRef,
+    check_disjoint,
+    fingerprint_source,
+    load_source,
+    referenced_files,
+    snapshot,
+    write_clone,
+)
+from bench.core.table import LiveFiles, live_files
+from bench.core.table.deletes import classify, scope
+from bench.core.table.state import keep_spare, list_files
+from bench.core.units import fmt_bytes
+from bench.scenario import Scenario
+from bench.verify import table_stats
+from bench.verify.readers import read
+from datagen.dataset import drop_incomplete, reuse
+
+# the ground truth: one reader resolving columns by field id (or through the catalog), one by name
+TRUTH_READERS = (("pyiceberg-scan", "duckdb-iceberg"), ("duckdb-read-parquet", "duckdb-merge-on-read"))
+HISTOGRAM = [(1 << 20, "< 1 MiB"), (8 << 20, "1-8 MiB"), (32 << 20, "8-32 MiB"), (128 << 20, "32-128 MiB"),
+             (512 << 20, "128-512 MiB"), (None, ">= 512 MiB")]
+
+
+def ground_truth(tbl: Table, snapshot_id: int, settings: CatalogSettings | None) -> GroundTruth:
+    """Rows and checksum of the snapshot by two readers of different code paths, which must agree;
+    UserError (before any engine runs) when the checksum cannot be taken."""
+    answers = []
+    for group in TRUTH_READERS:
+        tried = [read(name, tbl, snapshot_id, settings) for name in group]
+        ok = next((a for a in tried if "rows" in a), None)
+        if ok is None:
+            types = sorted({str(f.field_type) for f in tbl.schema().fields})
+            why = " ".join("; ".join(f"{a['reader']}: {a.get('unavailable') or a.get('error')}" for a in tried).split())
+            raise UserError(f"the verifier cannot checksum {'.'.join(tbl.name())} (column types "
+                            f"{', '.join(types)}): {why}"[:800])
+        answers.append(ok)
+    a, b = answers
+    if (a["rows"], a["checksum"]) != (b["rows"], b["checksum"]):
+        raise UserError(f"the source snapshot reads differently by {a['reader']} ({a['rows']} rows, checksum "
+                        f"{a['checksum']}) and {b['reader']} ({b['rows']} rows, checksum {b['checksum']}): "
+                        "no ground truth to verify against")
+    files = live_files(tbl, snapshot_id)
+    data = [e.data_file for e in files.data]
+    return GroundTruth(
+        rows=a["rows"], checksum=a["checksum"], computed_by=f"read: {a['reader']} + {b['reader']}",
+        rows_written=sum(df.record_count for df in data), data_files=len(data),
+        data_bytes=sum(df.file_size_in_bytes for df in data), position_delete_files=len(files.position),
+        equality_delete_files=len(files.equality),
+        position_delete_bytes=sum(e.data_file.file_size_in_bytes for e in files.position),
+        equality_delete_bytes=sum(e.data_file.file_size_in_bytes for e in files.equality),
+        partition_spec="" if tbl.spec().is_unpartitioned() else str(tbl.spec()))
+
+
+def clone_name(src: Table, snap_id: int) -> tuple[str, str]:
+    """(table name, key) of the clone of (source metadata file, snapshot): a new source commit, a new clone."""
+    key = hashlib.sha256(f"{'.'.join(src.name())}|{src.metadata_location}|{snap_id}".encode()).hexdigest()[:12]
+    return f"clone_{key}", key
+
+
+def prepare_clone(catalog: Catalog, settings: CatalogSettings, ref: SourceRef, sc: Scenario,
+                  progress: Progress, read_settings: CatalogSettings | None = None) -> GeneratedTable:
+    """The clone of the source snapshot as the run's dataset (made, with its ground truth, unless it exists)."""
+    src = load_source(ref)
+    snap = snapshot(src, ref.snapshot_id)
+    name, key = clone_name(src, snap.snapshot_id)
+    existing = reuse(catalog, settings, name)
+    if existing is not None:
+        return existing
+    ident = f"{settings.namespace}.{name}"
+    location = f"{settings.warehouse_uri.rstrip('/')}/{settings.namespace}/{name}"
+    check_disjoint(location, referenced_files(src, {snap.snapshot_id}))
+    drop_incomplete(catalog, ident)  # a clone left half-made: only its own location is deleted
+    catalog.create_namespace_if_not_exists(settings.namespace)
+    t0 = time.perf_counter()
+    write_clone(catalog, ident, src, snap, location, settings.file_io_properties())
+    tbl = catalog.load_table(ident)
+    with progress.task("reading the source snapshot's ground truth (two readers)", unit="step"):
+        truth = ground_truth(tbl, snap.snapshot_id, read_settings)
+    keep_spare(tbl.metadata_location, tbl.location(), spare_dir(settings.state_path, name))
+    entries = live_files(tbl).all
+    ds = GeneratedTable(
+        table=ident, kind=sc.kind, recipe_hash=key, scale=0.0, seed=0,
+        recipe={"source": ref.model_dump(mode="json") | {"snapshot_id": snap.snapshot_id,
+                                                         "metadata_location": src.metadata_location}},
+        snapshot_id=snap.snapshot_id, metadata_location=tbl.metadata_location, location=tbl.location(),
+        files=len(entries), bytes=sum(e.data_file.file_size_in_bytes for e in entries), rows=truth.rows,
+        live_files=sorted(LiveFiles.paths(entries)), table_files=list_files(tbl.location()), ground_truth=truth,
+        created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), generation_s=time.perf_counter() - t0,
+        generator_version="clone")
+    save_manifest(settings.state_path, ds)
+    return ds
+
+
+def source_record(ref: SourceRef, ds: GeneratedTable, before: SourceFingerprint) -> SourceRecord:
+    src = ds.recipe["source"]
+    return SourceRecord(catalog_file=ref.catalog_file, table=ref.table, snapshot_id=src["snapshot_id"],
+                        metadata_location=src["metadata_location"], clone=ds.table,
+                        fingerprint_before=before.digest, files=len(before.files))
+
+
+def check_source(r: RunResult, ref: SourceRef, before: SourceFingerprint) -> list[str]:
+    """Fingerprint the source again after an engine run: a required check of the result, and what differs."""
+    assert r.source is not None
+    try:
+        after = fingerprint_source(ref)
+        diffs = before.differences(after)
+        r.source.fingerprint_after = after.digest
+    except Exception as e:  # noqa: BLE001 - a source that cannot be read back is a difference too
+        diffs = [f"cannot fingerprint the source again: {type(e).__name__}: {e}"[:500]]
+    r.source.unchanged, r.source.differences = not diffs, diffs[:20]
+    msg = (f"the source {ref.table} is unchanged: current snapshot, metadata file (sha256) and its "
+           f"{len(before.files)} referenced files (sizes) as before the run" if not diffs else
+           f"THE SOURCE TABLE {ref.table} CHANGED during the run: {len(diffs)} difference(s), e.g. {diffs[0]}")
+    if not r.verification.add(Check(name="source_unchanged", ok=not diffs, message=msg)):
+        r.verified = False
+    return diffs
+
+
+# ---- bench inspect -------------------------------------------------------------------------------------------
+
+def _histogram(sizes: list[int]) -> dict[str, int]:
+    out = {label: 0 for _, label in HISTOGRAM}
+    for s in sizes:
+        out[next(label for bound, label in HISTOGRAM if bound is None or s < bound)] += 1
+    return out
+
+
+def _spread(values: list[int]) -> dict[str, int]:
+    return ({"min": min(values), "median": int(statistics.median(values)), "max": max(values)} if values
+            else {"min": 0, "median": 0, "max": 0})
+
+
+def describe(tbl: Table, snapshot_id: int | None, sc: Scenario | None = None) -> dict[str, Any]:
+    """What the table is at the snapshot (and, with a scenario, what it would rewrite), as plain data."""
+    snap = snapshot(tbl, snapshot_id)
+    current = tbl.current_snapshot()
+    files = live_files(tbl, snap.snapshot_id)
+    st = table_stats(tbl, snap.snapshot_id, content=False, files=files)
+    manifests = snap.manifests(tbl.io)
+    data_sizes = [e.data_file.file_size_in_bytes for e in files.data]
+    parts: dict[tuple, list] = defaultdict(list)
+    for e in files.all:
+        parts[scope(e.data_file)].append(e.data_file)
+    spec = tbl.specs()[tbl.spec().spec_id]
+    cls = classify(files, tbl.specs()) if files.deletes else None
+    manifest_bytes = sum(m.manifest_length for m in manifests)
+    out: dict[str, Any] = {
+        "table": ".".join(tbl.name()), "location": tbl.location(), "metadata_location": tbl.metadata_location,
+        "format_version": tbl.metadata.format_version,
+        "schema": [f"{f.field_id}: {f.name} {f.field_type}{'' if f.required else ' (optional)'}"
+                   for f in tbl.schema().fields],
+        "partition_spec": "unpartitioned" if spec.is_unpartitioned() else ", ".join(
+            f"{f.name}: {f.transform}({tbl.schema().find_column_name(f.source_id)})" for f in spec.fields),
+        "sort_order": "unsorted" if tbl.sort_order().is_unsorted else str(tbl.sort_order()),
+        "properties": dict(tbl.properties),
+        "snapshot": {"id": snap.snapshot_id, "timestamp_ms": snap.timestamp_ms,
+                     "operation": str(snap.summary.operation.value) if snap.summary else "",
+                     "current": current is not None and snap.snapshot_id == current.snapshot_id},
+        "snapshots": len(tbl.metadata.snapshots),
+        "manifests": {"count": len(manifests), "bytes": manifest_bytes,
+                      "by_content": dict(Counter(m.content.name.lower() for m in manifests))},
+        "data_files": {"count": len(data_sizes), "bytes": sum(data_sizes),
+                       "rows": sum(e.data_file.record_count for e in files.data),
+                       "logical_bytes": st.uncompressed_bytes, "codecs": st.codecs, "size": _spread(data_sizes),
+                       "histogram": _histogram(data_sizes)},
+        "delete_files": {
+            "position": {"count": len(files.position),
+                         "bytes": sum(e.data_file.file_size_in_bytes for e in files.position),
+                         "dangling": len(cls.dangling_position) if cls else 0},
+            "equality": {"count": len(files.equality),
+                         "bytes": sum(e.data_file.file_size_in_bytes for e in files.equality),
+                         "dangling": len(cls.dangling_equality) if cls else 0}},
+        "partitions": {"count": len(parts),
+                       "data_files": _spread([sum(1 for f in v if f.content == 0) for v in parts.values()])},
+        "bytes_on_disk": sum(data_sizes) + st.delete_bytes + manifest_bytes,
+    }
+    if sc is not None:
+        out["scenario"] = would_rewrite(sc, files, parts)
+    return out
+
+
+def would_rewrite(sc: Scenario, files: LiveFiles, parts: dict[tuple, list]) -> dict[str, Any]:
+    """What SCENARIO's rewrite takes in: data files below its small-file threshold, per partition, and the
+    delete files (its recipe is not used: the table replaces it)."""
+    target = sc.target_file_size_bytes
+    threshold = sc.small_file_threshold(target)
+    small = {k: [f for f in v if f.content == 0 and f.file_size_in_bytes < threshold] for k, v in parts.items()}
+    small = {k: v for k, v in small.items() if v}
+    return {"name": sc.name, "kind": sc.kind, "target_file_size": target, "small_file_threshold": threshold,
+            "small_data_files": sum(len(v) for v in small.values()),
+            "small_data_bytes": sum(f.file_size_in_bytes for v in small.values() for f in v),
+            "partitions_with_small_files": len(small),
+            "partitions_with_two_or_more_small_files": sum(1 for v in small.values() if len(v) > 1),
+            "delete_files": len(files.deletes),
+            "delete_bytes": sum(e.data_file.file_size_in_bytes for e in files.deletes)}
+
+
+def render(d: dict[str, Any]) -> str:
+    """`bench inspect`'s text."""
+    df, dl, snap = d["data_files"], d["delete_files"], d["snapshot"]
+    lines = [f"table {d['table']} (format v{d['format_version']})", f"  location  {d['location']}",
+             f"  metadata  {d['metadata_location']}", "schema:", *(f"  {c}" for c in d["schema"]),
+             f"partition spec: {d['partition_spec']}", f"sort order: {d['sort_order']}",
+             f"snapshot {snap['id']} ({snap['operation']}{', current' if snap['current'] else ''}) of "
+             f"{d['snapshots']} snapshot(s)",
+             f"manifests: {d['manifests']['count']} ({fmt_bytes(d['manifests']['bytes'])}; "
+             + ", ".join(f"{k} {v}" for k, v in d["manifests"]["by_content"].items()) + ")",
+             f"data files: {df['count']}, {fmt_bytes(df['bytes'])} on disk, {fmt_bytes(df['logical_bytes'])} "
+             f"logical, {df['rows']} rows written, codecs {', '.join(df['codecs']) or '-'}; size min "
+             f"{fmt_bytes(df['size']['min'])}, median {fmt_bytes(df['size']['median'])}, max "
+             f"{fmt_bytes(df['size']['max'])}",
+             *(f"  {label:>12}  {n}" for label, n in df["histogram"].items()),
+             *(f"{kind} delete files: {v['count']} ({fmt_bytes(v['bytes'])}), {v['dangling']} dangling"
+               for kind, v in dl.items()),
+             f"partitions: {d['partitions']['count']}; data files per partition min "
+             f"{d['partitions']['data_files']['min']}, median {d['partitions']['data_files']['median']}, max "
+             f"{d['partitions']['data_files']['max']}",
+             f"bytes on disk (data, deletes, manifests): {fmt_bytes(d['bytes_on_disk'])}"]
+    s = d.get("scenario")
+    if s:
+        lines += [f"under {s['name']} (target {fmt_bytes(s['target_file_size'])}, small below "
+                  f"{fmt_bytes(s['small_file_threshold'])}): {s['small_data_files']} small data files "
+                  f"({fmt_bytes(s['small_data_bytes'])}) in {s['partitions_with_small_files']} partition(s), "
+                  f"{s['partitions_with_two_or_more_small_files']} with two or more; {s['delete_files']} delete "
+                  f"file(s) ({fmt_bytes(s['delete_bytes'])})"]
+    return "\n".join(lines)
+
+
+def inspect_source(ref: SourceRef, scenario: str | None) -> dict[str, Any]:
+    from bench.scenario import load_scenario
+
+    sc = load_scenario(scenario) if scenario else None
+    return describe(load_source(ref), ref.snapshot_id, sc)
+
+
+__all__ = ["check_source", "describe", "ground_truth", "inspect_source", "prepare_clone", "render",
+           "source_record"]

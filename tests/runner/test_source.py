@@ -1,0 +1,118 @@
+"""The user's own table: `bench inspect` on a foreign table (made with plain pyiceberg in a catalog and
+directory of its own), and `bench run` on its zero-copy clone with the original byte-identical after."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from bench.cli import main
+from tests.helpers import run_bench
+from tests.runner.foreign import make_foreign_table, tree_hashes
+
+
+@pytest.fixture(scope="module")
+def foreign(tmp_path_factory):
+    root = tmp_path_factory.mktemp("foreign")
+    return root, make_foreign_table(root / "src")
+
+
+def test_inspect_describes_a_foreign_table_and_what_a_scenario_would_rewrite(foreign):
+    root, cfg = foreign
+    r = run_bench("inspect", "bin-packing", "--source-catalog", cfg, "--source-table", "shop.orders", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["table"] == "shop.orders" and d["snapshots"] == 4
+    assert "4: amount decimal(12, 2) (optional)" in d["schema"]
+    assert d["partition_spec"] == "placed_on: identity(placed_on)" and d["partitions"]["count"] == 3
+    assert d["data_files"]["count"] == 12 and d["data_files"]["rows"] == 1200
+    assert d["data_files"]["histogram"]["< 1 MiB"] == 12
+    assert d["delete_files"]["position"]["count"] == 0 and d["delete_files"]["equality"]["count"] == 0
+    assert d["scenario"]["small_data_files"] == 12 and d["scenario"]["partitions_with_two_or_more_small_files"] == 3
+    cli = CliRunner()  # in-process: the text and the bad inputs
+    text = cli.invoke(main, ["inspect", "--source-catalog", str(cfg), "--source-table", "shop.orders"])
+    assert text.exit_code == 0 and "partition spec: placed_on: identity(placed_on)" in text.output, text.output
+    for args, says in ((["--source-table", "shop.nope"], "not found"),
+                       (["--source-table", "shop.orders", "--source-snapshot", "5"], "not a snapshot")):
+        bad = cli.invoke(main, ["inspect", "--source-catalog", str(cfg), *args])
+        assert bad.exit_code == 2 and says in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output
+    missing = cli.invoke(main, ["inspect", "--source-catalog", str(root / "none.yaml"), "--source-table", "x.y"])
+    assert missing.exit_code == 2 and "cannot read it" in missing.output
+    for args, says in ((["--source-table", "shop.nope"], "not found"), (["--scale", "0.1"], "--scale: shape the"),
+                       (["--source-snapshot", "5"], "not a snapshot")):  # bench run: the same, before anything runs
+        bad = cli.invoke(main, ["run", "bin-packing", "--engines", "arrow-floor", "--source-catalog", str(cfg),
+                                "--source-table", "shop.orders", *args, "--results-dir", str(root / "nores")])
+        assert bad.exit_code == 2 and says in bad.output, bad.output
+    assert not (root / "nores").exists()
+
+
+def test_run_on_the_clone_verifies_and_leaves_the_original_byte_identical(foreign):
+    root, cfg = foreign
+    before = tree_hashes(cfg.parent)
+    r = run_bench("run", "bin-packing", "--source-catalog", cfg, "--source-table", "shop.orders",
+                  "--engines", "risingwave,arrow-floor", "--warehouse", root / "wh", "--results-dir", root / "res",
+                  "--run-id", "own", "--cache", "warm")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert tree_hashes(cfg.parent) == before  # the source's catalog database, metadata and data files
+    results = [json.loads(p.read_text()) for p in sorted((root / "res" / "own").glob("bin-packing--*.json"))]
+    assert [x["engine"] for x in results] == ["arrow-floor", "risingwave"]
+    for x in results:
+        assert x["status"] == "ok" and x["verified"], x["verification"]["differences"]
+        src = x["source"]
+        assert src["table"] == "shop.orders" and src["unchanged"] is True and src["files"] == 21
+        assert src["fingerprint_before"] == src["fingerprint_after"]
+        checks = {c["name"]: c["ok"] for c in x["verification"]["checks"]}
+        assert checks["source_unchanged"] and checks["content_pyiceberg_scan"] and checks["input_identical"]
+        assert x["before"]["rows"] == 1200 and x["files_in"] == 12 and x["files_out"] == 3  # one file per day
+    clone = results[0]["source"]["clone"].split(".")[-1]
+    manifest = json.loads((root / "wh" / "datasets" / f"{clone}.json").read_text())
+    truth = manifest["ground_truth"]
+    assert truth["computed_by"] == "read: pyiceberg-scan + duckdb-read-parquet" and truth["rows"] == 1200
+    # the clone's location holds only its own metadata after the restore; the source's files are referenced
+    assert sorted(p.name for p in (root / "wh" / "bench" / clone).rglob("*") if p.is_file())[0].endswith(
+        ".metadata.json")
+    assert all(f.startswith(f"file://{cfg.parent}/lake/") for f in manifest["live_files"])
+    assert "source shop.orders: unchanged" in r.stderr + r.stdout
+    rep = CliRunner().invoke(main, ["report", str(root / "res" / "own"), "--out", str(root / "own.html")])
+    page = (root / "own.html").read_text()
+    assert rep.exit_code == 0 and "your own table shop.orders" in page and "the original unchanged after every run" \
+        in page and 'data-table="published"' not in page, rep.output
+
+
+def test_a_changed_source_is_seen(foreign, tmp_path):
+    from bench.core.source import SourceRef, fingerprint_source
+    from tests.runner.foreign import make_foreign_table
+
+    cfg = make_foreign_table(tmp_path / "other", commits=1, rows=20)
+    ref = SourceRef(catalog_file=str(cfg), table="shop.orders")
+    fp = fingerprint_source(ref)
+    data = next((tmp_path / "other" / "lake").rglob("*.parquet"))
+    data.write_bytes(data.read_bytes() + b"x")  # a data file of the source rewritten in place
+    diffs = fp.differences(fingerprint_source(ref))
+    assert diffs and str(data) in diffs[0]
+    from bench.core.errors import UserError
+    from bench.core.source import check_disjoint
+
+    check_disjoint("file:///w/bench/clone_a", ["file:///w/bench/clone_ab/x.parquet", "/lake/t/x.parquet"])
+    with pytest.raises(UserError, match="lie under the clone's location"):  # a restore would delete them
+        check_disjoint("file:///w/bench/clone_a", ["/w/bench/clone_a/data/x.parquet"])
+    with pytest.raises(UserError, match="cannot read it"):
+        fingerprint_source(SourceRef(catalog_file=str(tmp_path / "none.yaml"), table="shop.orders"))
+
+
+def test_a_table_the_verifier_cannot_checksum_is_one_line_before_any_engine(tmp_path):
+    """A column renamed after its files were written: the by-name readers cannot read the snapshot, so there
+    is no second reader to agree with the by-field-id one and no ground truth."""
+    from bench.core.errors import UserError
+    from bench.core.source import SourceRef, load_source
+    from bench.runner.source import ground_truth
+    from tests.runner.foreign import make_foreign_table
+
+    cfg = make_foreign_table(tmp_path / "renamed", commits=1, rows=20)
+    tbl = load_source(SourceRef(catalog_file=str(cfg), table="shop.orders"))
+    with tbl.update_schema() as update:
+        update.rename_column("note", "remark")
+    tbl = load_source(SourceRef(catalog_file=str(cfg), table="shop.orders"))
+    with pytest.raises(UserError, match="cannot checksum shop.orders") as e:
+        ground_truth(tbl, tbl.current_snapshot().snapshot_id, None)
+    assert "\n" not in str(e.value) and 'column "remark" not found' in str(e.value), str(e.value)
