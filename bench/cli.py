@@ -131,9 +131,9 @@ def common_run_options(fn):
     wrapper = engine_option_flags(wrapper)
     for opt in reversed([
         data_options,
-        click.option("--cache", type=click.Choice(["cold", "warm"]), default=None,
+        click.option("--cache", type=click.Choice(["cold", "warm"]), default=None, envvar="BENCH_CACHE",
                      help="Page cache before each engine run: cold (sync + drop caches; the default where the "
-                          "harness may, i.e. as root) or warm (sync + read the input once)."),
+                          "harness may, i.e. as root) or warm (sync + read the input once); $BENCH_CACHE."),
         click.option("--results-dir", type=click.Path(file_okay=False), default=None,
                      help="Where results go (default: ./results); a campaign makes its directory there."),
         click.option("--run-id", default=None,

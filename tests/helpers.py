@@ -49,6 +49,9 @@ def bench_env(**extra) -> dict:
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["BENCH_EXTRA_ENGINES"] = TEST_ENGINES
     env["BENCH_READERS"] = "off"  # reader queries only where a test asks for them (--readers on): suite time
+    # no page cache dropped before each engine run (the other pytest worker's libraries and jars with it):
+    # suite time; the cold default is tested where a test asks for it (tests/runner/test_run.py)
+    env["BENCH_CACHE"] = "warm"
     env.update(extra)
     return env
 

@@ -120,8 +120,10 @@ def test_order_rotates_each_run_gets_its_own_reset_and_cache_policy(tmp_path, sh
     """Three repetitions of two engines: each engine goes first at least once; every run's input is
     measured after its own reset (an engine that wrote files before it changes nothing); the page cache
     is dropped before each run (root here) and recorded."""
+    env = bench_env()
+    env.pop("BENCH_CACHE")  # the default: cold where the harness may
     p = run_bench("run", "bin-packing", "--scale", TINY, "--engines", "corrupt,partial", "--reps", "3",
-                  "--results-dir", tmp_path, "--warehouse", shared_warehouse, "--run-id", "rot")
+                  "--results-dir", tmp_path, "--warehouse", shared_warehouse, "--run-id", "rot", env=env)
     assert p.returncode == 0, p.stderr
     runs = [json.loads(f.read_text()) for f in sorted((tmp_path / "rot").glob("*--rep*.json"))]
     assert len(runs) == 6
