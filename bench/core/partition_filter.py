@@ -24,11 +24,14 @@ from pyiceberg.expressions.parser import parse
 from pyiceberg.expressions.visitors import bind, expression_evaluator, inclusive_projection, strict_projection
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table import Table
 from pyiceberg.transforms import DayTransform, HourTransform, IdentityTransform
 from pyiceberg.typedef import Record
 from pyiceberg.types import DateType, TimestampType, TimestamptzType
 
 from bench.core.errors import UserError
+from bench.core.table import LiveFiles
+from bench.core.table.deletes import scope
 
 EPOCH = dt.datetime(1970, 1, 1)
 
@@ -69,6 +72,14 @@ def selector(text: str, schema: Schema, specs: dict[int, PartitionSpec],
             raise UserError(f"partition filter {text!r} selects part of partition {where}: a partition filter must "
                             "select whole partitions (use the columns the table is partitioned by)")
     return lambda key: bool(evals[key[0]][1](Record(*key[1])))
+
+
+def table_selector(tbl: Table, text: str | None, *files: LiveFiles) -> Callable[[PartitionKey], bool] | None:
+    """`selector` over the partitions of the live `files` of `tbl` (None without a filter, or for an
+    unpartitioned table)."""
+    if not text or all(s.is_unpartitioned() for s in tbl.specs().values()):
+        return None
+    return selector(text, tbl.schema(), tbl.specs(), {scope(e.data_file) for f in files for e in f.all})
 
 
 def _time_field(spec: PartitionSpec, schema: Schema) -> tuple[int, str, str]:

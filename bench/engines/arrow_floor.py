@@ -85,7 +85,7 @@ class ArrowFloorEngine(EngineBase):
         """The snapshot's live files, from its manifests through pyiceberg: timed, as the first phase of the
         compaction (the table is out of reach while an engine sets up)."""
         from bench.core.catalog import load_catalog
-        from bench.core.partition_filter import selector
+        from bench.core.partition_filter import table_selector
         from bench.core.table import live_files, local_path
         from bench.core.table.deletes import is_global, scope
 
@@ -93,8 +93,7 @@ class ArrowFloorEngine(EngineBase):
         files = live_files(tbl)
         specs, schema = tbl.specs(), tbl.schema()
         order = tbl.sort_order()
-        selected = (selector(job.partition_filter, schema, specs, {scope(e.data_file) for e in files.all})
-                    if job.partition_filter else lambda _: True)
+        selected = table_selector(tbl, job.partition_filter, files) or (lambda _: True)
         self.plan = {
             "sort": [(str(schema.find_column_name(f.source_id)), f.direction.value == "asc",
                       f.null_order.value == "nulls-first") for f in order.fields],

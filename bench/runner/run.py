@@ -11,8 +11,6 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from pyiceberg.manifest import DataFileContent
-
 from bench.core.catalog import load_catalog
 from bench.core.catalog.rest import serve
 from bench.core.cost import run_cost
@@ -34,7 +32,7 @@ from bench.core.results import (
     write_run_state,
 )
 from bench.core.source import fingerprint_source
-from bench.core.table import live_entries, live_files
+from bench.core.table import live_files
 from bench.core.units import fmt_bytes
 from bench.engines import base_name, engine_class, engine_color, split_label
 from bench.engines.base import CompactionJob, EngineOutcome
@@ -210,18 +208,16 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
     assert ds is not None and ctx.catalog is not None
     settings = ctx.catalog_settings
     tbl = ctx.catalog.load_table(ds.table)
-    partitioned = not tbl.spec().is_unpartitioned()
+    partitioned, layout = not tbl.spec().is_unpartitioned(), sc.rewrite.strategy != "binpack"
+    inputs = live_files(tbl, r.before.snapshot_id) if partitioned or layout else None  # one read of the input
     vi = VerifyInput(kind=sc.kind, table=tbl, before=r.before, before_paths=before_paths,
                      ground_truth=ds.ground_truth, target_file_size_bytes=ctx.target,
                      small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
                      input_fingerprint=r.input.fingerprint, input_identical=r.input.identical_to_dataset,
                      settings=settings, integrity=integrity, strategy=sc.rewrite.strategy,
                      zorder_columns=list(sc.rewrite.zorder_columns), sort_order=tbl.sort_order(),
-                     before_data_files=[e.data_file for e in live_entries(tbl, r.before.snapshot_id)
-                                        if e.data_file.content == DataFileContent.DATA]
-                     if sc.rewrite.strategy != "binpack" else None,
-                     partition_filter=ctx.partition_filter,
-                     input_files=live_files(tbl, r.before.snapshot_id) if partitioned else None)
+                     before_data_files=[e.data_file for e in inputs.data] if inputs and layout else None,
+                     partition_filter=ctx.partition_filter, input_files=inputs if partitioned else None)
 
     def verify_and_outcome() -> tuple[TableStats, Verification]:
         """verify(), and a partitioned table's outcome per partition (read while a staged output exists)."""

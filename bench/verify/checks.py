@@ -45,6 +45,7 @@ from pyiceberg.table.sorting import SortOrder
 
 from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GroundTruth
+from bench.core.partition_filter import table_selector
 from bench.core.results import Check, CommitEvent, FileFacts, TableStats, Verification, difference
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import scope
@@ -57,7 +58,7 @@ from bench.verify.readers import SELECTIVE, read, read_selected
 from bench.verify.sortorder import file_sort_problem, files_per_probe, key_ranges, order_text, probes
 from bench.verify.stats import table_stats
 from bench.verify.untouched import RULE as FILTER_RULE
-from bench.verify.untouched import Selected, filter_selector, selected_truth, untouched_check
+from bench.verify.untouched import Selected, selected_truth, untouched_check
 
 FILE_COUNT_SLACK_SHARE = 0.10  # data files may exceed ceil(bytes / target) by max(1, 10 %) per partition
 RULES = {
@@ -351,8 +352,7 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     primary = next((a for a in vi.answers.values() if "rows" in a), None)
     if primary is not None:
         after.rows, after.checksum, after.content_reader = primary["rows"], primary["checksum"], primary["reader"]
-    selected = (filter_selector(tbl, vi.partition_filter, vi.input_files or LiveFiles(), files)
-                if vi.partition_filter else None)
+    selected = table_selector(tbl, vi.partition_filter, vi.input_files or LiveFiles(), files)
     outside = sum(1 for e in files.deletes if not selected(scope(e.data_file))) if selected else 0
     within = _within(vi, tbl, selected) if vi.kind == "deletes" and selected is not None else None
     checks = input_checks(vi) + content_checks(vi, within) + state_checks(vi, after, new, outside)

@@ -97,7 +97,9 @@ def read_pyiceberg_scan(tbl: Table, snapshot_id: int | None, settings: CatalogSe
 
     if row_filter is None:
         files = live_files(tbl, snapshot_id)
-        applying = classify(files, tbl.specs()).applying_equality if files.equality else 0
+        # the equality deletes alone: classifying position deletes may read their files, not needed here
+        applying = classify(LiveFiles(data=files.data, equality=files.equality), tbl.specs()).applying_equality \
+            if files.equality else 0
         if applying:
             raise ReaderUnavailable(f"pyiceberg cannot apply equality deletes (its scan raises 'PyIceberg does not "
                                     f"yet support equality deletes'); {applying} equality delete files apply here")

@@ -20,7 +20,7 @@ from pyiceberg.table import Table
 from pyiceberg.typedef import Record
 
 from bench.core.dataset import GroundTruth
-from bench.core.partition_filter import PartitionKey, selector
+from bench.core.partition_filter import PartitionKey, table_selector
 from bench.core.results import Check, PartitionOutcome, Spread3
 from bench.core.table import LiveFiles
 from bench.core.table.deletes import scope
@@ -31,13 +31,6 @@ RULE = ("partition filter: every live file (data and delete) of the input in a p
         "spec; the filter must select whole partitions); completeness, file count and no live delete file apply "
         "to the selected partitions only")
 Selected = Callable[[PartitionKey], bool]
-
-
-def filter_selector(tbl: Table, text: str | None, *files: LiveFiles) -> Selected | None:
-    """Whether the filter selects a partition of `tbl` (None without a filter, or for an unpartitioned table)."""
-    if not text or all(s.is_unpartitioned() for s in tbl.specs().values()):
-        return None
-    return selector(text, tbl.schema(), tbl.specs(), {scope(e.data_file) for f in files for e in f.all})
 
 
 def selected_truth(gt: GroundTruth, selected: Selected, spec_id: int) -> tuple[int, int, int]:
@@ -86,7 +79,7 @@ def outcome(tbl: Table, before: LiveFiles, after: LiveFiles, text: str | None) -
     spec, schema = tbl.spec(), tbl.schema()
     if all(s.is_unpartitioned() for s in tbl.specs().values()):
         return None
-    selected = filter_selector(tbl, text, before, after) or (lambda _: True)
+    selected = table_selector(tbl, text, before, after) or (lambda _: True)
     paths: dict[str, dict[PartitionKey, set[str]]] = {"before": defaultdict(set), "after": defaultdict(set)}
     counts: dict[str, dict[PartitionKey, list[int]]] = {"before": defaultdict(lambda: [0, 0]),
                                                         "after": defaultdict(lambda: [0, 0])}

@@ -555,7 +555,7 @@ class SparkEngine(EngineBase):
     def _remove_dangling_deletes(self, job: CompactionJob, table: str) -> dict[str, int]:
         """Remove live delete files that apply to no live data file (bench.core.table.deletes), in one
         RewriteFiles commit in this JVM; with a partition filter, only those of the partitions it selects."""
-        from bench.core.partition_filter import selector
+        from bench.core.partition_filter import table_selector
         from bench.core.table import live_files
         from bench.core.table.deletes import classify, scope
 
@@ -563,9 +563,8 @@ class SparkEngine(EngineBase):
         files = live_files(tbl)
         dangling = classify(files, tbl.specs()).dangling
         where = ""
-        if job.partition_filter:
-            keys = {scope(e.data_file) for e in files.all}
-            selected = selector(job.partition_filter, tbl.schema(), tbl.specs(), keys)
+        selected = table_selector(tbl, job.partition_filter, files)
+        if selected is not None:
             keep = {e.data_file.file_path for e in files.deletes if selected(scope(e.data_file))}
             dangling = [p for p in dangling if p in keep]
             where = f" in the partitions {job.partition_filter!r} selects"
