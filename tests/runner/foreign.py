@@ -1,5 +1,7 @@
 """A "foreign" Iceberg table: made with plain pyiceberg in a catalog and directory of its own, with a
-schema the harness did not choose (strings, timestamps, decimals) and a day partition."""
+schema the harness did not choose (strings, timestamps, decimals) and a day partition; `add_deletes`
+gives it position and equality deletes (written with pyarrow, committed by Iceberg's Java library in a
+plain JVM: pyiceberg cannot commit delete files)."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ def make_foreign_table(root: Path, commits: int = 4, rows: int = 300) -> Path:
     """The table `shop.orders` in a SqlCatalog under `root`, `commits` appends of `rows` rows over three
     days (so a few small files per day partition); returns the catalog YAML file for --source-catalog."""
     root.mkdir(parents=True, exist_ok=True)
-    props = {"type": "sql", "uri": f"sqlite:///{root}/shop.db", "warehouse": f"file://{root}/lake"}
+    props = {"type": "sql", "uri": f"sqlite:///{root}/catalog.db", "warehouse": f"file://{root}/lake"}
     catalog = SqlCatalog("shop", **{k: v for k, v in props.items() if k != "type"})
     catalog.create_namespace_if_not_exists("shop")
     tbl = catalog.create_table("shop.orders", SCHEMA, partition_spec=SPEC,
@@ -52,6 +54,54 @@ def make_foreign_table(root: Path, commits: int = 4, rows: int = 300) -> Path:
     # as a .pyiceberg.yaml entry: a SqlCatalog keys its tables by the catalog's name
     cfg.write_text("catalog:\n  shop:\n" + "".join(f"    {k}: {v}\n" for k, v in props.items()))
     return cfg
+
+
+def add_deletes(root: Path) -> dict[str, int]:
+    """Position deletes (every 10th row of the first two data files of the first two days, one delete file
+    per day) and equality deletes (order ids divisible by 9 on the last day, plus ids no row has) on
+    `shop.orders` under `root`, in one RowDelta commit through Iceberg's Java API; returns the counts."""
+    import pyarrow.parquet as pq
+
+    from bench.core.catalog import CatalogSettings
+    from bench.core.iceberg_java.commit import RowDeltaCommitter
+    from bench.core.iceberg_java.gateway import JavaIceberg
+    from bench.core.table.entries import local_path
+    from datagen.deletes.write import POSITION_DELETE_ARROW
+
+    catalog = SqlCatalog("shop", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}/lake")
+    tbl = catalog.load_table("shop.orders")
+    by_day: dict[int, list] = {}
+    for task in tbl.scan().plan_files():
+        by_day.setdefault(task.file.partition[0], []).append(task.file)
+    days = sorted(by_day)
+    out = root / "deletes"
+    out.mkdir(exist_ok=True)
+    written: list[tuple[str, str, int, int]] = []  # (kind, uri, size, day)
+    counts = {"position": 0, "equality": 0}
+    for day in days[:2]:
+        files = sorted(by_day[day], key=lambda f: f.file_path)[:2]
+        paths = [f.file_path for f in files for pos in range(0, f.record_count, 10)]
+        positions = [pos for f in files for pos in range(0, f.record_count, 10)]
+        path = out / f"pos-{day}.parquet"
+        pq.write_table(pa.table([pa.array(paths, pa.string()), pa.array(positions, pa.int64())],
+                                schema=POSITION_DELETE_ARROW), path)
+        written.append(("position", path.as_uri(), path.stat().st_size, day))
+        counts["position"] += len(positions)
+    last = days[-1]
+    ids = [i for f in by_day[last] for i in pq.read_table(local_path(f.file_path), columns=["order_id"])
+           .column(0).to_pylist() if i % 9 == 0] + [10**9, 10**9 + 1]  # the last two match no row
+    eq_schema = pa.schema([pa.field("order_id", pa.int64(), nullable=False, metadata={"PARQUET:field_id": "1"})])
+    path = out / f"eq-{last}.parquet"
+    pq.write_table(pa.table([pa.array(ids, pa.int64())], schema=eq_schema), path)
+    written.append(("equality", path.as_uri(), path.stat().st_size, last))
+    counts["equality"] = len(ids) - 2
+    settings = CatalogSettings(warehouse=str(root / "lake"), name="shop", state_dir=str(root))
+    with JavaIceberg(settings, heap="256m") as java:
+        c = RowDeltaCommitter(java.jvm, java.load_table("shop.orders"), java.int_array([1]))
+        files = [(c.position_file if kind == "position" else c.equality_file)(uri, size, (day,))
+                 for kind, uri, size, day in written]
+        c.row_delta([], files, {"writer": "tests.runner.foreign"})
+    return counts
 
 
 def tree_hashes(root: Path) -> dict[str, str]:

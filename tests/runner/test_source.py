@@ -1,5 +1,6 @@
 """The user's own table: `bench inspect` on a foreign table (made with plain pyiceberg in a catalog and
-directory of its own), and `bench run` on its zero-copy clone with the original byte-identical after."""
+directory of its own, with position and equality deletes committed by Iceberg's Java library), and
+`bench run` of every engine on its zero-copy clone with the original byte-identical after."""
 
 import json
 
@@ -8,13 +9,17 @@ from click.testing import CliRunner
 
 from bench.cli import main
 from tests.helpers import run_bench
-from tests.runner.foreign import make_foreign_table, tree_hashes
+from tests.runner.foreign import add_deletes, make_foreign_table, tree_hashes
 
 
 @pytest.fixture(scope="module")
 def foreign(tmp_path_factory):
+    """shop.orders: 12 data files over 3 day partitions, then 44 rows deleted by position (2 files) and
+    34 by equality (1 file, on the last day): 1,122 live rows."""
     root = tmp_path_factory.mktemp("foreign")
-    return root, make_foreign_table(root / "src")
+    cfg = make_foreign_table(root / "src")
+    assert add_deletes(root / "src") == {"position": 44, "equality": 34}
+    return root, cfg
 
 
 def test_inspect_describes_a_foreign_table_and_what_a_scenario_would_rewrite(foreign):
@@ -22,13 +27,15 @@ def test_inspect_describes_a_foreign_table_and_what_a_scenario_would_rewrite(for
     r = run_bench("inspect", "bin-packing", "--source-catalog", cfg, "--source-table", "shop.orders", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["table"] == "shop.orders" and d["snapshots"] == 4
+    assert d["table"] == "shop.orders" and d["snapshots"] == 5 and d["snapshot"]["operation"] == "delete"
     assert "4: amount decimal(12, 2) (optional)" in d["schema"]
     assert d["partition_spec"] == "placed_on: identity(placed_on)" and d["partitions"]["count"] == 3
     assert d["data_files"]["count"] == 12 and d["data_files"]["rows"] == 1200
     assert d["data_files"]["histogram"]["< 1 MiB"] == 12
-    assert d["delete_files"]["position"]["count"] == 0 and d["delete_files"]["equality"]["count"] == 0
+    assert d["delete_files"]["position"]["count"] == 2 and d["delete_files"]["equality"]["count"] == 1
+    assert d["delete_files"]["position"]["dangling"] == 0 and d["manifests"]["by_content"] == {"data": 4, "deletes": 1}
     assert d["scenario"]["small_data_files"] == 12 and d["scenario"]["partitions_with_two_or_more_small_files"] == 3
+    assert d["scenario"]["delete_files"] == 3
     cli = CliRunner()  # in-process: the text and the bad inputs
     text = cli.invoke(main, ["inspect", "--source-catalog", str(cfg), "--source-table", "shop.orders"])
     assert text.exit_code == 0 and "partition spec: placed_on: identity(placed_on)" in text.output, text.output
@@ -46,32 +53,41 @@ def test_inspect_describes_a_foreign_table_and_what_a_scenario_would_rewrite(for
     assert not (root / "nores").exists()
 
 
-def test_run_on_the_clone_verifies_and_leaves_the_original_byte_identical(foreign):
+def test_every_engine_on_the_clone_applies_the_deletes_and_leaves_the_original_byte_identical(foreign):
+    """deletes-standard (delete compaction: Spark's delete-file-threshold, RisingWave's files_with_deletes)
+    on the clone of a table with position and equality deletes: Spark, RisingWave and the floor, each
+    verified against the ground truth read with the deletes applied; the source's files and catalog
+    database byte-identical afterwards."""
     root, cfg = foreign
     before = tree_hashes(cfg.parent)
-    r = run_bench("run", "bin-packing", "--source-catalog", cfg, "--source-table", "shop.orders",
-                  "--engines", "risingwave,arrow-floor", "--warehouse", root / "wh", "--results-dir", root / "res",
-                  "--run-id", "own", "--cache", "warm")
+    r = run_bench("run", "deletes-standard", "--source-catalog", cfg, "--source-table", "shop.orders",
+                  "--engines", "spark,risingwave,arrow-floor", "--warehouse", root / "wh", "--results-dir",
+                  root / "res", "--run-id", "own", "--cache", "warm")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert tree_hashes(cfg.parent) == before  # the source's catalog database, metadata and data files
-    results = [json.loads(p.read_text()) for p in sorted((root / "res" / "own").glob("bin-packing--*.json"))]
-    assert [x["engine"] for x in results] == ["arrow-floor", "risingwave"]
+    assert tree_hashes(cfg.parent) == before  # the source's catalog database, metadata, data and delete files
+    results = [json.loads(p.read_text()) for p in sorted((root / "res" / "own").glob("deletes-standard--*.json"))]
+    assert [x["engine"] for x in results] == ["arrow-floor", "risingwave", "spark"]
     for x in results:
         assert x["status"] == "ok" and x["verified"], x["verification"]["differences"]
         src = x["source"]
-        assert src["table"] == "shop.orders" and src["unchanged"] is True and src["files"] == 21
+        assert src["table"] == "shop.orders" and src["unchanged"] is True and src["files"] == 26
         assert src["fingerprint_before"] == src["fingerprint_after"]
         checks = {c["name"]: c["ok"] for c in x["verification"]["checks"]}
-        assert checks["source_unchanged"] and checks["content_pyiceberg_scan"] and checks["input_identical"]
-        assert x["before"]["rows"] == 1200 and x["files_in"] == 12 and x["files_out"] == 3  # one file per day
+        assert checks["source_unchanged"] and checks["content_duckdb_merge_on_read"] and checks["input_identical"]
+        assert checks["no_live_delete_files"] and x["after"]["delete_files"] == 0
+        assert x["before"]["rows"] == x["after"]["rows"] == 1122 and x["files_in"] == 15  # 12 data + 3 delete files
+        assert x["before"]["position_delete_files"] == 2 and x["before"]["equality_delete_files"] == 1
+    assert {x["engine"]: x["files_out"] for x in results if x["engine"] != "arrow-floor"} == \
+        {"risingwave": 3, "spark": 3}  # one file per day
     clone = results[0]["source"]["clone"].split(".")[-1]
     manifest = json.loads((root / "wh" / "datasets" / f"{clone}.json").read_text())
-    truth = manifest["ground_truth"]
-    assert truth["computed_by"] == "read: pyiceberg-scan + duckdb-read-parquet" and truth["rows"] == 1200
+    truth = manifest["ground_truth"]  # pyiceberg cannot apply equality deletes: DuckDB's two code paths
+    assert truth["computed_by"] == "read: duckdb-iceberg + duckdb-merge-on-read" and truth["rows"] == 1122
+    assert truth["rows_written"] == 1200 and truth["equality_delete_files"] == 1
     # the clone's location holds only its own metadata after the restore; the source's files are referenced
-    assert sorted(p.name for p in (root / "wh" / "bench" / clone).rglob("*") if p.is_file())[0].endswith(
-        ".metadata.json")
-    assert all(f.startswith(f"file://{cfg.parent}/lake/") for f in manifest["live_files"])
+    assert [p.name for p in (root / "wh" / "bench" / clone).rglob("*") if p.is_file()][0].endswith(".metadata.json")
+    assert len([p for p in (root / "wh" / "bench" / clone).rglob("*") if p.is_file()]) == 1
+    assert all(f.startswith(f"file://{cfg.parent}/") for f in manifest["live_files"])
     assert "source shop.orders: unchanged" in r.stderr + r.stdout
     rep = CliRunner().invoke(main, ["report", str(root / "res" / "own"), "--out", str(root / "own.html")])
     page = (root / "own.html").read_text()
