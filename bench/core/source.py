@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pyiceberg.table import Table
 from pyiceberg.table.refs import SnapshotRef, SnapshotRefType
 
-from bench.core.catalog.s3 import filesystem
+from bench.core.catalog.s3 import filesystem, is_s3
 from bench.core.errors import UserError
 from bench.core.table.entries import live_entries, local_path
 
@@ -174,6 +174,17 @@ def fingerprint_source(ref: SourceRef) -> SourceFingerprint:
                            files={p: _size(p) for p in referenced_files(tbl, ids)})
     fp.digest = hashlib.sha256(fp.model_dump_json(exclude={"digest"}).encode()).hexdigest()[:16]
     return fp
+
+
+def check_storage(tbl: Table, warehouse: str) -> None:
+    """The source and the harness's warehouse on the same kind of storage (both local, or both S3): the
+    engines and readers reach the source's files with the warehouse's FileIO settings; UserError otherwise."""
+    on_s3, remote = is_s3(tbl.location()), is_s3(warehouse)
+    if on_s3 != remote:
+        kind = "S3" if on_s3 else "a local file system"
+        raise UserError(f"the source {'.'.join(tbl.name())} lives on {kind} ({tbl.location()}) but the warehouse "
+                        f"{warehouse} does not: the engines read the source's files with the warehouse's storage "
+                        f"settings; use {'an s3://bucket/prefix' if on_s3 else 'a local'} --warehouse")
 
 
 def _under(path: str, root: str) -> bool:

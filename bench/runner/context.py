@@ -23,7 +23,7 @@ from bench.core.lock import WarehouseLock
 from bench.core.machine import DROP_CACHES, node_ram_bytes
 from bench.core.progress import Progress
 from bench.core.results import Environment
-from bench.core.source import SourceFingerprint, SourceRef, load_source
+from bench.core.source import SourceFingerprint, SourceRef, check_storage, load_source
 from bench.core.units import check_scale, parse_size
 from bench.engines import default_engines, engine_class, parse_engines
 from bench.scenario import Scenario, load_scenario
@@ -269,7 +269,8 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                      readers=opts.readers and opts.source is None, reader=opts.reader, cow_branch=opts.cow_branch,
                      source=opts.source)
     if opts.source is not None:
-        load_source(opts.source)  # an unreadable catalog file, unknown table or snapshot: UserError now
+        # an unreadable catalog file, unknown table or snapshot, a source on other storage: UserError now
+        check_storage(load_source(opts.source), settings.warehouse)
         if opts.readers:
             progress.info("reader queries: off on a source table (their questions and answers come from datagen)")
     if cache_note:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import hashlib
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -29,12 +30,16 @@ SCHEMA = Schema(
 SPEC = PartitionSpec(PartitionField(source_id=6, field_id=1000, transform=IdentityTransform(), name="placed_on"))
 
 
-def make_foreign_table(root: Path, commits: int = 4, rows: int = 300) -> Path:
-    """The table `shop.orders` in a SqlCatalog under `root`, `commits` appends of `rows` rows over three
-    days (so a few small files per day partition); returns the catalog YAML file for --source-catalog."""
+def make_foreign_table(root: Path, commits: int = 4, rows: int = 300, warehouse: str | None = None,
+                       io: dict[str, str] | None = None) -> Path:
+    """The table `shop.orders` in a SqlCatalog under `root` (its files under `warehouse`, default
+    `root`/lake; `io`: FileIO properties, `${VAR}` taken from the environment as the harness does),
+    `commits` appends of `rows` rows over three days (so a few small files per day partition); returns the
+    catalog YAML file for --source-catalog."""
     root.mkdir(parents=True, exist_ok=True)
-    props = {"type": "sql", "uri": f"sqlite:///{root}/catalog.db", "warehouse": f"file://{root}/lake"}
-    catalog = SqlCatalog("shop", **{k: v for k, v in props.items() if k != "type"})
+    props = {"type": "sql", "uri": f"sqlite:///{root}/catalog.db", "warehouse": warehouse or f"file://{root}/lake",
+             **(io or {})}
+    catalog = SqlCatalog("shop", **{k: os.path.expandvars(v) for k, v in props.items() if k != "type"})
     catalog.create_namespace_if_not_exists("shop")
     tbl = catalog.create_table("shop.orders", SCHEMA, partition_spec=SPEC,
                                properties={"format-version": "2"})
@@ -102,6 +107,28 @@ def add_deletes(root: Path) -> dict[str, int]:
                  for kind, uri, size, day in written]
         c.row_delta([], files, {"writer": "tests.runner.foreign"})
     return counts
+
+
+def duckdb_deletes(root: Path, warehouse: str, where: str) -> None:
+    """`DELETE FROM shop.orders WHERE <where>` by DuckDB's iceberg extension (position deletes: it writes
+    no equality deletes) through a REST server over the catalog under `root`: a JVM-free writer of
+    deletes, also on S3."""
+    from bench.core.catalog import CatalogSettings
+    from bench.core.catalog.duck import _quote, duckdb_connect, extension_path
+    from bench.core.catalog.rest import serve
+
+    settings = CatalogSettings(warehouse=warehouse, name="shop", state_dir=str(root))
+    with serve(settings) as srv:
+        con = duckdb_connect(remote=settings.is_remote)
+        try:
+            for name in ("avro", "iceberg"):
+                con.execute(f"LOAD {_quote(str(extension_path(name)))}")
+            con.execute(f"ATTACH {_quote(srv.settings.rest_warehouse)} AS w (TYPE iceberg, ENDPOINT "
+                        f"{_quote(srv.settings.rest_uri)}, AUTHORIZATION_TYPE 'none', "
+                        "ACCESS_DELEGATION_MODE 'none', READ_ONLY false)")
+            con.execute(f"DELETE FROM w.shop.orders WHERE {where}")
+        finally:
+            con.close()
 
 
 def tree_hashes(root: Path) -> dict[str, str]:

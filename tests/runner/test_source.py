@@ -8,8 +8,9 @@ import pytest
 from click.testing import CliRunner
 
 from bench.cli import main
+from tests.core.test_s3_warehouse import BUCKET, SECRET, _client, _env, _keys, s3_endpoint  # noqa: F401 - its S3 server
 from tests.helpers import run_bench
-from tests.runner.foreign import add_deletes, make_foreign_table, tree_hashes
+from tests.runner.foreign import add_deletes, duckdb_deletes, make_foreign_table, tree_hashes
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +133,57 @@ def test_a_table_the_verifier_cannot_checksum_is_one_line_before_any_engine(tmp_
     with pytest.raises(UserError, match="cannot checksum shop.orders") as e:
         ground_truth(tbl, tbl.current_snapshot().snapshot_id, None)
     assert "\n" not in str(e.value) and 'column "remark" not found' in str(e.value), str(e.value)
+
+
+def _bucket_hashes(endpoint: str, prefix: str) -> dict[str, str]:
+    import hashlib
+
+    client = _client(endpoint)
+    return {k: hashlib.sha256(client.get_object(Bucket=BUCKET, Key=k)["Body"].read()).hexdigest()
+            for k in _keys(endpoint, prefix)}
+
+
+def test_a_source_on_s3_is_cloned_in_the_bucket_compacted_and_left_unchanged(s3_endpoint, tmp_path, monkeypatch):  # noqa: F811
+    """A foreign table on the local S3 server (its catalog file takes the S3 settings from the environment,
+    `${VAR}`), with position deletes written by DuckDB: its clone in another prefix of the bucket,
+    compacted by RisingWave on S3, verified, every object of the source byte-identical.  The floor (it reads
+    local files only) and a local warehouse for an S3 source are refused in one line."""
+    env = _env(s3_endpoint, tmp_path / "state")
+    for k, v in env.items():
+        if k.startswith("AWS_"):
+            monkeypatch.setenv(k, v)
+    io = {"s3.endpoint": "${AWS_ENDPOINT_URL_S3}", "s3.region": "${AWS_REGION}",
+          "s3.access-key-id": "${AWS_ACCESS_KEY_ID}", "s3.secret-access-key": "${AWS_SECRET_ACCESS_KEY}"}
+    src = tmp_path / "src"
+    cfg = make_foreign_table(src, commits=3, rows=100, warehouse=f"s3://{BUCKET}/shop", io=io)
+    duckdb_deletes(src, f"s3://{BUCKET}/shop", "order_id % 11 = 0")
+    assert SECRET not in cfg.read_text()
+    objects = _bucket_hashes(s3_endpoint, "shop/")
+    db = tree_hashes(src)
+    cli = CliRunner()
+    for engines, warehouse, says in (("arrow-floor", f"s3://{BUCKET}/wh", "arrow-floor reads local files only"),
+                                     ("risingwave", str(tmp_path / "local"), "lives on S3 (s3://bench-wh/shop/")):
+        with monkeypatch.context() as m:
+            m.setenv("BENCH_STATE_DIR", str(tmp_path / "state"))
+            bad = cli.invoke(main, ["run", "deletes-standard", "--source-catalog", str(cfg), "--source-table",
+                                    "shop.orders", "--engines", engines, "--warehouse", warehouse,
+                                    "--results-dir", str(tmp_path / "nores")])
+        assert bad.exit_code == 2 and says in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output
+    r = run_bench("run", "deletes-standard", "--source-catalog", cfg, "--source-table", "shop.orders",
+                  "--engines", "risingwave", "--warehouse", f"s3://{BUCKET}/wh", "--results-dir",
+                  tmp_path / "res", "--run-id", "s3", env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _bucket_hashes(s3_endpoint, "shop/") == objects and tree_hashes(src) == db
+    results = [json.loads(p.read_text()) for p in sorted((tmp_path / "res" / "s3").glob("deletes-standard--*.json"))]
+    assert [x["engine"] for x in results] == ["risingwave"] and not (tmp_path / "nores").exists()
+    for x in results:
+        assert x["status"] == "ok" and x["verified"], x["verification"]["differences"]
+        assert x["source"]["unchanged"] is True and x["environment"]["warehouse"]["storage"] == "s3"
+        assert x["before"]["rows"] == x["after"]["rows"] == 300 - len(range(0, 300, 11))
+        assert x["before"]["position_delete_files"] >= 1 and x["after"]["delete_files"] == 0
+    written = [k for k in _keys(s3_endpoint, "wh/") if k.endswith(".parquet")]
+    assert written and all("/clone_" in k for k in written)  # new files only under the clone's prefix
+    clone = results[0]["source"]["clone"].split(".")[-1]
+    state = next(p for p in (tmp_path / "state").iterdir() if p.is_dir())
+    manifest = json.loads((state / "datasets" / f"{clone}.json").read_text())
+    assert all(f.startswith(f"s3://{BUCKET}/shop/") for f in manifest["live_files"])  # referenced in place
