@@ -244,16 +244,23 @@ def run(scenario, scale, engines, reps, warmup, cases, cow_branch, where, reader
 @main.command()
 @click.argument("scenario", required=False)
 @source_options(required=True)
+@click.option("--from", "sources", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="Where to look for the fitted sweeps and frontiers of SCENARIO (default: ./results).")
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON.")
 @one_line_errors
-def inspect(scenario, source_catalog, source_table, source_snapshot, as_json):
+def inspect(scenario, source_catalog, source_table, source_snapshot, sources, as_json):
     """Describe your own Iceberg table (files, deletes, partitions, snapshots) and, with SCENARIO, what
-    that scenario would rewrite, before anything runs."""
+    that scenario would rewrite and the expected time and memory per engine from the fitted models, before
+    anything runs."""
     import json
 
+    from bench.campaigns import expected_on_table
     from bench.runner.source import inspect_source, render
 
     d = inspect_source(source_ref(source_catalog, source_table, source_snapshot), scenario)
+    if scenario:
+        d["expected"] = expected_on_table(scenario, d["data_files"]["logical_bytes"],
+                                          [Path(s) for s in sources] or [Path("results")])
     click.echo(json.dumps(d, indent=1, default=str) if as_json else render(d))
 
 

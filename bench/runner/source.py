@@ -246,6 +246,20 @@ def render(d: dict[str, Any]) -> str:
                   f"({fmt_bytes(s['small_data_bytes'])}) in {s['partitions_with_small_files']} partition(s), "
                   f"{s['partitions_with_two_or_more_small_files']} with two or more; {s['delete_files']} delete "
                   f"file(s) ({fmt_bytes(s['delete_bytes'])})"]
+    x = d.get("expected")
+    if x and x["model"] is None:
+        lines.append(f"expected time and memory: {x['note']}")
+    elif x:
+        lines.append(f"expected on this table ({x['gb']:.3g} GB logical), a MODEL from {x['model']}:")
+        for e, v in x["engines"].items():
+            iv = v["interval"]
+            mem = [f"peak RSS ~{fmt_bytes(v['peak_rss_bytes'])}" if v["peak_rss_bytes"] is not None else "",
+                   f"smallest budget ~{fmt_bytes(v['min_budget_bytes'])}" if v["min_budget_bytes"] else ""]
+            lines.append(f"  {e:<12} ~{v['seconds']:.1f} s" + (f" ({iv[0]:.1f}-{iv[1]:.1f} s)" if iv else "")
+                         + "".join(f", {m}" for m in mem if m)
+                         + (f"; extrapolated beyond the measured {v['measured_gb'][0]:.3g}-{v['measured_gb'][1]:.3g}"
+                            " GB" if v["extrapolated"] else ""))
+        lines.append(f"  ({x['note']})")
     return "\n".join(lines)
 
 

@@ -44,6 +44,7 @@ def test_inspect_describes_a_foreign_table_and_what_a_scenario_would_rewrite(for
                        (["--source-table", "shop.orders", "--source-snapshot", "5"], "not a snapshot")):
         bad = cli.invoke(main, ["inspect", "--source-catalog", str(cfg), *args])
         assert bad.exit_code == 2 and says in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output
+    _expected_time_and_memory_from_the_fits(cli, root, cfg, d["data_files"]["logical_bytes"])
     missing = cli.invoke(main, ["inspect", "--source-catalog", str(root / "none.yaml"), "--source-table", "x.y"])
     assert missing.exit_code == 2 and "cannot read it" in missing.output
     for args, says in ((["--source-table", "shop.nope"], "not found"), (["--scale", "0.1"], "--scale: shape the"),
@@ -52,6 +53,41 @@ def test_inspect_describes_a_foreign_table_and_what_a_scenario_would_rewrite(for
                                 "--source-table", "shop.orders", *args, "--results-dir", str(root / "nores")])
         assert bad.exit_code == 2 and says in bad.output, bad.output
     assert not (root / "nores").exists()
+
+
+def _expected_time_and_memory_from_the_fits(cli, root, cfg, logical_bytes):
+    """With SCENARIO, `bench inspect` gives each engine's expected time and peak memory on this table from the
+    latest fitted sweep (and frontier) of the scenario, labelled a model; without one it says so."""
+    from bench.core.campaign import FrontierPoint, FrontierSummary, Point, Stat, SweepSummary, write_summary
+    from bench.core.fit import fit_line
+
+    args = ["inspect", "bin-packing", "--source-catalog", str(cfg), "--source-table", "shop.orders", "--from"]
+    (root / "nofits").mkdir()
+    none = cli.invoke(main, [*args, str(root / "nofits")])
+    assert none.exit_code == 0 and "expected time and memory: no fitted model of bin-packing under" in none.output \
+        and "run bench sweep bin-packing --scales ... first" in none.output, none.output
+    xs = [0.2, 0.4, 1.0, 1.0]
+    write_summary(root / "fits" / "sw", SweepSummary(
+        sweep_id="sw1", scenario="bin-packing", scales=[0.001, 0.002, 0.005], reps=1, engines=["risingwave"],
+        state="complete", started_at="2026-11-23T00:00:00Z", cores=2,
+        time_fits={"risingwave": fit_line(xs, [1 + 4 * x for x in xs], "duration_s", "s")},
+        memory_fits={"risingwave": fit_line(xs, [2e8 + 1e9 * x for x in xs], "peak_rss_bytes", "bytes")},
+        points=[Point(engine="risingwave", scale=sc, gb=x, disk_gb=x, runs=1, verified=1, duration_s=Stat(median=1))
+                for sc, x in ((0.001, 0.2), (0.002, 0.4), (0.005, 1.0))]))
+    write_summary(root / "fits" / "fr", FrontierSummary(
+        frontier_id="fr1", scenario="bin-packing", scales=[0.005], engines=["risingwave"], state="complete",
+        started_at="2026-11-23T01:00:00Z",
+        points=[FrontierPoint(engine="risingwave", scale=0.005, gb=1.0, floor_bytes=0, ceiling_bytes=0,
+                              precision_bytes=0, min_budget_bytes=int(8e8))]))
+    d = json.loads(cli.invoke(main, [*args, str(root / "fits"), "--json"]).output)["expected"]
+    gb = logical_bytes / 1e9
+    rw = d["engines"]["risingwave"]
+    assert d["model"].startswith("sweep sw1 of bin-packing") and "frontier fr1" in d["model"] and "MODEL" in d["note"]
+    assert rw["seconds"] == pytest.approx(1 + 4 * gb) and rw["peak_rss_bytes"] == pytest.approx(2e8 + 1e9 * gb)
+    assert rw["min_budget_bytes"] == pytest.approx(8e8 * gb) and rw["extrapolated"] is True  # 0.2-1 GB measured
+    text = cli.invoke(main, [*args, str(root / "fits")]).output
+    assert "a MODEL from sweep sw1 of bin-packing" in text and "  risingwave   ~1.0 s" in text, text
+    assert "extrapolated beyond the measured 0.2-1 GB" in text
 
 
 def test_every_engine_on_the_clone_applies_the_deletes_and_leaves_the_original_byte_identical(foreign):
