@@ -174,17 +174,36 @@ def aws():
               help="Any other variable of terraform/variables.tf (repeatable).")
 @click.option("--plan-from", "plan_from", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where to look for sweeps and frontiers to plan from (default: ./results).")
+@click.option("--source-catalog", type=click.Path(dir_okay=False), default=None,
+              help="Your own table instead of generated ones: its catalog file (as for `bench run`), shipped to "
+                   "the instance; no secrets in it (the instance role is the credential).")
+@click.option("--source-table", metavar="NS.TABLE", default=None, help="Your own table in that catalog.")
+@click.option("--source-snapshot", type=int, default=None, metavar="ID",
+              help="The snapshot of your table to clone (default: its current one).")
+@click.option("--source-location", metavar="s3://BUCKET/PREFIX", default=None,
+              help="Where your table's files are: the instance role may read only there, never write "
+                   "(default: the table's location, loaded through the catalog here).")
+@click.option("--source-glue", is_flag=True, default=False,
+              help="The catalog is AWS Glue: let the role read the table's Glue database and table entries.")
 @click.option("--auto-approve", is_flag=True, default=False, help="Do not ask before applying.")
 @one_line_errors
 def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, max_lifetime,
        max_disk_performance, warehouse_on_s3, spark_workers, git_ref, git_url, run_id, tf_vars, plan_from,
-       auto_approve):
+       source_catalog, source_table, source_snapshot, source_location, source_glue, auto_approve):
     """Create the instance; it runs the benchmark, uploads the results and terminates itself.
 
     Before provisioning it prints the plan of the run (`bench plan`, from the sweeps and frontiers found
-    under --plan-from) and sizes the data volume and the deadline from it, unless they are given."""
+    under --plan-from) and sizes the data volume and the deadline from it, unless they are given.  With
+    --source-catalog/--source-table every scenario runs on a zero-copy clone of your own table in S3,
+    which the instance may read and never write."""
     run_id = run_id or new_run_id()
     values: dict = {"run_id": run_id}
+    source = _source_values(source_catalog, source_table, source_snapshot, source_location, source_glue, scale)
+    if source:
+        values |= source
+        warehouse_on_s3 = True
+        click.echo(f"your own table {source_table} at {source['source_s3_uri']} (read-only for the instance); its "
+                   f"clone and every file the engines write go to this run's warehouse prefix")
     for key, val in (("scenarios", _split(scenarios)), ("scale", scale), ("engines", _split(engines)),
                      ("reps", reps), ("region", region), ("instance_type", instance_type),
                      ("max_lifetime_minutes", max_lifetime)):
@@ -209,7 +228,12 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
         values["harness_archive_path"] = str(archive)
         click.echo(f"harness: this checkout ({rev}), {n} files -> {archive}")
     values |= dict(_parse_var(v) for v in tf_vars)
-    _apply_plan(values, plan_from or PROJECT_ROOT / "results", max_disk_performance)
+    if source:
+        click.echo("plan: none for your own table (`bench plan` models generated tables by scale; `bench inspect "
+                   "SCENARIO --source-catalog ...` gives the expected time per engine): Terraform's defaults size "
+                   "the volume and the deadline unless given with --var / --max-lifetime")
+    else:
+        _apply_plan(values, plan_from or PROJECT_ROOT / "results", max_disk_performance)
     var_file = STATE_DIR / f"run-{run_id}.tfvars.json"
     var_file.write_text(json.dumps(values, indent=2) + "\n")
     (STATE_DIR / "last-run.json").write_text(json.dumps(
@@ -225,6 +249,35 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
                f"results will land in {outs.get('results_uri')} (status.json last).\n"
                f"It terminates itself when done, at the latest {outs.get('deadline_minutes')} min after boot.\n"
                "Next: `bench aws status`, then `bench aws fetch`, then `bench aws down`.")
+
+
+def _source_values(catalog: str | None, table: str | None, snapshot: int | None, location: str | None,
+                   glue: bool, scale: float | None) -> dict:
+    """Terraform variables of `up --source-*` (checked here: the file parses, the location is on S3)."""
+    from bench.core.catalog.s3 import is_s3
+    from bench.core.source import SourceRef, catalog_properties, load_source
+
+    if catalog is None and table is None:
+        if snapshot is not None or location is not None or glue:
+            raise UserError("--source-snapshot, --source-location and --source-glue need --source-catalog and "
+                            "--source-table")
+        return {}
+    if catalog is None or table is None:
+        raise UserError("--source-catalog and --source-table go together")
+    if scale is not None:
+        raise UserError("--scale shapes the generated tables; with --source-table your table is the input")
+    catalog_properties(catalog)  # an unreadable or malformed file: one line now
+    if location is None:
+        try:
+            location = load_source(SourceRef(catalog_file=catalog, table=table, snapshot_id=snapshot)).location()
+        except UserError as e:
+            raise UserError(f"{e}; or give --source-location s3://BUCKET/PREFIX") from None
+    if not is_s3(location) or "/" not in location[len("s3://"):].strip("/"):
+        raise UserError(f"--source-location {location}: the table's files must be on S3 under a prefix "
+                        "(s3://BUCKET/PREFIX) for the instance to read them")
+    return {"source_catalog_path": str(Path(catalog).resolve()), "source_table": table,
+            "source_snapshot": "" if snapshot is None else str(snapshot), "source_s3_uri": location.rstrip("/"),
+            "source_glue": glue, "warehouse_on_s3": True}
 
 
 PUBLISHED_SCENARIOS = ["bin-packing", "bin-packing-zstd", "deletes-standard", "deletes-high", "deletes-massive"]

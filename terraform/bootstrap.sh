@@ -38,6 +38,9 @@
 #   BENCH_INSTANCE_TYPE      passed to bench run/report as --instance-type when they accept it
 #   BENCH_EXTRA_RUN_ARGS     more `bench run` arguments (word-split)
 #   BENCH_WAREHOUSE          warehouse root: a directory (default $BENCH_DATA_DIR/warehouse) or s3://...
+#   BENCH_SOURCE_TABLE       NS.TABLE: your own table instead of generated ones (`bench run --source-table`,
+#                            no --scale); its catalog file is downloaded from BENCH_SOURCE_CATALOG_URI (s3://...)
+#   BENCH_SOURCE_CATALOG_URI, BENCH_SOURCE_SNAPSHOT   with BENCH_SOURCE_TABLE (the snapshot: default current)
 #   BENCH_CLEAN_WAREHOUSE    1 = delete a local scenario's warehouse after it ran (default 1)
 #   BENCH_STATE_DIR          local state (catalog, dataset manifests) of s3:// warehouses (default $BENCH_DATA_DIR/state)
 #   BENCH_MAVEN              1 = Iceberg's Java jars from Maven Central (default 1 with an s3:// warehouse:
@@ -96,6 +99,9 @@ export BENCH_CLEAN_WAREHOUSE=${BENCH_CLEAN_WAREHOUSE:-1}
 export BENCH_STATE_DIR=${BENCH_STATE_DIR:-$BENCH_DATA_DIR/state}
 if [[ $BENCH_WAREHOUSE == s3://* ]]; then export BENCH_MAVEN=${BENCH_MAVEN:-${BENCH_SPARK_MAVEN:-1}}; fi
 export BENCH_LOG_DIR=${BENCH_LOG_DIR:-/var/log/bench}
+export BENCH_SOURCE_TABLE=${BENCH_SOURCE_TABLE:-}
+export BENCH_SOURCE_CATALOG_URI=${BENCH_SOURCE_CATALOG_URI:-}
+export BENCH_SOURCE_SNAPSHOT=${BENCH_SOURCE_SNAPSHOT:-}
 export BENCH_HARNESS_SOURCE=${BENCH_HARNESS_SOURCE:-git}
 export BENCH_HARNESS_GIT_URL=${BENCH_HARNESS_GIT_URL:-}
 export BENCH_HARNESS_REF=${BENCH_HARNESS_REF:-main}
@@ -319,6 +325,7 @@ finish() {
     --status-field "message=$MESSAGE" --status-field "report=$REPORT_STATE" \
     --status-field "harness_revision=$HARNESS_REVISION" \
     --status-field "scenarios_requested=$BENCH_SCENARIOS" --status-field "scale=$BENCH_SCALE" \
+    --status-field "source_table=$BENCH_SOURCE_TABLE" \
     --status-field "engines=$BENCH_ENGINES" --status-field "instance_type=$BENCH_INSTANCE_TYPE" \
     --status-field "started_at=$(date -u -d "@$START_EPOCH" +%Y-%m-%dT%H:%M:%SZ)" \
     --int-field "exit_code=$rc" --int-field "wall_seconds=$(($(date +%s) - START_EPOCH))" \
@@ -469,6 +476,17 @@ PHASE=run
 if [[ -n $BENCH_INSTANCE_TYPE ]] && accepts run --instance-type; then common+=(--instance-type "$BENCH_INSTANCE_TYPE"); fi
 [[ -n $BENCH_MEMORY_BUDGET ]] && common+=(--memory-budget "$BENCH_MEMORY_BUDGET")
 read -r -a extra <<< "$BENCH_EXTRA_RUN_ARGS"
+# the input: generated at BENCH_SCALE, or a zero-copy clone of your own table (read-only: the role cannot
+# write its prefix; the clone goes to this run's warehouse)
+input=(--scale "$BENCH_SCALE")
+if [[ -n $BENCH_SOURCE_TABLE ]]; then
+  [[ -n $BENCH_SOURCE_CATALOG_URI ]] || fail "BENCH_SOURCE_TABLE needs BENCH_SOURCE_CATALOG_URI"
+  source_catalog=$BENCH_DATA_DIR/source-catalog.yaml
+  uploader download "$BENCH_SOURCE_CATALOG_URI" "$source_catalog" || fail "download of $BENCH_SOURCE_CATALOG_URI"
+  input=(--source-catalog "$source_catalog" --source-table "$BENCH_SOURCE_TABLE")
+  [[ -n $BENCH_SOURCE_SNAPSHOT ]] && input+=(--source-snapshot "$BENCH_SOURCE_SNAPSHOT")
+  log "your own table $BENCH_SOURCE_TABLE (catalog file from $BENCH_SOURCE_CATALOG_URI), cloned, never written"
+fi
 any_failed=0
 timed_out=0
 for scenario in ${BENCH_SCENARIOS//,/ }; do
@@ -483,9 +501,9 @@ for scenario in ${BENCH_SCENARIOS//,/ }; do
     s3://*) warehouse=${BENCH_WAREHOUSE%/}/$scenario ;;
     *) warehouse=$BENCH_WAREHOUSE/$scenario; mkdir -p "$warehouse" ;;
   esac
-  log "bench run $scenario --scale $BENCH_SCALE --engines $BENCH_ENGINES (at most ${left} s; log: logs/bench-$scenario.log)"
+  log "bench run $scenario ${input[*]} --engines $BENCH_ENGINES (at most ${left} s; log: logs/bench-$scenario.log)"
   t0=$(date +%s)
-  timeout --kill-after=60 "$left" "$BENCH_CMD" run "$scenario" --scale "$BENCH_SCALE" \
+  timeout --kill-after=60 "$left" "$BENCH_CMD" run "$scenario" "${input[@]}" \
     --engines "$BENCH_ENGINES" --reps "$BENCH_REPS" --timeout "$BENCH_ENGINE_TIMEOUT" \
     --results-dir "$RESULTS_ROOT" --run-id "$BENCH_RUN_ID" --warehouse "$warehouse" \
     "${common[@]}" "${extra[@]}" > "$BENCH_LOG_DIR/bench-$scenario.log" 2>&1

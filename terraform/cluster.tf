@@ -85,6 +85,9 @@ module "worker_user_data" {
   max_lifetime_minutes   = var.max_lifetime_minutes
   upload_reserve_seconds = var.upload_reserve_seconds
   enable_ssm             = var.enable_ssm
+  source_catalog_uri     = local.source ? "s3://${local.bucket_name}/${local.source_catalog_key}" : ""
+  source_table           = var.source_table
+  source_snapshot        = var.source_snapshot
 }
 
 resource "aws_instance" "worker" {

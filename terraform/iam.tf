@@ -1,8 +1,12 @@
 # The instance's only permissions: write this run's results prefix (and, when used, read the harness
 # archive of this run and read/write this run's warehouse prefix). Nothing else in S3, nothing in EC2:
 # the instance terminates itself by powering off (instance_initiated_shutdown_behavior).
+# With your own table (source_table), also: read the source's files under source_s3_uri (GetObject,
+# ListBucket on that prefix; never Put/Delete), this run's copy of its catalog file, and with source_glue
+# its Glue database and table (read-only). Its clone is written to this run's warehouse prefix only.
 # Spark workers (spark_workers > 0) get a role of their own, narrower: read the harness archive,
-# read/write/list this run's warehouse prefix, and write their own logs under runs/<run-id>/workers/.
+# read/write/list this run's warehouse prefix, write their own logs under runs/<run-id>/workers/ and, with
+# your own table, read (only) its files.
 
 data "aws_iam_policy_document" "assume_ec2" {
   statement {
@@ -60,7 +64,55 @@ data "aws_iam_policy_document" "bench" {
       }
     }
   }
+
+  dynamic "statement" {
+    for_each = local.source ? [1] : []
+    content {
+      sid       = "ReadThisRunsSourceCatalogFile"
+      actions   = ["s3:GetObject"]
+      resources = ["${local.bucket_arn}/${local.source_catalog_key}"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.source ? [1] : []
+    content {
+      sid       = "ReadTheSourceTableOnly"
+      actions   = ["s3:GetObject"]
+      resources = ["arn:${data.aws_partition.current.partition}:s3:::${local.source_bucket}/${local.source_prefix}/*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.source ? [1] : []
+    content {
+      sid       = "ListTheSourceTableOnly"
+      actions   = ["s3:ListBucket"]
+      resources = ["arn:${data.aws_partition.current.partition}:s3:::${local.source_bucket}"]
+
+      condition {
+        test     = "StringLike"
+        variable = "s3:prefix"
+        values   = ["${local.source_prefix}/*", local.source_prefix]
+      }
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.source && var.source_glue ? [1] : []
+    content {
+      sid     = "ReadTheSourceTablesGlueEntry"
+      actions = ["glue:GetDatabase", "glue:GetTable"]
+      resources = [
+        "arn:${data.aws_partition.current.partition}:glue:${var.region}:${data.aws_caller_identity.current.account_id}:catalog",
+        "arn:${data.aws_partition.current.partition}:glue:${var.region}:${data.aws_caller_identity.current.account_id}:database/${split(".", var.source_table)[0]}",
+        "arn:${data.aws_partition.current.partition}:glue:${var.region}:${data.aws_caller_identity.current.account_id}:table/${split(".", var.source_table)[0]}/${split(".", var.source_table)[1]}",
+      ]
+    }
+  }
 }
+
+data "aws_caller_identity" "current" {}
 
 resource "aws_iam_role_policy" "bench" {
   name   = "write-results-of-this-run"
@@ -125,6 +177,31 @@ data "aws_iam_policy_document" "worker" {
         test     = "StringLike"
         variable = "s3:prefix"
         values   = ["warehouse/${local.run_id}/*", "warehouse/${local.run_id}"]
+      }
+    }
+  }
+
+  # Spark's executors read the source table's files too: the same read-only statements as the bench role
+  dynamic "statement" {
+    for_each = local.source ? [1] : []
+    content {
+      sid       = "ReadTheSourceTableOnly"
+      actions   = ["s3:GetObject"]
+      resources = ["arn:${data.aws_partition.current.partition}:s3:::${local.source_bucket}/${local.source_prefix}/*"]
+    }
+  }
+
+  dynamic "statement" {
+    for_each = local.source ? [1] : []
+    content {
+      sid       = "ListTheSourceTableOnly"
+      actions   = ["s3:ListBucket"]
+      resources = ["arn:${data.aws_partition.current.partition}:s3:::${local.source_bucket}"]
+
+      condition {
+        test     = "StringLike"
+        variable = "s3:prefix"
+        values   = ["${local.source_prefix}/*", local.source_prefix]
       }
     }
   }

@@ -73,6 +73,16 @@ locals {
   warehouse_uri  = var.warehouse_on_s3 ? "s3://${local.bucket_name}/warehouse/${local.run_id}" : ""
   harness_key    = "harness/${local.run_id}.tar.gz"
   cluster        = var.spark_workers > 0
+
+  # your own table (read-only): its bucket and prefix, its catalog file shipped beside the harness archive
+  source             = var.source_table != ""
+  source_bucket      = var.source_s3_uri != "" ? regex("^s3://([^/]+)/", var.source_s3_uri)[0] : ""
+  source_prefix      = var.source_s3_uri != "" ? trimsuffix(regex("^s3://[^/]+/(.+)$", var.source_s3_uri)[0], "/") : ""
+  source_catalog_key = "harness/${local.run_id}-source-catalog.yaml"
+  # the prefixes this run writes in its own bucket: a source there must lie outside them (and they outside it)
+  run_prefixes = ["${local.results_prefix}", "warehouse/${local.run_id}/", "harness/"]
+  source_apart = local.source_bucket != local.bucket_name || alltrue([for p in local.run_prefixes :
+  !startswith("${local.source_prefix}/", p) && !startswith(p, "${local.source_prefix}/")])
 }
 
 module "user_data" {
@@ -97,6 +107,37 @@ module "user_data" {
   upload_reserve_seconds = var.upload_reserve_seconds
   enable_ssm             = var.enable_ssm
   spark_workers          = var.spark_workers
+  source_catalog_uri     = local.source ? "s3://${local.bucket_name}/${local.source_catalog_key}" : ""
+  source_table           = var.source_table
+  source_snapshot        = var.source_snapshot
+}
+
+# The catalog file of your own table (bench aws up --source-catalog), read by the instance at boot.
+resource "aws_s3_object" "source_catalog" {
+  count       = local.source ? 1 : 0
+  bucket      = local.bucket_name
+  key         = local.source_catalog_key
+  source      = var.source_catalog_path
+  source_hash = filemd5(var.source_catalog_path)
+
+  depends_on = [aws_s3_bucket_public_access_block.results, aws_s3_bucket_server_side_encryption_configuration.results]
+
+  lifecycle {
+    precondition {
+      condition     = var.source_catalog_path != "" && var.source_s3_uri != ""
+      error_message = "source_table needs source_catalog_path (the catalog file) and source_s3_uri (where its files are: the role may read only there)."
+    }
+
+    precondition {
+      condition     = var.warehouse_on_s3
+      error_message = "source_table needs warehouse_on_s3 = true: the clone of a table on S3 is written to this run's warehouse prefix, the only place the role may write."
+    }
+
+    precondition {
+      condition     = local.source_apart
+      error_message = "source_s3_uri overlaps what this run writes in the results bucket (runs/<run-id>/, warehouse/<run-id>/, harness/): put the source elsewhere."
+    }
+  }
 }
 
 # The harness source packed from a local checkout (bench aws up), read by the instance at boot.
@@ -214,5 +255,5 @@ resource "aws_instance" "bench" {
   }
 
   # The role's policy must exist before the instance boots and starts uploading.
-  depends_on = [aws_iam_role_policy.bench, aws_s3_object.harness]
+  depends_on = [aws_iam_role_policy.bench, aws_s3_object.harness, aws_s3_object.source_catalog]
 }

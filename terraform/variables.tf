@@ -92,6 +92,52 @@ variable "extra_run_args" {
   default     = ""
 }
 
+# ----- your own table (bench aws up --source-catalog/--source-table) -----------------------------------
+variable "source_catalog_path" {
+  description = "Local path of a --source-catalog file (pyiceberg catalog properties; no secrets: the instance role is the credential), put in the results bucket for the instance. Empty = generated tables."
+  type        = string
+  default     = ""
+}
+
+variable "source_table" {
+  description = "NS.TABLE of your own table in that catalog: every scenario runs on a zero-copy clone of it (`bench run --source-table`) in this run's warehouse prefix."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.source_table == "" || can(regex("^[A-Za-z0-9_][A-Za-z0-9_.-]*\\.[A-Za-z0-9_-]+$", var.source_table))
+    error_message = "source_table: NAMESPACE.TABLE (letters, digits, '_', '-', '.')."
+  }
+}
+
+variable "source_snapshot" {
+  description = "Snapshot id of the source table to clone; empty = its current one."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = can(regex("^[0-9]*$", var.source_snapshot))
+    error_message = "source_snapshot: a snapshot id (digits) or empty."
+  }
+}
+
+variable "source_s3_uri" {
+  description = "s3://bucket/prefix holding the source table's metadata, data and delete files (its location). The instance role may read there (s3:GetObject, s3:ListBucket under the prefix) and nowhere else in that bucket; it can never write or delete there."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.source_s3_uri == "" || can(regex("^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/[^*?]+$", var.source_s3_uri))
+    error_message = "source_s3_uri: s3://bucket/prefix (a prefix, no wildcards)."
+  }
+}
+
+variable "source_glue" {
+  description = "The source catalog is AWS Glue in this account and region: the role may read the source table's Glue database and table (glue:GetDatabase, glue:GetTable), nothing else of Glue."
+  type        = bool
+  default     = false
+}
+
 variable "run_id" {
   description = "Name of the run (results under runs/<run_id>/). Empty = the UTC time of the first apply. `bench aws up` sets one per run."
   type        = string

@@ -35,6 +35,16 @@ variable "spark_master_host" {
   default = ""
 }
 
+variable "source_catalog_uri" {
+  type    = string
+  default = ""
+}
+
+variable "source_table" {
+  type    = string
+  default = ""
+}
+
 module "user_data" {
   source                 = "../modules/user_data"
   run_id                 = "20250101T000000Z"
@@ -56,6 +66,8 @@ module "user_data" {
   role                   = var.role
   spark_workers          = var.spark_workers
   spark_master_host      = var.spark_master_host
+  source_catalog_uri     = var.source_catalog_uri
+  source_table           = var.source_table
 }
 
 output "user_data" {

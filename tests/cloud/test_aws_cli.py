@@ -185,3 +185,41 @@ def test_up_prints_the_plan_and_sizes_volume_and_deadline_from_it(fake_tf, tmp_p
     r = CliRunner().invoke(main, args("p3", "deletes-high", tmp_path / "empty"))
     assert r.exit_code == 0, r.output
     assert "no sweep of deletes-high" in r.output and "Terraform's defaults" in r.output
+
+
+def test_up_on_your_own_table_ships_its_catalog_file_and_reads_its_prefix_only(fake_tf, tmp_path):
+    """`up --source-catalog --source-table`: the Terraform variables of a read-only source (its catalog file,
+    table, snapshot, S3 prefix, Glue) and an S3 warehouse for its clone; no plan invented; bad input is one
+    line before Terraform runs."""
+    from tests.runner.foreign import make_foreign_table
+
+    cat = tmp_path / "prod.yaml"
+    cat.write_text("type: glue\nwarehouse: s3://my-lake/\n")
+
+    def up(*extra):
+        return CliRunner().invoke(main, ["aws", "up", "--terraform-dir", str(fake_tf.dir), "--run-id", "own",
+                                         "--scenarios", "bin-packing", "--git-ref", "v1", "--git-url",
+                                         "https://example.invalid/h.git", "--auto-approve", *extra])
+
+    r = up("--source-catalog", str(cat), "--source-table", "lake.events", "--source-location", "s3://my-lake/events/",
+           "--source-snapshot", "42", "--source-glue")
+    assert r.exit_code == 0, r.output
+    apply = next(c for c in fake_tf.calls() if c[1] == "apply")
+    values = json.loads(Path(next(a for a in apply if a.startswith("-var-file=")).split("=", 1)[1]).read_text())
+    assert values["source_catalog_path"] == str(cat.resolve()) and values["source_table"] == "lake.events"
+    assert values["source_s3_uri"] == "s3://my-lake/events" and values["source_snapshot"] == "42"
+    assert values["source_glue"] is True and values["warehouse_on_s3"] is True and "scale" not in values
+    assert "plan: none for your own table" in r.output and "(read-only for the instance)" in r.output
+    applies = len([c for c in fake_tf.calls() if c[1] == "apply"])
+    local = make_foreign_table(tmp_path / "local", commits=1, rows=5)  # its location: a local directory
+    for args, says in ((["--source-table", "lake.events"], "go together"),
+                       (["--source-location", "s3://x/y"], "need --source-catalog and --source-table"),
+                       (["--source-catalog", str(cat), "--source-table", "lake.events", "--scale", "0.1"],
+                        "--scale shapes the generated tables"),
+                       (["--source-catalog", str(cat), "--source-table", "lake.events", "--source-location",
+                         "/data/events"], "must be on S3 under a prefix"),
+                       (["--source-catalog", str(tmp_path / "none.yaml"), "--source-table", "a.b"], "cannot read it"),
+                       (["--source-catalog", str(local), "--source-table", "shop.orders"], "must be on S3")):
+        bad = up(*args)
+        assert bad.exit_code == 2 and says in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output
+    assert len([c for c in fake_tf.calls() if c[1] == "apply"]) == applies

@@ -250,6 +250,29 @@ def test_harness_from_an_s3_archive(tmp_path, s3, monkeypatch):
     assert r.powered_off is not None
 
 
+def test_your_own_table_is_run_from_its_downloaded_catalog_file_without_a_scale(tmp_path, s3):
+    """BENCH_SOURCE_TABLE: the catalog file comes from the bucket and `bench run` gets --source-catalog,
+    --source-table and --source-snapshot instead of --scale (a stub `bench run` records its arguments: the
+    run on a clone is the harness's tests' business, tests/runner/test_source.py)."""
+    s3.client.put_object(Bucket=BUCKET, Key="harness/own-source-catalog.yaml", Body=b"type: glue\n")
+    args = tmp_path / "run-args"
+    stub = tmp_path / "stub-bench"
+    stub.write_text(f'#!/bin/bash\nif [[ $1 == run && $2 != --help ]]; then printf "%s\\n" "$@" > {args}; exit 0; fi\n'
+                    'if [[ $1 == list || $1 == doctor ]]; then exit 0; fi\n'  # not what this test is about
+                    f'exec {BENCH} "$@"\n')
+    stub.chmod(0o755)
+    r = run_bootstrap(tmp_path, s3, "e2e-own", BENCH_CMD=stub, BENCH_REPORT=0, BENCH_SOURCE_TABLE="lake.events",
+                      BENCH_SOURCE_SNAPSHOT="42",
+                      BENCH_SOURCE_CATALOG_URI=f"s3://{BUCKET}/harness/own-source-catalog.yaml")
+    assert r.rc == 0, r.log + r.stderr
+    got = args.read_text().splitlines()
+    catalog = tmp_path / "data" / "source-catalog.yaml"
+    assert got[:8] == ["run", "bin-packing", "--source-catalog", str(catalog), "--source-table", "lake.events",
+                       "--source-snapshot", "42"] and "--scale" not in got, got
+    assert catalog.read_text() == "type: glue\n"
+    assert status_of(s3, r.prefix)["source_table"] == "lake.events"
+
+
 def test_bootstrap_refuses_to_start_without_its_settings(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
     proc = subprocess.run(["bash", str(BOOTSTRAP)], env=env, capture_output=True, text=True, timeout=10)

@@ -178,6 +178,12 @@ def _statements(doc: dict) -> list[dict]:
     return out
 
 
+SOURCE_OBJECTS = "arn:${data.aws_partition.current.partition}:s3:::${local.source_bucket}/${local.source_prefix}/*"
+SOURCE_BUCKET = "arn:${data.aws_partition.current.partition}:s3:::${local.source_bucket}"
+GLUE_READS = {"glue:GetDatabase", "glue:GetTable"}
+READS = {"s3:GetObject", "s3:ListBucket"} | GLUE_READS
+
+
 def test_instance_role_writes_only_the_results_prefix(module):
     loc = module["locals"]
     assert loc["results_prefix"] == "runs/${local.run_id}/"
@@ -187,18 +193,25 @@ def test_instance_role_writes_only_the_results_prefix(module):
         "${local.bucket_arn}/${local.results_prefix}*",     # this run's results
         "${local.bucket_arn}/${local.harness_key}",          # this run's harness archive (read)
         "${local.bucket_arn}/warehouse/${local.run_id}/*",   # this run's warehouse, when on S3
+        "${local.bucket_arn}/${local.source_catalog_key}",   # your own table's catalog file (read)
+        SOURCE_OBJECTS,                                      # your own table's files (read): see below
     }
     writes = set()
     for st in stmts:
         assert st.get("effect", "Allow") == "Allow"
         for a in st["actions"]:
-            assert a.startswith("s3:") and "*" not in a, a
+            assert (a.startswith("s3:") or a in GLUE_READS) and "*" not in a, a
+        if set(st["actions"]) <= GLUE_READS:
+            continue  # your own table's Glue entries: see below
         for r in st["resources"]:
             if st["actions"] == ["s3:ListBucket"]:
-                assert r == "${local.bucket_arn}"
                 cond = st["condition"][0]
                 assert cond["variable"] == "s3:prefix"
-                assert all(v.startswith("warehouse/${local.run_id}") for v in cond["values"])
+                if r == SOURCE_BUCKET:
+                    assert cond["values"] == ["${local.source_prefix}/*", "${local.source_prefix}"]
+                else:
+                    assert r == "${local.bucket_arn}"
+                    assert all(v.startswith("warehouse/${local.run_id}") for v in cond["values"])
             else:
                 assert r in allowed_objects, r
             if {"s3:PutObject", "s3:DeleteObject"} & set(st["actions"]):
@@ -224,7 +237,7 @@ def test_worker_role_is_narrower_than_the_bench_role(module):
     assert doc["count"] == "${local.cluster ? 1 : 0}"
     stmts = _statements(doc)
     allowed = {"${local.bucket_arn}/${local.harness_key}", "${local.bucket_arn}/warehouse/${local.run_id}/*",
-               "${local.bucket_arn}/${local.results_prefix}workers/*"}
+               "${local.bucket_arn}/${local.results_prefix}workers/*", SOURCE_OBJECTS}
     bench_stmts = {s.get("sid"): s for s in _statements(module["data"]["aws_iam_policy_document"]["bench"])}
     writes = set()
     for st in stmts:
@@ -232,8 +245,8 @@ def test_worker_role_is_narrower_than_the_bench_role(module):
         for a in st["actions"]:
             assert a.startswith("s3:") and "*" not in a, a
         if st["actions"] == ["s3:ListBucket"]:
-            assert st["resources"] == ["${local.bucket_arn}"]
-            assert bare(st) == bare(bench_stmts["ListThisRunsWarehouse"])   # the bench role's prefix condition
+            assert bare(st) == bare(bench_stmts[st["sid"]])   # the bench role's, with its prefix condition
+            assert st["sid"] in ("ListThisRunsWarehouse", "ListTheSourceTableOnly")
             continue
         for r in st["resources"]:
             assert r in allowed, r
@@ -254,6 +267,49 @@ def test_worker_role_is_narrower_than_the_bench_role(module):
     assert res(module, "aws_iam_role_policy_attachment", "worker_ssm")["count"] == \
         "${local.cluster && var.enable_ssm ? 1 : 0}"
     assert res(module, "aws_iam_instance_profile", "worker")["role"] == "${aws_iam_role.worker[0].name}"
+
+
+def test_your_own_table_is_read_only_and_its_clone_goes_to_this_runs_warehouse(module):
+    """bench aws up --source-*: the role may read the source's prefix (GetObject, ListBucket under it), its
+    catalog file and, with source_glue, its Glue entries; no statement of either role that writes or deletes
+    names anything of the source; the run refuses a source without an S3 warehouse or one that overlaps
+    what the run writes."""
+    variables = module["variable"]
+    for name in ("source_catalog_path", "source_table", "source_snapshot", "source_s3_uri"):
+        assert variables[name]["default"] == "", name
+    assert variables["source_glue"]["default"] is False
+    loc = module["locals"]
+    assert loc["source"] == "${var.source_table != \"\"}"
+    assert loc["run_prefixes"] == ["${local.results_prefix}", "warehouse/${local.run_id}/", "harness/"]
+    for doc_name in ("bench", "worker"):
+        stmts = {s["sid"]: s for s in _statements(module["data"]["aws_iam_policy_document"][doc_name])}
+        read = stmts["ReadTheSourceTableOnly"]
+        assert read["actions"] == ["s3:GetObject"] and read["resources"] == [SOURCE_OBJECTS]
+        listing = stmts["ListTheSourceTableOnly"]
+        assert listing["actions"] == ["s3:ListBucket"] and listing["resources"] == [SOURCE_BUCKET]
+        assert listing["condition"][0]["values"] == ["${local.source_prefix}/*", "${local.source_prefix}"]
+        for st in stmts.values():
+            names_source = any("source" in r for r in st["resources"])
+            if names_source:
+                assert set(st["actions"]) <= READS, (doc_name, st["sid"], st["actions"])
+            if set(st["actions"]) - READS:  # anything that writes: never the source
+                assert not names_source, st["sid"]
+    bench = {s["sid"]: s for s in _statements(module["data"]["aws_iam_policy_document"]["bench"])}
+    assert bench["ReadThisRunsSourceCatalogFile"]["resources"] == ["${local.bucket_arn}/${local.source_catalog_key}"]
+    glue = bench["ReadTheSourceTablesGlueEntry"]
+    assert set(glue["actions"]) == GLUE_READS and len(glue["resources"]) == 3
+    assert all(":glue:${var.region}:${data.aws_caller_identity.current.account_id}:" in r for r in glue["resources"])
+    dyn = next(d for d in module["data"]["aws_iam_policy_document"]["bench"]["dynamic"]
+               if d["statement"]["content"][0].get("sid") == "ReadTheSourceTablesGlueEntry")
+    assert dyn["statement"]["for_each"] == "${local.source && var.source_glue ? [1] : []}"
+    obj = res(module, "aws_s3_object", "source_catalog")
+    assert obj["count"] == "${local.source ? 1 : 0}" and obj["key"] == "${local.source_catalog_key}"
+    conditions = [p["condition"] for p in obj["lifecycle"][0]["precondition"]]
+    assert conditions == ['${var.source_catalog_path != "" && var.source_s3_uri != ""}',
+                          "${var.warehouse_on_s3}", "${local.source_apart}"]
+    ud = module["module"]["user_data"]
+    assert ud["source_table"] == "${var.source_table}" and ud["source_snapshot"] == "${var.source_snapshot}"
+    assert "${aws_s3_object.source_catalog}" in res(module, "aws_instance", "bench")["depends_on"]
 
 
 # ----- the Spark cluster (spark_workers) ----------------------------------------------------------------
@@ -399,8 +455,10 @@ def checkov_bin() -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("tfvars", ["", "spark_workers = 2\nwarehouse_on_s3 = true\n"],
-                         ids=["single-node", "spark-workers-2"])
+@pytest.mark.parametrize("tfvars", ["", "spark_workers = 2\nwarehouse_on_s3 = true\nsource_table = \"lake.events\"\n"
+                                     "source_s3_uri = \"s3://my-lake/events\"\nsource_catalog_path = \"prod.yaml\"\n"
+                                     "source_glue = true\n"],
+                         ids=["single-node", "spark-workers-2-own-table"])
 def test_checkov_finds_no_failed_check(checkov_bin, tmp_path, tfvars):
     var_file = []
     if tfvars:
@@ -463,7 +521,8 @@ def heredoc(text: str, delimiter: str) -> str:
 
 @needs_terraform
 def test_user_data_renders_and_passes_bash_n_and_shellcheck(tmp_path):
-    outs = render(tmp_path)
+    outs = render(tmp_path, source_catalog_uri="s3://example-results-bucket/harness/r-source-catalog.yaml",
+                  source_table="lake.events")
     script = outs["user_data"]
     path = tmp_path / "user_data.sh"
     path.write_text(script)
@@ -492,6 +551,8 @@ def test_user_data_renders_and_passes_bash_n_and_shellcheck(tmp_path):
     assert got["BENCH_HARNESS_SOURCE"] == "git" and got["BENCH_WAREHOUSE"] == "/data/warehouse"
     assert got["BENCH_MAX_LIFETIME_MIN"] == "480" and got["AWS_DEFAULT_REGION"] == "us-east-1"
     assert got["BENCH_ROLE"] == "bench" and got["BENCH_SPARK_WORKERS"] == "0"   # one node, as published
+    assert got["BENCH_SOURCE_TABLE"] == "lake.events" and got["BENCH_SOURCE_SNAPSHOT"] == ""
+    assert got["BENCH_SOURCE_CATALOG_URI"] == "s3://example-results-bucket/harness/r-source-catalog.yaml"
 
 
 def env_of(tmp_path: Path, script: str) -> dict:
@@ -617,6 +678,18 @@ def test_shell_scripts_pass_shellcheck():
     ("spark_workers", 33, False),
     ("spark_workers", -1, False),
     ("spark_workers", 1.5, False),
+    ("source_table", "", True),
+    ("source_table", "lake.events", True),
+    ("source_table", "events", False),
+    ("source_table", "a.b; rm -rf /", False),
+    ("source_snapshot", "", True),
+    ("source_snapshot", "123", True),
+    ("source_snapshot", "latest", False),
+    ("source_s3_uri", "", True),
+    ("source_s3_uri", "s3://my-lake/events", True),
+    ("source_s3_uri", "s3://my-lake", False),
+    ("source_s3_uri", "s3://my-lake/*", False),
+    ("source_s3_uri", "/data/events", False),
 ])
 def test_variable_validations(module, tmp_path, name, value, ok):
     """Each validation's condition, evaluated by terraform itself (`terraform console`, no provider)."""

@@ -29,6 +29,9 @@ locals {
     BENCH_ROLE                    = var.role
     BENCH_SPARK_WORKERS           = tostring(var.spark_workers)
     BENCH_SPARK_MASTER_HOST       = var.spark_master_host
+    BENCH_SOURCE_CATALOG_URI      = var.source_catalog_uri
+    BENCH_SOURCE_TABLE            = var.source_table
+    BENCH_SOURCE_SNAPSHOT         = var.source_snapshot
   }
 
   # Every value is single-quoted for bash, with embedded single quotes closed, escaped and reopened,

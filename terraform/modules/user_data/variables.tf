@@ -118,3 +118,21 @@ variable "spark_master_host" {
   type        = string
   default     = ""
 }
+
+variable "source_catalog_uri" {
+  description = "s3:// URI of the catalog file of your own table (bench role); empty = generated tables."
+  type        = string
+  default     = ""
+}
+
+variable "source_table" {
+  description = "NS.TABLE of your own table: `bench run --source-catalog/--source-table` instead of --scale."
+  type        = string
+  default     = ""
+}
+
+variable "source_snapshot" {
+  description = "Snapshot id of your own table to clone; empty = its current one."
+  type        = string
+  default     = ""
+}
