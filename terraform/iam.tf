@@ -25,7 +25,32 @@ resource "aws_iam_role" "bench" {
   assume_role_policy = data.aws_iam_policy_document.assume_ec2.json
 }
 
+# Your own table's files, read-only (GetObject under its prefix, ListBucket on that prefix): both roles
+data "aws_iam_policy_document" "source_read" {
+  count = local.source ? 1 : 0
+
+  statement {
+    sid       = "ReadTheSourceTableOnly"
+    actions   = ["s3:GetObject"]
+    resources = ["arn:${data.aws_partition.current.partition}:s3:::${local.source_bucket}/${local.source_prefix}/*"]
+  }
+
+  statement {
+    sid       = "ListTheSourceTableOnly"
+    actions   = ["s3:ListBucket"]
+    resources = ["arn:${data.aws_partition.current.partition}:s3:::${local.source_bucket}"]
+
+    condition {
+      test     = "StringLike"
+      variable = "s3:prefix"
+      values   = ["${local.source_prefix}/*", local.source_prefix]
+    }
+  }
+}
+
 data "aws_iam_policy_document" "bench" {
+  source_policy_documents = data.aws_iam_policy_document.source_read[*].json
+
   statement {
     sid       = "WriteThisRunsResults"
     actions   = ["s3:PutObject", "s3:AbortMultipartUpload"]
@@ -75,30 +100,6 @@ data "aws_iam_policy_document" "bench" {
   }
 
   dynamic "statement" {
-    for_each = local.source ? [1] : []
-    content {
-      sid       = "ReadTheSourceTableOnly"
-      actions   = ["s3:GetObject"]
-      resources = ["arn:${data.aws_partition.current.partition}:s3:::${local.source_bucket}/${local.source_prefix}/*"]
-    }
-  }
-
-  dynamic "statement" {
-    for_each = local.source ? [1] : []
-    content {
-      sid       = "ListTheSourceTableOnly"
-      actions   = ["s3:ListBucket"]
-      resources = ["arn:${data.aws_partition.current.partition}:s3:::${local.source_bucket}"]
-
-      condition {
-        test     = "StringLike"
-        variable = "s3:prefix"
-        values   = ["${local.source_prefix}/*", local.source_prefix]
-      }
-    }
-  }
-
-  dynamic "statement" {
     for_each = local.source && var.source_glue ? [1] : []
     content {
       sid     = "ReadTheSourceTablesGlueEntry"
@@ -142,6 +143,9 @@ resource "aws_iam_role" "worker" {
 data "aws_iam_policy_document" "worker" {
   count = local.cluster ? 1 : 0
 
+  # Spark's executors read the source table's files too
+  source_policy_documents = data.aws_iam_policy_document.source_read[*].json
+
   statement {
     sid       = "WriteTheirLogs"
     actions   = ["s3:PutObject", "s3:AbortMultipartUpload"]
@@ -177,31 +181,6 @@ data "aws_iam_policy_document" "worker" {
         test     = "StringLike"
         variable = "s3:prefix"
         values   = ["warehouse/${local.run_id}/*", "warehouse/${local.run_id}"]
-      }
-    }
-  }
-
-  # Spark's executors read the source table's files too: the same read-only statements as the bench role
-  dynamic "statement" {
-    for_each = local.source ? [1] : []
-    content {
-      sid       = "ReadTheSourceTableOnly"
-      actions   = ["s3:GetObject"]
-      resources = ["arn:${data.aws_partition.current.partition}:s3:::${local.source_bucket}/${local.source_prefix}/*"]
-    }
-  }
-
-  dynamic "statement" {
-    for_each = local.source ? [1] : []
-    content {
-      sid       = "ListTheSourceTableOnly"
-      actions   = ["s3:ListBucket"]
-      resources = ["arn:${data.aws_partition.current.partition}:s3:::${local.source_bucket}"]
-
-      condition {
-        test     = "StringLike"
-        variable = "s3:prefix"
-        values   = ["${local.source_prefix}/*", local.source_prefix]
       }
     }
   }

@@ -281,14 +281,21 @@ def test_your_own_table_is_read_only_and_its_clone_goes_to_this_runs_warehouse(m
     loc = module["locals"]
     assert loc["source"] == "${var.source_table != \"\"}"
     assert loc["run_prefixes"] == ["${local.results_prefix}", "warehouse/${local.run_id}/", "harness/"]
-    for doc_name in ("bench", "worker"):
-        stmts = {s["sid"]: s for s in _statements(module["data"]["aws_iam_policy_document"][doc_name])}
-        read = stmts["ReadTheSourceTableOnly"]
-        assert read["actions"] == ["s3:GetObject"] and read["resources"] == [SOURCE_OBJECTS]
-        listing = stmts["ListTheSourceTableOnly"]
-        assert listing["actions"] == ["s3:ListBucket"] and listing["resources"] == [SOURCE_BUCKET]
-        assert listing["condition"][0]["values"] == ["${local.source_prefix}/*", "${local.source_prefix}"]
-        for st in stmts.values():
+    docs = module["data"]["aws_iam_policy_document"]
+    source_read = docs["source_read"]
+    assert source_read["count"] == "${local.source ? 1 : 0}"
+    stmts = {s["sid"]: s for s in _statements(source_read)}
+    assert sorted(stmts) == ["ListTheSourceTableOnly", "ReadTheSourceTableOnly"]
+    read = stmts["ReadTheSourceTableOnly"]
+    assert read["actions"] == ["s3:GetObject"] and read["resources"] == [SOURCE_OBJECTS]
+    listing = stmts["ListTheSourceTableOnly"]
+    assert listing["actions"] == ["s3:ListBucket"] and listing["resources"] == [SOURCE_BUCKET]
+    assert listing["condition"][0]["variable"] == "s3:prefix"
+    assert listing["condition"][0]["values"] == ["${local.source_prefix}/*", "${local.source_prefix}"]
+    for doc_name in ("bench", "worker", "source_read"):  # both roles take the source's read statements
+        if doc_name != "source_read":
+            assert docs[doc_name]["source_policy_documents"] == "${data.aws_iam_policy_document.source_read[*].json}"
+        for st in _statements(docs[doc_name]):
             names_source = any("source" in r for r in st["resources"])
             if names_source:
                 assert set(st["actions"]) <= READS, (doc_name, st["sid"], st["actions"])
