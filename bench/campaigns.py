@@ -321,7 +321,8 @@ def _probe(opts: FrontierOptions, directory: Path, engine: str, scale: float, bu
     run_id = f"{file_label(engine)}-s{fmt_scale(scale)}{f'-p{partitions}' if partitions else ''}-{budget // MiB}m"
     progress.info(f"frontier: {engine} at {_at(scale, partitions)} under {fmt_bytes(budget)}")
     got = run_scenario(RunOptions(**opts.common(results_dir=str(directory), run_id=run_id, timeout_s=timeout_s),
-                                  scale=scale, engines=engine, reps=1, memory_budget=str(budget), readers=False,
+                                  scale=None if opts.source else scale, engines=engine, reps=1,
+                                  memory_budget=str(budget), readers=False,
                                   partitions=partitions), progress)
     r = got[0]
     # the heap that does the work: the executor's in a cluster mode, else the one JVM's
@@ -408,6 +409,11 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
     for e, f in floors.items():
         if f >= ceiling:
             raise UserError(f"{e}: its floor {fmt_bytes(f)} is not below the ceiling {fmt_bytes(ceiling)}")
+    if opts.source is not None:
+        if opts.partitions or opts.scales:
+            raise UserError("--scale, --scales and --partitions shape the generated table; with --source-table "
+                            "your table is the input")
+        opts.scales = [0.0]  # the clone: one point, no size axis
     if opts.partitions:
         if len(opts.scales) != 1:
             raise UserError("--partitions counts the partitions at one scale: give --scale S, not --scales")
@@ -420,6 +426,7 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
     env = environment(settings.state_path if settings.is_remote else settings.warehouse_path)
     s = FrontierSummary(frontier_id=directory.name, scenario=sc.name, scenario_record=sc.record(), scales=opts.scales,
                         partitions=opts.partitions or [], engines=engines, started_at=now_iso(), pid=os.getpid(),
+                        source_table=opts.source.table if opts.source else "",
                         machine=env.describe(), ram_bytes=ram,
                         notes=[f"a probe passes when the run completes verified within {opts.max_slowdown:g}x the "
                                f"wall time of the unconstrained run (at least {MIN_PROBE_TIMEOUT_S} s); slower is "
@@ -429,7 +436,10 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
                         + ([f"partition counts at scale {fmt_scale(opts.scales[0])}: each a dataset of its own, the "
                             f"recipe's files placed in that many partitions (buckets kept, periods = partitions / "
                             f"buckets); no fit against size and no prediction at scale 1 (the points differ in "
-                            f"layout, not size)"] if opts.partitions else []))
+                            f"layout, not size)"] if opts.partitions else [])
+                        + ([f"your own table {opts.source.table} (a zero-copy clone, the original checked unchanged "
+                            f"after every probe): one point, no fit against size and no prediction at scale 1"]
+                           if opts.source else []))
     directory.mkdir(parents=True)
     write_summary(directory, s)
     with recorded(directory, s):
@@ -458,7 +468,7 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
 def summarize_frontier(s: FrontierSummary, sc: Scenario) -> None:
     pub = sc.published
     s.fits, s.predictions = {}, []
-    if s.partitions:  # one scale: nothing to fit against size
+    if s.partitions or s.source_table:  # one table: nothing to fit against size
         return
     for e in s.engines:
         pts = [p for p in s.points if p.engine == e and p.min_budget_bytes and p.gb]

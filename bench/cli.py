@@ -296,15 +296,20 @@ def sweep(scenario, scales, reps, memory_budget, engines, common):
               help="Partition counts (comma-separated, e.g. 8,64,512) of a partitioned SCENARIO at the one --scale: "
                    "a frontier per count, each its own dataset (memory against partitions).")
 @common_run_options
+@source_options(required=False)
 @one_line_errors
-def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, engines, partitions, common):
-    """Find, per engine, the smallest memory budget at which SCENARIO completes verified."""
+def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, engines, partitions, source_catalog,
+             source_table, source_snapshot, common):
+    """Find, per engine, the smallest memory budget at which SCENARIO completes verified (on a generated
+    table at one or more scales, or on a zero-copy clone of your own table)."""
     from bench.campaigns import FrontierOptions, parse_partitions, parse_scales
     from bench.campaigns import frontier as run_frontier
 
-    if (scale is None) == (scales is None):
-        raise UserError("give --scale S or --scales S1,S2,... (one of them)")
-    run_frontier(FrontierOptions(scenario=scenario, **common, scales=[scale] if scale else parse_scales(scales),
+    source = source_ref(source_catalog, source_table, source_snapshot)
+    if source is None and (scale is None) == (scales is None):
+        raise UserError("give --scale S or --scales S1,S2,... (one of them), or --source-catalog/--source-table")
+    run_frontier(FrontierOptions(scenario=scenario, **common, source=source,
+                                 scales=[scale] if scale else parse_scales(scales) if scales else [],
                                  engines=engines, floor=floor, ceiling=ceiling, precision=precision,
                                  max_slowdown=max_slowdown,
                                  partitions=parse_partitions(partitions) if partitions else None), Progress())
@@ -330,15 +335,17 @@ def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, e
 @click.option("--write-profile/--no-write-profile", default=True, show_default=True)
 @click.option("--memory-budget", default=None, help="Memory budget per engine run (default: the node's RAM).")
 @common_run_options
+@source_options(required=False)
 @one_line_errors
 def tune(engine, scenario, scale, budget_minutes, max_configs, reps, confirm_reps, min_gain, profile, write_profile,
-         memory_budget, common):
+         memory_budget, source_catalog, source_table, source_snapshot, common):
     """Search ENGINE's knobs on SCENARIO (coordinate descent), write the best as ENGINE:tuned, confirm it.
     Configurations are also cut off at 3x the published one's time."""
     from bench.tune import TuneOptions
     from bench.tune import tune as run_tune
 
     run_tune(TuneOptions(engine=engine, scenario=scenario, **common, scale=scale, reps=reps,
+                         source=source_ref(source_catalog, source_table, source_snapshot),
                          confirm_reps=confirm_reps, max_configs=max_configs, budget_minutes=budget_minutes,
                          min_gain=min_gain, profile=profile, write_profile=write_profile,
                          memory_budget=memory_budget), Progress())

@@ -101,7 +101,9 @@ class Search:
         if not 0 <= opts.min_gain < 1:
             raise UserError(f"--min-gain {opts.min_gain}: give a share between 0 and 1, e.g. 0.05")
         self.sc = load_scenario(opts.scenario)
-        self.scale = check_scale(self.sc.local_scale if opts.scale is None else opts.scale)
+        if opts.source is not None and opts.scale is not None:
+            raise UserError("--scale shapes the generated table; with --source-table your table is the input")
+        self.scale = None if opts.source else check_scale(self.sc.local_scale if opts.scale is None else opts.scale)
         cls = engine_class(self.name)
         self.cores = usable_cores()
         self.knobs = {k.name: k for k in cls.knobs}
@@ -122,7 +124,8 @@ class Search:
             knobs.append(TuneKnob(name=k.name, path=k.path, values=values, published=published, note=k.note,
                                   searchable=bool(values)))
         return TuneSummary(tune_id=self.directory.name, engine=self.name, scenario=self.sc.name,
-                           scenario_record=self.sc.record(), scale=self.scale, reps=o.reps,
+                           scenario_record=self.sc.record(), scale=self.scale or 0.0, reps=o.reps,
+                           source_table=o.source.table if o.source else "",
                            strategy=STRATEGY.format(gain=o.min_gain, configs=o.max_configs, minutes=o.budget_minutes,
                                                     confirm=o.confirm_reps),
                            min_gain=o.min_gain, max_configs=o.max_configs, budget_s=o.budget_minutes * 60,
@@ -274,7 +277,8 @@ def _fmt(st: Stat) -> str:
 
 
 def tune_table(s: TuneSummary) -> str:
-    rows = [f"tune {s.tune_id}: {s.engine} on {s.scenario} at scale {s.scale:g}, {len(s.configs)} configurations",
+    on = f"on your own table {s.source_table}" if s.source_table else f"at scale {s.scale:g}"
+    rows = [f"tune {s.tune_id}: {s.engine} on {s.scenario} {on}, {len(s.configs)} configurations",
             f"{'#':>3} {'setting':<48} {'verified':>8} {'median time':>22}  kept"]
     for c in s.configs:
         what = f"{c.knob}={c.value}" if c.knob else "published"

@@ -184,6 +184,7 @@ class FrontierSummary(BaseModel):
     scales: list[float]
     # the other axis: partition counts at the one scale, each its own dataset ([]: the recipe's, over scales)
     partitions: list[int] = Field(default_factory=list)
+    source_table: str = ""  # --source-table: the user's own table (its clone), instead of generated scales
     engines: list[str]
     state: Literal["running", "complete", "interrupted"] = "running"
     pid: int = 0  # the harness process (a `running` summary whose pid is gone was killed)
@@ -288,6 +289,7 @@ class TuneSummary(BaseModel):
     scenario: str
     scenario_record: ScenarioRecord = Field(default_factory=ScenarioRecord)
     scale: float
+    source_table: str = ""  # --source-table: tuned on the user's own table (its clone; scale 0)
     reps: int  # per configuration in the search
     strategy: str = ""
     min_gain: float = 0.05

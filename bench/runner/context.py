@@ -46,6 +46,7 @@ class CommonOptions:
     cache: str | None = None  # cold | warm | None (cold where permitted, else warm)
     wait: bool = True  # wait for the warehouse lock (False: exit 2 when it is held)
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option ENGINE.KEY=VALUE, parsed
+    source: SourceRef | None = None  # --source-table: a clone of the user's own table instead of a generated one
 
     def common(self, **changes: Any) -> dict[str, Any]:
         """The shared part as keyword arguments, with `changes` over it."""
@@ -69,7 +70,6 @@ class RunOptions(CommonOptions):
     strategy: str | None = None  # --strategy: binpack | sort | zorder instead of the scenario's rewrite.strategy
     partitions: int | None = None  # the table reshaped to this many partitions (Scenario.with_partitions)
     where: str | None = None  # --where: the partition filter, over the scenario's
-    source: SourceRef | None = None  # --source-table: a clone of the user's own table instead of a generated one
 
 
 @dataclass

@@ -132,6 +132,29 @@ def test_every_engine_on_the_clone_applies_the_deletes_and_leaves_the_original_b
         in page and 'data-table="published"' not in page, rep.output
 
 
+def test_frontier_on_the_clone(foreign):
+    """`bench frontier` takes --source-*: its probes run on the clone (scale 0, the source checked unchanged
+    after each), the summary names the table and fits nothing against size.  (`bench tune` passes the same
+    options to the same runs: only its refusal of --scale is run here, for the suite's time.)"""
+    root, cfg = foreign
+    src = ["--source-catalog", cfg, "--source-table", "shop.orders", "--warehouse", root / "wh"]
+    fr = run_bench("frontier", "deletes-standard", *src, "--engines", "arrow-floor", "--floor", "256M", "--ceiling",
+                   "512M", "--precision", "512M", "--results-dir", root / "fr", "--run-id", "fr")
+    assert fr.returncode == 0, fr.stdout + fr.stderr
+    s = json.loads((root / "fr" / "fr" / "frontier.json").read_text())
+    assert s["source_table"] == "shop.orders" and s["predictions"] == [] and s["fits"] == {}
+    point = s["points"][0]
+    assert point["min_budget_bytes"] == 256 * 2**20 and len(point["probes"]) == 2  # the ceiling, then the floor
+    runs = [json.loads(p.read_text()) for p in (root / "fr" / "fr").rglob("deletes-standard--*.json")]
+    assert len(runs) == 2 and all(r["source"]["unchanged"] and r["verified"] and r["scale"] == 0 for r in runs)
+    for cmd in (["frontier", "deletes-standard", "--scale", "0.1"], ["tune", "risingwave", "deletes-standard",
+                                                                     "--scale", "0.1"]):
+        bad = CliRunner().invoke(main, [*cmd, "--source-catalog", str(cfg), "--source-table", "shop.orders",
+                                        "--results-dir", str(root / "nores")])
+        assert bad.exit_code == 2 and "with --source-table your table is the input" in bad.output, bad.output
+    assert not (root / "nores").exists()
+
+
 def test_a_changed_source_is_seen(foreign, tmp_path):
     from bench.core.source import SourceRef, fingerprint_source
     from tests.runner.foreign import make_foreign_table
