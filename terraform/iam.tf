@@ -38,7 +38,7 @@ data "aws_iam_policy_document" "bench" {
   }
 
   dynamic "statement" {
-    for_each = var.warehouse_on_s3 ? [1] : []
+    for_each = local.warehouse_on_s3 ? [1] : []
     content {
       sid       = "ReadWriteThisRunsWarehouse"
       actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
@@ -47,7 +47,7 @@ data "aws_iam_policy_document" "bench" {
   }
 
   dynamic "statement" {
-    for_each = var.warehouse_on_s3 ? [1] : []
+    for_each = local.warehouse_on_s3 ? [1] : []
     content {
       sid       = "ListThisRunsWarehouse"
       actions   = ["s3:ListBucket"]
@@ -106,7 +106,7 @@ data "aws_iam_policy_document" "worker" {
   }
 
   dynamic "statement" {
-    for_each = var.warehouse_on_s3 ? [1] : []
+    for_each = local.warehouse_on_s3 ? [1] : []
     content {
       sid       = "ReadWriteThisRunsWarehouse"
       actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
@@ -115,7 +115,7 @@ data "aws_iam_policy_document" "worker" {
   }
 
   dynamic "statement" {
-    for_each = var.warehouse_on_s3 ? [1] : []
+    for_each = local.warehouse_on_s3 ? [1] : []
     content {
       sid       = "ListThisRunsWarehouse"
       actions   = ["s3:ListBucket"]
