@@ -550,10 +550,25 @@ def summarize_frontier(s: FrontierSummary, sc: Scenario) -> None:
         note = (f"from {len(pts)} scale(s); " + ("the fit is poor: " + fit.note if fit.poor and len(pts) >= 2 else
                                                  "a straight line through the measured frontiers" if len(pts) >= 2 else
                                                  "one scale: assumes memory grows in proportion to size"))
+        note += frontier_growth(pts)
         s.predictions.append(FrontierPrediction(engine=e, node=PUBLISHED_INSTANCE, gb=gb, min_budget_bytes=pred,
                                                 interval=fit.interval(gb) if len({p.gb for p in pts}) >= 2 else None,
                                                 node_ram_bytes=PUBLISHED_RAM_BYTES, predicted=predicted,
                                                 published_status=published, agrees=agrees, note=note))
+
+
+def frontier_growth(pts: list[FrontierPoint]) -> str:
+    """Does the smallest budget keep growing with the table, or level off?  The budget each further GB
+    took between neighbouring measured sizes (each frontier known to its bisection's precision)."""
+    by_gb = sorted(pts, key=lambda p: p.gb)
+    steps = [((b.min_budget_bytes or 0) - (a.min_budget_bytes or 0)) / (b.gb - a.gb)
+             for a, b in zip(by_gb, by_gb[1:]) if b.gb > a.gb]
+    if len(steps) < 2:
+        return ""
+    precision = max(p.precision_bytes for p in by_gb)
+    return ("; budget per further GB between neighbouring sizes: "
+            + ", ".join(f"{fmt_bytes(max(v, 0))}/GB" if v >= 0 else f"-{fmt_bytes(-v)}/GB" for v in steps)
+            + f" ({by_gb[0].gb:.2g} to {by_gb[-1].gb:.2g} GB; each frontier within {fmt_bytes(precision)} or 5 %)")
 
 
 def frontier_table(s: FrontierSummary) -> str:
@@ -780,15 +795,20 @@ def plan_verdict(plan: Plan) -> list[str]:
 
 
 def refit(directory: Path) -> SweepSummary:
-    """Recompute a sweep's fits and extrapolations from its result files (e.g. after this harness's
-    fitting changed); the measurements are not touched."""
+    """Recompute a sweep's points, fits and extrapolations from its result files (e.g. after this harness's
+    fitting or its points changed); the measurements are not touched."""
     from bench.core.campaign import read_summary
     from bench.core.results import read_results
 
     s = read_summary(Path(directory) / "sweep.json")
     if not isinstance(s, SweepSummary):
         raise UserError(f"no sweep summary in {directory}")
-    results = [r for run_dir in s.run_dirs.values() for r in read_results(Path(directory) / run_dir)]
+    results, points = [], []
+    for scale, run_dir in s.run_dirs.items():
+        got = read_results(Path(directory) / run_dir)
+        results += got
+        points += [p for e in s.engines if (p := point_of(e, float(scale), got, run_dir)) is not None]
+    s.points = points or s.points
     summarize_sweep(s, load_scenario(s.scenario), results)
     write_summary(Path(directory), s)
     return s

@@ -132,6 +132,13 @@ def test_frontier_predictions_compare_with_the_published_outcome():
     assert pred["spark"].predicted == "oom" and pred["spark"].agrees is True  # 180 GB + 0.5 > 64 GB
     assert pred["risingwave"].predicted == "ok" and pred["risingwave"].agrees is True  # 18.5 GB < 64 GB
     assert pred["spark"].gb == pytest.approx(180) and pred["spark"].min_budget_bytes == pytest.approx(180.5e9)
+    assert "per further GB" not in pred["spark"].note  # two sizes: one step, nothing to compare it with
+    # a third size where the budget levels off: each step's budget per GB is said, in order of size
+    s.points.append(FrontierPoint(engine="risingwave", scale=0.01, gb=1.8, floor_bytes=1, ceiling_bytes=2,
+                                  precision_bytes=1, min_budget_bytes=int(0.5e9 + 0.1e9 * 0.9)))
+    summarize_frontier(s, sc)
+    rw = next(p for p in s.predictions if p.engine == "risingwave")
+    assert "budget per further GB between neighbouring sizes: 95.4 MiB/GB, 0 B/GB" in rw.note, rw.note
 
 
 # --- end to end at the tiny scale --------------------------------------------------------------------
@@ -162,6 +169,13 @@ def test_sweep_then_plan(tmp_path, shared_warehouse):
     assert all((a.storage_s <= 277) == a.can_produce for a in opts.values())
     assert "the m5.4xlarge's storage options (a MODEL" in p.stdout and "s3-burst" in p.stdout
     assert s.datagen and s.speedups and "models, not measurements" in p.stdout
+    assert all(pt.restore_s is not None and pt.reads_s is None for pt in s.points)  # measured; readers off
+    from bench.campaigns import refit
+
+    again = refit(tmp_path / "sw")  # points, fits and models again from the result files alone
+    assert [(q.engine, q.scale, q.duration_s, q.restore_s) for q in again.points] == \
+        [(q.engine, q.scale, q.duration_s, q.restore_s) for q in s.points]
+    assert again.time_fits["risingwave"].per_gb == pytest.approx(f.per_gb)
 
     plan = run_bench("plan", "bin-packing", "--from", tmp_path, "--reps", "3")
     assert plan.returncode == 0, plan.stderr
