@@ -634,7 +634,10 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
                     "reads (reader queries before and after each run): as measured here scaled by size and cores "
                     "when the sweep ran them; a sweep runs compaction only, so they are not planned then (run "
                     "with --readers off, or plan them from a run with readers)",
-                    "memory: the frontier fit (if any) against the instance's RAM",
+                    "memory: the frontier fit (if any) against the instance's RAM; a run predicted to run out "
+                    "of memory is planned for its modelled time all the same",
+                    "not planned (not measured here): the instance's boot, installing the harness, the report "
+                    "and the upload of the results",
                     "disk: the largest scenario's input and output, plus 30 % and 20 GB of headroom",
                     "cost: on-demand price x the planned time, plus the storage's own price for that time "
                     "(provisioned gp3 above its baseline; on S3 its PUT and GET requests for the recipe's data "
