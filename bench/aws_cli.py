@@ -27,6 +27,7 @@ from pathlib import Path
 import click
 
 from bench.core.errors import UserError, one_line_errors
+from bench.core.storage import StorageOption, storage_option
 from bench.engines import default_engines
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -139,6 +140,9 @@ def _parse_var(v: str):
         return k, val
 
 
+TF_STORAGE = ["gp3-baseline", "gp3-max", "s3"]  # terraform/variables.tf `storage`
+
+
 # ----- commands ----------------------------------------------------------------------------------------
 tf_dir_option = click.option("--terraform-dir", type=click.Path(file_okay=False, path_type=Path),
                              default=DEFAULT_TF_DIR, show_default=True, help="The Terraform module.")
@@ -163,6 +167,10 @@ def aws():
               help="gp3 at 16000 IOPS / 1000 MiB/s instead of the 3000 / 125 MiB/s baseline.")
 @click.option("--warehouse-on-s3", is_flag=True, default=False,
               help="Warehouse on S3 (needs harness support for s3:// warehouses).")
+@click.option("--storage", type=click.Choice(TF_STORAGE), default=None,
+              help="Where the table lives, one choice (Terraform's `storage`): gp3-baseline, gp3-max, or s3 (the "
+                   "warehouse on S3, what a full reproduction in 90 minutes needs; see `bench plan --storage`). "
+                   "Not with --max-disk-performance or --warehouse-on-s3.")
 @click.option("--spark-workers", "spark_workers", type=click.IntRange(min=0, max=32), default=None,
               help="Spark worker nodes beside the bench node (default 0: one node). N > 0 runs Spark on a "
                    "standalone cluster of 1 + N instances and needs --warehouse-on-s3.")
@@ -188,8 +196,8 @@ def aws():
 @click.option("--auto-approve", is_flag=True, default=False, help="Do not ask before applying.")
 @one_line_errors
 def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, max_lifetime,
-       max_disk_performance, warehouse_on_s3, spark_workers, git_ref, git_url, run_id, tf_vars, plan_from,
-       source_catalog, source_table, source_snapshot, source_location, source_glue, auto_approve):
+       max_disk_performance, warehouse_on_s3, storage, spark_workers, git_ref, git_url, run_id, tf_vars,
+       plan_from, source_catalog, source_table, source_snapshot, source_location, source_glue, auto_approve):
     """Create the instance; it runs the benchmark, uploads the results and terminates itself.
 
     Before provisioning it prints the plan of the run (`bench plan`, from the sweeps and frontiers found
@@ -200,8 +208,13 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
     values: dict = {"run_id": run_id}
     source = _source_values(source_catalog, source_table, source_snapshot, source_location, source_glue, scale)
     if source:
+        if storage not in (None, "s3"):
+            raise UserError(f"--storage {storage}: your own table is cloned into a warehouse on S3 (--storage s3)")
         values |= source
-        warehouse_on_s3 = True
+        if storage:
+            del values["warehouse_on_s3"]  # --storage s3 puts the warehouse on S3 by itself
+        else:
+            warehouse_on_s3 = True
         click.echo(f"your own table {source_table} at {source['source_s3_uri']} (read-only for the instance); its "
                    f"clone and every file the engines write go to this run's warehouse prefix")
     for key, val in (("scenarios", _split(scenarios)), ("scale", scale), ("engines", _split(engines)),
@@ -209,12 +222,17 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
                      ("max_lifetime_minutes", max_lifetime)):
         if val is not None:
             values[key] = val
+    if storage and (max_disk_performance or warehouse_on_s3):
+        raise UserError("--storage decides the volume and the warehouse alone: not with --max-disk-performance "
+                        "or --warehouse-on-s3")
+    if storage:
+        values["storage"] = storage
     if max_disk_performance:
         values["data_volume_max_performance"] = True
     if warehouse_on_s3:
         values["warehouse_on_s3"] = True
     if spark_workers:
-        if not warehouse_on_s3:
+        if not (warehouse_on_s3 or storage == "s3"):
             raise UserError("--spark-workers needs --warehouse-on-s3: the workers read and write the warehouse too")
         values["spark_workers"] = spark_workers
     STATE_DIR.mkdir(parents=True, exist_ok=True)
@@ -233,7 +251,8 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
                    "SCENARIO --source-catalog ...` gives the expected time per engine): Terraform's defaults size "
                    "the volume and the deadline unless given with --var / --max-lifetime")
     else:
-        _apply_plan(values, plan_from or PROJECT_ROOT / "results", max_disk_performance)
+        _apply_plan(values, plan_from or PROJECT_ROOT / "results",
+                    plan_storage(storage, max_disk_performance, warehouse_on_s3))
     var_file = STATE_DIR / f"run-{run_id}.tfvars.json"
     var_file.write_text(json.dumps(values, indent=2) + "\n")
     (STATE_DIR / "last-run.json").write_text(json.dumps(
@@ -281,19 +300,28 @@ def _source_values(catalog: str | None, table: str | None, snapshot: int | None,
 
 
 PUBLISHED_SCENARIOS = ["bin-packing", "bin-packing-zstd", "deletes-standard", "deletes-high", "deletes-massive"]
-MAX_DISK_MB_S = 4750 / 8  # gp3 at its maximum, held to an m5.4xlarge's EBS bandwidth
 
 
-def _apply_plan(values: dict, sources: Path, max_disk: bool) -> None:
+def plan_storage(storage: str | None, max_disk: bool, warehouse_on_s3: bool) -> StorageOption:
+    """The storage option (bench.core.storage) the plan models for Terraform's choice: S3 at the network's
+    sustained baseline (a run of an hour outlasts the burst), gp3 at the instance's EBS maximum, or its baseline."""
+    if storage == "s3" or (storage is None and warehouse_on_s3):
+        return storage_option("s3-sustained")
+    if storage == "gp3-max" or (storage is None and max_disk):
+        return storage_option("gp3-max")
+    return storage_option("gp3-baseline")
+
+
+def _apply_plan(values: dict, sources: Path, storage: StorageOption) -> None:
     """Print the plan of this run and size the volume and the deadline from it (unless set)."""
-    from bench.campaigns import GP3_BASELINE_MB_S, make_plan, plan_table
+    from bench.campaigns import make_plan, plan_table
 
     scenarios = values.get("scenarios") or PUBLISHED_SCENARIOS
     if not Path(sources).is_dir():
         click.echo(f"plan: no {sources} to plan from; Terraform's defaults size the volume and the deadline")
         return
     plan = make_plan(list(scenarios), float(values.get("scale", 1.0)), values.get("instance_type"),
-                     int(values.get("reps", 1)), [Path(sources)], MAX_DISK_MB_S if max_disk else GP3_BASELINE_MB_S)
+                     int(values.get("reps", 1)), [Path(sources)], storage)
     click.echo(plan_table(plan))
     if not plan.complete:
         click.echo("plan: incomplete (a scenario has no sweep): Terraform's defaults size the volume and the deadline")

@@ -40,13 +40,22 @@ from bench.core.campaign import (
     Probe,
     Speedup,
     Stat,
+    StorageAnswer,
     SweepSummary,
     find_summaries,
     recorded,
     write_summary,
 )
 from bench.core.catalog import CatalogSettings
-from bench.core.cost import PRICES, parse_instance
+from bench.core.cost import (
+    PRICES,
+    S3_USD_PER_GB_MONTH,
+    SECONDS_PER_MONTH,
+    Gp3Volume,
+    gp3_usd,
+    parse_instance,
+    s3_usd,
+)
 from bench.core.dataset import load_manifest
 from bench.core.errors import UserError
 from bench.core.fit import Fit, NodeModel, fit_line, node_model
@@ -54,6 +63,14 @@ from bench.core.machine import environment, node_ram_bytes, usable_cores
 from bench.core.progress import Progress
 from bench.core.results import RunResult, file_label, now_iso
 from bench.core.stats import paired_speedup
+from bench.core.storage import (
+    GP3_BASELINE_MB_S,
+    M5_4XLARGE_EBS_MB_S,
+    M5_4XLARGE_STORAGE,
+    StorageOption,
+    custom_storage,
+    storage_option,
+)
 from bench.core.units import GiB, MiB, check_scale, fmt_bytes, parse_size
 from bench.engines import campaign_engines, engine_class, parse_engines
 from bench.runner import CommonOptions, RunOptions, run_scenario
@@ -62,10 +79,6 @@ from bench.scenario import Scenario, load_scenario
 
 PUBLISHED_INSTANCE = "m5.4xlarge"
 PUBLISHED_RAM_BYTES = 64 * 10**9  # "64 GB" as published (AWS: 64 GiB; the published text says GB)
-GP3_BASELINE_MB_S = 125 * 1.048576  # gp3's free 125 MiB/s, in MB/s
-# the most an m5.4xlarge moves to and from EBS: 4,750 Mbps (AWS, EBS-optimized instances), i.e. what a gp3
-# volume at its maximum (1,000 MiB/s) is held to on that instance
-M5_4XLARGE_EBS_MB_S = 4750 / 8
 DEFAULT_PRECISION = "64M"
 PRECISION_SHARE = 0.05  # a frontier is found to max(precision, 5 % of the budget)
 FIRST_GUESS = 1.25  # after the ceiling passes: try 1.25 x its peak RSS first
@@ -132,11 +145,24 @@ def point_of(engine: str, scale: float, results: list[RunResult], run_dir: str =
         duration_s=stat_of([r.duration_s for r in good if r.duration_s is not None]),
         peak_rss_bytes=stat_of([float(r.telemetry.peak_rss_bytes) for r in good if r.telemetry.peak_rss_bytes]),
         setup_s=statistics.median([r.setup_s for r in good if r.setup_s is not None]) if good else None,
-        verify_s=statistics.median([r.verify_s for r in good if r.verify_s is not None])
-        if any(r.verify_s is not None for r in good) else None,
+        verify_s=_median([r.verify_s for r in good]),
+        restore_s=_median([r.setup_io.restore_s if r.setup_io else None for r in good]),
+        reads_s=_median([_reads_s(r) for r in good]),
         mean_cores=statistics.median([r.telemetry.mean_cores for r in good if r.telemetry.mean_cores]) if good
         else None,
         run_dir=run_dir)
+
+
+def _median(values: list[float | None]) -> float | None:
+    got = [v for v in values if v is not None]
+    return statistics.median(got) if got else None
+
+
+def _reads_s(r: RunResult) -> float | None:
+    """The reader queries of one run, before and after, summed (None: readers off)."""
+    if r.reads is None or not r.reads.queries:
+        return None
+    return sum((q.before_s or 0.0) + (q.after_s or 0.0) for q in r.reads.queries)
 
 
 def fits_of(points: list[Point], results: list[RunResult], engines: list[str]) -> tuple[dict, dict]:
@@ -183,6 +209,10 @@ def extrapolate(sc: Scenario, points: list[Point], time_fits: dict[str, Fit], me
                           published_status=pub.status.get(e) if pub else None)
         if x.published_s and scale == 1.0:
             x.published_implied_mb_s = gb * model.disk_gb_per_logical_gb * 1e9 / x.published_s / 1e6
+        if top.gb:
+            x.read_gb, x.write_gb = top.disk_gb / top.gb * gb, (top.output_disk_gb or 0.0) / top.gb * gb
+            x.storage = storage_answers(model, fit, gb, x.read_gb * 1e9, x.write_gb * 1e9,
+                                        x.published_s if scale == 1.0 else None)
         notes = [f"{gb:,.0f} GB logical at scale {fmt_scale(scale)}, from the largest measured point "
                  f"({fmt_scale(top.scale)}: {top.gb:.2f} GB) scaled by size"]
         if fit.poor:
@@ -195,6 +225,42 @@ def extrapolate(sc: Scenario, points: list[Point], time_fits: dict[str, Fit], me
         x.note = "; ".join(notes)
         out.append(x)
     return out
+
+
+def storage_answers(model: NodeModel, fit: Fit, gb: float, read_bytes: float, write_bytes: float,
+                    published_s: float | None,
+                    options: list[StorageOption] = M5_4XLARGE_STORAGE) -> list[StorageAnswer]:
+    """The node model with each storage option of the published node, and whether that storage alone can
+    move the run's bytes within the published time (a model: bench.core.storage states each option)."""
+    out = []
+    for o in options:
+        m = model.model_copy(update={"storage_mb_s": o.effective_mb_s(read_bytes, write_bytes)}).seconds(fit, gb)
+        floor = o.seconds(read_bytes, write_bytes)
+        out.append(StorageAnswer(option=o.name, label=o.label, mb_s=o.mb_s, duplex=o.duplex, model_s=m["seconds"],
+                                 bound=m["bound"], storage_s=floor,
+                                 needed_mb_s=o.needed_mb_s(read_bytes, write_bytes, published_s) if published_s
+                                 else None,
+                                 can_produce=floor <= published_s if published_s else None))
+    return out
+
+
+def storage_table(s: SweepSummary) -> list[str]:
+    """Per engine and storage option of the published node: the model's time, the storage's own least time,
+    and whether it can produce the published time."""
+    rows = []
+    for x in s.extrapolations:
+        if not x.storage:
+            continue
+        pub = f"published {x.published_s:,.0f} s" if x.published_s else f"published: {x.published_status or '-'}"
+        rows.append(f"{x.engine} at scale 1 ({x.read_gb or 0:,.0f} GB read, {x.write_gb or 0:,.0f} GB written; "
+                    f"{pub}):")
+        for a in x.storage:
+            need = (f"; the published time needs {a.needed_mb_s:,.0f} MB/s{' per direction' if a.duplex else ''}: "
+                    + ("CAN produce it" if a.can_produce else "CANNOT produce it")) if a.needed_mb_s else ""
+            model = f"{a.model_s:,.0f} s ({a.bound}-bound)" if a.model_s else "no usable fit"
+            rows.append(f"  {a.option:<13} {a.mb_s:>6,.0f} MB/s{' each way' if a.duplex else ' shared  '}  model "
+                        f"{model}, its bytes alone {a.storage_s:,.0f} s{need}")
+    return rows
 
 
 def datagen_points(settings: CatalogSettings, results: list[RunResult], scale: float) -> DatagenPoint | None:
@@ -296,6 +362,10 @@ def sweep_table(s: SweepSummary) -> str:
     rows.append("scale 1 and the m5.4xlarge columns are models, not measurements: gp3 at its 125 MiB/s baseline, "
                 f"and at the instance's EBS maximum ({M5_4XLARGE_EBS_MB_S:,.0f} MB/s); the report lists the "
                 "assumptions")
+    opts = storage_table(s)
+    if opts:
+        rows.append("the m5.4xlarge's storage options (a MODEL, not a measurement; bench.core.storage states each):")
+        rows += opts
     rows += [f"note: {x.engine}: {x.note}" for x in s.extrapolations if "implies" in x.note]
     return "\n".join(rows)
 
@@ -490,10 +560,25 @@ def summarize_frontier(s: FrontierSummary, sc: Scenario) -> None:
         note = (f"from {len(pts)} scale(s); " + ("the fit is poor: " + fit.note if fit.poor and len(pts) >= 2 else
                                                  "a straight line through the measured frontiers" if len(pts) >= 2 else
                                                  "one scale: assumes memory grows in proportion to size"))
+        note += frontier_growth(pts)
         s.predictions.append(FrontierPrediction(engine=e, node=PUBLISHED_INSTANCE, gb=gb, min_budget_bytes=pred,
                                                 interval=fit.interval(gb) if len({p.gb for p in pts}) >= 2 else None,
                                                 node_ram_bytes=PUBLISHED_RAM_BYTES, predicted=predicted,
                                                 published_status=published, agrees=agrees, note=note))
+
+
+def frontier_growth(pts: list[FrontierPoint]) -> str:
+    """Does the smallest budget keep growing with the table, or level off?  The budget each further GB
+    took between neighbouring measured sizes (each frontier known to its bisection's precision)."""
+    by_gb = sorted(pts, key=lambda p: p.gb)
+    steps = [((b.min_budget_bytes or 0) - (a.min_budget_bytes or 0)) / (b.gb - a.gb)
+             for a, b in zip(by_gb, by_gb[1:]) if b.gb > a.gb]
+    if len(steps) < 2:
+        return ""
+    precision = max(p.precision_bytes for p in by_gb)
+    return ("; budget per further GB between neighbouring sizes: "
+            + ", ".join(f"{fmt_bytes(max(v, 0))}/GB" if v >= 0 else f"-{fmt_bytes(-v)}/GB" for v in steps)
+            + f" ({by_gb[0].gb:.2g} to {by_gb[-1].gb:.2g} GB; each frontier within {fmt_bytes(precision)} or 5 %)")
 
 
 def frontier_table(s: FrontierSummary) -> str:
@@ -522,24 +607,55 @@ def latest(summaries: list, kind: str, scenario: str):
     return max(mine, key=lambda s: s.started_at) if mine else None
 
 
+def recipe_objects(sc: Scenario, scale: float) -> int:
+    """Data and delete files the scenario's recipe writes at `scale` (its declared counts; metadata files,
+    a few per commit, not counted)."""
+    t = sc.table
+    full = sum(int(getattr(t, k, 0) or 0) for k in ("files", "data_files", "position_delete_files",
+                                                      "equality_delete_files"))
+    return int(math.ceil(full * scale))
+
+
 def make_plan(scenarios: list[str], scale: float, instance_type: str | None, reps: int, sources: list[Path],
-              storage_mb_s: float = GP3_BASELINE_MB_S) -> Plan:
+              storage: StorageOption | float | None = None, budget_minutes: float | None = None,
+              budget_usd: float | None = None) -> Plan:
+    """Each step of a full reproduction from the fitted models (a model throughout): `storage` is where the
+    table lives on the target (a bench.core.storage option, or a volume's MB/s; default gp3's baseline)."""
+    st = storage if isinstance(storage, StorageOption) else custom_storage(storage) if storage \
+        else storage_option("gp3-baseline")
     inst = parse_instance(instance_type or PUBLISHED_INSTANCE)
     summaries = find_summaries(sources)
     ram = int(inst.memory_gib * GiB)
     plan = Plan(instance_type=inst.name, cores=inst.vcpu, ram_bytes=ram, usd_per_hour=inst.usd_per_hour, reps=reps,
-                ebs_mb_s=storage_mb_s, assumptions=[
+                ebs_mb_s=st.mb_s, storage=st, budget_s=budget_minutes * 60 if budget_minutes else None,
+                budget_usd=budget_usd, assumptions=[
+                    f"storage: {st.label}, {st.mb_s:,.0f} MB/s{' per direction' if st.duplex else ''} "
+                    f"({st.assumption})",
                     f"engine times: the per-core throughput measured in the latest sweep, scaled perfectly to "
-                    f"{inst.vcpu} cores, capped by {storage_mb_s:.0f} MB/s of storage; fixed costs as measured",
+                    f"{inst.vcpu} cores, capped by that storage over the bytes each run reads and writes; fixed "
+                    f"costs as measured",
                     "datagen: the sweep's datagen fit, scaled by cores the same way, and at least the dataset's "
-                    "bytes written at that storage rate",
+                    "bytes written to that storage",
                     "the input read once per dataset (its cached baseline) and the verification of every run (the "
-                    "output read twice, by name and by field id): at least their bytes at that storage rate, else "
-                    "as measured here scaled by size and cores; session start-up as measured",
-                    "memory: the frontier fit (if any) against the instance's RAM",
-                    "disk: the largest scenario's input and output, plus 30 % and 20 GB of headroom"])
+                    "output read twice, by name and by field id): at least their bytes read from that storage, "
+                    "else as measured here scaled by size and cores",
+                    "engine start-up (session and catalog warm-up) and the harness's restore and cache step per "
+                    "run: as measured here, not scaled",
+                    "reads (reader queries before and after each run): as measured here scaled by size and cores "
+                    "when the sweep ran them; a sweep runs compaction only, so they are not planned then (run "
+                    "with --readers off, or plan them from a run with readers)",
+                    "memory: the frontier fit (if any) against the instance's RAM; a run predicted to run out "
+                    "of memory is planned for its modelled time all the same",
+                    "not planned (not measured here): the instance's boot, installing the harness, the report "
+                    "and the upload of the results",
+                    "disk: the largest scenario's input and output, plus 30 % and 20 GB of headroom",
+                    "cost: on-demand price x the planned time, plus the storage's own price for that time "
+                    "(provisioned gp3 above its baseline; on S3 its PUT and GET requests for the recipe's data "
+                    "and delete files and the outputs, and its GB-months)"])
     total = 0.0
     unknown = False
+    puts = gets = 0
+    s3_gb_s = 0.0
     for name in scenarios:
         sc = load_scenario(name)
         sw = latest(summaries, "sweep", sc.name)
@@ -558,26 +674,35 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
         ps.dataset_bytes = top.disk_gb / top.gb * gb * 1e9 if top.gb else 0
         outs = [p for p in sw.points if p.output_disk_gb]
         ps.output_bytes = (max(p.output_disk_gb or 0 for p in outs) / top.gb * gb * 1e9) if outs and top.gb else 0
-        rate = storage_mb_s * 1e6  # bytes per second through the target's storage
+        steps: dict[str, float] = {}
         if sw.datagen_fit is not None and sw.datagen_fit.per_gb > 0:
             ps.datagen_s = max(max(sw.datagen_fit.predict(gb), 0.0) * (sw.cores or 1) / inst.vcpu,
-                               ps.dataset_bytes / rate)
-        wall = (ps.datagen_s or 0.0) + ps.dataset_bytes / rate  # + the input's one baseline read
+                               st.seconds(0.0, ps.dataset_bytes))
+            steps["datagen"] = ps.datagen_s
+        else:
+            ps.notes.append("no datagen fit in the sweep: datagen not planned")
+        steps["input read once"] = st.seconds(ps.dataset_bytes, 0.0)
+        objects = recipe_objects(sc, scale)
+        puts += objects
+        gets += objects  # the baseline read
         for e in sw.engines:
             fit = sw.time_fits.get(e)
             mine = [p for p in sw.points if p.engine == e and p.verified]
             if fit is None or not mine:
                 continue
             top_e = max(mine, key=lambda p: p.scale)
-            model = node_model(inst.name, inst.vcpu, storage_mb_s, top_e.mean_cores or 1.0,
-                               (top_e.disk_gb + (top_e.output_disk_gb or 0)) / top_e.gb if top_e.gb else 1.0,
-                               f"{sw.cores} cores")
+            read_b = top_e.disk_gb / top_e.gb * gb * 1e9 if top_e.gb else ps.dataset_bytes
+            write_b = (top_e.output_disk_gb or 0.0) / top_e.gb * gb * 1e9 if top_e.gb else ps.output_bytes
+            model = node_model(inst.name, inst.vcpu, st.effective_mb_s(read_b, write_b), top_e.mean_cores or 1.0,
+                               (read_b + write_b) / ps.logical_bytes if ps.logical_bytes else 1.0, f"{sw.cores} cores")
             m = model.seconds(fit, gb)
             pe = PlannedEngine(engine=e, seconds=m["seconds"], bound=m["bound"], setup_s=top_e.setup_s,
-                               source=f"sweep {sw.sweep_id}: {fit.note}")
-            if top_e.verify_s is not None and top_e.gb:
-                pe.verify_s = max(top_e.verify_s / top_e.gb * gb * (sw.cores or 1) / inst.vcpu,
-                                  2 * ps.output_bytes / rate)
+                               restore_s=top_e.restore_s, source=f"sweep {sw.sweep_id}: {fit.note}")
+            shrink = (sw.cores or 1) / inst.vcpu * gb / top_e.gb if top_e.gb else None
+            if top_e.verify_s is not None and shrink is not None:
+                pe.verify_s = max(top_e.verify_s * shrink, st.seconds(2 * write_b, 0.0))
+            if top_e.reads_s is not None and shrink is not None:
+                pe.reads_s = top_e.reads_s * shrink
             if fr is not None:
                 pe.min_budget_bytes = frontier_at(fr, e, gb)
                 if pe.min_budget_bytes is not None:
@@ -586,16 +711,33 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
             if pe.seconds is None:
                 unknown = True
             else:
-                wall += reps * (pe.seconds + (pe.setup_s or 0) + (pe.verify_s or 0) + 10)
+                for step, secs in ((f"{e} runs", pe.seconds), ("engine start-up", pe.setup_s),
+                                   ("verification", pe.verify_s), ("restore", pe.restore_s), ("reads", pe.reads_s)):
+                    steps[step] = steps.get(step, 0.0) + reps * (secs or 0.0)
+                out_files = max(1, int(math.ceil(write_b / sc.target_file_size_bytes))) \
+                    if sc.target_file_size_bytes else 1
+                puts += reps * out_files
+                gets += reps * (objects + 2 * out_files)  # the engine reads the input, the verifier the output twice
             ps.engines.append(pe)
-        ps.wall_s = wall
-        total += wall
+        if not any(pe.reads_s is not None for pe in ps.engines):
+            ps.notes.append("reads: not planned (the sweep measured none: it runs compaction only)")
+        ps.steps = steps
+        ps.wall_s = sum(steps.values())
+        total += ps.wall_s
+        s3_gb_s += (ps.dataset_bytes + ps.output_bytes) / 1e9 * ps.wall_s
+        for k, v in steps.items():
+            plan.steps[k] = plan.steps.get(k, 0.0) + v
         plan.scenarios.append(ps)
     plan.total_s = total if total else None
     plan.complete = not unknown
-    plan.cost_usd = inst.usd_per_hour * total / 3600 if total else None
     biggest = max((p.dataset_bytes + p.output_bytes for p in plan.scenarios), default=0.0)
     plan.ebs_gb = int(math.ceil((biggest * 1.3 / 1e9 + 20) / 10) * 10)
+    if total:
+        vol = Gp3Volume(plan.ebs_gb, st.volume_iops, st.volume_mib_s)
+        plan.storage_usd = sum(gp3_usd(total, vol).values())
+        if st.warehouse == "s3":
+            plan.storage_usd += s3_usd({"put": puts, "get": gets}) + s3_gb_s / SECONDS_PER_MONTH * S3_USD_PER_GB_MONTH
+        plan.cost_usd = inst.usd_per_hour * total / 3600 + plan.storage_usd
     plan.deadline_minutes = min(2880, int(math.ceil((total * 1.5 / 60 + 30) / 10) * 10)) if total else 0
     return plan
 
@@ -648,22 +790,29 @@ def plan_table(plan: Plan) -> str:
     def t(s: float | None) -> str:
         return "-" if s is None else f"{s / 60:,.1f} min"
 
+    st = plan.storage
     rows = [f"plan (a MODEL, not a measurement): {plan.instance_type} ({plan.cores} vCPU, "
-            f"{fmt_bytes(plan.ram_bytes)}), "
-            f"{plan.reps} rep(s) per engine"]
+            f"{fmt_bytes(plan.ram_bytes)}), {plan.reps} rep(s) per engine, "
+            + (f"storage {st.name} ({st.label}, {st.mb_s:,.0f} MB/s{' per direction' if st.duplex else ''})" if st
+               else f"storage {plan.ebs_mb_s:,.0f} MB/s")]
     for ps in plan.scenarios:
         rows.append(f"  {ps.scenario} at scale {fmt_scale(ps.scale)}: {ps.logical_bytes / 1e9:,.0f} GB logical, "
                     f"{ps.dataset_bytes / 1e9:,.0f} GB on disk, datagen {t(ps.datagen_s)}, wall {t(ps.wall_s)}")
         for e in ps.engines:
             mem = (f", needs ~{fmt_bytes(e.min_budget_bytes)} -> {e.predicted_memory}" if e.min_budget_bytes else "")
             rows.append(f"    {e.engine:<12} {t(e.seconds)} per run ({e.bound}-bound), start-up "
-                        f"{e.setup_s or 0:.0f} s, verification {t(e.verify_s)}{mem}")
+                        f"{e.setup_s or 0:.0f} s, restore {e.restore_s or 0:.0f} s, verification {t(e.verify_s)}"
+                        + (f", reads {t(e.reads_s)}" if e.reads_s is not None else "") + mem)
         rows += [f"    note: {n}" for n in ps.notes]
     missing = [p.scenario for p in plan.scenarios if not p.engines]
-    if plan.cost_usd is not None:
-        rows.append(f"  total {t(plan.total_s)}, cost ${plan.cost_usd:,.2f}"
+    if plan.cost_usd is not None and plan.total_s:
+        rows.append(f"  total {t(plan.total_s)}, cost ${plan.cost_usd:,.2f} (compute "
+                    f"${plan.usd_per_hour * plan.total_s / 3600:,.2f}, storage ${plan.storage_usd or 0:,.2f})"
                     + (f" for the planned scenarios only ({', '.join(missing)}: no sweep, not counted)"
                        if missing else ""))
+        rows.append("  shares: " + ", ".join(f"{k} {t(v)} ({v / plan.total_s:.0%})"
+                                             for k, v in sorted(plan.steps.items(), key=lambda kv: -kv[1])))
+        rows += plan_verdict(plan)
     else:
         rows.append("  total: unknown (no scenario has a sweep)")
     rows.append(f"  EBS: {plan.ebs_gb} GB at {plan.ebs_mb_s:.0f} MB/s; deadline {plan.deadline_minutes} min")
@@ -671,16 +820,40 @@ def plan_table(plan: Plan) -> str:
     return "\n".join(rows)
 
 
+def plan_verdict(plan: Plan) -> list[str]:
+    """Whether the plan fits the budget it was given, and if not by how much and where the time goes."""
+    rows = []
+    total = plan.total_s or 0.0
+    biggest = max(plan.steps.items(), key=lambda kv: kv[1], default=("-", 0.0))
+    if plan.budget_s:
+        over = total - plan.budget_s
+        rows.append(f"  budget {plan.budget_s / 60:,.0f} min: " + (
+            f"fits, {-over / 60:,.1f} min to spare" if over <= 0 else
+            f"does NOT fit: {over / 60:,.1f} min over ({over / plan.budget_s:.0%}); the largest step is "
+            f"{biggest[0]} ({biggest[1] / 60:,.1f} min)"))
+    if plan.budget_usd and plan.cost_usd is not None:
+        over_usd = plan.cost_usd - plan.budget_usd
+        rows.append(f"  budget ${plan.budget_usd:,.2f}: " + (
+            f"fits, ${-over_usd:,.2f} to spare" if over_usd <= 0 else
+            f"does NOT fit: ${over_usd:,.2f} over ({over_usd / plan.budget_usd:.0%})"))
+    return rows
+
+
 def refit(directory: Path) -> SweepSummary:
-    """Recompute a sweep's fits and extrapolations from its result files (e.g. after this harness's
-    fitting changed); the measurements are not touched."""
+    """Recompute a sweep's points, fits and extrapolations from its result files (e.g. after this harness's
+    fitting or its points changed); the measurements are not touched."""
     from bench.core.campaign import read_summary
     from bench.core.results import read_results
 
     s = read_summary(Path(directory) / "sweep.json")
     if not isinstance(s, SweepSummary):
         raise UserError(f"no sweep summary in {directory}")
-    results = [r for run_dir in s.run_dirs.values() for r in read_results(Path(directory) / run_dir)]
+    results, points = [], []
+    for scale, run_dir in s.run_dirs.items():
+        got = read_results(Path(directory) / run_dir)
+        results += got
+        points += [p for e in s.engines if (p := point_of(e, float(scale), got, run_dir)) is not None]
+    s.points = points or s.points
     summarize_sweep(s, load_scenario(s.scenario), results)
     write_summary(Path(directory), s)
     return s

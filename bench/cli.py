@@ -11,6 +11,7 @@ from bench.aws_cli import aws
 from bench.core.cost import DEFAULT_INSTANCE, PRICES
 from bench.core.errors import UserError, one_line_errors
 from bench.core.progress import Progress
+from bench.core.storage import STORAGE_OPTIONS
 from bench.core.units import SCALE_HELP, check_scale
 from bench.engines import FLAGS, campaign_engines, default_engines
 from bench.telemetry.selfcheck import selfcheck_telemetry
@@ -359,15 +360,25 @@ def tune(engine, scenario, scale, budget_minutes, max_configs, reps, confirm_rep
 @click.option("--reps", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--from", "sources", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Where to look for sweeps and frontiers (default: ./results).")
+@click.option("--storage", type=click.Choice(list(STORAGE_OPTIONS)), default=None,
+              help="Where the table lives on the target (an m5.4xlarge's options; each states its assumption in "
+                   "docs/method.md; default gp3-baseline).")
 @click.option("--storage-mb-s", type=float, default=None,
-              help="The target's storage throughput in MB/s (default: gp3's 125 MiB/s baseline).")
+              help="Or a volume of this throughput in MB/s, shared by reads and writes.")
+@click.option("--budget-minutes", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Say whether the plan fits this wall time, and by how much it does not.")
+@click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Say whether the plan fits this cost, and by how much it does not.")
 @one_line_errors
-def plan(scenarios, scale, instance_type, reps, sources, storage_mb_s):
+def plan(scenarios, scale, instance_type, reps, sources, storage, storage_mb_s, budget_minutes, budget_usd):
     """Expected time, memory, disk and cost of a full reproduction, from the fitted models."""
-    from bench.campaigns import GP3_BASELINE_MB_S, make_plan, plan_table
+    from bench.campaigns import make_plan, plan_table
+    from bench.core.storage import storage_option
 
+    if storage and storage_mb_s:
+        raise UserError("--storage and --storage-mb-s: give one")
     p = make_plan(list(scenarios), scale, instance_type, reps, [Path(s) for s in sources] or [Path("results")],
-                  storage_mb_s or GP3_BASELINE_MB_S)
+                  storage_option(storage) if storage else storage_mb_s, budget_minutes, budget_usd)
     click.echo(plan_table(p))
 
 

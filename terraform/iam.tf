@@ -67,7 +67,7 @@ data "aws_iam_policy_document" "bench" {
   }
 
   dynamic "statement" {
-    for_each = var.warehouse_on_s3 ? [1] : []
+    for_each = local.warehouse_on_s3 ? [1] : []
     content {
       sid       = "ReadWriteThisRunsWarehouse"
       actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
@@ -76,7 +76,7 @@ data "aws_iam_policy_document" "bench" {
   }
 
   dynamic "statement" {
-    for_each = var.warehouse_on_s3 ? [1] : []
+    for_each = local.warehouse_on_s3 ? [1] : []
     content {
       sid       = "ListThisRunsWarehouse"
       actions   = ["s3:ListBucket"]
@@ -162,7 +162,7 @@ data "aws_iam_policy_document" "worker" {
   }
 
   dynamic "statement" {
-    for_each = var.warehouse_on_s3 ? [1] : []
+    for_each = local.warehouse_on_s3 ? [1] : []
     content {
       sid       = "ReadWriteThisRunsWarehouse"
       actions   = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"]
@@ -171,7 +171,7 @@ data "aws_iam_policy_document" "worker" {
   }
 
   dynamic "statement" {
-    for_each = var.warehouse_on_s3 ? [1] : []
+    for_each = local.warehouse_on_s3 ? [1] : []
     content {
       sid       = "ListThisRunsWarehouse"
       actions   = ["s3:ListBucket"]

@@ -64,13 +64,16 @@ data "aws_subnet" "chosen" {
 }
 
 locals {
-  run_id    = terraform_data.run_id.output
-  ami_id    = var.ami_id != "" ? var.ami_id : data.aws_ami.debian[0].id
-  data_iops = var.data_volume_max_performance ? 16000 : var.data_volume_iops
-  data_mibs = var.data_volume_max_performance ? 1000 : var.data_volume_throughput
+  run_id = terraform_data.run_id.output
+  ami_id = var.ami_id != "" ? var.ami_id : data.aws_ami.debian[0].id
+  # var.storage, when set, decides the volume's performance and the warehouse's place on its own
+  warehouse_on_s3 = var.storage == "" ? var.warehouse_on_s3 : var.storage == "s3"
+  max_performance = var.storage == "" ? var.data_volume_max_performance : var.storage == "gp3-max"
+  data_iops       = local.max_performance ? 16000 : var.storage == "" ? var.data_volume_iops : 3000
+  data_mibs       = local.max_performance ? 1000 : var.storage == "" ? var.data_volume_throughput : 125
 
   results_prefix = "runs/${local.run_id}/"
-  warehouse_uri  = var.warehouse_on_s3 ? "s3://${local.bucket_name}/warehouse/${local.run_id}" : ""
+  warehouse_uri  = local.warehouse_on_s3 ? "s3://${local.bucket_name}/warehouse/${local.run_id}" : ""
   harness_key    = "harness/${local.run_id}.tar.gz"
   cluster        = var.spark_workers > 0
 
@@ -129,8 +132,8 @@ resource "aws_s3_object" "source_catalog" {
     }
 
     precondition {
-      condition     = var.warehouse_on_s3
-      error_message = "source_table needs warehouse_on_s3 = true: the clone of a table on S3 is written to this run's warehouse prefix, the only place the role may write."
+      condition     = local.warehouse_on_s3
+      error_message = "source_table needs the warehouse on S3 (warehouse_on_s3 = true or storage = \"s3\"): the clone of a table on S3 is written to this run's warehouse prefix, the only place the role may write."
     }
 
     precondition {
@@ -249,7 +252,7 @@ resource "aws_instance" "bench" {
     }
 
     precondition {
-      condition     = var.spark_workers == 0 || var.warehouse_on_s3
+      condition     = var.spark_workers == 0 || local.warehouse_on_s3
       error_message = "spark_workers > 0 needs warehouse_on_s3 = true: Spark's executors on the workers read and write the tables."
     }
   }

@@ -220,6 +220,17 @@ variable "warehouse_on_s3" {
   default     = false
 }
 
+variable "storage" {
+  description = "Where the table lives, as one choice (`bench plan --storage` models the same options): \"\" (the default) = as data_volume_* and warehouse_on_s3 say; \"gp3-baseline\" = the data volume at gp3's free 3000 IOPS / 125 MiB/s; \"gp3-max\" = the data volume at 16000 IOPS / 1000 MiB/s, held to the m5.4xlarge's 4,750 Mbps EBS bandwidth; \"s3\" = the warehouse on S3, read and written through the instance's network (up to 10 Gbps each way), the data volume at its baseline for scratch space and results. The published 277 s bin-packing time needs more than the instance's EBS maximum: of these, only s3 can produce it (docs/method.md)."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = contains(["", "gp3-baseline", "gp3-max", "s3"], var.storage)
+    error_message = "storage must be \"\", \"gp3-baseline\", \"gp3-max\" or \"s3\"."
+  }
+}
+
 # ----- a Spark standalone cluster ---------------------------------------------------------------------
 variable "spark_workers" {
   description = "Spark workers besides the benchmark instance: 0 (the default, as published) = one instance runs everything. N > 0 = N more instances of instance_type, each a Spark standalone worker, with the master and Spark's driver on the benchmark instance (`bench run --spark-master`). Needs warehouse_on_s3 = true. Every node costs for the whole run."

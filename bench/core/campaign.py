@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from bench.core.fileio import write_atomic
 from bench.core.fit import Fit, NodeModel
 from bench.core.results import ScenarioRecord, now_iso
+from bench.core.storage import StorageOption
 
 SWEEP_FILE = "sweep.json"
 FRONTIER_FILE = "frontier.json"
@@ -46,6 +47,8 @@ class Point(BaseModel):
     peak_rss_bytes: Stat = Field(default_factory=Stat)
     setup_s: float | None = None
     verify_s: float | None = None  # the harness's verification per run (median)
+    restore_s: float | None = None  # the harness's restore and cache step before each run (median)
+    reads_s: float | None = None  # the reader queries before and after each run, summed (median; None: off)
     mean_cores: float | None = None
     run_dir: str = ""  # relative to the campaign directory
 
@@ -59,6 +62,22 @@ class Speedup(BaseModel):
     min: float
     max: float
     pairs: int
+
+
+class StorageAnswer(BaseModel):
+    """One storage option of the published node for one engine at scale 1 (a model): the time the node
+    model predicts with it, the least time the storage alone needs for the run's bytes, and whether it can
+    produce the published time at all (its storage time within it)."""
+
+    option: str  # bench.core.storage.StorageOption.name
+    label: str = ""
+    mb_s: float
+    duplex: bool = False
+    model_s: float | None = None
+    bound: str = ""  # cpu | storage
+    storage_s: float  # the run's bytes (read, written) through this storage alone
+    needed_mb_s: float | None = None  # what the published time needs through it (per direction if duplex)
+    can_produce: bool | None = None  # storage_s <= the published time (None: no published time)
 
 
 class Extrapolation(BaseModel):
@@ -81,6 +100,9 @@ class Extrapolation(BaseModel):
     published_s: float | None = None
     published_implied_mb_s: float | None = None  # the disk throughput the published time implies
     published_status: str | None = None
+    read_gb: float | None = None  # on disk at scale 1: the input the run reads (data + delete files)...
+    write_gb: float | None = None  # ...and the output it writes
+    storage: list[StorageAnswer] = Field(default_factory=list)  # the published node's storage options
     note: str = ""
 
 
@@ -204,6 +226,8 @@ class PlannedEngine(BaseModel):
     bound: str = ""
     setup_s: float | None = None
     verify_s: float | None = None
+    restore_s: float | None = None  # per run
+    reads_s: float | None = None  # per run (None: the sweep measured no reads)
     min_budget_bytes: float | None = None
     predicted_memory: str = "unknown"  # ok | oom | unknown
     source: str = ""
@@ -218,6 +242,7 @@ class PlannedScenario(BaseModel):
     datagen_s: float | None = None
     engines: list[PlannedEngine] = Field(default_factory=list)
     wall_s: float | None = None
+    steps: dict[str, float] = Field(default_factory=dict)  # step -> seconds (datagen, <engine> runs, ...)
     sources: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
@@ -236,6 +261,11 @@ class Plan(BaseModel):
     cost_usd: float | None = None
     ebs_gb: int = 0
     ebs_mb_s: float = 125.0
+    storage: StorageOption | None = None  # the table's storage on the target
+    storage_usd: float | None = None  # the storage's own price over the planned time (provisioned gp3)
+    steps: dict[str, float] = Field(default_factory=dict)  # step -> seconds, over every scenario
+    budget_s: float | None = None  # what the plan was asked to fit (bench plan --budget-minutes)
+    budget_usd: float | None = None
     deadline_minutes: int = 0
     assumptions: list[str] = Field(default_factory=list)
 

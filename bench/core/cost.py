@@ -62,7 +62,8 @@ GP3_FREE_MBPS = 125
 GP3_USD_PER_MBPS_MONTH = 0.04  # above the free 125 MB/s
 SECONDS_PER_MONTH = 30 * 86_400  # AWS prorates EBS by the second over a 30-day month in its examples
 
-# S3 Standard requests, us-east-1
+# S3 Standard, us-east-1
+S3_USD_PER_GB_MONTH = 0.023  # storage, the first 50 TB
 S3_USD_PER_1000_WRITE = 0.005  # PUT, COPY, POST, LIST
 S3_USD_PER_1000_READ = 0.0004  # GET, SELECT and all other requests
 

@@ -52,6 +52,70 @@ def test_node_model_is_cpu_or_storage_bound():
     assert any("scaled perfectly to 16 cores" in a for a in m.assumptions)
 
 
+def test_storage_options_say_which_can_produce_a_published_time():
+    """193 GB read and 110 GB written in the published 277 s: EBS shares one limit between reads and writes,
+    S3 has the network's each way; only the burst moves the bytes in time."""
+    from bench.campaigns import storage_answers
+    from bench.core.storage import STORAGE_OPTIONS, storage_option
+
+    s3 = storage_option("s3-burst")
+    assert s3.seconds(193e9, 110e9) == pytest.approx(193e9 / 1250e6)  # the larger direction
+    gp3 = storage_option("gp3-max")
+    assert gp3.seconds(193e9, 110e9) == pytest.approx(303e9 / (4750 / 8 * 1e6))  # both through one limit
+    assert s3.effective_mb_s(193e9, 110e9) * 1e6 * s3.seconds(193e9, 110e9) == pytest.approx(303e9)
+    f = fit_line([1, 2, 3, 4], [12, 22, 32, 42], "duration_s", "s")  # 2 s fixed, 10 s per GB on 2 cores
+    m = node_model("m5.4xlarge", 16, 1.0, cores_used_here=2.0, disk_gb_per_logical_gb=303 / 193, here="2 cores")
+    got = {a.option: a for a in storage_answers(m, f, 193.0, 193e9, 110e9, 277.0)}
+    assert list(got) == list(STORAGE_OPTIONS)
+    assert [got[o].can_produce for o in ("gp3-baseline", "gp3-max", "s3-sustained", "s3-burst")] == \
+        [False, False, False, True]
+    assert got["gp3-max"].needed_mb_s == pytest.approx(303e9 / 277 / 1e6)  # ~1,094 MB/s shared
+    assert got["s3-burst"].needed_mb_s == pytest.approx(193e9 / 277 / 1e6)  # ~697 MB/s inbound
+    # cpu: 193 GB at 0.05 GB/s per core x 16 = 241 s; the burst's 154 s is under it: cpu-bound, 2 s fixed
+    assert got["s3-burst"].bound == "cpu" and got["s3-burst"].model_s == pytest.approx(2 + 193 / 0.8)
+    assert got["gp3-baseline"].bound == "storage" and got["gp3-baseline"].model_s == pytest.approx(
+        2 + 303e9 / (125 * 1.048576e6))
+    assert storage_answers(m, f, 193.0, 193e9, 110e9, None)[0].can_produce is None  # nothing published
+
+
+def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
+    from bench.campaigns import make_plan, plan_table
+    from bench.core.campaign import DatagenPoint, Point, Stat, SweepSummary, write_summary
+    from bench.core.storage import storage_option
+
+    xs = [0.2, 0.4, 0.965, 0.965]
+    s = SweepSummary(sweep_id="sw", scenario="bin-packing", scales=[0.001, 0.002, 0.005], reps=1,
+                     engines=["risingwave"], state="complete", started_at="2026-11-23T00:00:00Z", cores=2,
+                     time_fits={"risingwave": fit_line(xs, [1 + 4 * x for x in xs], "duration_s", "s")},
+                     datagen=[DatagenPoint(scale=sc, bytes=int(g * 1e9), logical_bytes=int(g * 1e9), seconds=1 + 3 * g)
+                              for sc, g in ((0.001, 0.2), (0.005, 0.965))],
+                     datagen_fit=fit_line([0.2, 0.965], [1.6, 3.9], "datagen_s", "s"),
+                     points=[Point(engine="risingwave", scale=0.005, gb=0.965, disk_gb=0.965, output_disk_gb=0.42,
+                                   runs=1, verified=1, duration_s=Stat(median=4.9), setup_s=0.1, verify_s=2.0,
+                                   restore_s=0.5, mean_cores=1.6)])
+    write_summary(tmp_path / "sw", s)
+    plans = {o: make_plan(["bin-packing"], 1.0, "m5.4xlarge", 1, [tmp_path], storage_option(o), 90, 1.5)
+             for o in ("gp3-baseline", "s3-burst")}
+    for name, pl in plans.items():
+        ps = pl.scenarios[0]
+        assert pl.total_s == pytest.approx(sum(pl.steps.values())) == pytest.approx(ps.wall_s)
+        assert set(ps.steps) == {"datagen", "input read once", "risingwave runs", "engine start-up",
+                                 "verification", "restore", "reads"}
+        assert ps.steps["restore"] == pytest.approx(0.5) and ps.steps["reads"] == 0  # measured; none measured
+        assert "reads: not planned" in ps.notes[0]
+        assert pl.cost_usd == pytest.approx(0.768 * pl.total_s / 3600 + pl.storage_usd) and pl.storage_usd > 0
+        text = plan_table(pl)
+        assert f"storage {name}" in text and "shares: " in text and "budget 90 min: " in text
+    slow, fast = plans["gp3-baseline"], plans["s3-burst"]
+    assert fast.total_s < slow.total_s
+    # gp3's baseline: datagen is at least the dataset's 193 GB written at 131 MB/s, the input read once as long
+    assert slow.steps["datagen"] >= 193e9 / (125 * 1.048576e6) - 1e-6
+    over = slow.total_s - 90 * 60
+    assert over > 0 and f"does NOT fit: {over / 60:,.1f} min over" in plan_table(slow)
+    # on S3 every file the recipe writes is a PUT: 17,358 input files at $0.005 per 1,000 and more
+    assert fast.storage_usd > 17358 / 1000 * 0.005
+
+
 def test_frontier_predictions_compare_with_the_published_outcome():
     from bench.campaigns import summarize_frontier
     from bench.scenario import load_scenario
@@ -68,6 +132,13 @@ def test_frontier_predictions_compare_with_the_published_outcome():
     assert pred["spark"].predicted == "oom" and pred["spark"].agrees is True  # 180 GB + 0.5 > 64 GB
     assert pred["risingwave"].predicted == "ok" and pred["risingwave"].agrees is True  # 18.5 GB < 64 GB
     assert pred["spark"].gb == pytest.approx(180) and pred["spark"].min_budget_bytes == pytest.approx(180.5e9)
+    assert "per further GB" not in pred["spark"].note  # two sizes: one step, nothing to compare it with
+    # a third size where the budget levels off: each step's budget per GB is said, in order of size
+    s.points.append(FrontierPoint(engine="risingwave", scale=0.01, gb=1.8, floor_bytes=1, ceiling_bytes=2,
+                                  precision_bytes=1, min_budget_bytes=int(0.5e9 + 0.1e9 * 0.9)))
+    summarize_frontier(s, sc)
+    rw = next(p for p in s.predictions if p.engine == "risingwave")
+    assert "budget per further GB between neighbouring sizes: 95.4 MiB/GB, 0 B/GB" in rw.note, rw.note
 
 
 # --- end to end at the tiny scale --------------------------------------------------------------------
@@ -92,7 +163,19 @@ def test_sweep_then_plan(tmp_path, shared_warehouse):
     ex = {x.engine: x for x in s.extrapolations}
     assert ex["risingwave"].gb == pytest.approx(193, rel=0.05)  # scale 1: the published table's size
     assert ex["risingwave"].published_s == 277 and ex["risingwave"].model_s and ex["risingwave"].model.assumptions
+    opts = {a.option: a for a in ex["risingwave"].storage}  # the published node's storage options, each a model
+    assert set(opts) == {"gp3-baseline", "gp3-max", "s3-sustained", "s3-burst"}
+    assert opts["gp3-baseline"].storage_s > opts["gp3-max"].storage_s > opts["s3-burst"].storage_s
+    assert all((a.storage_s <= 277) == a.can_produce for a in opts.values())
+    assert "the m5.4xlarge's storage options (a MODEL" in p.stdout and "s3-burst" in p.stdout
     assert s.datagen and s.speedups and "models, not measurements" in p.stdout
+    assert all(pt.restore_s is not None and pt.reads_s is None for pt in s.points)  # measured; readers off
+    from bench.campaigns import refit
+
+    again = refit(tmp_path / "sw")  # points, fits and models again from the result files alone
+    assert [(q.engine, q.scale, q.duration_s, q.restore_s) for q in again.points] == \
+        [(q.engine, q.scale, q.duration_s, q.restore_s) for q in s.points]
+    assert again.time_fits["risingwave"].per_gb == pytest.approx(f.per_gb)
 
     plan = run_bench("plan", "bin-packing", "--from", tmp_path, "--reps", "3")
     assert plan.returncode == 0, plan.stderr
@@ -103,7 +186,7 @@ def test_sweep_then_plan(tmp_path, shared_warehouse):
     pl = make_plan(["bin-packing", "deletes-high"], 1.0, "m5.4xlarge", 3, [tmp_path])
     bp, dh = pl.scenarios
     assert bp.logical_bytes == pytest.approx(193e9, rel=0.05) and bp.engines and bp.wall_s
-    assert pl.cost_usd == pytest.approx(0.768 * pl.total_s / 3600)
+    assert pl.cost_usd == pytest.approx(0.768 * pl.total_s / 3600 + pl.storage_usd) and pl.storage_usd is not None
     assert pl.ebs_gb >= (bp.dataset_bytes + bp.output_bytes) / 1e9 and pl.deadline_minutes > pl.total_s / 60
     assert dh.engines == [] and "no sweep of deletes-high" in dh.notes[0]  # said, not invented
 

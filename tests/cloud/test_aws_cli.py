@@ -181,6 +181,15 @@ def test_up_prints_the_plan_and_sizes_volume_and_deadline_from_it(fake_tf, tmp_p
     apply = [c for c in fake_tf.calls() if c[1] == "apply"][-1]
     values = json.loads(Path(next(a for a in apply if a.startswith("-var-file=")).split("=", 1)[1]).read_text())
     assert values["max_lifetime_minutes"] == 300 and values["data_volume_size_gb"] == 2000
+    # one storage choice: Terraform's `storage`, and the plan models it (S3 at the network's sustained rate)
+    r = CliRunner().invoke(main, [*args("p4"), "--storage", "s3"])
+    assert r.exit_code == 0, r.output
+    apply = [c for c in fake_tf.calls() if c[1] == "apply"][-1]
+    values = json.loads(Path(next(a for a in apply if a.startswith("-var-file=")).split("=", 1)[1]).read_text())
+    assert values["storage"] == "s3" and "warehouse_on_s3" not in values
+    assert "storage s3-sustained (S3, the network's baseline, 625 MB/s per direction)" in r.output
+    r = CliRunner().invoke(main, [*args("p5"), "--storage", "gp3-max", "--warehouse-on-s3"])
+    assert r.exit_code == 2 and "--storage decides the volume and the warehouse alone" in r.output
     (tmp_path / "empty").mkdir()
     r = CliRunner().invoke(main, args("p3", "deletes-high", tmp_path / "empty"))
     assert r.exit_code == 0, r.output

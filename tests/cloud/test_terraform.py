@@ -127,11 +127,40 @@ def test_gp3_performance_is_a_switch(module):
     v = module["variable"]
     assert v["data_volume_iops"]["default"] == 3000 and v["data_volume_throughput"]["default"] == 125
     assert v["data_volume_max_performance"]["default"] is False
-    loc = module["locals"]
-    assert loc["data_mibs"] == "${var.data_volume_max_performance ? 1000 : var.data_volume_throughput}"
-    assert loc["data_iops"] == "${var.data_volume_max_performance ? 16000 : var.data_volume_iops}"
     data = res(module, "aws_instance", "bench")["ebs_block_device"][0]
     assert data["throughput"] == "${local.data_mibs}" and data["iops"] == "${local.data_iops}"
+
+
+@pytest.mark.parametrize("tfvars, expected", [
+    ({}, (False, 3000, 125)),  # storage "" (the default): as the other variables say
+    ({"data_volume_max_performance": True}, (False, 16000, 1000)),
+    ({"warehouse_on_s3": True, "data_volume_throughput": 250}, (True, 3000, 250)),
+    ({"storage": "gp3-baseline", "data_volume_max_performance": True, "warehouse_on_s3": True}, (False, 3000, 125)),
+    ({"storage": "gp3-max"}, (False, 16000, 1000)),
+    ({"storage": "s3", "data_volume_throughput": 500}, (True, 3000, 125)),
+])
+def test_storage_chooses_the_volume_and_the_warehouse(module, tmp_path, tfvars, expected):
+    """`storage` decides alone when set; the locals evaluated by terraform itself (`terraform console`)."""
+    v = module["variable"]
+    assert v["storage"]["default"] == "" and v["data_volume_max_performance"]["default"] is False
+    values = {k: v[k]["default"] for k in ("storage", "warehouse_on_s3", "data_volume_max_performance",
+                                           "data_volume_iops", "data_volume_throughput")} | tfvars
+    loc = module["locals"]
+
+    def expr(text: str) -> str:
+        text = text[2:-1]
+        for name in ("warehouse_on_s3", "max_performance"):  # locals the others read
+            text = re.sub(rf"\blocal\.{name}\b", f"({loc[name][2:-1]})", text)
+        for k, val in values.items():
+            text = re.sub(rf"\bvar\.{k}\b", json.dumps(val), text)
+        return text
+
+    exprs = [expr(loc[k]) for k in ("warehouse_on_s3", "data_iops", "data_mibs")]
+    proc = subprocess.run([TERRAFORM, "console"], input=f"jsonencode([{', '.join(exprs)}])\n", capture_output=True,
+                          text=True, cwd=tmp_path, env=tf_env(tmp_path), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(json.loads(proc.stdout)) == list(expected), (exprs, proc.stdout)
+    assert "${local.warehouse_on_s3 ?" in loc["warehouse_uri"]
 
 
 def test_published_runs_are_the_default(module):
@@ -313,7 +342,7 @@ def test_your_own_table_is_read_only_and_its_clone_goes_to_this_runs_warehouse(m
     assert obj["count"] == "${local.source ? 1 : 0}" and obj["key"] == "${local.source_catalog_key}"
     conditions = [p["condition"] for p in obj["lifecycle"][0]["precondition"]]
     assert conditions == ['${var.source_catalog_path != "" && var.source_s3_uri != ""}',
-                          "${var.warehouse_on_s3}", "${local.source_apart}"]
+                          "${local.warehouse_on_s3}", "${local.source_apart}"]
     ud = module["module"]["user_data"]
     assert ud["source_table"] == "${var.source_table}" and ud["source_snapshot"] == "${var.source_snapshot}"
     assert "${aws_s3_object.source_catalog}" in res(module, "aws_instance", "bench")["depends_on"]
@@ -410,7 +439,7 @@ def test_workers_get_the_same_settings_and_the_masters_address(module):
 def test_a_cluster_needs_the_warehouse_on_s3(module):
     pre = res(module, "aws_instance", "bench")["lifecycle"][0]["precondition"]
     cond = next(p for p in pre if "spark_workers" in p["condition"])
-    assert cond["condition"] == "${var.spark_workers == 0 || var.warehouse_on_s3}"
+    assert cond["condition"] == "${var.spark_workers == 0 || local.warehouse_on_s3}"
     assert "warehouse_on_s3" in cond["error_message"] and "\n" not in cond["error_message"]
 
 
@@ -697,6 +726,10 @@ def test_shell_scripts_pass_shellcheck():
     ("source_s3_uri", "s3://my-lake", False),
     ("source_s3_uri", "s3://my-lake/*", False),
     ("source_s3_uri", "/data/events", False),
+    ("storage", "", True),
+    ("storage", "s3", True),
+    ("storage", "gp3-max", True),
+    ("storage", "s3-burst", False),
 ])
 def test_variable_validations(module, tmp_path, name, value, ok):
     """Each validation's condition, evaluated by terraform itself (`terraform console`, no provider)."""

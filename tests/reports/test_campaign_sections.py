@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from bench.campaigns import storage_answers
 from bench.core.campaign import (
     DatagenPoint,
     Extrapolation,
@@ -70,7 +71,9 @@ def sweep(state="complete", with_points=True) -> SweepSummary:
                 this_node_interval=time_fits[e].interval(FULL_GB),
                 this_node_peak_rss_bytes=memory_fits[e].predict(FULL_GB), model=model, model_s=split["seconds"],
                 model_bound=split["bound"], published_s={"spark": 1533.0, "risingwave": 277.0}[e],
-                published_status="ok"))
+                published_status="ok", read_gb=FULL_GB / 3, write_gb=FULL_GB / 6,
+                storage=storage_answers(model, time_fits[e], FULL_GB, FULL_GB / 3 * 1e9, FULL_GB / 6 * 1e9,
+                                        {"spark": 1533.0, "risingwave": 277.0}[e])))
     speedups = []
     for s in SCALES if with_points else []:
         t = {p.engine: p.duration_s.median for p in points if p.scale == s}
@@ -222,6 +225,15 @@ def test_the_extrapolation_is_labelled_a_model_with_its_assumptions(campaigns_di
     assert assumptions.count("fixed costs as measured here") == 1
     assert "spark: per-core throughput as measured here" in assumptions
     assert "m5.4xlarge (16 cores, storage 125 MB/s)" in sw
+    # the published node's storage options: per engine, each option's model time and whether it can produce
+    # the published time (its bytes alone within it)
+    for e in s.extrapolations:
+        for a in e.storage:
+            row = table_row(sw, "storage-options", engine=e.engine, storage=a.option)
+            assert fmt_seconds(a.model_s) in row and fmt_seconds(a.storage_s) in row
+            assert f'data-can-produce="{"yes" if a.can_produce else "no"}"' in row
+    rw = {a.option: a.can_produce for a in s.extrapolations[1].storage}
+    assert rw == {"gp3-baseline": False, "gp3-max": True, "s3-sustained": True, "s3-burst": True}
 
 
 def test_frontier_table_probes_and_predictions(campaigns_dir):
