@@ -223,11 +223,19 @@ def source_ref(source_catalog, source_table, source_snapshot):
 @click.option("--target-file-size", default=None, help="Override the scenario's target file size, e.g. 512M.")
 @click.option("--instance-type", default=DEFAULT_INSTANCE, show_default=True,
               help=f"On-demand price used for cost: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
+@click.option("--storage-cap", default=None, metavar="READ[,WRITE]",
+              help="Throttle the engine's process tree on the warehouse's block device (a cgroup per engine run: "
+                   "v1 blkio, v2 io.max), e.g. 125MiB/s or 250MiB/s,60MiB/s; every file it wrote is fsynced inside "
+                   "its timed compaction (phase flush). 'none': no limit, flushed and recorded alike (the baseline).")
+@click.option("--cores", type=int, default=None, metavar="N",
+              help="Confine the engine's process tree to N cores (cpuset cgroup, else CPU affinity) and tell the "
+                   "engine N (Spark local[N], RisingWave's parallelism per core).")
 @source_options(required=False)
 @common_run_options
 @one_line_errors
 def run(scenario, scale, engines, reps, warmup, cases, cow_branch, where, readers, strategy, memory_budget,
-        catalog_uri, target_file_size, instance_type, source_catalog, source_table, source_snapshot, common):
+        catalog_uri, target_file_size, instance_type, storage_cap, cores, source_catalog, source_table,
+        source_snapshot, common):
     """Run SCENARIO against the engines, verify every compaction and record results."""
     from bench.runner import RunOptions, run_scenario
 
@@ -236,7 +244,7 @@ def run(scenario, scale, engines, reps, warmup, cases, cow_branch, where, reader
                       instance_type=instance_type, readers=readers != "off",
                       reader="spark-sql" if readers == "spark-sql" else "auto", cow_branch=cow_branch,
                       cases=[c.strip() for c in cases.split(",") if c.strip()] if cases else None,
-                      strategy=strategy, where=where,
+                      strategy=strategy, where=where, storage_cap=storage_cap, cores=cores,
                       source=source_ref(source_catalog, source_table, source_snapshot))
     run_scenario(opts, Progress())
 

@@ -43,14 +43,14 @@ def _owner_alive(name: str) -> bool:
     return True
 
 
-def remove_stale_cgroups() -> list[str]:
-    """Memory cgroups left by a harness that was killed (its pid is gone): kill what still runs in them,
-    remove them.  Those of a harness still running (another warehouse's run) are left alone."""
+def remove_stale_cgroups(extra: list[Path] | None = None) -> list[str]:
+    """Memory cgroups (and those under the `extra` parents: storage caps, cpusets) left by a harness that was
+    killed (its pid is gone): kill what still runs in them, remove them.  Those of a harness still running
+    (another warehouse's run) are left alone."""
     own = _own_cgroup()
-    if own is None:
-        return []
+    parents = ([own[1]] if own else []) + list(extra or [])
     removed = []
-    for d in own[1].glob(f"{CGROUP_PREFIX}*"):
+    for d in (d for parent in parents for d in parent.glob(f"{CGROUP_PREFIX}*")):
         if _owner_alive(d.name):
             continue
         procs = d / "cgroup.procs"
@@ -196,26 +196,9 @@ class Limiter:
         return None
 
     def release(self, wait_s: float = 5.0) -> None:
-        """Remove the cgroup.  Processes of the tree that are still being torn down (a JVM killed a moment
-        ago) keep it busy: kill what is left and retry for up to `wait_s`."""
-        if self.cgroup is None:
-            return
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                self.cgroup.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    return  # left for remove_stale_cgroups() of a later run
-                try:
-                    for pid in (self.cgroup / "cgroup.procs").read_text().split():
-                        os.kill(int(pid), signal.SIGKILL)
-                except (OSError, ValueError):
-                    pass
-                time.sleep(0.05)
+        """Remove the cgroup (see release_cgroup)."""
+        if self.cgroup is not None:
+            release_cgroup(self.cgroup, wait_s)
 
     @staticmethod
     def _remove(d: Path) -> None:
@@ -223,3 +206,24 @@ class Limiter:
             d.rmdir()
         except OSError:
             pass
+
+
+def release_cgroup(d: Path, wait_s: float = 5.0) -> None:
+    """Remove a cgroup the harness made.  Processes of the tree that are still being torn down (a JVM killed a
+    moment ago) keep it busy: kill what is left and retry for up to `wait_s`."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            d.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                return  # left for remove_stale_cgroups() of a later run
+            try:
+                for pid in (d / "cgroup.procs").read_text().split():
+                    os.kill(int(pid), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.05)
