@@ -271,15 +271,18 @@ def inspect(scenario, source_catalog, source_table, source_snapshot, as_json):
 @click.option("--reps", type=click.IntRange(min=1), default=3, show_default=True, help="Repetitions per scale.")
 @click.option("--memory-budget", default=None, help="Memory budget per engine run (default: the node's RAM).")
 @click.option("--engines", default=None, help=f"Comma-separated engines (default: {campaign_engines()}).")
+@click.option("--core-runs", default=None, type=click.Path(exists=True, file_okay=False), metavar="DIR",
+              help="Results of `bench run --cores 1` and `--cores 2`: the published-node model scales each engine by "
+                   "its measured efficiency (Amdahl) instead of linearly.")
 @common_run_options
 @one_line_errors
-def sweep(scenario, scales, reps, memory_budget, engines, common):
+def sweep(scenario, scales, reps, memory_budget, engines, core_runs, common):
     """Run SCENARIO at several scales and fit time and memory against input size per engine."""
     from bench.campaigns import SweepOptions, parse_scales
     from bench.campaigns import sweep as run_sweep
 
     run_sweep(SweepOptions(scenario=scenario, **common, scales=parse_scales(scales), reps=reps, engines=engines,
-                           memory_budget=memory_budget), Progress())
+                           memory_budget=memory_budget, core_runs=core_runs), Progress())
 
 
 @main.command()
@@ -352,7 +355,7 @@ def tune(engine, scenario, scale, budget_minutes, max_configs, reps, confirm_rep
               help=f"The target: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
 @click.option("--reps", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--from", "sources", multiple=True, type=click.Path(exists=True, file_okay=False),
-              help="Where to look for sweeps and frontiers (default: ./results).")
+              help="Where to look for sweeps, frontiers and runs with --cores 1|2 (default: ./results).")
 @click.option("--storage-mb-s", type=float, default=None,
               help="The target's storage throughput in MB/s (default: gp3's 125 MiB/s baseline).")
 @one_line_errors

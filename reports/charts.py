@@ -638,3 +638,41 @@ def cluster_chart(series, colors, reference: tuple[str, float, str] | None, mode
         ax.set_title("Compaction time against the number of nodes (median, min–max)")
         fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=7.5)
         return _svg(fig)
+
+
+def cap_chart(series, colors, models) -> str:
+    """Compaction time against the storage cap.  series: label -> [(cap MiB/s or None, median, min, max)]; a None
+    cap (no limit) is a dashed line across; models: label -> [(cap MiB/s, model seconds)], dotted."""
+    from matplotlib.lines import Line2D
+
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(6.6, 3.4), layout="constrained")
+        top, handles = 0.0, []
+        for label, pts in series.items():
+            color = _color(colors, label)
+            capped = sorted(p for p in pts if p[0] is not None)
+            for cap, med, lo, hi in pts:
+                top = max(top, hi, med)
+                if cap is None:
+                    ax.axhline(med, color=color, ls="--", lw=1.0, zorder=1)
+                    handles.append(Line2D([], [], color=color, ls="--", label=f"{label} uncapped {_fmt_seconds(med)}"))
+                elif hi > lo:
+                    ax.errorbar(cap, med, yerr=[[med - lo], [hi - med]], fmt="none", ecolor=color, capsize=3, zorder=3)
+            if capped:
+                ax.plot([p[0] for p in capped], [p[1] for p in capped], marker="o", color=color, lw=1.4, zorder=4)
+                handles.append(Line2D([], [], color=color, marker="o", label=f"{label} (measured)"))
+        for label, line in models.items():
+            color = _color(colors, label)
+            ax.plot([x for x, _ in line], [y for _, y in line], color=color, ls=":", lw=1.4, zorder=2)
+            top = max(top, *(y for _, y in line))
+            handles.append(Line2D([], [], color=color, ls=":", label=f"{label}: model max(uncapped, bytes / cap)"))
+        ax.set_xscale("log")
+        ax.set_ylim(0, (top or 1) * 1.15)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick(v, _fmt_seconds)))
+        ax.grid(axis="y", color=GRID, lw=0.8, zorder=0)
+        ax.set_xlabel("storage cap on the warehouse's disk (MiB/s, reads and writes each)", color=MUTED)
+        ax.set_ylabel("compaction time (flush included)", color=MUTED)
+        ax.set_title("Compaction time against the storage cap (median, min–max), with the model")
+        fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=7.5)
+        return _svg(fig)

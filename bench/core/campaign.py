@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from bench.core.fileio import write_atomic
-from bench.core.fit import Fit, NodeModel
+from bench.core.fit import CoreScaling, Fit, NodeModel
 from bench.core.results import ScenarioRecord, now_iso
 
 SWEEP_FILE = "sweep.json"
@@ -115,6 +115,8 @@ class SweepSummary(BaseModel):
     datagen: list[DatagenPoint] = Field(default_factory=list)
     datagen_fit: Fit | None = None  # generation seconds against logical GB
     run_dirs: dict[str, str] = Field(default_factory=dict)  # scale -> run directory (relative)
+    # measured 1 -> 2 core efficiencies (`--core-runs`) the published-node model scales by (none: linear)
+    core_scalings: list[CoreScaling] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -236,6 +238,7 @@ class Plan(BaseModel):
     ebs_gb: int = 0
     ebs_mb_s: float = 125.0
     deadline_minutes: int = 0
+    core_scalings: list[CoreScaling] = Field(default_factory=list)  # measured efficiencies the engine times use
     assumptions: list[str] = Field(default_factory=list)
 
 
