@@ -628,16 +628,22 @@ def cluster_chart(series, colors, reference: tuple[str, float, str] | None, mode
             handles.append(Line2D([], [], color=ref_color, ls="--",
                                   label=f"{ref_label} on one node {_fmt_seconds(ref_t)}"))
         ax.set_xlim(0.5, right + 0.5)
-        ax.set_ylim(0, (top or 1) * 1.2)
         ax.set_xticks([n for n in range(1, int(right) + 1)] if right <= 12 else
                       [n for n in range(0, int(right) + 1, max(1, int(right) // 8)) if n])
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick(v, _fmt_seconds)))
-        ax.grid(axis="y", color=GRID, lw=0.8, zorder=0)
-        ax.set_xlabel("nodes (this one plus the cluster's other hosts)", color=MUTED)
-        ax.set_ylabel("compaction time", color=MUTED)
-        ax.set_title("Compaction time against the number of nodes (median, min–max)")
-        fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=7.5)
-        return _svg(fig)
+        return _time_chart_end(fig, ax, handles, top * 1.2 / 1.15, "nodes (this one plus the cluster's other hosts)",
+                               "compaction time", "Compaction time against the number of nodes (median, min–max)")
+
+
+def _time_chart_end(fig, ax, handles, top: float, xlabel: str, ylabel: str, title: str) -> str:
+    """A chart of seconds: its y axis from 0 to above `top`, labels, title and legend below; the SVG."""
+    ax.set_ylim(0, (top or 1) * 1.15)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick(v, _fmt_seconds)))
+    ax.grid(axis="y", color=GRID, lw=0.8, zorder=0)
+    ax.set_xlabel(xlabel, color=MUTED)
+    ax.set_ylabel(ylabel, color=MUTED)
+    ax.set_title(title)
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=7.5)
+    return _svg(fig)
 
 
 def cap_chart(series, colors, models) -> str:
@@ -667,12 +673,7 @@ def cap_chart(series, colors, models) -> str:
             top = max(top, *(y for _, y in line))
             handles.append(Line2D([], [], color=color, ls=":", label=f"{label}: model max(uncapped, bytes / cap)"))
         ax.set_xscale("log")
-        ax.set_ylim(0, (top or 1) * 1.15)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick(v, _fmt_seconds)))
-        ax.grid(axis="y", color=GRID, lw=0.8, zorder=0)
-        ax.set_xlabel("storage cap on the warehouse's disk (MiB/s, reads and writes each)", color=MUTED)
-        ax.set_ylabel("compaction time (flush included)", color=MUTED)
-        ax.set_title("Compaction time against the storage cap (median, min–max), with the model")
-        fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=7.5)
-        return _svg(fig)
+        return _time_chart_end(fig, ax, handles, top, "storage cap on the warehouse's disk (MiB/s, reads and writes "
+                               "each)", "compaction time (flush included)",
+                               "Compaction time against the storage cap (median, min–max), with the model")

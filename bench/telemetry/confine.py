@@ -27,7 +27,7 @@ from pathlib import Path
 from bench.core.errors import UserError
 from bench.core.results import CoreLimit, StorageCap
 from bench.core.units import MiB, parse_size
-from bench.telemetry.limits import CGROUP_PREFIX, CGROUP_ROOT, release_cgroup
+from bench.telemetry.limits import CGROUP_PREFIX, cgroup_dir, release_cgroup
 
 CAP_HELP = "use e.g. 125MiB/s, 125MiB/s,60MiB/s (read,write) or none"
 
@@ -87,46 +87,11 @@ def block_device(path: Path) -> tuple[str, int, int]:
 
 
 def _v1_dir(controller: str) -> Path | None:
-    """This process's cgroup v1 directory of `controller`, when it may create children in it."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if controller in controllers.split(","):
-            d = CGROUP_ROOT / controller / path.lstrip("/")
-            return d if d.is_dir() and os.access(d, os.W_OK) else None
-    return None
+    return cgroup_dir(controller, "v1")
 
 
 def _v2_dir(controller: str) -> Path | None:
-    """This process's cgroup v2 directory, when `controller` is enabled for its children and it is writable."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        if line.startswith("0::"):
-            for root in (CGROUP_ROOT, CGROUP_ROOT / "unified"):
-                d = root / line[3:].lstrip("/")
-                try:
-                    if controller in (d / "cgroup.subtree_control").read_text().split() and os.access(d, os.W_OK):
-                        return d
-                except OSError:
-                    continue
-    return None
-
-
-def _cpu_list(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.strip().split(","):
-        if "-" in part:
-            a, b = part.split("-")
-            out += range(int(a), int(b) + 1)
-        elif part:
-            out.append(int(part))
-    return out
+    return cgroup_dir(controller, "v2")
 
 
 def check_cores(cores: int) -> list[int]:

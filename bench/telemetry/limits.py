@@ -67,29 +67,36 @@ def remove_stale_cgroups(extra: list[Path] | None = None) -> list[str]:
     return removed
 
 
-def _own_cgroup() -> tuple[str, Path] | None:
-    """(version, directory) of a memory cgroup this process may create children in."""
+def cgroup_dir(controller: str, version: str) -> Path | None:
+    """This process's cgroup directory for `controller` (v1: in the controller's own hierarchy; v2: in the unified
+    one, with the controller enabled for children), when this process may create children in it."""
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
         return None
     for line in lines:
         _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            d = CGROUP_ROOT / "memory" / path.lstrip("/")
-            if (d / "memory.limit_in_bytes").exists() and os.access(d, os.W_OK):
-                return "v1", d
-    for line in lines:
-        if line.startswith("0::"):
+        if version == "v1" and controller in controllers.split(","):
+            d = CGROUP_ROOT / controller / path.lstrip("/")
+            return d if d.is_dir() and os.access(d, os.W_OK) else None
+        if version == "v2" and line.startswith("0::"):
             for root in (CGROUP_ROOT, CGROUP_ROOT / "unified"):
-                d = root / line[3:].lstrip("/")
-                ctl = d / "cgroup.subtree_control"
+                d = root / path.lstrip("/")
                 try:
-                    if "memory" in ctl.read_text().split() and os.access(d, os.W_OK):
-                        return "v2", d
+                    if controller in (d / "cgroup.subtree_control").read_text().split() and os.access(d, os.W_OK):
+                        return d
                 except OSError:
                     continue
     return None
+
+
+def _own_cgroup() -> tuple[str, Path] | None:
+    """(version, directory) of a memory cgroup this process may create children in."""
+    d = cgroup_dir("memory", "v1")
+    if d is not None and (d / "memory.limit_in_bytes").exists():
+        return "v1", d
+    d = cgroup_dir("memory", "v2")
+    return ("v2", d) if d is not None else None
 
 
 class Limiter:

@@ -55,7 +55,7 @@ def test_a_read_cap_slows_a_read_from_the_device_and_the_cgroup_counts_it(tmp_pa
     assert rec is not None and rec.read_bytes_per_s == 4 * MiB and rec.write_bytes_per_s is None
     assert core is not None and core.cores == 1 and "cpuset" in core.mechanism
     # 4 MiB at 4 MiB/s: about a second through the throttle, a few milliseconds without it
-    assert capped > 0.6 and capped > 5 * free, (capped, free)
+    assert capped > 0.6 and capped > 2 * free, (capped, free)
     assert rec.device_read_bytes is not None and rec.device_read_bytes >= 4 * MiB
 
 
