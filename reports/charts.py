@@ -19,7 +19,7 @@ import matplotlib
 
 matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter, NullLocator  # noqa: E402
 
 from reports.fmt import GiB, fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd  # noqa: E402
 from reports.fmt import nbytes as _fmt_bytes  # noqa: E402
@@ -673,7 +673,11 @@ def cap_chart(series, colors, models) -> str:
             top = max(top, *(y for _, y in line))
             handles.append(Line2D([], [], color=color, ls=":", label=f"{label}: model max(uncapped, bytes / cap)"))
         ax.set_xscale("log")
+        caps = sorted({p[0] for pts in series.values() for p in pts if p[0] is not None})
+        if caps:
+            ax.set_xticks(caps)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
         return _time_chart_end(fig, ax, handles, top, "storage cap on the warehouse's disk (MiB/s, reads and writes "
                                "each)", "compaction time (flush included)",
-                               "Compaction time against the storage cap (median, min–max), with the model")
+                               "Compaction time against the storage cap, with the model")
