@@ -21,6 +21,9 @@ from bench.core.stats import Spread
 from bench.core.units import MiB
 from reports.model import ResultSet
 
+# what bounds the model's time: the uncapped run's time (the model's cpu-bound part: whatever held the engine back
+# without a cap, the CPU or a shared disk) or the cap over the bytes
+UNCAPPED, CAPPED = "uncapped time", "the cap"
 MODEL = "time(cap) = max(uncapped time, (input bytes + output bytes) / cap): bench.core.fit.NodeModel on this node"
 
 
@@ -71,15 +74,15 @@ def model_seconds(uncapped_s: float, bytes_in: int, bytes_out: int, read_bps: in
     """NodeModel's time on this node at a cap: the uncapped time as the cpu-bound part (fixed 0), storage at the
     shared rate that moves bytes_in at read_bps and bytes_out at write_bps in turn."""
     if read_bps is None and write_bps is None:
-        return uncapped_s, "cpu"
+        return uncapped_s, UNCAPPED
     storage_s = bytes_in / (read_bps or float("inf")) + bytes_out / (write_bps or float("inf"))
     if storage_s <= 0:
-        return uncapped_s, "cpu"
+        return uncapped_s, UNCAPPED
     gb = (bytes_in + bytes_out) / 1e9
     rate_mb_s = gb * 1e3 / storage_s
     model = node_model("this node", max(1, round(cores)), rate_mb_s, max(1, round(cores)), 1.0, "this node")
     m = model.seconds(Fit(quantity="duration_s", per_gb=uncapped_s / gb, fixed=0.0), gb)
-    return m["seconds"], m["bound"]
+    return m["seconds"], CAPPED if m["bound"] == "storage" else UNCAPPED
 
 
 def _group(sets: list[ResultSet]) -> dict[tuple[str, float], list[ResultSet]]:

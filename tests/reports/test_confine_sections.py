@@ -39,9 +39,9 @@ def test_time_against_the_cap_beside_the_model_and_the_core_efficiency(tmp_path)
     assert 'data-section="storage-caps"' in html and "<svg" in html.split('data-chart="storage-caps"')[1][:400]
     storage_s = 19_000_000 / MiB
     row = table_row(html, "storage-caps", engine="risingwave", cap="1MiB/s")
-    assert f'data-metric="model_s" data-value="{storage_s!r}"' in row and "storage" in row
+    assert f'data-metric="model_s" data-value="{storage_s!r}"' in row and "the cap" in row
     row = table_row(html, "storage-caps", engine="spark", cap="2MiB/s")
-    assert 'data-metric="model_s" data-value="12.0"' in row and "cpu" in row  # 9.1 s of storage < 12 s of work
+    assert 'data-metric="model_s" data-value="12.0"' in row and "uncapped time" in row  # 9.1 s < 12 s
     assert "cap none: risingwave is 4.00x faster than spark; the model says 4.00x" in html
     assert f"cap 1MiB/s: risingwave is {19 / 18.5:.2f}x faster than spark; the model says 1.00x" in html
 
