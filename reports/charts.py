@@ -646,9 +646,10 @@ def _time_chart_end(fig, ax, handles, top: float, xlabel: str, ylabel: str, titl
     return _svg(fig)
 
 
-def cap_chart(series, colors, models) -> str:
+def cap_chart(series, colors, models, read_models=None) -> str:
     """Compaction time against the storage cap.  series: label -> [(cap MiB/s or None, median, min, max)]; a None
-    cap (no limit) is a dashed line across; models: label -> [(cap MiB/s, model seconds)], dotted."""
+    cap (no limit) is a dashed line across; models: label -> [(cap MiB/s, model seconds)], dotted; read_models: the
+    same with the reads alone capped, dash-dotted."""
     from matplotlib.lines import Line2D
 
     with plt.rc_context(STYLE):
@@ -672,6 +673,11 @@ def cap_chart(series, colors, models) -> str:
             ax.plot([x for x, _ in line], [y for _, y in line], color=color, ls=":", lw=1.4, zorder=2)
             top = max(top, *(y for _, y in line))
             handles.append(Line2D([], [], color=color, ls=":", label=f"{label}: model max(uncapped, bytes / cap)"))
+        for label, line in (read_models or {}).items():
+            color = _color(colors, label)
+            ax.plot([x for x, _ in line], [y for _, y in line], color=color, ls="-.", lw=1.0, alpha=0.7, zorder=2)
+            handles.append(Line2D([], [], color=color, ls="-.", alpha=0.7,
+                                  label=f"{label}: model, reads alone capped"))
         ax.set_xscale("log")
         caps = sorted({p[0] for pts in series.values() for p in pts if p[0] is not None})
         if caps:

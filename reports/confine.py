@@ -42,6 +42,15 @@ class CapPoint:
     device_write_bytes: int | None = None
     model_s: float | None = None
     bound: str = ""
+    model_reads_s: float | None = None  # the same model with the reads alone through the cap (writes escaped)
+    flushed_bytes: int = 0  # what the engine wrote in the table's directory (fsynced by the flush)
+
+    @property
+    def through_throttle(self) -> float | None:
+        """The share of the written bytes the cgroup's counters saw reach the device (the rest escaped)."""
+        if self.device_write_bytes is None or not self.flushed_bytes:
+            return None
+        return min(1.0, self.device_write_bytes / self.flushed_bytes)
 
     @property
     def cap_mib_s(self) -> float | None:
@@ -56,6 +65,7 @@ class CapSection:
     scale: float
     points: list[CapPoint]
     models: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # label -> [(MiB/s, model s)]
+    read_models: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # ... reads alone capped
     baselines: dict[str, float] = field(default_factory=dict)  # label -> uncapped seconds
     speedups: list[str] = field(default_factory=list)  # per cap, in words
     notes: list[str] = field(default_factory=list)
@@ -111,7 +121,8 @@ def cap_sections(sets: list[ResultSet]) -> list[CapSection]:
                              requested=cap.requested, read_bps=cap.read_bytes_per_s, write_bps=cap.write_bytes_per_s,
                              time=Spread.of(r.duration_s for r in good), mechanism=cap.mechanism,
                              flush_s=Spread.of((r.storage_cap.flush_s if r.storage_cap else None) for r in good).median,
-                             device_read_bytes=cap.device_read_bytes, device_write_bytes=cap.device_write_bytes)
+                             device_read_bytes=cap.device_read_bytes, device_write_bytes=cap.device_write_bytes,
+                             flushed_bytes=cap.flushed_bytes)
                 points.append(p)
                 if p.cap_mib_s is None and good:
                     r = good[0]
@@ -133,12 +144,14 @@ def cap_sections(sets: list[ResultSet]) -> list[CapSection]:
                 if p.label == label:
                     p.model_s, p.bound = model_seconds(section.baselines[label], b_in, b_out, p.read_bps,
                                                        p.write_bps, cores)
+                    p.model_reads_s = model_seconds(section.baselines[label], b_in, 0, p.read_bps, None, cores)[0]
             caps = [p.cap_mib_s for p in section.points if p.cap_mib_s is not None]
             if caps:
                 lo, hi = min(caps) * 0.8, max(caps) * 1.25
                 xs = [lo * (hi / lo) ** (i / 60) for i in range(61)]
-                section.models[label] = [(x, model_seconds(section.baselines[label], b_in, b_out, int(x * MiB),
-                                                           int(x * MiB), cores)[0] or 0.0) for x in xs]
+                for lines, out_bytes in ((section.models, b_out), (section.read_models, 0)):
+                    lines[label] = [(x, model_seconds(section.baselines[label], b_in, out_bytes, int(x * MiB),
+                                                      int(x * MiB), cores)[0] or 0.0) for x in xs]
         section.speedups = _speedups(section.points)
         out.append(section)
     return out

@@ -135,7 +135,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
                     [(m.label, m.fixed_s, m.parallel_s) for m in c.models]))}
                 for c in cluster.cluster_sections(report.sets)]
     caps = [{"s": c, "chart": Markup(charts.cap_chart(c.chart_series(), {p.label: p.color for p in c.points},
-                                                      c.models))}
+                                                      c.models, c.read_models))}
             for c in confine.cap_sections(report.sets)]
     try:
         version = metadata.version("iceberg-compaction-bench")

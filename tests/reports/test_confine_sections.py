@@ -14,7 +14,7 @@ from tests.reports.hand_built import make_result, render, table_row, write_resul
 def _capped(engine, requested, rate, duration, run_id):
     cap = StorageCap(requested=requested, mechanism="cgroup v1 blkio throttle" if rate else "none",
                      read_bytes_per_s=rate, write_bytes_per_s=rate, flush_s=0.5, device="vda 254:0",
-                     device_read_bytes=10_000_000, device_write_bytes=9_000_000)
+                     device_read_bytes=10_000_000, device_write_bytes=9_000_000, flushed_bytes=9_000_000)
     return make_result(engine, 0, duration=duration, run_id=run_id, storage_cap=cap, bytes_out=9_000_000,
                        telemetry={"mean_cores": 2.0, "samples": 10, "interval_s": 0.1})
 
@@ -40,6 +40,8 @@ def test_time_against_the_cap_beside_the_model_and_the_core_efficiency(tmp_path)
     storage_s = 19_000_000 / MiB
     row = table_row(html, "storage-caps", engine="risingwave", cap="1MiB/s")
     assert f'data-metric="model_s" data-value="{storage_s!r}"' in row and "the cap" in row
+    assert f'data-metric="model_reads_s" data-value="{10_000_000 / MiB!r}"' in row
+    assert 'data-metric="through_throttle" data-value="1.0"' in row  # 9 MB from the cgroup of 9 MB written
     row = table_row(html, "storage-caps", engine="spark", cap="2MiB/s")
     assert 'data-metric="model_s" data-value="12.0"' in row and "uncapped time" in row  # 9.1 s < 12 s
     assert "cap none: risingwave is 4.00x faster than spark; the model says 4.00x" in html
