@@ -12,6 +12,7 @@ from markupsafe import Markup
 from bench.core.cost import PRICE_DATE, PRICE_SOURCE
 from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
+from bench.core.fit import MIN_BUSY
 from reports import campaigns, charts, cluster, compare, confine, safety
 from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd
 from reports.model import (
@@ -153,7 +154,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         version=version, price_source=PRICE_SOURCE, price_date=PRICE_DATE,
         sources=[str(p) for p in paths], n_runs=report.n_runs, campaigns=camp, clusters=clusters,
         cluster_model=cluster.MODEL, cluster_assumptions=cluster.ASSUMPTIONS,
-        caps=caps, caps_model=confine.MODEL, cores=confine.core_sections(report.sets),
+        caps=caps, caps_model=confine.MODEL, cores=confine.core_sections(report.sets), min_busy=MIN_BUSY,
         safety=safety.safety_sections(report.sets), safety_meaning=safety.MEANING,
         sort_comparisons=compare.sort_comparisons(report.sets),
     )

@@ -103,6 +103,9 @@ def fit_line(xs: list[float], ys: list[float], quantity: str, unit: str = "") ->
     return f
 
 
+MIN_BUSY = 0.8  # cores busy on 1 core for a 1 -> 2 core measurement to describe the engine's scaling
+
+
 class CoreScaling(BaseModel):
     """An engine's measured parallel efficiency from 1 to 2 cores (`bench run --cores 1` and `--cores 2`, the same
     scenario and scale), and Amdahl's law fitted to it: a model of its speedup on n cores,
@@ -118,7 +121,15 @@ class CoreScaling(BaseModel):
     t1_s: float  # median compaction time on 1 core
     t2_s: float  # ... on 2 cores
     runs: list[str] = Field(default_factory=list)  # the evidence: result files (run id / file) of both
+    busy_1: float | None = None  # mean cores the engine kept busy on 1 core (median over its runs)
+    busy_2: float | None = None  # ... on 2 cores
     note: str = ""
+
+    @property
+    def usable(self) -> bool:
+        """The 1-core runs kept their core busy (>= MIN_BUSY): only then does 1 -> 2 measure how the engine's work
+        divides over cores, not how long it waited (for a shared disk, another tenant's CPU)."""
+        return self.busy_1 is not None and self.busy_1 >= MIN_BUSY
 
     @property
     def efficiency(self) -> float:
@@ -133,9 +144,13 @@ class CoreScaling(BaseModel):
         return 1 / ((1 - p) + p / max(n, 1.0))
 
     def describe(self) -> str:
+        busy = (f", {self.busy_1:.2f} and {self.busy_2:.2f} cores busy" if self.busy_1 is not None
+                and self.busy_2 is not None else "")
         return (f"{self.engine}: {self.t1_s:.1f} s on 1 core, {self.t2_s:.1f} s on 2 ({self.scenario} at scale "
-                f"{self.scale:g}): efficiency {self.efficiency:.2f}, Amdahl parallel fraction "
-                f"{self.parallel_fraction:.3f}, so {self.speedup(16):.1f}x on 16 cores (model)")
+                f"{self.scale:g}{busy}): efficiency {self.efficiency:.2f}, Amdahl parallel fraction "
+                f"{self.parallel_fraction:.3f}, so {self.speedup(16):.1f}x on 16 cores (model)"
+                + ("" if self.usable else f"; NOT USED: on 1 core it kept less than {MIN_BUSY} of it busy, so the "
+                   "runs waited on something else (a shared disk, other tenants) and say nothing of its scaling"))
 
 
 def core_scalings(results: list[RunResult]) -> list[CoreScaling]:
@@ -152,13 +167,20 @@ def core_scalings(results: list[RunResult]) -> list[CoreScaling]:
             out.append(CoreScaling(engine=engine, scenario=scenario, scale=scale, runs=runs,
                                    t1_s=statistics.median(r.duration_s or 0.0 for r in by[1]),
                                    t2_s=statistics.median(r.duration_s or 0.0 for r in by[2]),
+                                   busy_1=_median_busy(by[1]), busy_2=_median_busy(by[2]),
                                    note=f"{len(by[1])} run(s) on 1 core, {len(by[2])} on 2"))
     return out
 
 
+def _median_busy(runs: list[RunResult]) -> float | None:
+    busy = [r.telemetry.mean_cores for r in runs if r.telemetry.mean_cores is not None]
+    return statistics.median(busy) if busy else None
+
+
 def scaling_for(scalings: list[CoreScaling], scenario: str, engine: str) -> CoreScaling | None:
-    """The engine's measured scaling: on this scenario (the largest scale), else on another one (its note says so)."""
-    mine = [c for c in scalings if c.engine == engine]
+    """The engine's measured, usable scaling: on this scenario (the largest scale), else on another one (its note
+    says so).  None: the model scales linearly."""
+    mine = [c for c in scalings if c.engine == engine and c.usable]
     same = [c for c in mine if c.scenario == scenario]
     pick = max(same or mine, key=lambda c: c.scale, default=None)
     if pick is not None and not same:

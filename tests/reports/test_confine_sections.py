@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core.fit import Fit, core_scalings, node_model
+from bench.core.fit import Fit, core_scalings, node_model, scaling_for
 from bench.core.results import CoreLimit, StorageCap
 from bench.core.units import MiB
 from tests.reports.hand_built import make_result, render, table_row, write_results
@@ -51,7 +51,7 @@ def test_time_against_the_cap_beside_the_model_and_the_core_efficiency(tmp_path)
     assert 'data-metric="efficiency" data-value="0.8"' in spark
     assert "cores/bin-packing--spark--rep0, cores/bin-packing--spark--rep1" in spark
     rw = table_row(html, "core-scaling", engine="risingwave")
-    assert 'data-value="1.0"' in rw
+    assert 'data-value="1.0"' in rw and '<td data-metric="usable">yes</td>' in rw
 
 
 def test_the_node_model_scales_by_the_measured_efficiency():
@@ -65,3 +65,11 @@ def test_the_node_model_scales_by_the_measured_efficiency():
     assert linear.seconds(fit, 1.0)["cpu_s"] == pytest.approx(10.0 * 2 / 16)
     assert measured.seconds(fit, 1.0)["cpu_s"] == pytest.approx(10.0 * sc.speedup(2) / sc.speedup(16))
     assert "Amdahl" in measured.assumptions[0] and "cores/bin-packing--spark--rep0" in measured.assumptions[0]
+    assert scaling_for([sc], "bin-packing", "spark") is sc
+    # runs that kept their one core 30 % busy waited on something else: measured, shown, not used by the model
+    idle = [_cored("spark", n, d) for n, d in ((1, 20.0), (2, 19.0))]
+    for r in idle:
+        r.telemetry.mean_cores = 0.3
+    (waiting,) = core_scalings(idle)
+    assert not waiting.usable and "NOT USED" in waiting.describe()
+    assert scaling_for([waiting], "bin-packing", "spark") is None
