@@ -58,7 +58,7 @@ from bench.core.cost import (
 )
 from bench.core.dataset import load_manifest
 from bench.core.errors import UserError
-from bench.core.fit import Fit, NodeModel, fit_line, node_model
+from bench.core.fit import CoreScaling, Fit, NodeModel, core_scalings, fit_line, node_model, scaling_for
 from bench.core.machine import environment, node_ram_bytes, usable_cores
 from bench.core.progress import Progress
 from bench.core.results import RunResult, file_label, now_iso
@@ -178,16 +178,24 @@ def fits_of(points: list[Point], results: list[RunResult], engines: list[str]) -
     return time_fits, memory_fits
 
 
-def published_model(point: Point) -> NodeModel:
-    """The stated model carrying this node's per-core throughput to the published m5.4xlarge."""
+def published_model(point: Point, scaling: CoreScaling | None = None) -> NodeModel:
+    """The stated model carrying this node's per-core throughput to the published m5.4xlarge (by the engine's
+    measured 1 -> 2 core efficiency where `scaling` is given, else linearly)."""
     here = f"{usable_cores()} cores"
     disk = (point.disk_gb + (point.output_disk_gb or 0.0)) / point.gb if point.gb else 1.0
     return node_model(PUBLISHED_INSTANCE, PRICES[PUBLISHED_INSTANCE].vcpu, GP3_BASELINE_MB_S,
-                      point.mean_cores or 1.0, disk, here)
+                      point.mean_cores or 1.0, disk, here, scaling)
+
+
+def core_runs(paths: list[Path]) -> list[CoreScaling]:
+    """The measured 1 -> 2 core efficiencies in the results under `paths` (runs of `bench run --cores 1|2`)."""
+    from bench.core.results import read_results
+
+    return core_scalings([r for p in paths for r in read_results(Path(p))])
 
 
 def extrapolate(sc: Scenario, points: list[Point], time_fits: dict[str, Fit], memory_fits: dict[str, Fit],
-                scale: float = 1.0) -> list[Extrapolation]:
+                scale: float = 1.0, scalings: list[CoreScaling] | None = None) -> list[Extrapolation]:
     pub = sc.published
     out = []
     for e, fit in time_fits.items():
@@ -196,7 +204,7 @@ def extrapolate(sc: Scenario, points: list[Point], time_fits: dict[str, Fit], me
             continue
         top = mine[-1]  # the largest measured scale: above the small-table floor, bytes scale with s
         gb = top.gb / top.scale * scale
-        model = published_model(top)
+        model = published_model(top, scaling_for(scalings or [], sc.name, e))
         m = model.seconds(fit, gb)
         fast = model.model_copy(update={"storage_mb_s": M5_4XLARGE_EBS_MB_S}).seconds(fit, gb)
         x = Extrapolation(engine=e, scale=scale, gb=gb, this_node_s=fit.predict(gb),
@@ -282,6 +290,7 @@ class SweepOptions(CommonOptions):
     engines: str | None = None
     memory_budget: str | None = None
     instance_type: str | None = None
+    core_runs: str | None = None  # results of `bench run --cores 1|2`: the measured efficiencies the model uses
 
 
 def sweep(opts: SweepOptions, progress: Progress) -> SweepSummary:
@@ -293,7 +302,11 @@ def sweep(opts: SweepOptions, progress: Progress) -> SweepSummary:
     s = SweepSummary(sweep_id=directory.name, scenario=sc.name, scenario_record=sc.record(), scales=opts.scales,
                      reps=opts.reps, engines=engines, started_at=now_iso(), pid=os.getpid(),
                      machine=env.describe(),
-                     cores=usable_cores(), ram_bytes=node_ram_bytes())
+                     cores=usable_cores(), ram_bytes=node_ram_bytes(),
+                     core_scalings=core_runs([Path(opts.core_runs)]) if opts.core_runs else [])
+    if opts.core_runs and not s.core_scalings:
+        raise UserError(f"--core-runs {opts.core_runs}: no verified runs of one engine with --cores 1 and --cores 2 "
+                        "there")
     directory.mkdir(parents=True)
     write_summary(directory, s)
     results: list[RunResult] = []
@@ -334,7 +347,7 @@ def summarize_sweep(s: SweepSummary, sc: Scenario, results: list[RunResult]) -> 
                     s.speedups.append(Speedup(scale=scale, gb=gb, faster=sp.faster, slower=sp.slower,
                                               median=sp.ratio.median or 0, min=sp.ratio.min or 0,
                                               max=sp.ratio.max or 0, pairs=len(sp.pairs)))
-    s.extrapolations = extrapolate(sc, s.points, s.time_fits, s.memory_fits)
+    s.extrapolations = extrapolate(sc, s.points, s.time_fits, s.memory_fits, scalings=s.core_scalings)
     fresh = [d for d in s.datagen if not d.reused] or s.datagen
     s.datagen_fit = fit_line([d.logical_bytes / 1e9 for d in fresh], [d.seconds for d in fresh],
                              "datagen_s", "s") if fresh else None
@@ -652,6 +665,14 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
                     "cost: on-demand price x the planned time, plus the storage's own price for that time "
                     "(provisioned gp3 above its baseline; on S3 its PUT and GET requests for the recipe's data "
                     "and delete files and the outputs, and its GB-months)"])
+    plan.core_scalings = core_runs(sources)
+    if plan.core_scalings:
+        line = next(i for i, a in enumerate(plan.assumptions) if a.startswith("engine times:"))
+        plan.assumptions[line] = (f"engine times: the per-core throughput measured in the latest sweep, scaled to "
+                                  f"{inst.vcpu} cores by Amdahl's law fitted to each engine's measured 1 -> 2 "
+                                  f"core efficiency ({'; '.join(c.describe() for c in plan.core_scalings)}), "
+                                  "linearly for an engine without one, capped by that storage over the bytes each "
+                                  "run reads and writes; fixed costs as measured")
     total = 0.0
     unknown = False
     puts = gets = 0
@@ -694,7 +715,8 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
             read_b = top_e.disk_gb / top_e.gb * gb * 1e9 if top_e.gb else ps.dataset_bytes
             write_b = (top_e.output_disk_gb or 0.0) / top_e.gb * gb * 1e9 if top_e.gb else ps.output_bytes
             model = node_model(inst.name, inst.vcpu, st.effective_mb_s(read_b, write_b), top_e.mean_cores or 1.0,
-                               (read_b + write_b) / ps.logical_bytes if ps.logical_bytes else 1.0, f"{sw.cores} cores")
+                               (read_b + write_b) / ps.logical_bytes if ps.logical_bytes else 1.0, f"{sw.cores} cores",
+                               scaling_for(plan.core_scalings, sc.name, e))
             m = model.seconds(fit, gb)
             pe = PlannedEngine(engine=e, seconds=m["seconds"], bound=m["bound"], setup_s=top_e.setup_s,
                                restore_s=top_e.restore_s, source=f"sweep {sw.sweep_id}: {fit.note}")

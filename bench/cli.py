@@ -224,11 +224,19 @@ def source_ref(source_catalog, source_table, source_snapshot):
 @click.option("--target-file-size", default=None, help="Override the scenario's target file size, e.g. 512M.")
 @click.option("--instance-type", default=DEFAULT_INSTANCE, show_default=True,
               help=f"On-demand price used for cost: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
+@click.option("--storage-cap", default=None, metavar="READ[,WRITE]",
+              help="Throttle the engine's process tree on the warehouse's block device (a cgroup per engine run: "
+                   "v1 blkio, v2 io.max), e.g. 125MiB/s or 250MiB/s,60MiB/s; every file it wrote is fsynced inside "
+                   "its timed compaction (phase flush). 'none': no limit, flushed and recorded alike (the baseline).")
+@click.option("--cores", type=int, default=None, metavar="N",
+              help="Confine the engine's process tree to N cores (cpuset cgroup, else CPU affinity) and tell the "
+                   "engine N (Spark local[N], RisingWave's parallelism per core).")
 @source_options(required=False)
 @common_run_options
 @one_line_errors
 def run(scenario, scale, engines, reps, warmup, cases, cow_branch, where, readers, strategy, memory_budget,
-        catalog_uri, target_file_size, instance_type, source_catalog, source_table, source_snapshot, common):
+        catalog_uri, target_file_size, instance_type, storage_cap, cores, source_catalog, source_table,
+        source_snapshot, common):
     """Run SCENARIO against the engines, verify every compaction and record results."""
     from bench.runner import RunOptions, run_scenario
 
@@ -237,7 +245,7 @@ def run(scenario, scale, engines, reps, warmup, cases, cow_branch, where, reader
                       instance_type=instance_type, readers=readers != "off",
                       reader="spark-sql" if readers == "spark-sql" else "auto", cow_branch=cow_branch,
                       cases=[c.strip() for c in cases.split(",") if c.strip()] if cases else None,
-                      strategy=strategy, where=where,
+                      strategy=strategy, where=where, storage_cap=storage_cap, cores=cores,
                       source=source_ref(source_catalog, source_table, source_snapshot))
     run_scenario(opts, Progress())
 
@@ -271,15 +279,18 @@ def inspect(scenario, source_catalog, source_table, source_snapshot, sources, as
 @click.option("--reps", type=click.IntRange(min=1), default=3, show_default=True, help="Repetitions per scale.")
 @click.option("--memory-budget", default=None, help="Memory budget per engine run (default: the node's RAM).")
 @click.option("--engines", default=None, help=f"Comma-separated engines (default: {campaign_engines()}).")
+@click.option("--core-runs", default=None, type=click.Path(exists=True, file_okay=False), metavar="DIR",
+              help="Results of `bench run --cores 1` and `--cores 2`: the published-node model scales each engine by "
+                   "its measured efficiency (Amdahl) instead of linearly.")
 @common_run_options
 @one_line_errors
-def sweep(scenario, scales, reps, memory_budget, engines, common):
+def sweep(scenario, scales, reps, memory_budget, engines, core_runs, common):
     """Run SCENARIO at several scales and fit time and memory against input size per engine."""
     from bench.campaigns import SweepOptions, parse_scales
     from bench.campaigns import sweep as run_sweep
 
     run_sweep(SweepOptions(scenario=scenario, **common, scales=parse_scales(scales), reps=reps, engines=engines,
-                           memory_budget=memory_budget), Progress())
+                           memory_budget=memory_budget, core_runs=core_runs), Progress())
 
 
 @main.command()
@@ -359,7 +370,7 @@ def tune(engine, scenario, scale, budget_minutes, max_configs, reps, confirm_rep
               help=f"The target: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
 @click.option("--reps", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--from", "sources", multiple=True, type=click.Path(exists=True, file_okay=False),
-              help="Where to look for sweeps and frontiers (default: ./results).")
+              help="Where to look for sweeps, frontiers and runs with --cores 1|2 (default: ./results).")
 @click.option("--storage", type=click.Choice(list(STORAGE_OPTIONS)), default=None,
               help="Where the table lives on the target (an m5.4xlarge's options; each states its assumption in "
                    "docs/method.md; default gp3-baseline).")

@@ -12,7 +12,8 @@ from markupsafe import Markup
 from bench.core.cost import PRICE_DATE, PRICE_SOURCE
 from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
-from reports import campaigns, charts, cluster, compare, safety
+from bench.core.fit import MIN_BUSY
+from reports import campaigns, charts, cluster, compare, confine, safety
 from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd
 from reports.model import (
     STATUS_MEANING,
@@ -134,6 +135,9 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
                     if c.reference and c.reference.time.median is not None else None,
                     [(m.label, m.fixed_s, m.parallel_s) for m in c.models]))}
                 for c in cluster.cluster_sections(report.sets)]
+    caps = [{"s": c, "chart": Markup(charts.cap_chart(c.chart_series(), {p.label: p.color for p in c.points},
+                                                      c.models, c.read_models))}
+            for c in confine.cap_sections(report.sets)]
     try:
         version = metadata.version("iceberg-compaction-bench")
     except metadata.PackageNotFoundError:
@@ -150,6 +154,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         version=version, price_source=PRICE_SOURCE, price_date=PRICE_DATE,
         sources=[str(p) for p in paths], n_runs=report.n_runs, campaigns=camp, clusters=clusters,
         cluster_model=cluster.MODEL, cluster_assumptions=cluster.ASSUMPTIONS,
+        caps=caps, caps_model=confine.MODEL, cores=confine.core_sections(report.sets), min_busy=MIN_BUSY,
         safety=safety.safety_sections(report.sets), safety_meaning=safety.MEANING,
         sort_comparisons=compare.sort_comparisons(report.sets),
     )

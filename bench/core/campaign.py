@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from bench.core.fileio import write_atomic
-from bench.core.fit import Fit, NodeModel
+from bench.core.fit import CoreScaling, Fit, NodeModel
 from bench.core.results import ScenarioRecord, now_iso
 from bench.core.storage import StorageOption
 
@@ -137,6 +137,8 @@ class SweepSummary(BaseModel):
     datagen: list[DatagenPoint] = Field(default_factory=list)
     datagen_fit: Fit | None = None  # generation seconds against logical GB
     run_dirs: dict[str, str] = Field(default_factory=dict)  # scale -> run directory (relative)
+    # measured 1 -> 2 core efficiencies (`--core-runs`) the published-node model scales by (none: linear)
+    core_scalings: list[CoreScaling] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
 
@@ -267,6 +269,7 @@ class Plan(BaseModel):
     budget_s: float | None = None  # what the plan was asked to fit (bench plan --budget-minutes)
     budget_usd: float | None = None
     deadline_minutes: int = 0
+    core_scalings: list[CoreScaling] = Field(default_factory=list)  # measured efficiencies the engine times use
     assumptions: list[str] = Field(default_factory=list)
 
 

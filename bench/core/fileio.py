@@ -30,3 +30,26 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, mode: int | None = 
 
 def write_json(path: str | os.PathLike, obj: Any, indent: int = 1) -> Path:
     return write_atomic(path, json.dumps(obj, indent=indent, default=str) + "\n")
+
+
+def flush_files(directory: Path, since: float) -> tuple[int, int]:
+    """fsync every file under `directory` modified at or after unix time `since`: (files, bytes).  The engine's
+    written bytes reach the device from its own process (inside its storage cap), within its timed window."""
+    files = size = 0
+    for root, _, names in os.walk(directory):
+        for n in names:
+            p = os.path.join(root, n)
+            try:
+                st = os.stat(p)
+                if st.st_mtime < since:
+                    continue
+                fd = os.open(p, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError:
+                continue  # removed meanwhile (a temporary file)
+            files += 1
+            size += st.st_size
+    return files, size

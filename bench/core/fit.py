@@ -12,9 +12,12 @@ lies more than 25 % off the line; `note` says which.  Every extrapolation is a m
 from __future__ import annotations
 
 import math
+import statistics
 
 import numpy as np
 from pydantic import BaseModel, Field
+
+from bench.core.results import RunResult, file_label
 
 POOR_R2 = 0.9
 POOR_RELATIVE_RESIDUAL = 0.25
@@ -100,9 +103,95 @@ def fit_line(xs: list[float], ys: list[float], quantity: str, unit: str = "") ->
     return f
 
 
+MIN_BUSY = 0.8  # cores busy on 1 core for a 1 -> 2 core measurement to describe the engine's scaling
+
+
+class CoreScaling(BaseModel):
+    """An engine's measured parallel efficiency from 1 to 2 cores (`bench run --cores 1` and `--cores 2`, the same
+    scenario and scale), and Amdahl's law fitted to it: a model of its speedup on n cores,
+
+        S(n) = 1 / ((1 - p) + p / n),   p = 2 - 1 / e,   e = t1 / (2 t2)
+
+    (p clipped to [0, 1]: an efficiency above 1, superlinear on two points, is taken as linear).  Two points fix
+    p and check nothing; the growth to 16 cores is the model's, not a measurement."""
+
+    engine: str
+    scenario: str = ""
+    scale: float = 0.0
+    t1_s: float  # median compaction time on 1 core
+    t2_s: float  # ... on 2 cores
+    runs: list[str] = Field(default_factory=list)  # the evidence: result files (run id / file) of both
+    busy_1: float | None = None  # mean cores the engine kept busy on 1 core (median over its runs)
+    busy_2: float | None = None  # ... on 2 cores
+    note: str = ""
+
+    @property
+    def usable(self) -> bool:
+        """The 1-core runs kept their core busy (>= MIN_BUSY): only then does 1 -> 2 measure how the engine's work
+        divides over cores, not how long it waited (for a shared disk, another tenant's CPU)."""
+        return self.busy_1 is not None and self.busy_1 >= MIN_BUSY
+
+    @property
+    def efficiency(self) -> float:
+        return self.t1_s / (2 * self.t2_s)
+
+    @property
+    def parallel_fraction(self) -> float:
+        return min(1.0, max(0.0, 2 - 1 / self.efficiency))
+
+    def speedup(self, n: float) -> float:
+        p = self.parallel_fraction
+        return 1 / ((1 - p) + p / max(n, 1.0))
+
+    def describe(self) -> str:
+        busy = (f", {self.busy_1:.2f} and {self.busy_2:.2f} cores busy" if self.busy_1 is not None
+                and self.busy_2 is not None else "")
+        return (f"{self.engine}: {self.t1_s:.1f} s on 1 core, {self.t2_s:.1f} s on 2 ({self.scenario} at scale "
+                f"{self.scale:g}{busy}): efficiency {self.efficiency:.2f}, Amdahl parallel fraction "
+                f"{self.parallel_fraction:.3f}, so {self.speedup(16):.1f}x on 16 cores (model)"
+                + ("" if self.usable else f"; NOT USED: on 1 core it kept less than {MIN_BUSY} of it busy, so the "
+                   "runs waited on something else (a shared disk, other tenants) and say nothing of its scaling"))
+
+
+def core_scalings(results: list[RunResult]) -> list[CoreScaling]:
+    """Per (scenario, scale, engine): the 1 -> 2 core efficiency from verified runs confined by `--cores 1` and
+    `--cores 2` (medians of each), with the result files as evidence."""
+    groups: dict[tuple[str, float, str], dict[int, list[RunResult]]] = {}
+    for r in results:
+        if r.counts and r.core_limit is not None and r.core_limit.cores in (1, 2) and r.duration_s:
+            groups.setdefault((r.scenario, r.scale, r.engine), {}).setdefault(r.core_limit.cores, []).append(r)
+    out = []
+    for (scenario, scale, engine), by in sorted(groups.items()):
+        if 1 in by and 2 in by:
+            runs = [f"{r.run_id}/{r.scenario}--{file_label(r.engine)}--{r.tag}" for n in (1, 2) for r in by[n]]
+            out.append(CoreScaling(engine=engine, scenario=scenario, scale=scale, runs=runs,
+                                   t1_s=statistics.median(r.duration_s or 0.0 for r in by[1]),
+                                   t2_s=statistics.median(r.duration_s or 0.0 for r in by[2]),
+                                   busy_1=_median_busy(by[1]), busy_2=_median_busy(by[2]),
+                                   note=f"{len(by[1])} run(s) on 1 core, {len(by[2])} on 2"))
+    return out
+
+
+def _median_busy(runs: list[RunResult]) -> float | None:
+    busy = [r.telemetry.mean_cores for r in runs if r.telemetry.mean_cores is not None]
+    return statistics.median(busy) if busy else None
+
+
+def scaling_for(scalings: list[CoreScaling], scenario: str, engine: str) -> CoreScaling | None:
+    """The engine's measured, usable scaling: on this scenario (the largest scale), else on another one (its note
+    says so).  None: the model scales linearly."""
+    mine = [c for c in scalings if c.engine == engine and c.usable]
+    same = [c for c in mine if c.scenario == scenario]
+    pick = max(same or mine, key=lambda c: c.scale, default=None)
+    if pick is not None and not same:
+        pick = pick.model_copy(update={"note": f"{pick.note}; measured on {pick.scenario}, not {scenario}"})
+    return pick
+
+
 class NodeModel(BaseModel):
     """The stated model that carries a time fit from this node to another (e.g. the published m5.4xlarge):
-    the per-core throughput measured here, times the target's cores (perfect scaling), capped by the
+    the per-core throughput measured here, times the target's cores (perfect scaling, or Amdahl's law fitted to
+    the engine's measured 1 -> 2 core efficiency where `scaling` is given), capped by the
     target's storage throughput over the bytes a compaction moves through the disk; fixed costs as
     measured here.  A model, not a measurement: every assumption is in `assumptions`."""
 
@@ -112,13 +201,20 @@ class NodeModel(BaseModel):
     cores_used_here: float  # mean cores the engine kept busy here (the per-core throughput's divisor)
     disk_gb_per_logical_gb: float  # bytes through the disk (input read + output written) per logical GB
     assumptions: list[str] = Field(default_factory=list)
+    # the measured 1 -> 2 core efficiency and its Amdahl model; None: perfect (linear) scaling is assumed
+    scaling: CoreScaling | None = None
+
+    def cores_ratio(self) -> float:
+        """How much faster the target's cores compute than the cores busy here: S(target) / S(here)."""
+        if self.scaling is None:
+            return self.target_cores / self.cores_used_here
+        return self.scaling.speedup(self.target_cores) / self.scaling.speedup(self.cores_used_here)
 
     def seconds(self, fit: Fit, gb: float) -> dict:
         """{cpu_s, storage_s, seconds, bound} for `gb` logical GB."""
         if fit.per_gb <= 0 or self.cores_used_here <= 0:
             return {"cpu_s": None, "storage_s": None, "seconds": None, "bound": "no usable fit"}
-        per_core_gb_s = 1.0 / fit.per_gb / self.cores_used_here
-        cpu_s = gb / (per_core_gb_s * self.target_cores)
+        cpu_s = gb * fit.per_gb / self.cores_ratio()
         storage_s = gb * self.disk_gb_per_logical_gb * 1e9 / (self.storage_mb_s * 1e6) if self.storage_mb_s else 0.0
         bound = "storage" if storage_s > cpu_s else "cpu"
         return {"cpu_s": cpu_s, "storage_s": storage_s, "seconds": max(fit.fixed, 0.0) + max(cpu_s, storage_s),
@@ -126,12 +222,15 @@ class NodeModel(BaseModel):
 
 
 def node_model(target: str, target_cores: int, storage_mb_s: float, cores_used_here: float,
-               disk_gb_per_logical_gb: float, here: str) -> NodeModel:
+               disk_gb_per_logical_gb: float, here: str, scaling: CoreScaling | None = None) -> NodeModel:
+    cores = (f"scaled perfectly to {target_cores} cores" if scaling is None else
+             f"scaled to {target_cores} cores by Amdahl's law fitted to the measured 1 -> 2 core efficiency ("
+             f"{scaling.describe()}; runs {', '.join(scaling.runs)})")
     return NodeModel(target=target, target_cores=target_cores, storage_mb_s=storage_mb_s,
-                     cores_used_here=cores_used_here, disk_gb_per_logical_gb=disk_gb_per_logical_gb,
+                     cores_used_here=cores_used_here, disk_gb_per_logical_gb=disk_gb_per_logical_gb, scaling=scaling,
                      assumptions=[
                          f"per-core throughput as measured here ({here}, {cores_used_here:.2f} cores busy on average), "
-                         f"scaled perfectly to {target_cores} cores",
+                         + cores,
                          f"capped by storage at {storage_mb_s:g} MB/s over {disk_gb_per_logical_gb:.2f} GB read and "
                          "written per logical GB (input files + output files)",
                          "fixed costs as measured here; the same versions, settings and data shape",

@@ -524,6 +524,32 @@ class SourceRecord(BaseModel):
     differences: list[str] = Field(default_factory=list)
 
 
+class StorageCap(BaseModel):
+    """`--storage-cap`: how the engine's process tree was throttled on the warehouse's block device, and what
+    reached the device from it.  Every written file was fsynced inside the timed compaction (phase `flush`)."""
+
+    requested: str = ""  # as given, e.g. "125MiB/s" or "none" (no limit: flushed and counted like a capped run)
+    mechanism: str = ""  # e.g. "cgroup v1 blkio throttle (read_bps/write_bps)"
+    cgroup_version: str | None = None  # v1 | v2 | None (no limit set)
+    device: str = ""  # the warehouse's whole disk: "vda 254:0"
+    read_bytes_per_s: int | None = None  # None: reads not limited
+    write_bytes_per_s: int | None = None
+    flush_s: float | None = None  # the flush phase's seconds (inside duration_s)
+    flushed_files: int = 0  # files the engine wrote (modified during its compaction) fsynced by the flush
+    flushed_bytes: int = 0
+    device_read_bytes: int | None = None  # what the device served the cgroup (the throttle's own counters)
+    device_write_bytes: int | None = None  # written from inside the cgroup; the rest escaped (kernel writeback)
+
+
+class CoreLimit(BaseModel):
+    """`--cores N`: the CPUs the engine's process tree was confined to (the engine was told N)."""
+
+    cores: int
+    cpus: str = ""  # the CPU list, e.g. "0" or "0,1"
+    mechanism: str = ""  # "cgroup v1 cpuset" | "cgroup v2 cpuset" | "sched_setaffinity ..."
+    cgroup_version: str | None = None
+
+
 class RunResult(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -586,6 +612,8 @@ class RunResult(BaseModel):
     memory_budget_bytes: int | None = None
     memory_enforcement: str = ""
     memory_caps: list[MemoryCap] = Field(default_factory=list)  # engine-internal limits
+    storage_cap: StorageCap | None = None  # --storage-cap (None: not asked for)
+    core_limit: CoreLimit | None = None  # --cores (None: the engine had every core this process may use)
     telemetry: TelemetrySummary = Field(default_factory=TelemetrySummary)
     catalog_server: CatalogServerUsage | None = None
     samples_file: str | None = None

@@ -69,6 +69,9 @@ class CompactionJob(BaseModel):
     # an Iceberg expression (pyiceberg's syntax, also Spark SQL) selecting whole partitions: compact only those,
     # leave every file of the others as it is (engines that support 'partition-filter'); None: the whole table
     partition_filter: str | None = None
+    # a directory (the table's, in a local warehouse) whose files modified during the compaction the worker fsyncs
+    # inside the timed compaction (phase `flush`), the same for every engine (--storage-cap); None: no flush
+    flush_dir: str | None = None
 
 
 class EngineOutcome(BaseModel):
@@ -265,3 +268,4 @@ class WorkerRecord(BaseModel):
     phases: list[Phase] = Field(default_factory=list)
     memory_caps: list[MemoryCap] = Field(default_factory=list)
     outcome: EngineOutcome | None = None
+    flushed: tuple[int, int] | None = None  # (files, bytes) the flush phase fsynced (job.flush_dir)

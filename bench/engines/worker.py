@@ -17,7 +17,7 @@ import time
 import traceback
 from pathlib import Path
 
-from bench.core.fileio import write_atomic
+from bench.core.fileio import flush_files, write_atomic
 from bench.engines import get_engine
 from bench.engines.base import CompactionJob, EngineOOM, PhaseClock, WorkerRecord
 
@@ -66,9 +66,13 @@ def main(argv: list[str]) -> int:
         wait_for_go()
         record.step = "compact"
         clock = PhaseClock()
-        t1 = time.perf_counter()
+        t1, since = time.perf_counter(), time.time()
         try:
             record.outcome = engine.compact(job, clock)
+            if job.flush_dir:  # what it wrote reaches the device from this process, on its clock
+                with clock.phase("flush", "fsync of every file written in the table's directory during the "
+                                 "compaction (the same for every engine)"):
+                    record.flushed = flush_files(Path(job.flush_dir), since - 0.05)
         finally:
             record.phases = clock.complete(time.perf_counter() - t1)
             record.duration_s = sum(p.seconds for p in record.phases)  # the phases add up to it

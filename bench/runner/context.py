@@ -20,13 +20,14 @@ from bench.core.cost import parse_instance
 from bench.core.dataset import GeneratedTable
 from bench.core.errors import UserError
 from bench.core.lock import WarehouseLock
-from bench.core.machine import DROP_CACHES, node_ram_bytes
+from bench.core.machine import DROP_CACHES, node_ram_bytes, usable_cores
 from bench.core.progress import Progress
 from bench.core.results import Environment
 from bench.core.source import SourceFingerprint, SourceRef, check_storage, load_source
 from bench.core.units import check_scale, parse_size
 from bench.engines import default_engines, engine_class, parse_engines
 from bench.scenario import Scenario, load_scenario
+from bench.telemetry.confine import CapSpec, check_cores, check_storage_cap, parse_storage_cap
 from datagen.dataset import prepare, storage_requirements
 
 CACHE_MODES = ("cold", "warm")
@@ -70,6 +71,8 @@ class RunOptions(CommonOptions):
     strategy: str | None = None  # --strategy: binpack | sort | zorder instead of the scenario's rewrite.strategy
     partitions: int | None = None  # the table reshaped to this many partitions (Scenario.with_partitions)
     where: str | None = None  # --where: the partition filter, over the scenario's
+    storage_cap: str | None = None  # --storage-cap READ[,WRITE]: throttle the engine on the warehouse's device
+    cores: int | None = None  # --cores N: confine the engine to N cores and tell it N
 
 
 @dataclass
@@ -104,6 +107,14 @@ class RunContext:
     partition_filter: str | None = None  # the scenario's filter resolved against the dataset (resolve_filter)
     source: SourceRef | None = None  # the user's own table: the dataset is its clone (bench.runner.source)
     source_before: SourceFingerprint | None = None  # the source's fingerprint before the run
+    storage_cap: CapSpec | None = None  # --storage-cap, parsed
+    cap_device: tuple[str, int, int] | None = None  # (name, major, minor) of the warehouse's disk
+    cpus: list[int] | None = None  # --cores: the CPUs the engine is confined to
+
+    @property
+    def cores(self) -> int:
+        """The cores an engine is given (and told): --cores, else every core this process may use."""
+        return len(self.cpus) if self.cpus else usable_cores()
 
     @property
     def run_dir(self) -> Path:
@@ -258,6 +269,10 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                     for p in engine_class(e)().option_problems(engine_options[e], settings)]
     if unreachable:
         raise UserError(f"warehouse {settings.warehouse}: " + "; ".join(unreachable))
+    cap = parse_storage_cap(opts.storage_cap)
+    device = (check_storage_cap(cap, None if settings.is_remote else settings.warehouse_path, settings.is_remote)
+              if cap is not None else None)
+    cpus = check_cores(opts.cores) if opts.cores is not None else None
     cache_mode, cache_note = resolve_cache(opts.cache, settings)
     if opts.catalog_uri:
         settings = settings.with_rest(opts.catalog_uri, external=True)
@@ -267,7 +282,7 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                      cache_mode=cache_mode, cache_requested=opts.cache or f"default ({cache_mode})",
                      instance_type=opts.instance_type, progress=progress, engine_options=engine_options,
                      readers=opts.readers and opts.source is None, reader=opts.reader, cow_branch=opts.cow_branch,
-                     source=opts.source)
+                     source=opts.source, storage_cap=cap, cap_device=device, cpus=cpus)
     if opts.source is not None:
         # an unreadable catalog file, unknown table or snapshot, a source on other storage: UserError now
         check_storage(load_source(opts.source), settings.warehouse)

@@ -20,11 +20,12 @@ from typing import Any
 
 from bench.core.catalog.rest import ServedCatalog
 from bench.core.fileio import write_atomic
-from bench.core.results import CatalogServerUsage
+from bench.core.results import CatalogServerUsage, CoreLimit, StorageCap
 from bench.core.units import fmt_bytes
 from bench.engines.base import CompactionJob, WorkerRecord
 from bench.engines.worker import CONTROL_ENV
 from bench.runner.context import RunContext, Slot
+from bench.telemetry.confine import Confiner
 from bench.telemetry.limits import Limiter
 from bench.telemetry.sampler import Sampler
 
@@ -59,6 +60,8 @@ class EngineRun:
     error: str | None = None
     server: CatalogServerUsage | None = None
     harness_error: str | None = None  # the runner's step between setup and compaction failed
+    storage_cap: StorageCap | None = None
+    core_limit: CoreLimit | None = None
 
 
 def server_usage(served: ServedCatalog | None, sampler: Sampler | None, t0: float,
@@ -134,6 +137,16 @@ def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Pa
     go_r, go_w = os.pipe()
     env[CONTROL_ENV] = f"{ready_w},{go_r}"
     limiter = Limiter(ctx.budget)
+    try:
+        confiner = Confiner(ctx.storage_cap, ctx.cap_device, ctx.cpus,
+                            v2_shared=limiter.cgroup if limiter.version == "v2" else None)
+    except BaseException:
+        limiter.release()
+        raise
+
+    def preexec() -> None:
+        limiter.preexec()
+        confiner.preexec()  # after the memory cgroup: on cgroup v2 it may be the same one
     label = f"[{slot.engine} {slot.tag}]"
     last_beat = [time.monotonic()]  # the first heartbeat after one interval, not at the fork
 
@@ -154,7 +167,7 @@ def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Pa
         t0, unix0 = time.perf_counter(), time.time()
         proc = subprocess.Popen([sys.executable, "-m", "bench.engines.worker", str(job_file), str(out_file),
                                  slot.engine], stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True, preexec_fn=limiter.preexec, pass_fds=(ready_w, go_r))
+                                start_new_session=True, preexec_fn=preexec, pass_fds=(ready_w, go_r))
         os.close(ready_w)
         os.close(go_r)
         limiter.attach(proc.pid)
@@ -200,7 +213,9 @@ def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Pa
     else:
         status, error = "failed", f"engine process exited with status {proc.returncode} and wrote no outcome"
     limiter.release()
+    confiner.finish()
+    confiner.release()
     if harness_error:
         status, error = "failed", harness_error
     return EngineRun(status, wall, record, log_file, sampler.summary, str(samples), limiter.description, error,
-                     server, harness_error)
+                     server, harness_error, confiner.storage, confiner.core_limit)

@@ -16,7 +16,7 @@ from bench.core.catalog.rest import serve
 from bench.core.cost import run_cost
 from bench.core.errors import UserError
 from bench.core.lock import WarehouseLock
-from bench.core.machine import HARNESS_PACKAGES, environment, package_versions, usable_cores
+from bench.core.machine import HARNESS_PACKAGES, environment, package_versions
 from bench.core.progress import Progress
 from bench.core.results import (
     CacheState,
@@ -42,6 +42,7 @@ from bench.runner.live import INGEST_BRANCH, judge, live_writer, unsupported
 from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
 from bench.runner.reads import reads_after, reads_before
 from bench.runner.source import check_source, prepare_clone, source_record
+from bench.telemetry.confine import fmt_rate, stale_parents
 from bench.telemetry.limits import remove_stale_cgroups
 from bench.verify import IntegrityInput, VerifyInput, partition_outcome, remove_output, stage_output, verify
 from datagen.dataset import prepare
@@ -53,7 +54,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
     label = f"[{slot.engine} {slot.tag}]"
     options = ctx.engine_options[slot.engine]
     r = RunResult(run_id=ctx.run_id, scenario=sc.name, engine=slot.engine, engine_name=base_name(slot.engine),
-                  profile=split_label(slot.engine)[1], engine_options=options, cores=usable_cores(),
+                  profile=split_label(slot.engine)[1], engine_options=options, cores=ctx.cores,
                   rep=slot.rep, warmup=slot.warmup,
                   scale=ctx.scale, seed=ctx.seed, dataset=ds.table, dataset_recipe_hash=ds.recipe_hash,
                   scenario_record=sc.record(), status="failed", started_at=now_iso(),
@@ -81,12 +82,17 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
                             scenario=sc.name, kind=sc.kind, target_file_size_bytes=ctx.target,
                             small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
                             output_codec_level=sc.output.level, options=options,
-                            memory_budget_bytes=ctx.budget, cores=usable_cores(), work_dir=str(work),
+                            memory_budget_bytes=ctx.budget, cores=ctx.cores, work_dir=str(work),
                             branch=slot.branch or "main", strategy=sc.rewrite.strategy,
-                            zorder_columns=list(sc.rewrite.zorder_columns), partition_filter=ctx.partition_filter)
+                            zorder_columns=list(sc.rewrite.zorder_columns), partition_filter=ctx.partition_filter,
+                            flush_dir=flush_dir(ctx))
         ctx.progress.info(f"{label} setting up with the table out of reach, then compacting (cache "
                           f"{ctx.cache_mode}, budget {fmt_bytes(ctx.budget)}, time limit {ctx.timeout_s} s)"
-                          + (f", live writer: {slot.case}" if slot.case else ""))
+                          + (f", live writer: {slot.case}" if slot.case else "")
+                          + (f", storage cap read {fmt_rate(ctx.storage_cap.read_bps)} write "
+                             f"{fmt_rate(ctx.storage_cap.write_bps)} on {ctx.cap_device[0]}, written files flushed"
+                             if ctx.storage_cap and ctx.cap_device else "")
+                          + (f", {ctx.cores} core(s): CPUs {','.join(map(str, ctx.cpus))}" if ctx.cpus else ""))
         with live_writer(ctx, slot) as live:
             guard.park()
             try:
@@ -100,12 +106,16 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         r.error = er.error
         r.process_wall_s = er.process_wall_s
         r.memory_enforcement = er.enforcement
+        r.storage_cap, r.core_limit = er.storage_cap, er.core_limit
         r.telemetry = er.telemetry  # type: ignore[assignment]
         r.catalog_server = er.server
         r.samples_file = os.path.relpath(er.samples_file, ctx.run_dir)
         rec = er.record
         if rec is not None:
             r.setup_s, r.setup_phases, r.memory_caps = rec.setup_s, rec.setup_phases, rec.memory_caps
+            if r.storage_cap is not None:
+                r.storage_cap.flush_s = next((p.seconds for p in rec.phases if p.name == "flush"), None)
+                r.storage_cap.flushed_files, r.storage_cap.flushed_bytes = rec.flushed or (0, 0)
             r.phases = rec.phases
             r.duration_s = rec.duration_s if r.status == "ok" else None
             if rec.outcome is not None:
@@ -145,6 +155,14 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         if check_source(r, ctx.source, ctx.source_before):
             r.error = (r.error + "; " if r.error else "") + f"the source table changed: {r.source.differences[0]}"
     return finish(ctx, r, label)
+
+
+def flush_dir(ctx: RunContext) -> str | None:
+    """--storage-cap: the table's directory, whose files the engine writes are fsynced inside its timed window."""
+    if ctx.storage_cap is None or ctx.catalog is None or ctx.dataset is None:
+        return None
+    location = ctx.catalog.load_table(ctx.dataset.table).location()
+    return location.removeprefix("file://") if "://" not in location.removeprefix("file://") else None
 
 
 def finish(ctx: RunContext, r: RunResult, label: str) -> RunResult:
@@ -274,9 +292,9 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     out: list[RunResult] = []
     with ExitStack() as stack:
         stack.enter_context(WarehouseLock(ctx.settings.lock_path, wait=opts.wait, say=progress.info))
-        stale = remove_stale_cgroups()
+        stale = remove_stale_cgroups(stale_parents())
         if stale:
-            progress.info(f"removed {len(stale)} memory cgroup(s) left by a killed run")
+            progress.info(f"removed {len(stale)} cgroup(s) left by a killed run")
         write_run_state(ctx.run_dir, state)
         try:
             log = ctx.run_dir / "work" / "catalog-server.log"

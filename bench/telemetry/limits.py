@@ -43,14 +43,14 @@ def _owner_alive(name: str) -> bool:
     return True
 
 
-def remove_stale_cgroups() -> list[str]:
-    """Memory cgroups left by a harness that was killed (its pid is gone): kill what still runs in them,
-    remove them.  Those of a harness still running (another warehouse's run) are left alone."""
+def remove_stale_cgroups(extra: list[Path] | None = None) -> list[str]:
+    """Memory cgroups (and those under the `extra` parents: storage caps, cpusets) left by a harness that was
+    killed (its pid is gone): kill what still runs in them, remove them.  Those of a harness still running
+    (another warehouse's run) are left alone."""
     own = _own_cgroup()
-    if own is None:
-        return []
+    parents = ([own[1]] if own else []) + list(extra or [])
     removed = []
-    for d in own[1].glob(f"{CGROUP_PREFIX}*"):
+    for d in (d for parent in parents for d in parent.glob(f"{CGROUP_PREFIX}*")):
         if _owner_alive(d.name):
             continue
         procs = d / "cgroup.procs"
@@ -67,29 +67,36 @@ def remove_stale_cgroups() -> list[str]:
     return removed
 
 
-def _own_cgroup() -> tuple[str, Path] | None:
-    """(version, directory) of a memory cgroup this process may create children in."""
+def cgroup_dir(controller: str, version: str) -> Path | None:
+    """This process's cgroup directory for `controller` (v1: in the controller's own hierarchy; v2: in the unified
+    one, with the controller enabled for children), when this process may create children in it."""
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
         return None
     for line in lines:
         _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            d = CGROUP_ROOT / "memory" / path.lstrip("/")
-            if (d / "memory.limit_in_bytes").exists() and os.access(d, os.W_OK):
-                return "v1", d
-    for line in lines:
-        if line.startswith("0::"):
+        if version == "v1" and controller in controllers.split(","):
+            d = CGROUP_ROOT / controller / path.lstrip("/")
+            return d if d.is_dir() and os.access(d, os.W_OK) else None
+        if version == "v2" and line.startswith("0::"):
             for root in (CGROUP_ROOT, CGROUP_ROOT / "unified"):
-                d = root / line[3:].lstrip("/")
-                ctl = d / "cgroup.subtree_control"
+                d = root / path.lstrip("/")
                 try:
-                    if "memory" in ctl.read_text().split() and os.access(d, os.W_OK):
-                        return "v2", d
+                    if controller in (d / "cgroup.subtree_control").read_text().split() and os.access(d, os.W_OK):
+                        return d
                 except OSError:
                     continue
     return None
+
+
+def _own_cgroup() -> tuple[str, Path] | None:
+    """(version, directory) of a memory cgroup this process may create children in."""
+    d = cgroup_dir("memory", "v1")
+    if d is not None and (d / "memory.limit_in_bytes").exists():
+        return "v1", d
+    d = cgroup_dir("memory", "v2")
+    return ("v2", d) if d is not None else None
 
 
 class Limiter:
@@ -196,26 +203,9 @@ class Limiter:
         return None
 
     def release(self, wait_s: float = 5.0) -> None:
-        """Remove the cgroup.  Processes of the tree that are still being torn down (a JVM killed a moment
-        ago) keep it busy: kill what is left and retry for up to `wait_s`."""
-        if self.cgroup is None:
-            return
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                self.cgroup.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    return  # left for remove_stale_cgroups() of a later run
-                try:
-                    for pid in (self.cgroup / "cgroup.procs").read_text().split():
-                        os.kill(int(pid), signal.SIGKILL)
-                except (OSError, ValueError):
-                    pass
-                time.sleep(0.05)
+        """Remove the cgroup (see release_cgroup)."""
+        if self.cgroup is not None:
+            release_cgroup(self.cgroup, wait_s)
 
     @staticmethod
     def _remove(d: Path) -> None:
@@ -223,3 +213,24 @@ class Limiter:
             d.rmdir()
         except OSError:
             pass
+
+
+def release_cgroup(d: Path, wait_s: float = 5.0) -> None:
+    """Remove a cgroup the harness made.  Processes of the tree that are still being torn down (a JVM killed a
+    moment ago) keep it busy: kill what is left and retry for up to `wait_s`."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            d.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                return  # left for remove_stale_cgroups() of a later run
+            try:
+                for pid in (d / "cgroup.procs").read_text().split():
+                    os.kill(int(pid), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.05)

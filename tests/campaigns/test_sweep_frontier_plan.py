@@ -190,6 +190,20 @@ def test_sweep_then_plan(tmp_path, shared_warehouse):
     assert pl.ebs_gb >= (bp.dataset_bytes + bp.output_bytes) / 1e9 and pl.deadline_minutes > pl.total_s / 60
     assert dh.engines == [] and "no sweep of deletes-high" in dh.notes[0]  # said, not invented
 
+    # runs of `bench run --cores 1|2` beside the sweep: the model scales risingwave by their efficiency (0.6)
+    from bench.core.results import CoreLimit
+    from tests.reports.hand_built import make_result, write_results
+
+    cored = [make_result("risingwave", n - 1, duration=d, run_id="cores", cores=n,
+                         core_limit=CoreLimit(cores=n, cpus=str(n - 1))) for n, d in ((1, 6.0), (2, 5.0))]
+    write_results(tmp_path, cored, run_id="cores")
+    measured = make_plan(["bin-packing"], 1.0, "m5.4xlarge", 3, [tmp_path])
+    (sc,) = measured.core_scalings
+    assert sc.engine == "risingwave" and sc.efficiency == pytest.approx(0.6)
+    assert "Amdahl" in " ".join(measured.assumptions)
+    rw = {e.engine: e for e in measured.scenarios[0].engines}["risingwave"]
+    assert rw.seconds and rw.seconds >= {e.engine: e for e in bp.engines}["risingwave"].seconds
+
 
 def test_frontier_bisects_to_the_smallest_passing_budget(tmp_path, shared_warehouse):
     p = run_bench("frontier", "bin-packing", "--scale", TINY, "--engines", "rewrite", "--floor", "64M",

@@ -103,10 +103,20 @@ def test_runner_records_reads_before_and_after(tmp_path, shared_warehouse):
     the point lookup's row checksummed from Spark's Arrow output like DuckDB's); DuckDB's reads in a run
     are asserted by tests/datagen/test_deletes.py."""
     p = run_bench("run", "bin-packing", "--scale", TINY, "--engines", "risingwave", "--results-dir", tmp_path,
-                  "--warehouse", shared_warehouse, "--run-id", "reads", "--readers", "spark-sql")
+                  "--warehouse", shared_warehouse, "--run-id", "reads", "--readers", "spark-sql",
+                  "--storage-cap", "64MiB/s,32MiB/s", "--cores", "1")  # confinement recorded: see the end
     assert p.returncode == 0, p.stderr[-3000:]
     r = _reads_of(tmp_path, "reads")["risingwave"]
     assert r["verified"], r["verification"]["differences"]
+    # --storage-cap and --cores: the engine throttled and told, its written files flushed on its clock
+    cap, lim = r["storage_cap"], r["core_limit"]
+    assert cap["read_bytes_per_s"] == 64 * 2**20 and cap["write_bytes_per_s"] == 32 * 2**20
+    assert cap["cgroup_version"] in ("v1", "v2") and cap["device"]
+    assert "blkio throttle" in cap["mechanism"] or "io.max" in cap["mechanism"]
+    flush = [ph for ph in r["phases"] if ph["name"] == "flush"]
+    assert len(flush) == 1 and cap["flush_s"] == flush[0]["seconds"] and cap["flushed_files"] >= 1
+    assert cap["flushed_bytes"] >= r["bytes_out"] and cap["device_write_bytes"] is not None
+    assert lim["cores"] == 1 and r["cores"] == 1 and r["deployment"]["cores"] == 1 and len(lim["cpus"]) == 1
     rec = r["reads"]
     assert rec["ok"], rec["message"]
     assert rec["reader"] == "spark-sql" and "asked for" in rec["reader_reason"] and rec["cache"] == r["cache"]["mode"]
