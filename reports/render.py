@@ -12,7 +12,7 @@ from markupsafe import Markup
 from bench.core.cost import PRICE_DATE, PRICE_SOURCE
 from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
-from reports import campaigns, charts, cluster, compare, safety
+from reports import campaigns, charts, cluster, compare, safety, streaming
 from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd
 from reports.model import (
     STATUS_MEANING,
@@ -151,6 +151,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         sources=[str(p) for p in paths], n_runs=report.n_runs, campaigns=camp, clusters=clusters,
         cluster_model=cluster.MODEL, cluster_assumptions=cluster.ASSUMPTIONS,
         safety=safety.safety_sections(report.sets), safety_meaning=safety.MEANING,
+        streaming=streaming.streaming_sections(report.sets), streaming_meaning=streaming.MEANING,
         sort_comparisons=compare.sort_comparisons(report.sets),
     )
 

@@ -40,6 +40,8 @@ def _free_port():
     (["run", "bin-packing", "--strategy", "sort"], ["--strategy sort", "no sort_order"]),
     (["run", "daily-recent", "--where", "event_date >>= 3"], ["--where", "cannot parse", "Iceberg expression"]),
     (["run", "bin-packing", "--where", "event_date >= '2025-12-29'"], ["--where", "needs a partitioned table"]),
+    (["run", "bin-packing", "--stream-mode", "concurrent"], ["--stream-mode", "not a streaming scenario"]),
+    (["run", "streaming-cdc", "--reps", "2"], ["streaming run", "no --reps"]),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needles):
     if args[0] == "run":
