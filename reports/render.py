@@ -120,6 +120,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
     css = (TEMPLATES / "report.css").read_text()
     floors = compare.floor_views(report.sets)
     views = []
+    streams = streaming.streaming_sections(report.sets)
     for rs in report.sets:
         series, notes = _timeline_series(rs)
         mine = floors.get(rs.anchor, [])
@@ -127,7 +128,10 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
                       "budget_off_scale": budget_off_scale(rs), "floors": mine,
                       "floor_charts": [Markup(charts.floor_chart(f.chart_rows(), {**f.source.colors, **rs.colors},
                                                                  f.floor, f.same_set)) for f in mine],
-                      "variants": compare.variant_groups(rs)})
+                      "variants": compare.variant_groups(rs),
+                      # a set of streaming runs: its streaming section's number (its compaction sections left out)
+                      "streaming": next((i for i, v in enumerate(streams, 1) if v.run_id == rs.run_id
+                                         and all(lr.r.streaming for lr in rs.runs)), 0)})
     clusters = [{"s": c, "chart": Markup(charts.cluster_chart(
                     c.chart_series(), {r.label: r.color for r in c.rows},
                     (c.reference.label, c.reference.time.median, c.reference.color)
@@ -151,7 +155,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         sources=[str(p) for p in paths], n_runs=report.n_runs, campaigns=camp, clusters=clusters,
         cluster_model=cluster.MODEL, cluster_assumptions=cluster.ASSUMPTIONS,
         safety=safety.safety_sections(report.sets), safety_meaning=safety.MEANING,
-        streaming=streaming.streaming_sections(report.sets), streaming_meaning=streaming.MEANING,
+        streaming=streams, streaming_meaning=streaming.MEANING,
         sort_comparisons=compare.sort_comparisons(report.sets),
     )
 

@@ -32,7 +32,16 @@ from typing import Any
 from bench.core.cost import run_cost
 from bench.core.errors import UserError
 from bench.core.machine import usable_cores
-from bench.core.results import CycleRecord, RunResult, StreamingRecord, StreamingTotals, file_label
+from bench.core.results import (
+    Check,
+    CycleRecord,
+    RunResult,
+    StreamingRecord,
+    StreamingTotals,
+    Verification,
+    difference,
+    file_label,
+)
 from bench.core.table import live_files, local_path
 from bench.engines import engine_class
 from bench.engines.base import CompactionJob
@@ -44,7 +53,7 @@ from bench.runner.live import INGEST_BRANCH
 from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
 from bench.runner.record import finish, new_result
 from bench.verify.readers import merge_on_read
-from bench.verify.streaming import check_content, measure_table
+from bench.verify.streaming import RULES, check_content, measure_table
 from datagen.queries import reads_plan
 from datagen.streaming import StreamCommit, StreamShape, StreamWriter
 
@@ -227,7 +236,13 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
         r.status, r.error = "failed", f"harness: {type(exc).__name__}: {exc}"
         r.log_tail = traceback.format_exc().splitlines()[-LOG_TAIL_LINES:]
     totals(r, baseline)
-    r.verified = bool(rec.cycles) and len(rec.cycles) == st.cycles and all(c.content_ok for c in rec.cycles)
+    checks = [Check(name=f"cycle_{c.cycle}_content", ok=c.content_ok, message=f"{c.verdict}: {c.reason}")
+              for c in rec.cycles]
+    if len(rec.cycles) != st.cycles:
+        checks.append(Check(name="all_cycles_ran", ok=False, message=f"{len(rec.cycles)} of {st.cycles} cycles ran"))
+    r.verification = Verification(checks=checks, rules=list(RULES),
+                                  differences=[difference(c) for c in checks if not c.ok])
+    r.verified = r.verification.verified = bool(checks) and all(c.ok for c in checks)
     r.duration_s = rec.totals.maintenance_s if r.status == "ok" else None
     if rec.cycles:
         last = rec.cycles[-1]

@@ -25,6 +25,12 @@ from bench.core.table.deletes import equality_delete_work
 from bench.verify.live import key_evidence
 from bench.verify.readers import read
 
+RULES = [
+    "after every cycle the table (main) is read back by our merge-on-read and by DuckDB's iceberg reader and must "
+    "equal the generator's expected table after the writer's last commit it holds (rows and checksum over all columns)",
+    "safe: every reader that answered sees exactly that table; unsafe: rows lost or deleted rows back (evidence: "
+    "the keys the writer deleted in the cycle that are back); a run is verified when every cycle is safe",
+]
 STREAM_READERS = ("duckdb-merge-on-read", "duckdb-iceberg")  # pyiceberg cannot apply equality deletes
 # DuckDB's iceberg extension compares every row with every applicable equality key (duckdb-iceberg#626): ~20 s
 # for 4e8 comparisons here; above this it does not check a cycle (said in its answer), our merge-on-read does
