@@ -205,6 +205,13 @@ def source_ref(source_catalog, source_table, source_snapshot):
               help="Live-writer scenarios: copy-on-write through two branches: the writer commits to the "
                    "branch 'ingest', the engine compacts that branch, the harness then publishes the "
                    "engine's snapshot to main (whose readers must see no delete file).")
+@click.option("--stream-mode", type=click.Choice(["sequential", "concurrent", "branch"]), default=None,
+              help="Streaming scenarios: sequential (the writer pauses during maintenance), concurrent (it keeps "
+                   "committing at its cadence while maintenance runs) or branch (it commits to 'ingest', "
+                   "maintenance publishes to main); over the scenario's streaming.mode.")
+@click.option("--cycles", type=click.IntRange(min=1), default=None,
+              help="Streaming scenarios: this many cycles (commits, then one maintenance step) instead of the "
+                   "scenario's streaming.cycles.")
 @click.option("--where", default=None, metavar="EXPR",
               help="Compact only the partitions this Iceberg expression selects (pyiceberg's syntax, e.g. "
                    "\"event_date >= '2025-12-25'\"), over the scenario's partition_filter; it must select whole "
@@ -234,9 +241,9 @@ def source_ref(source_catalog, source_table, source_snapshot):
 @source_options(required=False)
 @common_run_options
 @one_line_errors
-def run(scenario, scale, engines, reps, warmup, cases, cow_branch, where, readers, strategy, memory_budget,
-        catalog_uri, target_file_size, instance_type, storage_cap, cores, source_catalog, source_table,
-        source_snapshot, common):
+def run(scenario, scale, engines, reps, warmup, cases, cow_branch, stream_mode, cycles, where, readers, strategy,
+        memory_budget, catalog_uri, target_file_size, instance_type, storage_cap, cores, source_catalog,
+        source_table, source_snapshot, common):
     """Run SCENARIO against the engines, verify every compaction and record results."""
     from bench.runner import RunOptions, run_scenario
 
@@ -246,6 +253,7 @@ def run(scenario, scale, engines, reps, warmup, cases, cow_branch, where, reader
                       reader="spark-sql" if readers == "spark-sql" else "auto", cow_branch=cow_branch,
                       cases=[c.strip() for c in cases.split(",") if c.strip()] if cases else None,
                       strategy=strategy, where=where, storage_cap=storage_cap, cores=cores,
+                      stream_mode=stream_mode, cycles=cycles,
                       source=source_ref(source_catalog, source_table, source_snapshot))
     run_scenario(opts, Progress())
 

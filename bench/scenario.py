@@ -28,6 +28,7 @@ from bench.core.errors import UserError
 from bench.core.partition_filter import parse_filter
 from bench.core.results import Published, ScenarioRecord
 from bench.engines import REGISTRY, engine_class, split_label
+from bench.engines.base import MaintenanceOp
 from datagen.recipes import TIME_SPECS, TableRecipe
 from datagen.schema import PARTITIONED_SCHEMA
 
@@ -56,6 +57,41 @@ class LiveWriter(BaseModel):
     cases: list[Literal["append", "position-delete", "equality-delete"]] = Field(
         default=["append", "position-delete", "equality-delete"], min_length=1)  # pydantic copies it per instance
     rows: int = Field(100, ge=1)  # rows each case appends or deletes (not scaled)
+
+
+StreamMode = Literal["sequential", "concurrent", "branch"]
+
+
+class Streaming(BaseModel):
+    """A table that is never done being written (bench.runner.streaming): the writer (datagen.streaming)
+    commits `commits_per_cycle` micro-batches, then each engine runs one maintenance step (`maintenance`, in
+    order), for `cycles` cycles; the table is verified against the generator after every cycle.  Scale rule:
+    `rows_per_commit` is for `local_scale` and grows linearly with --scale (at least 40); cycles, commits and
+    shares are not scaled."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cycles: int = Field(20, ge=1)
+    commits_per_cycle: int = Field(3, ge=1)
+    rows_per_commit: int = Field(1000, ge=10)  # at local_scale
+    update_share: float = Field(0.1, ge=0.0, le=1.0)  # rows per commit that are new versions of earlier rows
+    delete_share: float = Field(0.05, ge=0.0, le=1.0)  # earlier rows deleted per commit (equality deletes)
+    in_batch_delete_share: float = Field(0.05, ge=0.0, le=1.0)  # new rows deleted again in their commit (position)
+    append_only_share: float = Field(0.25, ge=0.0, le=1.0)  # commits with new rows only
+    cadence_s: float = Field(0.5, ge=0.0)  # concurrent and branch modes: the writer's pause between commits
+    mode: StreamMode = "sequential"  # `bench run --stream-mode` overrides
+    maintenance: list[MaintenanceOp] = Field(min_length=1, default_factory=lambda: [
+        MaintenanceOp.model_validate({"op": op}) for op in ("expire_snapshots", "compact", "rewrite_manifests")])
+
+    @model_validator(mode="after")
+    def _shares(self) -> Streaming:
+        if self.update_share + self.delete_share > 1.0:
+            raise ValueError("update_share + delete_share must not exceed 1")
+        return self
+
+    def rows_at(self, scale: float, local_scale: float) -> int:
+        """Rows per commit at `scale` (the scale rule)."""
+        return max(40, int(round(self.rows_per_commit * scale / local_scale)))
 
 
 Strategy = Literal["binpack", "sort", "zorder"]
@@ -107,6 +143,7 @@ class Scenario(BaseModel):
     live_writer: LiveWriter | None = None  # the live-writer-* family: a writer commits during compaction
     rewrite: Rewrite = Field(default_factory=Rewrite)  # binpack unless the scenario asks for sorted output
     partition_filter: PartitionFilter | None = None  # compact only these partitions (`bench run --where` overrides)
+    streaming: Streaming | None = None  # the streaming-* family: micro-batch commits and a maintenance step per cycle
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -125,6 +162,8 @@ class Scenario(BaseModel):
                 err = e.errors()[0]
                 where = ".".join(str(x) for x in err["loc"])
                 raise ValueError(f"engines.{engine}{'.' + where if where else ''}: {err['msg']}") from None
+        if self.streaming is not None and (self.kind != "deletes" or self.live_writer is not None):
+            raise ValueError("streaming needs a deletes table (its writer commits CDC deletes) and no live_writer")
         pf, part = self.partition_filter, self.table.partitioning
         if pf is not None:
             if part is None:
@@ -140,7 +179,20 @@ class Scenario(BaseModel):
         needs: set[str] = {str(self.rewrite.strategy)} & {"sort", "zorder"}
         if self.partition_filter is not None:
             needs |= {"partition-filter"} | ({"partition-filter-deletes"} if self.kind == "deletes" else set())
+        if self.streaming is not None:
+            needs |= {"maintenance"} | {op.op.replace("_", "-") for op in self.streaming.maintenance} - {"compact"}
+            needs |= {"branch"} if self.streaming.mode == "branch" else set()
         return needs
+
+    def with_stream_mode(self, mode: str | None, cycles: int | None = None) -> Scenario:
+        """This streaming scenario run in `mode` for `cycles` cycles (`bench run --stream-mode/--cycles`);
+        UserError when it is not a streaming scenario."""
+        if self.streaming is None:
+            flag = "--stream-mode" if mode else "--cycles"
+            raise UserError(f"{flag}: {self.name} is not a streaming scenario (use a streaming-* scenario)")
+        update: dict[str, Any] = {"mode": mode} if mode else {}
+        update |= {"cycles": cycles} if cycles else {}
+        return self.model_copy(update={"streaming": self.streaming.model_copy(update=update)})
 
     def strategy_problem(self, strategy: str | None = None) -> str | None:
         """Why this scenario's table cannot be compacted with `strategy` (its own by default), or None."""
@@ -214,6 +266,8 @@ class Scenario(BaseModel):
         content = self.model_dump(mode="json")
         if self.rewrite == Rewrite():  # a plain bin-pack keeps the record (and digest) it had
             content.pop("rewrite")
+        if self.streaming is None:  # likewise every scenario that is not a streaming one
+            content.pop("streaming")
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
         return ScenarioRecord(name=self.name, sha256=digest, content=content)
 

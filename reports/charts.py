@@ -687,3 +687,40 @@ def cap_chart(series, colors, models, read_models=None) -> str:
         return _time_chart_end(fig, ax, handles, top, "storage cap on the warehouse's disk (MiB/s, reads and writes "
                                "each)", "compaction time (flush included)",
                                "Compaction time against the storage cap, with the model")
+
+
+# --- streaming runs: one value per cycle ------------------------------------------------------------
+def cycle_panels_chart(panels, colors) -> str:
+    """Small multiples over the cycles of a streaming run: panels [(title, fmt, {engine: [(cycle, value)]})],
+    one line per engine (the baseline `none` dashed), a panel with no value at all left out."""
+    panels = [p for p in panels if any(v is not None for pts in p[2].values() for _, v in pts)]
+    ncols = 3
+    nrows = max(1, -(-len(panels) // ncols))
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(nrows, ncols, figsize=(9.6, 2.3 * nrows), layout="constrained", squeeze=False)
+        seen: dict[str, Any] = {}
+        for i, ax in enumerate(axes.flat):
+            if i >= len(panels):
+                ax.set_visible(False)
+                continue
+            title, fmt, series = panels[i]
+            top = 0.0
+            for eng, pts in series.items():
+                xs = [c for c, v in pts if v is not None]
+                ys = [float(v) for _, v in pts if v is not None]
+                if not xs:
+                    continue
+                top = max(top, max(ys))
+                (line,) = ax.plot(xs, ys, color=_color(colors, eng), lw=1.5, marker="o", ms=2.5,
+                                  ls=(0, (4, 2)) if eng == "none" else "-", label=eng)
+                seen.setdefault(eng, line)
+            ax.set_ylim(0, (top or 1) * 1.12)
+            ax.xaxis.set_major_locator(MaxNLocator(6, integer=True))
+            ax.yaxis.set_major_locator(MaxNLocator(4))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _, f=fmt: f(v)))
+            ax.grid(color=GRID, lw=0.8, zorder=0)
+            ax.set_title(title)
+            ax.set_xlabel("cycle", color=MUTED)
+        if seen:
+            fig.legend(handles=list(seen.values()), labels=list(seen), loc="outside lower left", ncols=len(seen))
+        return _svg(fig)

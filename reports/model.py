@@ -220,7 +220,12 @@ def run_reasons(r: RunResult) -> tuple[list[str], list[str]]:
     its failed advisory checks."""
     v = r.verification
     reasons: list[str] = []
-    if r.status == "ok" and not r.verified:
+    if r.streaming is not None:
+        t = r.streaming.totals
+        reasons.append(f"streaming ({r.streaming.mode}): {t.cycles} cycles, {t.unsafe_cycles} unsafe"
+                       + (f" from cycle {t.first_unsafe_cycle}" if t.first_unsafe_cycle else "")
+                       + " (its maintenance is timed per cycle: see its streaming section)")
+    elif r.status == "ok" and not r.verified:
         failed = [c for c in v.checks if not c.ok and c.required]
         for c in failed:
             reasons.append(f"{c.name}: {c.message}" if c.message else c.name)

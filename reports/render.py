@@ -13,7 +13,7 @@ from bench.core.cost import PRICE_DATE, PRICE_SOURCE
 from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
 from bench.core.fit import MIN_BUSY
-from reports import campaigns, charts, cluster, compare, confine, safety
+from reports import campaigns, charts, cluster, compare, confine, safety, streaming
 from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd
 from reports.model import (
     STATUS_MEANING,
@@ -121,6 +121,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
     css = (TEMPLATES / "report.css").read_text()
     floors = compare.floor_views(report.sets)
     views = []
+    streams = streaming.streaming_sections(report.sets)
     for rs in report.sets:
         series, notes = _timeline_series(rs)
         mine = floors.get(rs.anchor, [])
@@ -128,7 +129,10 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
                       "budget_off_scale": budget_off_scale(rs), "floors": mine,
                       "floor_charts": [Markup(charts.floor_chart(f.chart_rows(), {**f.source.colors, **rs.colors},
                                                                  f.floor, f.same_set)) for f in mine],
-                      "variants": compare.variant_groups(rs)})
+                      "variants": compare.variant_groups(rs),
+                      # a set of streaming runs: its streaming section's number (its compaction sections left out)
+                      "streaming": next((i for i, v in enumerate(streams, 1) if v.run_id == rs.run_id
+                                         and all(lr.r.streaming for lr in rs.runs)), 0)})
     clusters = [{"s": c, "chart": Markup(charts.cluster_chart(
                     c.chart_series(), {r.label: r.color for r in c.rows},
                     (c.reference.label, c.reference.time.median, c.reference.color)
@@ -156,6 +160,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         cluster_model=cluster.MODEL, cluster_assumptions=cluster.ASSUMPTIONS,
         caps=caps, caps_model=confine.MODEL, cores=confine.core_sections(report.sets), min_busy=MIN_BUSY,
         safety=safety.safety_sections(report.sets), safety_meaning=safety.MEANING,
+        streaming=streams, streaming_meaning=streaming.MEANING,
         sort_comparisons=compare.sort_comparisons(report.sets),
     )
 

@@ -281,6 +281,107 @@ class LiveWriterRecord(BaseModel):
     main_delete_files: int | None = None  # live delete files of main after the publish (None: nothing published)
 
 
+class CycleRecord(BaseModel):
+    """One cycle of a streaming run: the writer's commits, the maintenance step (none for the baseline), and
+    the table measured and verified after it (bench.runner.streaming)."""
+
+    cycle: int  # 1-based
+    # the writer
+    commits: int = 0  # writer commits that landed in this cycle
+    commits_failed: int = 0  # that never landed (after the writer's retries)
+    commits_during_maintenance: int = 0  # concurrent/branch modes: landed while the maintenance process ran
+    writer_retries: int = 0  # the writer's own retries after a failed commit (Iceberg retries inside a commit too)
+    writer_conflicts: list[str] = Field(default_factory=list)  # why a writer commit failed (first few)
+    writer_commit_s_mean: float | None = None
+    writer_commit_s_max: float | None = None
+    rows_ingested: int = 0  # rows in the data files the writer committed (new rows and new versions)
+    bytes_ingested: int = 0  # data and delete files the writer committed
+    # the maintenance step
+    maintenance_status: str = "none"  # ok | failed | oom | heap-oom | timeout | none (the baseline)
+    maintenance_error: str | None = None
+    maintenance_s: float | None = None  # the engine's maintenance (the sum of `phases`; setup excluded)
+    setup_s: float | None = None  # the engine process's setup (session start), not maintenance time
+    phases: list[Phase] = Field(default_factory=list)  # "<op>: <step>"
+    op_seconds: dict[str, float] = Field(default_factory=dict)  # per operation
+    op_results: list[dict[str, Any]] = Field(default_factory=list)  # each operation's own result
+    maintenance_snapshots: int = 0  # snapshots the maintenance committed that are in the table's history
+    maintenance_not_landed: int = 0  # maintenance steps that ended without their commit (failed, conflict)
+    # commit conflicts the maintenance met: 409 answers of the REST catalog to its commits, and the retries and
+    # conflicts its log names (Iceberg Java's "Retrying task after failure", CommitFailedException, ...)
+    maintenance_conflicts: int = 0
+    conflict_evidence: list[str] = Field(default_factory=list)
+    bytes_read: int = 0  # live data and delete files the maintenance removed (it read at least these)
+    bytes_written: int = 0  # data and delete files the maintenance wrote (new files under data/, not the writer's)
+    metadata_bytes_written: int = 0  # new files under metadata/ during the step (with the writer's in concurrent mode)
+    process_read_bytes: int | None = None  # the engine process tree's storage reads (telemetry)
+    process_write_bytes: int | None = None
+    peak_rss_bytes: int | None = None
+    mean_cores: float | None = None
+    cost_usd: float | None = None  # the maintenance time priced like a compaction (bench.core.cost)
+    # the table after the cycle (main in branch mode, as readers see it): files and bytes from the manifests, rows
+    # and checksum as the first reader that answered read them
+    table: TableStats = Field(default_factory=TableStats)
+    manifests: int = 0
+    snapshots: int = 0
+    metadata_bytes: int = 0  # metadata.json + manifest list + manifests of the current snapshot
+    planning_s: float | None = None  # pyiceberg's plan_files over the current snapshot
+    reads: dict[str, float] = Field(default_factory=dict)  # query -> seconds (DuckDB iceberg, warm)
+    reads_ok: bool = False  # every query answered as the generator says
+    reads_message: str = ""
+    # verification against the generator
+    expected_rows: int = 0
+    expected_checksum: str = ""
+    readers: list[dict[str, Any]] = Field(default_factory=list)
+    content_ok: bool = False
+    verdict: Literal["safe", "unsafe", "inconclusive", "unsupported"] = "inconclusive"
+    reason: str = ""
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    # branch mode: the writer on `ingest`, maintenance publishes to main
+    ingest_snapshot_id: int | None = None
+    published: bool = False
+    main_lag_commits: int | None = None  # writer commits on ingest that main does not have
+    main_lag_s: float | None = None  # ingest head's commit time minus that of main's newest writer commit
+
+
+class StreamingTotals(BaseModel):
+    cycles: int = 0
+    commits: int = 0
+    commits_failed: int = 0
+    writer_retries: int = 0
+    writer_commit_s_mean: float | None = None
+    rows_ingested: int = 0
+    bytes_ingested: int = 0
+    maintenance_s: float = 0.0
+    cost_usd: float = 0.0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    maintenance_s_per_gb: float | None = None  # maintenance seconds per GB (1e9 bytes) ingested
+    cost_usd_per_gb: float | None = None
+    write_amplification: float | None = None  # bytes maintenance wrote / bytes ingested
+    maintenance_not_landed: int = 0
+    maintenance_conflicts: int = 0
+    unsafe_cycles: int = 0
+    first_unsafe_cycle: int | None = None
+    final_reads: dict[str, float] = Field(default_factory=dict)
+    final_planning_s: float | None = None
+    final_reads_vs_baseline: dict[str, float] = Field(default_factory=dict)  # baseline seconds / this run's
+    max_main_lag_commits: int | None = None  # branch mode
+
+
+class StreamingRecord(BaseModel):
+    """A streaming scenario's engine run (or the baseline `none`): one record per cycle, and the totals."""
+
+    mode: Literal["sequential", "concurrent", "branch"] = "sequential"
+    baseline: bool = False  # no maintenance: what the table becomes without any
+    cycles_planned: int = 0
+    commits_per_cycle: int = 0
+    rows_per_commit: int = 0
+    cadence_s: float = 0.0
+    maintenance: list[str] = Field(default_factory=list)  # the operations, in order, as run
+    cycles: list[CycleRecord] = Field(default_factory=list)
+    totals: StreamingTotals = Field(default_factory=StreamingTotals)
+
+
 class _Facts(BaseModel):
     """Machine facts: the fields readers use are typed; any other fact is kept as recorded (for humans)."""
 
@@ -621,6 +722,7 @@ class RunResult(BaseModel):
     environment: Environment = Field(default_factory=Environment)
     versions: dict[str, str | None] = Field(default_factory=dict)
     live_writer: LiveWriterRecord | None = None  # a live-writer scenario's case, commits and verdict
+    streaming: StreamingRecord | None = None  # a streaming scenario's cycles and totals
 
     @field_validator("cost", "environment", mode="before")
     @classmethod
@@ -650,7 +752,8 @@ class RunResult(BaseModel):
     def counts(self) -> bool:
         """Does this run count in statistics?  Measured (not warm-up), ok and verified, and not a
         live-writer run (judged, not timed: its time includes the writer's hold)."""
-        return not self.warmup and self.status == "ok" and self.verified and self.live_writer is None
+        return (not self.warmup and self.status == "ok" and self.verified and self.live_writer is None
+                and self.streaming is None)
 
 
 class RunState(BaseModel):

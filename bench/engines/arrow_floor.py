@@ -62,7 +62,11 @@ class ArrowFloorEngine(EngineBase):
         "partition-filter-deletes": (
             "its end state is a list of data files, verified as a scratch table of data files alone "
             "(bench.verify.uncommitted); the delete files of the partitions outside the filter, which must stay "
-            "live and keep applying, cannot be part of it")}
+            "live and keep applying, cannot be part of it"),
+        **{feature: ("arrow-floor commits nothing (it writes the compacted files and lists them): continuous "
+                     "maintenance of a table another writer commits to is a sequence of commits, so it has no end "
+                     "state to verify after each cycle, and it has no snapshot or manifest operation")
+           for feature in ("maintenance", "expire-snapshots", "rewrite-manifests")}}
 
     def __init__(self) -> None:
         self.plan: dict[str, Any] = {}

@@ -41,9 +41,37 @@ FEATURES = {
                         "untouched",
     "partition-filter-deletes": "a partition filter on a table with delete files: the delete files of the partitions "
                                 "outside it stay live, the others' are gone",
+    "maintenance": "continuous maintenance of a table that is being written: maintenance steps of operations "
+                   "(job.maintenance) on a table another writer commits to, cycle after cycle (streaming scenarios)",
+    "expire-snapshots": "snapshot expiration with the engine's own tool (maintenance operation expire_snapshots)",
+    "rewrite-manifests": "manifest rewriting with the engine's own tool (maintenance operation rewrite_manifests)",
 }
 # An untimed gap in compact() longer than this becomes a phase "other" (so the phases add up).
 UNTIMED_MIN_S = 0.001
+
+
+class MaintenanceOp(BaseModel):
+    """One operation of a maintenance step (streaming scenarios), each an engine method: `compact` (the
+    engine's compaction of the table: for a deletes table, no live delete file after it), `expire_snapshots`
+    (keep the newest `retain_last`; expire those older than `older_than_s` seconds) or `rewrite_manifests`;
+    in a streaming scenario every `every` cycles, from the first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    op: Literal["expire_snapshots", "compact", "rewrite_manifests"]
+    retain_last: int = Field(5, ge=1)  # expire_snapshots: snapshots always kept
+    older_than_s: float = Field(0.0, ge=0.0)  # expire_snapshots: only snapshots older than this
+    every: int = Field(1, ge=1)  # run in cycles 1, 1 + every, 1 + 2 x every, ... (streaming scenarios)
+
+    def describe(self) -> str:
+        when = f" every {self.every} cycles" if self.every > 1 else ""
+        if self.op == "expire_snapshots":
+            return f"expire_snapshots(retain_last={self.retain_last}, older_than={self.older_than_s:g} s){when}"
+        return self.op + when
+
+    def due(self, cycle: int) -> bool:
+        """Does it run in `cycle` (1-based)?"""
+        return (cycle - 1) % self.every == 0
 
 
 class CompactionJob(BaseModel):
@@ -72,6 +100,8 @@ class CompactionJob(BaseModel):
     # a directory (the table's, in a local warehouse) whose files modified during the compaction the worker fsyncs
     # inside the timed compaction (phase `flush`), the same for every engine (--storage-cap); None: no flush
     flush_dir: str | None = None
+    # a maintenance step (engines that support 'maintenance'): these operations in order instead of compact()
+    maintenance: list[MaintenanceOp] = Field(default_factory=list)
 
 
 class EngineOutcome(BaseModel):
@@ -192,6 +222,10 @@ class Engine(Protocol):
     def close(self) -> None:
         """Release sessions.  Must be safe to call after a failed open()."""
 
+    def maintain(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
+        """Run `job.maintenance` in order, each operation's steps timed in `clock` as "<op>: <step>"
+        (engines that support 'maintenance')."""
+
 
 class EngineBase:
     """Defaults for the optional parts of the protocol."""
@@ -236,6 +270,37 @@ class EngineBase:
 
     def close(self) -> None:
         pass
+
+    def maintain(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
+        """The maintenance step: each operation an engine method (`compact`, `expire_snapshots`,
+        `rewrite_manifests`), its own steps renamed "<op>: <step>" in `clock`; the outcome of the last
+        compaction with every operation's result under engine_result["maintenance"]."""
+        results: list[dict[str, Any]] = []
+        outcome = EngineOutcome()
+        for op in job.maintenance:
+            sub = PhaseClock()
+            t0 = time.perf_counter()
+            try:
+                if op.op == "compact":
+                    outcome = self.compact(job, sub)  # type: ignore[attr-defined]  # every engine has one
+                    res: dict[str, Any] = dict(outcome.engine_result)
+                elif op.op == "expire_snapshots":
+                    res = self.expire_snapshots(job, op, sub)
+                else:
+                    res = self.rewrite_manifests(job, sub)
+            finally:
+                for p in sub.complete(time.perf_counter() - t0):
+                    clock.phases.append(p.model_copy(update={"name": f"{op.op}: {p.name}"}))
+            results.append({"op": op.op, "describe": op.describe(), "result": res})
+        outcome.engine_result = {"maintenance": results}
+        outcome.actions = list(outcome.actions) + [r["describe"] for r in results]
+        return outcome
+
+    def expire_snapshots(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
+        raise NotImplementedError(f"{self.name} declares no expire-snapshots")
+
+    def rewrite_manifests(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:
+        raise NotImplementedError(f"{self.name} declares no rewrite-manifests")
 
     def options(self, job: CompactionJob) -> Any:
         """The job's options as this engine's typed Options (UserError when they do not validate)."""

@@ -41,7 +41,7 @@ from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import Deployment
-from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, Knob, PhaseClock
+from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, Knob, MaintenanceOp, PhaseClock
 
 DISTRIBUTION = "iceberg-compaction"
 PINNED_VERSION = "202604.9.0rc0"
@@ -131,7 +131,9 @@ class RisingWaveEngine(EngineBase):
     Options: ClassVar[type[BaseModel]] = RisingWaveOptions
     commits_through_rest: ClassVar[bool] = True  # iceberg-compaction speaks REST only
     # Compaction(..., to_branch=B) plans from B and commits to B
-    supports: ClassVar[frozenset[str]] = frozenset({"branch"})
+    # ExpireSnapshots(catalog, table, ExpireSnapshotsConfig(retain_last, max_snapshot_age_secs, ...)) and
+    # RewriteManifests(catalog, table, RewriteManifestsConfig(clustering_strategy, ...)), each with to_branch
+    supports: ClassVar[frozenset[str]] = frozenset({"branch", "maintenance", "expire-snapshots", "rewrite-manifests"})
     not_supported: ClassVar[dict[str, str]] = {
         **{feature: (f"iceberg-compaction {PINNED_VERSION} cannot {what}: its CompactionConfig has no sort order or "
                      "clustering field (its parameters: strategy auto | small_files | full | files_with_deletes, "
@@ -253,6 +255,23 @@ class RisingWaveEngine(EngineBase):
                                             "first pass left live"):
                 second = {**values, "strategy": "full"}
                 result["second_pass"] = _result(self._run(job, second, actions))
+
+    def expire_snapshots(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
+        import iceberg_compaction as ic
+
+        config = ic.ExpireSnapshotsConfig(retain_last=op.retain_last, max_snapshot_age_secs=int(op.older_than_s))
+        with clock.phase("ExpireSnapshots", f"ExpireSnapshots(retain_last={op.retain_last}, max_snapshot_age_secs="
+                                            f"{int(op.older_than_s)}).run(): one commit"):
+            result = ic.ExpireSnapshots(self._catalog, job.table, config, to_branch=job.branch).run()
+        return {"noop": True} if result is None else {"expired_snapshot_count": result.expired_snapshot_count}
+
+    def rewrite_manifests(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:
+        import iceberg_compaction as ic
+
+        with clock.phase("RewriteManifests", "RewriteManifests(RewriteManifestsConfig()).run(): metadata only"):
+            result = ic.RewriteManifests(self._catalog, job.table, ic.RewriteManifestsConfig(),
+                                         to_branch=job.branch).run()
+        return {"noop": True} if result is None else _plain(result)
 
     def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         if self._catalog is None:

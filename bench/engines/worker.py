@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
         clock = PhaseClock()
         t1, since = time.perf_counter(), time.time()
         try:
-            record.outcome = engine.compact(job, clock)
+            record.outcome = engine.maintain(job, clock) if job.maintenance else engine.compact(job, clock)
             if job.flush_dir:  # what it wrote reaches the device from this process, on its clock
                 with clock.phase("flush", "fsync of every file written in the table's directory during the "
                                  "compaction (the same for every engine)"):

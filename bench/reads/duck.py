@@ -21,12 +21,12 @@ def table_ref(table: str) -> str:
     return f"{ALIAS}.{ident(ns)}.{ident(name)}"
 
 
-def _execute(con, q: ReadQuery, sql: str):
+def execute(con, q: ReadQuery, sql: str):
     cur = con.execute(sql)
     return cur.fetch_arrow_table() if q.name == "point-lookup" else cur.fetchone()
 
 
-def _answer(q: ReadQuery, raw) -> list[str]:
+def answer(q: ReadQuery, raw) -> list[str]:
     if q.name == "point-lookup":
         n, s = arrow_checksum(raw)
         return [str(n), str(s)]
@@ -45,11 +45,11 @@ def run_queries(settings: CatalogSettings, table: str, queries: list[ReadQuery],
             if cache_mode == "cold":
                 drop_page_cache()
             else:
-                _execute(con, q, sql)
+                execute(con, q, sql)
             t0 = time.perf_counter()
-            raw = _execute(con, q, sql)
+            raw = execute(con, q, sql)
             seconds = time.perf_counter() - t0
-            out[q.name] = (_answer(q, raw), seconds)
+            out[q.name] = (answer(q, raw), seconds)
     finally:
         con.close()
     return out

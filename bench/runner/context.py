@@ -73,6 +73,8 @@ class RunOptions(CommonOptions):
     where: str | None = None  # --where: the partition filter, over the scenario's
     storage_cap: str | None = None  # --storage-cap READ[,WRITE]: throttle the engine on the warehouse's device
     cores: int | None = None  # --cores N: confine the engine to N cores and tell it N
+    stream_mode: str | None = None  # --stream-mode: sequential | concurrent | branch over the scenario's
+    cycles: int | None = None  # --cycles: a streaming scenario's cycles
 
 
 @dataclass
@@ -243,7 +245,12 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
         check_source_options(opts, sc)
     if opts.where is not None:
         sc = sc.with_where(opts.where)  # a bad expression: UserError now
-    engines = parse_engines(opts.engines or default_engines())
+    if opts.stream_mode or opts.cycles:
+        sc = sc.with_stream_mode(opts.stream_mode, opts.cycles)
+    spec = opts.engines or default_engines()
+    if sc.streaming is not None:  # the baseline `none` (no maintenance) is part of every streaming run
+        spec = ",".join(e for e in spec.split(",") if e.strip() not in ("", "none"))
+    engines = parse_engines(spec) if spec or sc.streaming is None else []
     scale = check_scale(sc.local_scale if opts.scale is None else opts.scale) if opts.source is None else 0.0
     if opts.partitions is not None:
         sc = sc.with_partitions(opts.partitions, scale)

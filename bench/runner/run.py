@@ -13,7 +13,6 @@ from pathlib import Path
 
 from bench.core.catalog import load_catalog
 from bench.core.catalog.rest import serve
-from bench.core.cost import run_cost
 from bench.core.errors import UserError
 from bench.core.lock import WarehouseLock
 from bench.core.machine import HARNESS_PACKAGES, environment, package_versions
@@ -21,27 +20,27 @@ from bench.core.progress import Progress
 from bench.core.results import (
     CacheState,
     Check,
-    LiveWriterRecord,
     RunResult,
     RunState,
     TableStats,
     Verification,
     file_label,
     now_iso,
-    save,
     write_run_state,
 )
 from bench.core.source import fingerprint_source
 from bench.core.table import live_files
 from bench.core.units import fmt_bytes
-from bench.engines import base_name, engine_class, engine_color, split_label
+from bench.engines import engine_class
 from bench.engines.base import CompactionJob, EngineOutcome
 from bench.runner.context import RunContext, RunOptions, Slot, resolve, resolve_filter, schedule
 from bench.runner.inputs import SETUP_READ_ALLOWANCE, SetupGuard, reset_input
 from bench.runner.live import INGEST_BRANCH, judge, live_writer, unsupported
 from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
 from bench.runner.reads import reads_after, reads_before
+from bench.runner.record import finish, new_result
 from bench.runner.source import check_source, prepare_clone, source_record
+from bench.runner.streaming import run_streaming
 from bench.telemetry.confine import fmt_rate, stale_parents
 from bench.telemetry.limits import remove_stale_cgroups
 from bench.verify import IntegrityInput, VerifyInput, partition_outcome, remove_output, stage_output, verify
@@ -53,16 +52,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
     assert ds is not None and ctx.catalog is not None
     label = f"[{slot.engine} {slot.tag}]"
     options = ctx.engine_options[slot.engine]
-    r = RunResult(run_id=ctx.run_id, scenario=sc.name, engine=slot.engine, engine_name=base_name(slot.engine),
-                  profile=split_label(slot.engine)[1], engine_options=options, cores=ctx.cores,
-                  rep=slot.rep, warmup=slot.warmup,
-                  scale=ctx.scale, seed=ctx.seed, dataset=ds.table, dataset_recipe_hash=ds.recipe_hash,
-                  scenario_record=sc.record(), status="failed", started_at=now_iso(),
-                  engine_order=list(slot.order), order_position=slot.position, engine_color=engine_color(slot.engine),
-                  target_file_size_bytes=ctx.target, small_file_threshold_bytes=ctx.threshold,
-                  output_codec=sc.output.codec, memory_budget_bytes=ctx.budget, environment=ctx.environment,
-                  versions=dict(ctx.versions),
-                  live_writer=LiveWriterRecord(case=slot.case, branch=slot.branch) if slot.case else None)
+    r = new_result(ctx, slot)
     work = ctx.run_dir / "work" / f"{sc.name}--{file_label(slot.engine)}--{slot.tag}"
     needs = sorted(sc.needs() | ({"branch"} if slot.branch else set()))
     why = [w for w in (engine_class(slot.engine).why_not(f) for f in needs) if w]
@@ -165,24 +155,6 @@ def flush_dir(ctx: RunContext) -> str | None:
     return location.removeprefix("file://") if "://" not in location.removeprefix("file://") else None
 
 
-def finish(ctx: RunContext, r: RunResult, label: str) -> RunResult:
-    """Price, save and report one engine run."""
-    r.cost = run_cost(r.duration_s if r.status == "ok" else None, ctx.instance_type,
-                      ran_on=ctx.environment.instance_type, nodes=r.nodes)
-    path = save(ctx.results_dir, r)
-    dur = f"{r.duration_s:.2f} s" if r.duration_s is not None else "-"
-    phases = ", ".join(f"{p.name} {p.seconds:.2f} s" for p in r.phases) if r.status == "ok" else ""
-    ctx.progress.info(f"{label} {r.status}, {dur}{f' ({phases})' if phases else ''}, files {r.files_in} -> "
-                      f"{r.files_out if r.files_out is not None else '-'}, verified={r.verified}"
-                      + (f", error: {r.error}" if r.error else "") + f" ({path.name})")
-    if r.live_writer is not None:
-        lw = r.live_writer
-        ctx.progress.info(f"{label}   live writer ({lw.case}): {lw.verdict}: {lw.reason}")
-    for d in r.verification.differences[:5] if r.status == "ok" and r.live_writer is None else []:
-        ctx.progress.info(f"{label}   {d}")
-    return r
-
-
 def place_commits(r: RunResult) -> None:
     """Name the phase each snapshot the run committed was made in (from its timestamp), where its summary
     does not say."""
@@ -278,7 +250,9 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     if live and ctx.settings.is_remote:
         raise UserError(f"{ctx.scenario.name}: the live writer watches the table's directory while the engine "
                         "runs: it needs a local warehouse, not S3")
-    slots = schedule(ctx.engines, opts.reps, opts.warmup, cases)
+    if ctx.scenario.streaming is not None and (opts.reps != 1 or opts.warmup):
+        raise UserError(f"{ctx.scenario.name}: a streaming run is one long run per engine: no --reps or --warmup")
+    slots = schedule(ctx.engines, opts.reps, opts.warmup, cases) if ctx.engines else []
     if opts.cow_branch:
         slots = [replace(s, branch=INGEST_BRANCH) for s in slots]
     ctx.environment = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
@@ -287,7 +261,8 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     ctx.environment.warehouse = ctx.settings.storage_description()
     ctx.versions = package_versions(HARNESS_PACKAGES + tuple(p for e in ctx.engines for p in engine_class(e).packages))
     state = RunState(run_id=ctx.run_id, pid=os.getpid(), started_at=now_iso(), scenario=ctx.scenario.name,
-                     scale=ctx.scale, engines=ctx.engines, reps=opts.reps, expected_results=len(slots),
+                     scale=ctx.scale, engines=ctx.engines, reps=opts.reps,
+                     expected_results=len(slots) + (ctx.scenario.streaming is not None),
                      command=" ".join(sys.argv)[:500])
     out: list[RunResult] = []
     with ExitStack() as stack:
@@ -318,8 +293,11 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
             if ctx.partition_filter:
                 progress.info(f"partition filter: {ctx.partition_filter} (only the partitions it selects are "
                               "compacted)")
-            for slot in slots:
-                out.append(run_one(ctx, slot))
+            if ctx.scenario.streaming is not None:
+                out += run_streaming(ctx)
+            else:
+                for slot in slots:
+                    out.append(run_one(ctx, slot))
             source_unchanged(ctx)
             state.state = "complete"
         except BaseException as exc:

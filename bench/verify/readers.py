@@ -24,6 +24,7 @@ delete file still applied by its rules.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pyiceberg.expressions import AlwaysTrue
@@ -144,13 +145,25 @@ def read_merge_on_read(tbl: Table, snapshot_id: int | None, settings: CatalogSet
     unpartitioned).  Columns are matched by name.  `only`: the rows of the data files of the partitions
     it selects (a partition key: bench.core.table.deletes.scope), every live delete file that may apply to
     them applied (position deletes all, equality deletes of those partitions and of an unpartitioned spec)."""
+    with merge_on_read(tbl, snapshot_id, only) as (con, live):
+        if con is None:
+            return 0, "0"
+        n, s = con.execute(checksum_select(_columns(tbl), live)).fetchone()
+    return int(n), str(s)
+
+
+@contextmanager
+def merge_on_read(tbl: Table, snapshot_id: int | None, only: Callable[[tuple], bool] | None = None):
+    """A DuckDB connection and the table expression of the snapshot's live rows by the rules of
+    `read_merge_on_read` (its delete files read into temporary tables); (None, "") without a data file."""
     files = live_files(tbl, snapshot_id)
     if only is not None:
         files = LiveFiles(data=[e for e in files.data if only(scope(e.data_file))], position=files.position,
                           equality=[e for e in files.equality
                                     if only(scope(e.data_file)) or is_global(e.data_file, tbl.specs())])
     if not files.data:
-        return 0, "0"
+        yield None, ""
+        return
     columns = _columns(tbl)
     schema, specs = tbl.schema(), tbl.specs()
     scopes: dict[tuple, int] = {}
@@ -197,10 +210,9 @@ def read_merge_on_read(tbl: Table, snapshot_id: int | None, settings: CatalogSet
             conditions.append(f"NOT EXISTS (SELECT 1 FROM edel{g} e WHERE {match} AND e.seq > r._seq "
                               f"AND (e.global_ OR e.scope = r._scope))")
         where = (" WHERE " + " AND ".join(conditions)) if conditions else ""
-        n, s = con.execute(checksum_select(columns, f"(SELECT * FROM rows_ r{where}) AS live")).fetchone()
+        yield con, f"(SELECT {idents(columns, 'r')} FROM rows_ r{where}) AS live"
     finally:
         con.close()
-    return int(n), str(s)
 
 
 READERS: dict[str, Reader] = {r.name: r for r in (
@@ -254,5 +266,5 @@ def first_available(names: list[str], tbl: Table, snapshot_id: int | None,
     raise RuntimeError(f"no reader could read the table: {reasons}")
 
 
-__all__ = ["READERS", "SELECTIVE", "Reader", "ReaderUnavailable", "first_available", "parquet_checksum", "read",
-           "read_selected"]
+__all__ = ["READERS", "SELECTIVE", "Reader", "ReaderUnavailable", "first_available", "merge_on_read",
+           "parquet_checksum", "read", "read_selected"]

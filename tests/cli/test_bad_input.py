@@ -42,6 +42,8 @@ def _free_port():
     (["run", "bin-packing", "--where", "event_date >= '2025-12-29'"], ["--where", "needs a partitioned table"]),
     (["run", "bin-packing", "--storage-cap", "fast"], ["--storage-cap", "125MiB/s"]),
     (["run", "bin-packing", "--cores", "999"], ["--cores 999", "give 1 to"]),
+    (["run", "bin-packing", "--stream-mode", "concurrent"], ["--stream-mode", "not a streaming scenario"]),
+    (["run", "streaming-cdc", "--reps", "2"], ["streaming run", "no --reps"]),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needles):
     if args[0] == "run":

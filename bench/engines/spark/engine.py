@@ -49,7 +49,7 @@ from bench.core.iceberg_java import runtime as iceberg_runtime
 from bench.core.iceberg_java.commit import remove_delete_files
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import CapRole, Deployment, DeployMode, MemoryCap
-from bench.engines.base import CompactionJob, EngineBase, EngineOOM, EngineOutcome, Knob, PhaseClock
+from bench.engines.base import CompactionJob, EngineBase, EngineOOM, EngineOutcome, Knob, MaintenanceOp, PhaseClock
 from bench.engines.spark import memory, session
 from bench.engines.spark.cluster import ClusterView, StandaloneCluster, is_loopback, parse_master
 
@@ -199,7 +199,9 @@ class SparkEngine(EngineBase):
     # Iceberg 1.10's rewrite_data_files: strategy => 'sort' sorts each file group by the table's sort order
     # (range-partitioned: output files of a group do not overlap); sort_order => 'zorder(c1,c2)' z-orders;
     # rewrite_data_files and rewrite_position_delete_files take `where` (Iceberg 1.10.2's procedure parameters)
-    supports: ClassVar[frozenset[str]] = frozenset({"sort", "zorder", "partition-filter", "partition-filter-deletes"})
+    # and Iceberg's expire_snapshots(table, older_than, retain_last) and rewrite_manifests(table) procedures
+    supports: ClassVar[frozenset[str]] = frozenset({"sort", "zorder", "partition-filter", "partition-filter-deletes",
+                                                    "maintenance", "expire-snapshots", "rewrite-manifests"})
     not_supported: ClassVar[dict[str, str]] = {"branch": (
         "Iceberg 1.10.2's rewrite_data_files cannot compact a branch: the action plans from the table's current "
         "snapshot (main); named as table => 'ns.t.branch_ingest', or with spark.wap.branch set, it silently "
@@ -509,6 +511,25 @@ class SparkEngine(EngineBase):
         deployment.writes_at_once = self._writes_at_once(opts.rewrite_options)
         return EngineOutcome(engine_result=result, settings=settings, versions=self._versions(),
                              actions=list(self.actions), deployment=deployment)
+
+    def _table(self, job: CompactionJob) -> str:
+        return f"{job.catalog.name}.{job.catalog.qualified(job.table)}"
+
+    def expire_snapshots(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
+        # a TIMESTAMP literal is read in the session's time zone: the JVM's default, this process's local time
+        older = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(time.time() - op.older_than_s))
+        with clock.phase("expire_snapshots", f"procedure expire_snapshots(older_than {older}, retain_last "
+                                             f"{op.retain_last}): one commit, then it deletes unreachable files"):
+            rows = self._sql(f"CALL {job.catalog.name}.system.expire_snapshots(table => "
+                             f"{spark_literal(self._table(job))}, older_than => TIMESTAMP '{older}', "
+                             f"retain_last => {int(op.retain_last)})")
+        return _row_dict(rows)
+
+    def rewrite_manifests(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:
+        with clock.phase("rewrite_manifests", "procedure rewrite_manifests: metadata only"):
+            rows = self._sql(f"CALL {job.catalog.name}.system.rewrite_manifests(table => "
+                             f"{spark_literal(self._table(job))})")
+        return _row_dict(rows)
 
     def _writes_at_once(self, rewrite_options: dict[str, Any]) -> dict[str, int]:
         """File groups rewritten at once (the option, or Iceberg's default) and the file groups Iceberg

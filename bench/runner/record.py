@@ -1,0 +1,44 @@
+"""The record of one engine run: made before it runs (`new_result`), priced, saved and reported when it
+ends (`finish`); shared by compaction runs (bench.runner.run) and streaming runs (bench.runner.streaming)."""
+
+from __future__ import annotations
+
+from bench.core.cost import run_cost
+from bench.core.results import LiveWriterRecord, RunResult, now_iso, save
+from bench.engines import base_name, engine_color, split_label
+from bench.runner.context import RunContext, Slot
+
+
+def new_result(ctx: RunContext, slot: Slot, color: str | None = None) -> RunResult:
+    """The result record of one engine run, before it runs."""
+    sc, ds = ctx.scenario, ctx.dataset
+    assert ds is not None
+    return RunResult(run_id=ctx.run_id, scenario=sc.name, engine=slot.engine, engine_name=base_name(slot.engine),
+                     profile=split_label(slot.engine)[1], engine_options=ctx.engine_options.get(slot.engine, {}),
+                     cores=ctx.cores, rep=slot.rep, warmup=slot.warmup,
+                     scale=ctx.scale, seed=ctx.seed, dataset=ds.table, dataset_recipe_hash=ds.recipe_hash,
+                     scenario_record=sc.record(), status="failed", started_at=now_iso(),
+                     engine_order=list(slot.order), order_position=slot.position,
+                     engine_color=color or engine_color(slot.engine),
+                     target_file_size_bytes=ctx.target, small_file_threshold_bytes=ctx.threshold,
+                     output_codec=sc.output.codec, memory_budget_bytes=ctx.budget, environment=ctx.environment,
+                     versions=dict(ctx.versions),
+                     live_writer=LiveWriterRecord(case=slot.case, branch=slot.branch) if slot.case else None)
+
+
+def finish(ctx: RunContext, r: RunResult, label: str) -> RunResult:
+    """Price, save and report one engine run."""
+    r.cost = run_cost(r.duration_s if r.status == "ok" else None, ctx.instance_type,
+                      ran_on=ctx.environment.instance_type, nodes=r.nodes)
+    path = save(ctx.results_dir, r)
+    dur = f"{r.duration_s:.2f} s" if r.duration_s is not None else "-"
+    phases = ", ".join(f"{p.name} {p.seconds:.2f} s" for p in r.phases) if r.status == "ok" else ""
+    ctx.progress.info(f"{label} {r.status}, {dur}{f' ({phases})' if phases else ''}, files {r.files_in} -> "
+                      f"{r.files_out if r.files_out is not None else '-'}, verified={r.verified}"
+                      + (f", error: {r.error}" if r.error else "") + f" ({path.name})")
+    if r.live_writer is not None:
+        lw = r.live_writer
+        ctx.progress.info(f"{label}   live writer ({lw.case}): {lw.verdict}: {lw.reason}")
+    for d in r.verification.differences[:5] if r.status == "ok" and r.live_writer is None else []:
+        ctx.progress.info(f"{label}   {d}")
+    return r

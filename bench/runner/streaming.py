@@ -1,0 +1,475 @@
+"""A streaming run (scenarios with `streaming:`): for the baseline `none` and each engine, the table reset to
+its dataset state, then `cycles` cycles of: the writer commits `commits_per_cycle` micro-batches
+(datagen.streaming, the same for every engine), the engine runs one maintenance step (its operations in the
+scenario's order, in its own process: bench.runner.process, setup excluded from the maintenance time), and
+the table is measured and verified against the generator (bench.verify.streaming).  One result per engine
+with a `streaming` record: a CycleRecord per cycle and the totals.
+
+Modes (the scenario's `streaming.mode`, or `bench run --stream-mode`):
+    sequential   the writer pauses while maintenance runs
+    concurrent   the writer keeps committing at its cadence while the maintenance step runs (from the moment
+                 the engine has set up until its process ends): conflicts, retries, commits that never land and
+                 the writer's commit latency are recorded, and each cycle gets a verdict (safe / unsafe)
+    branch       concurrent, with the writer on the branch `ingest`; maintenance works on `ingest` and the
+                 harness publishes main := the head of `ingest` when that head is a maintenance snapshot (it
+                 has the writer's commits up to the one it was made on); main's lag behind ingest is measured
+                 every cycle (an engine that cannot work on a branch is recorded unsupported)
+The baseline `none` runs no maintenance at all: what maintenance buys is measured against it.
+A local warehouse only (the files maintenance wrote are found by listing the table's directories).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from bench.core.cost import run_cost
+from bench.core.errors import UserError
+from bench.core.machine import usable_cores
+from bench.core.results import (
+    Check,
+    CycleRecord,
+    RunResult,
+    StreamingRecord,
+    StreamingTotals,
+    Verification,
+    difference,
+    file_label,
+)
+from bench.core.table import live_files, local_path
+from bench.engines import engine_class
+from bench.engines.base import CompactionJob
+from bench.reads import duck
+from bench.reads.queries import query_sql
+from bench.runner.context import RunContext, Slot
+from bench.runner.inputs import reset_input
+from bench.runner.live import INGEST_BRANCH
+from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
+from bench.runner.record import finish, new_result
+from bench.verify.readers import merge_on_read
+from bench.verify.streaming import RULES, check_content, measure_table
+from datagen.queries import reads_plan
+from datagen.streaming import StreamCommit, StreamShape, StreamWriter
+
+CONFLICT = re.compile(r"(Retrying task after failure|CommitFailedException|ValidationException|CommitConflict"
+                      r"|Conflict|conflict)")
+BASELINE = "none"  # the label of the run without maintenance
+BASELINE_COLOR = "#7B8794"
+GB = 1e9
+
+
+class Cadence:
+    """The writer committing on a thread at its cadence, from `start()` (the engine has set up) until
+    `detach()` (the engine's process ended): the companion of the maintenance process."""
+
+    def __init__(self, writer: StreamWriter, first_index: int, cadence_s: float):
+        self.writer, self.index, self.cadence_s = writer, first_index, cadence_s
+        self.landed: list[StreamCommit] = []
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def attach(self, pid: int) -> None:
+        pass
+
+    def start(self, *_: Any) -> None:
+        self._thread = threading.Thread(target=self._loop, name="stream-writer", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.landed.append(self.writer.commit(self.index))
+            except Exception as e:  # noqa: BLE001 - recorded; the maintenance goes on
+                self.error = f"{type(e).__name__}: {e}"[:500]
+                return
+            self.index += 1
+            self._stop.wait(self.cadence_s)
+
+    def detach(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=120)
+
+
+def _listing(root: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            try:
+                out[os.path.join(dirpath, n)] = os.path.getsize(os.path.join(dirpath, n))
+            except OSError:
+                pass
+    return out
+
+
+def _live_sizes(tbl, ref: str) -> dict[str, int]:
+    head = tbl.metadata.refs.get(ref)
+    if head is None:
+        return {}
+    files = live_files(tbl, head.snapshot_id)
+    return {e.data_file.file_path: e.data_file.file_size_in_bytes for e in [*files.data, *files.deletes]}
+
+
+def conflicts(ctx: RunContext, log: Path, unix0: float, unix1: float) -> tuple[int, list[str]]:
+    """Commit conflicts of one maintenance step: the REST catalog's 409 answers to commits between unix
+    times unix0 and unix1 (the writer commits through JDBC, so these are the engine's), and the lines of
+    the engine's log that name a retry or a conflict."""
+    n, evidence = 0, []
+    served = ctx.served
+    if served is not None and served.log_file and served.log_file.exists():
+        for line in served.log_file.read_text(errors="replace").splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if unix0 <= e.get("t", 0) <= unix1 and e.get("method") == "POST" and e.get("status") == 409:
+                n += 1
+                evidence.append(f"REST catalog: 409 to POST {e.get('path')}")
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if CONFLICT.search(ln)]
+    except OSError:
+        lines = []
+    n += len(lines)
+    return n, (evidence + [ln[:300] for ln in lines])[:5]
+
+
+def _writer_stats(rec: CycleRecord, commits: list[StreamCommit]) -> None:
+    landed = [c for c in commits if c.landed]
+    rec.commits += len(landed)
+    rec.commits_failed += len(commits) - len(landed)
+    rec.writer_retries += sum(max(0, c.attempts - 1) for c in commits)
+    rec.writer_conflicts += [x for c in commits for x in c.conflicts][:5]
+    rec.rows_ingested += sum(c.rows_inserted for c in landed)
+    rec.bytes_ingested += sum(c.bytes for c in landed)
+
+
+def _branch_lag(rec: CycleRecord, tbl, writer: StreamWriter, published_from: int | None) -> int:
+    """main's lag behind ingest, in writer commits and seconds; returns the index of main's newest writer commit."""
+    landed = [c for c in writer.commits if c.landed]
+    last = landed[-1] if landed else None
+    main_index = published_from if published_from is not None else -1
+    rec.main_lag_commits = sum(1 for c in landed if c.index > main_index)
+    main_commit = next((c for c in landed if c.index == main_index), None)
+    if last is not None:
+        main_t = main_commit.started_unix if main_commit is not None else writer.commits[0].started_unix
+        rec.main_lag_s = round(max(0.0, last.started_unix - main_t), 3) if rec.main_lag_commits else 0.0
+    return main_index
+
+
+def _newest_writer_commit(tbl, snapshot_id: int, writer: StreamWriter) -> int | None:
+    """The index of the newest writer commit in the ancestry of `snapshot_id`."""
+    by_id = {c.snapshot_id: c.index for c in writer.commits if c.landed}
+    snap = tbl.metadata.snapshot_by_id(snapshot_id)
+    while snap is not None:
+        if snap.snapshot_id in by_id:
+            return by_id[snap.snapshot_id]
+        snap = tbl.metadata.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id else None
+    return None
+
+
+def run_streaming(ctx: RunContext) -> list[RunResult]:
+    """The baseline and every engine of the run, one after the other."""
+    if ctx.settings.is_remote:
+        raise UserError(f"{ctx.scenario.name}: a streaming run lists the table's directories to find what "
+                        "maintenance wrote: it needs a local warehouse, not S3")
+    labels = [BASELINE, *[e for e in ctx.engines if e != BASELINE]]
+    baseline: RunResult | None = None
+    out = []
+    for label in labels:
+        slot = Slot(engine=label, rep=1, warmup=False, order=tuple(labels))
+        r = stream_one(ctx, slot, baseline)
+        if label == BASELINE:
+            baseline = r
+        out.append(r)
+    return out
+
+
+def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunResult:
+    sc, ds = ctx.scenario, ctx.dataset
+    st = sc.streaming
+    assert ds is not None and ctx.catalog is not None and st is not None
+    is_base = slot.engine == BASELINE
+    label = f"[{slot.engine} streaming {st.mode}]"
+    r = new_result(ctx, slot, BASELINE_COLOR if is_base else None)
+    rows = st.rows_at(ctx.scale, sc.local_scale)
+    rec = StreamingRecord(mode=st.mode, baseline=is_base, cycles_planned=st.cycles,
+                          commits_per_cycle=st.commits_per_cycle, rows_per_commit=rows, cadence_s=st.cadence_s,
+                          maintenance=[] if is_base else [op.describe() for op in st.maintenance])
+    r.streaming = rec
+    if not is_base:
+        why = [w for w in (engine_class(slot.engine).why_not(f) for f in sorted(sc.needs())) if w]
+        if why:
+            r.status, r.error = "unsupported", "unsupported: " + "; ".join(why)
+            return finish(ctx, r, label)
+    work = ctx.run_dir / "work" / f"{sc.name}--{file_label(slot.engine)}--streaming"
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        ctx.progress.info(f"{label} restoring {ds.table} to its dataset state, then {st.cycles} cycles of "
+                          f"{st.commits_per_cycle} commits x {rows} rows"
+                          + ("" if is_base else f" and maintenance ({', '.join(rec.maintenance)})"))
+        r.input, r.before, _, _ = reset_input(ctx)
+        r.files_in, r.bytes_in, r.rows = (r.before.data_files + r.before.delete_files,
+                                          r.before.data_bytes + r.before.delete_bytes, r.before.rows)
+        branch = INGEST_BRANCH if st.mode == "branch" else "main"
+        if branch != "main":
+            ctx.catalog.load_table(ds.table).manage_snapshots().create_branch(ds.snapshot_id, branch).commit()
+        _, truth = reads_plan(ds)
+        shape = StreamShape(rows, st.update_share, st.delete_share, st.in_batch_delete_share, st.append_only_share)
+        writer = StreamWriter(ds, ctx.catalog_settings, shape, file_label(slot.engine), truth, branch=branch,
+                              log_file=str(work / "writer-jvm.log"))
+        with writer:
+            cycles(ctx, r, slot, writer, branch, work)
+        # a maintenance step that failed with the writer committing beside it is a finding of the mode (counted
+        # in maintenance_not_landed, its error kept); alone, or out of memory or time, it fails the run
+        tolerated = ("ok", "none") + (("failed",) if st.mode != "sequential" else ())
+        bad = [c.maintenance_status for c in rec.cycles if c.maintenance_status not in tolerated]
+        r.status = bad[0] if bad else "ok"  # type: ignore[assignment]
+        r.error = next((f"cycle {c.cycle}: {c.maintenance_error}" for c in rec.cycles if c.maintenance_error), None)
+    except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
+        r.status, r.error = "failed", f"harness: {type(exc).__name__}: {exc}"
+        r.log_tail = traceback.format_exc().splitlines()[-LOG_TAIL_LINES:]
+    totals(r, baseline)
+    checks = [Check(name=f"cycle_{c.cycle}_content", ok=c.content_ok, message=f"{c.verdict}: {c.reason}")
+              for c in rec.cycles]
+    if len(rec.cycles) != st.cycles:
+        checks.append(Check(name="all_cycles_ran", ok=False, message=f"{len(rec.cycles)} of {st.cycles} cycles ran"))
+    r.verification = Verification(checks=checks, rules=list(RULES),
+                                  differences=[difference(c) for c in checks if not c.ok])
+    r.verified = r.verification.verified = bool(checks) and all(c.ok for c in checks)
+    r.duration_s = rec.totals.maintenance_s if r.status == "ok" else None
+    if rec.cycles:
+        last = rec.cycles[-1]
+        r.after = last.table
+        r.files_out = last.table.data_files + last.table.delete_files
+        r.bytes_out = last.table.data_bytes + last.table.delete_bytes
+    r = finish(ctx, r, label)
+    t = rec.totals
+    ctx.progress.info(f"{label} {t.cycles} cycles, {t.commits} commits, {t.bytes_ingested / 1e6:.1f} MB ingested, "
+                      f"maintenance {t.maintenance_s:.1f} s"
+                      + (f" ({t.maintenance_s_per_gb:.0f} s/GB, write amplification {t.write_amplification:.2f})"
+                         if t.maintenance_s_per_gb is not None and t.write_amplification is not None else "")
+                      + f", unsafe cycles {t.unsafe_cycles}")
+    return r
+
+
+def cycles(ctx: RunContext, r: RunResult, slot: Slot, writer: StreamWriter, branch: str, work: Path) -> None:
+    sc, ds = ctx.scenario, ctx.dataset
+    st, rec = sc.streaming, r.streaming
+    assert ds is not None and ctx.catalog is not None and st is not None and rec is not None
+    is_base = slot.engine == BASELINE
+    paced = st.mode != "sequential"
+    location = local_path(ds.location)
+    published_from: int | None = None
+    index = 0
+    for n in range(1, st.cycles + 1):
+        cyc = CycleRecord(cycle=n)
+        first = len(writer.commits)
+        for _ in range(st.commits_per_cycle):
+            writer.commit(index)
+            index += 1
+            if paced:
+                time.sleep(st.cadence_s)
+        tbl = ctx.catalog.load_table(ds.table)
+        before_snaps = {s.snapshot_id for s in tbl.metadata.snapshots}
+        before_live = _live_sizes(tbl, branch)
+        before_data, before_meta = _listing(f"{location}/data"), _listing(f"{location}/metadata")
+        if not is_base:
+            ctx.progress.info(f"[{slot.engine} cycle {n}/{st.cycles}] maintenance"
+                              + (" with the writer committing" if paced else ""))
+            cadence = Cadence(writer, index, st.cadence_s) if paced else None
+            job = CompactionJob(table=ds.table, catalog=ctx.catalog_settings, scenario=sc.name, kind=sc.kind,
+                                target_file_size_bytes=ctx.target, small_file_threshold_bytes=ctx.threshold,
+                                output_codec=sc.output.codec, output_codec_level=sc.output.level,
+                                options=ctx.engine_options[slot.engine], memory_budget_bytes=ctx.budget,
+                                cores=usable_cores(), work_dir=str(work / f"cycle{n:03d}"), branch=branch,
+                                maintenance=[op for op in st.maintenance if op.due(n)])
+            unix0 = time.time()
+            er = run_engine_process(ctx, slot, job, work / f"cycle{n:03d}", companion=cadence,
+                                    on_ready=cadence.start if cadence else None)
+            cyc.maintenance_conflicts, cyc.conflict_evidence = conflicts(ctx, er.log, unix0, time.time())
+            if cadence is not None:
+                index = cadence.index
+                cyc.commits_during_maintenance = sum(1 for c in cadence.landed if c.landed)
+                if cadence.error:
+                    cyc.evidence["writer_error"] = cadence.error
+            cyc.maintenance_status, cyc.maintenance_error = er.status, er.error
+            if er.record is not None:
+                cyc.setup_s = er.record.setup_s
+                cyc.phases = er.record.phases
+                # a step that failed (e.g. its commit lost every retry) still spent its time: it counts
+                cyc.maintenance_s = er.record.duration_s
+                for p in er.record.phases:
+                    op = p.name.split(":", 1)[0]
+                    cyc.op_seconds[op] = round(cyc.op_seconds.get(op, 0.0) + p.seconds, 4)
+                if er.record.outcome is not None:
+                    cyc.op_results = list(er.record.outcome.engine_result.get("maintenance", []))
+            if er.status != "ok":
+                r.log_tail = tail(er.log)
+            tel = er.telemetry
+            cyc.peak_rss_bytes = getattr(tel, "peak_rss_bytes", None)
+            cyc.mean_cores = getattr(tel, "mean_cores", None)
+            cyc.process_read_bytes = getattr(tel, "read_bytes", None)
+            cyc.process_write_bytes = getattr(tel, "write_bytes", None)
+            cost = run_cost(cyc.maintenance_s, ctx.instance_type, ran_on=ctx.environment.instance_type)
+            cyc.cost_usd = cost.total_usd
+        _writer_stats(cyc, writer.commits[first:])
+        landed = [c for c in writer.commits[first:] if c.landed]
+        times = [c.commit_s for c in landed if c.commit_s is not None]
+        if times:
+            cyc.writer_commit_s_mean, cyc.writer_commit_s_max = round(sum(times) / len(times), 4), max(times)
+        tbl = ctx.catalog.load_table(ds.table)
+        writer_ids = {c.snapshot_id for c in writer.commits if c.landed}
+        new = [s for s in tbl.metadata.snapshots if s.snapshot_id not in before_snaps | writer_ids]
+        cyc.maintenance_snapshots = len(new)
+        if not is_base:
+            compacted = any(op.get("op") == "compact" for op in cyc.op_results)
+            cyc.maintenance_not_landed = int(cyc.maintenance_status != "ok" or (compacted and not new))
+            after_live = _live_sizes(tbl, branch)
+            cyc.bytes_read = sum(size for p, size in before_live.items() if p not in after_live)
+            stream_prefix = "stream-"
+            cyc.bytes_written = sum(size for p, size in _listing(f"{location}/data").items()
+                                    if p not in before_data and not os.path.basename(p).startswith(stream_prefix))
+            cyc.metadata_bytes_written = sum(size for p, size in _listing(f"{location}/metadata").items()
+                                             if p not in before_meta)
+        snaps = [{"snapshot_id": s.snapshot_id, "parent_id": s.parent_snapshot_id,
+                  "operation": s.summary.operation.value if s.summary else "",
+                  "who": "writer" if s.snapshot_id in writer_ids else "maintenance"}
+                 for s in sorted(tbl.metadata.snapshots, key=lambda s: s.sequence_number or 0)
+                 if s.snapshot_id not in before_snaps]
+        deleted = [k for c in landed for k in c.deleted_keys]
+        if branch != "main":
+            published_from = publish(ctx, cyc, tbl, writer, branch, published_from)
+            tbl = ctx.catalog.load_table(ds.table)
+        expected = writer.expected()
+        main_ref = tbl.metadata.refs.get("main")
+        main_id = main_ref.snapshot_id if main_ref is not None else None
+        if branch != "main":
+            _branch_lag(cyc, tbl, writer, published_from)
+            at = next((c for c in writer.commits if c.landed and c.index == published_from), None)
+            cyc.expected_rows = at.expected_rows if at else ds.ground_truth.rows
+            cyc.expected_checksum = at.expected_checksum if at else ds.ground_truth.checksum
+        else:
+            cyc.expected_rows, cyc.expected_checksum = expected.rows, expected.checksum
+        measure_table(cyc, tbl, main_id)
+        check_content(cyc, tbl, main_id, ctx.catalog_settings, deleted, snaps)
+        if branch != "main":
+            ingest = CycleRecord(cycle=n, expected_rows=expected.rows, expected_checksum=expected.checksum)
+            head = tbl.metadata.refs.get(branch)
+            cyc.ingest_snapshot_id = head.snapshot_id if head is not None else None
+            check_content(ingest, tbl, cyc.ingest_snapshot_id, ctx.catalog_settings, deleted, snaps)
+            cyc.evidence["ingest"] = {"verdict": ingest.verdict, "reason": ingest.reason, **ingest.evidence}
+            if ingest.verdict == "unsafe":
+                cyc.content_ok, cyc.verdict = False, "unsafe"
+                cyc.reason = f"main: {cyc.reason}; ingest: {ingest.reason}"
+        reads(ctx, cyc, writer, expected.answers if branch == "main" else None)
+        rec.cycles.append(cyc)
+        ctx.progress.info(f"[{slot.engine} cycle {n}/{st.cycles}] {cyc.commits} commits"
+                          + (f" ({cyc.commits_during_maintenance} during maintenance)" if paced and not is_base else "")
+                          + (f", maintenance {cyc.maintenance_status} {cyc.maintenance_s or 0:.2f} s" if not is_base
+                             else "")
+                          + f"; {cyc.table.data_files} data + {cyc.table.delete_files} delete files, "
+                          f"{cyc.manifests} manifests, {cyc.snapshots} snapshots; "
+                          f"full scan {cyc.reads.get('full-scan', 0) * 1000:.0f} ms; "
+                          f"{cyc.verdict}" + (f" (main lags {cyc.main_lag_commits} commits)" if branch != "main"
+                                              else ""))
+
+
+def publish(ctx: RunContext, cyc: CycleRecord, tbl, writer: StreamWriter, branch: str,
+            published_from: int | None) -> int | None:
+    """Branch mode: main := the newest maintenance snapshot in the ancestry of `branch`'s head that has no live
+    delete file (a clean snapshot; the harness's metadata-only step after the maintenance); returns the index of
+    main's newest writer commit.  Records whether the head itself was a maintenance snapshot (a fast-forward-only
+    promotion would have won the race)."""
+    head = tbl.metadata.refs.get(branch)
+    writer_ids = {c.snapshot_id for c in writer.commits if c.landed}
+    main = tbl.metadata.refs.get("main")
+    if head is None or cyc.maintenance_status == "none":
+        return published_from
+    cyc.evidence["head_was_maintenance"] = head.snapshot_id not in writer_ids
+    snap = tbl.metadata.snapshot_by_id(head.snapshot_id)
+    while snap is not None:
+        if main is not None and snap.snapshot_id == main.snapshot_id:
+            return published_from  # main has it already: nothing newer is clean
+        if snap.snapshot_id not in writer_ids and not live_files(tbl, snap.snapshot_id).deletes:
+            break
+        snap = tbl.metadata.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id else None
+    if snap is None or snap.snapshot_id == ctx.dataset.snapshot_id:  # type: ignore[union-attr]
+        return published_from
+    included = _newest_writer_commit(tbl, snap.snapshot_id, writer)
+    tbl.manage_snapshots().set_current_snapshot(snapshot_id=snap.snapshot_id).commit()
+    cyc.published = True
+    cyc.evidence["published_snapshot_id"] = snap.snapshot_id
+    return included if included is not None else published_from
+
+
+def timed_queries(tbl, queries) -> dict[str, tuple[list[str], float]]:
+    """Each reader query over the current snapshot with our merge-on-read reader (bench.verify.readers: the
+    snapshot's files and delete files, DuckDB SQL): one untimed run, then the timed one, each from reading
+    the manifests and the delete files to the answer (what a reader of the table does)."""
+    out = {}
+    for q in queries:
+        for _ in range(2):
+            t0 = time.perf_counter()
+            with merge_on_read(tbl, None) as (con, live):
+                raw = duck.execute(con, q, query_sql(q, live)) if con is not None else None
+            seconds = time.perf_counter() - t0
+        out[q.name] = (duck.answer(q, raw) if raw is not None else ["0", "0"], seconds)
+    return out
+
+
+def reads(ctx: RunContext, cyc: CycleRecord, writer: StreamWriter, answers: dict[str, list[str]] | None) -> None:
+    """The reader queries on main (our merge-on-read reader: DuckDB's iceberg extension compares every row
+    with every equality key, duckdb-iceberg#626, minutes on the baseline's tables), their answers checked
+    against the generator's (not in branch mode: main is behind the writer there)."""
+    ds = ctx.dataset
+    assert ds is not None and ctx.catalog is not None
+    try:
+        got = timed_queries(ctx.catalog.load_table(ds.table), writer.queries)
+    except Exception as e:  # noqa: BLE001 - recorded, never a failed run
+        cyc.reads_ok, cyc.reads_message = False, f"{type(e).__name__}: {e}"[:500]
+        return
+    cyc.reads = {name: round(s, 5) for name, (_, s) in got.items()}
+    if answers is None:
+        cyc.reads_ok, cyc.reads_message = True, "answers not checked: main lags the writer's branch"
+        return
+    wrong = [f"{name}: {a} != {answers[name]}" for name, (a, _) in got.items() if a != answers[name]]
+    cyc.reads_ok = not wrong
+    cyc.reads_message = "; ".join(wrong) if wrong else "every answer as the generator says"
+
+
+def totals(r: RunResult, baseline: RunResult | None) -> None:
+    rec = r.streaming
+    assert rec is not None
+    cs = rec.cycles
+    t = StreamingTotals(cycles=len(cs))
+    t.commits, t.commits_failed = sum(c.commits for c in cs), sum(c.commits_failed for c in cs)
+    t.writer_retries = sum(c.writer_retries for c in cs)
+    means = [(c.writer_commit_s_mean, c.commits) for c in cs if c.writer_commit_s_mean is not None]
+    if means:
+        t.writer_commit_s_mean = round(sum(m * k for m, k in means) / max(1, sum(k for _, k in means)), 4)
+    t.rows_ingested, t.bytes_ingested = sum(c.rows_ingested for c in cs), sum(c.bytes_ingested for c in cs)
+    t.maintenance_s = round(sum(c.maintenance_s or 0.0 for c in cs), 4)
+    t.cost_usd = sum(c.cost_usd or 0.0 for c in cs)
+    t.bytes_read, t.bytes_written = sum(c.bytes_read for c in cs), sum(c.bytes_written for c in cs)
+    t.maintenance_not_landed = sum(c.maintenance_not_landed for c in cs)
+    t.maintenance_conflicts = sum(c.maintenance_conflicts for c in cs)
+    unsafe = [c.cycle for c in cs if c.verdict == "unsafe"]
+    t.unsafe_cycles, t.first_unsafe_cycle = len(unsafe), (unsafe[0] if unsafe else None)
+    if t.bytes_ingested and not rec.baseline:
+        gb = t.bytes_ingested / GB
+        t.maintenance_s_per_gb, t.cost_usd_per_gb = t.maintenance_s / gb, t.cost_usd / gb
+        t.write_amplification = t.bytes_written / t.bytes_ingested
+    if cs:
+        t.final_reads, t.final_planning_s = dict(cs[-1].reads), cs[-1].planning_s
+    lags = [c.main_lag_commits for c in cs if c.main_lag_commits is not None]
+    t.max_main_lag_commits = max(lags) if lags else None
+    base = baseline.streaming.totals.final_reads if baseline is not None and baseline.streaming else {}
+    t.final_reads_vs_baseline = {q: round(base[q] / s, 3) for q, s in t.final_reads.items() if s and base.get(q)}
+    rec.totals = t

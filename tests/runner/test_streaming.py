@@ -1,0 +1,86 @@
+"""Issue 20: continuous maintenance under streaming CDC ingest (tiny scale, both real engines and the
+baseline `none`, 2 cycles): the same writer for everyone, a maintenance step per cycle with each engine's
+own tools, the table verified against the generator after every cycle, and the report's section."""
+
+import re
+
+from bench.core.results import RunResult
+from tests.helpers import TINY, run_bench
+
+
+def _results(run_dir) -> dict[str, RunResult]:
+    return {r.engine: r for r in (RunResult.model_validate_json(f.read_text()) for f in run_dir.glob("*.json")
+                                  if f.name != "run.json")}
+
+
+def test_streaming_cycles_are_verified_per_engine_against_the_baseline_and_reported(tmp_path, shared_warehouse):
+    results = tmp_path / "results"
+    p = run_bench("run", "streaming-cdc", "--scale", TINY, "--cycles", "2", "--engines", "spark,risingwave,arrow-floor",
+                  "--warehouse", shared_warehouse, "--results-dir", results, "--run-id", "st", timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    runs = _results(results / "st")
+    assert set(runs) == {"none", "spark", "risingwave", "arrow-floor"}
+    floor = runs["arrow-floor"]
+    assert floor.status == "unsupported" and "commits nothing" in floor.error
+    base = runs["none"].streaming
+    assert base.baseline and not base.maintenance
+    for engine in ("none", "spark", "risingwave"):
+        r = runs[engine]
+        st = r.streaming
+        assert r.status == "ok" and r.verified and not r.counts, (engine, r.error)
+        assert [c.cycle for c in st.cycles] == [1, 2]
+        for c, b in zip(st.cycles, base.cycles):
+            # the same writer for every engine: the same rows, the same expected table after every cycle
+            assert (c.commits, c.rows_ingested, c.expected_rows, c.expected_checksum) == \
+                   (3, b.rows_ingested, b.expected_rows, b.expected_checksum)
+            assert c.content_ok and c.verdict == "safe" and len([a for a in c.readers if "rows" in a]) == 2
+            assert c.reads_ok and set(c.reads) == {"full-scan", "key-range", "point-lookup"}, c.reads_message
+            assert c.manifests > 0 and c.snapshots > 0 and c.metadata_bytes > 0 and c.planning_s is not None
+        if engine == "none":
+            assert all(c.maintenance_status == "none" and c.maintenance_s is None for c in st.cycles)
+            assert st.cycles[1].table.delete_files > st.cycles[0].table.delete_files > 0  # deletes pile up
+            continue
+        first, second = st.cycles
+        # the scenario's order: expire_snapshots, compact, rewrite_manifests in cycle 1; compact alone in cycle 2
+        assert list(first.op_seconds) == ["expire_snapshots", "compact", "rewrite_manifests"], first.op_seconds
+        assert list(second.op_seconds) == ["compact"], second.op_seconds
+        for c in st.cycles:
+            assert c.maintenance_status == "ok" and c.maintenance_s > 0 and c.peak_rss_bytes
+            assert c.table.delete_files == 0 and c.table.data_files < b.table.data_files  # compacted copy-on-write
+            assert c.bytes_read > 0 and c.bytes_written > 0 and c.maintenance_snapshots >= 1
+            assert abs(sum(p.seconds for p in c.phases) - c.maintenance_s) < 1e-6
+        t = st.totals
+        assert t.cycles == 2 and t.commits == 6 and t.bytes_ingested > 0
+        assert t.write_amplification == t.bytes_written / t.bytes_ingested > 0
+        assert t.maintenance_s_per_gb > 0 and t.cost_usd_per_gb > 0
+        assert set(t.final_reads_vs_baseline) == {"full-scan", "key-range", "point-lookup"}
+
+    # branch mode, RisingWave alone (Spark cannot compact a branch: recorded unsupported): the writer commits to
+    # `ingest` while maintenance runs, clean maintenance snapshots are published to main, main's lag is measured
+    p = run_bench("run", "streaming-cdc", "--scale", TINY, "--cycles", "2", "--engines", "risingwave,spark",
+                  "--stream-mode", "branch", "--warehouse", shared_warehouse, "--results-dir", results,
+                  "--run-id", "br", timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    br = _results(results / "br")
+    assert br["spark"].status == "unsupported" and "cannot compact a branch" in br["spark"].error
+    rw, none = br["risingwave"].streaming, br["none"].streaming
+    assert rw.mode == "branch" and br["risingwave"].verified, [c.reason for c in rw.cycles]
+    for c in rw.cycles:
+        assert c.verdict == "safe" and c.evidence["ingest"]["verdict"] == "safe"
+        assert c.main_lag_commits is not None and "head_was_maintenance" in c.evidence
+        if c.published:  # main is a maintenance snapshot without delete files, behind ingest by the lag
+            assert c.table.delete_files == 0 and c.main_lag_commits < c.commits + (c.cycle - 1) * 3 + 10
+    assert [c.main_lag_commits for c in none.cycles] == [3, 6]  # without maintenance main never moves
+    assert rw.totals.max_main_lag_commits is not None
+    # the report: a section per streaming run with its series and totals, and the two runs compared
+    out = tmp_path / "report.html"
+    p = run_bench("report", results / "st", results / "br", "--out", out)
+    assert p.returncode == 0, p.stderr[-2000:]
+    html = out.read_text()
+    assert html.count('data-section="streaming"') == 2 and 'data-section="streaming-compare"' in html
+    assert 'data-mode="sequential"' in html and 'data-mode="branch"' in html
+    assert html.count('data-chart="streaming-series"') == 2 and "Live delete files" in html
+    rows = re.findall(r'<tr data-run="(st|br)" data-engine="([^"]+)"', html)
+    assert {("st", "spark"), ("st", "risingwave"), ("st", "none"), ("br", "risingwave"), ("br", "none")} <= set(rows)
+    wa = runs["risingwave"].streaming.totals.write_amplification
+    assert f'data-write-amplification="{wa!r}"' in html
