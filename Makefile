@@ -28,8 +28,10 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# --no-compile: pip would byte-compile every installed module (pyspark's, botocore's, ...: half the CPU of
+# the install); Python compiles the modules it imports, once, on first use.
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q --no-compile -e '.[test]'
 	touch $@
 
 setup: system-deps $(VENV)/.installed
