@@ -174,9 +174,12 @@ def _wait_for(predicate, timeout_s: float = 120.0) -> None:
 
 def test_one_run_at_a_time_per_warehouse(tmp_path, shared_warehouse):
     """A second run on a busy warehouse waits, saying who holds it; with --no-wait it exits 2 at once."""
-    log = tmp_path / "first.log"
-    first = _start(["run", "bin-packing", "--scale", TINY, "--engines", "hang", "--timeout", "10",
+    log, wlog = tmp_path / "first.log", tmp_path / "waited.log"
+    # the first run holds the warehouse until it is killed (its engine hangs far longer than this test runs),
+    # so the checks below never race its end however loaded the machine is
+    first = _start(["run", "bin-packing", "--scale", TINY, "--engines", "hang", "--timeout", "600",
                     "--results-dir", tmp_path / "r1", "--warehouse", shared_warehouse], log)
+    waiter = None
     try:
         _wait_for(lambda: "compacting" in log.read_text())
         busy = run_bench("run", "bin-packing", "--scale", TINY, "--engines", "corrupt", "--no-wait",
@@ -185,13 +188,18 @@ def test_one_run_at_a_time_per_warehouse(tmp_path, shared_warehouse):
         lines = busy.stderr.strip().splitlines()
         assert len(lines) == 1 and f"in use by pid {first.pid}" in lines[0], busy.stderr
         assert not (tmp_path / "r2").exists()
-        waited = run_bench("datagen", "bin-packing", "--scale", TINY, "--warehouse", shared_warehouse, timeout=180)
-        assert waited.returncode == 0, waited.stderr
-        assert f"waiting: the warehouse is in use by pid {first.pid}" in waited.stdout
-        assert first.poll() is not None  # it only got the warehouse after the first run ended
-    finally:
+        waiter = _start(["datagen", "bin-packing", "--scale", TINY, "--warehouse", shared_warehouse], wlog)
+        _wait_for(lambda: "waiting: the warehouse is in use" in wlog.read_text())
+        assert f"waiting: the warehouse is in use by pid {first.pid}" in wlog.read_text()
+        assert waiter.poll() is None  # still waiting while the first run holds it
         first.kill()
         first.wait()
+        assert waiter.wait(timeout=180) == 0, wlog.read_text()  # it got the warehouse once the first run ended
+    finally:
+        for p in (first, waiter):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
 
 
 def test_kill_9_mid_run_leaves_nothing_that_breaks_the_next_run(tmp_path, shared_warehouse):
