@@ -28,10 +28,9 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# --no-compile: pip would byte-compile every installed module (pyspark's, botocore's, ...: half the CPU of
-# the install); Python compiles the modules it imports, once, on first use.
+# (not --no-compile: where PYTHONDONTWRITEBYTECODE is set, every process would compile its imports again)
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/pip install -q --no-compile -e '.[test]'
+	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
 setup: system-deps $(VENV)/.installed
