@@ -211,10 +211,7 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
         if storage not in (None, "s3"):
             raise UserError(f"--storage {storage}: your own table is cloned into a warehouse on S3 (--storage s3)")
         values |= source
-        if storage:
-            del values["warehouse_on_s3"]  # --storage s3 puts the warehouse on S3 by itself
-        else:
-            warehouse_on_s3 = True
+        warehouse_on_s3 = storage is None  # --storage s3 puts the warehouse on S3 by itself
         click.echo(f"your own table {source_table} at {source['source_s3_uri']} (read-only for the instance); its "
                    f"clone and every file the engines write go to this run's warehouse prefix")
     for key, val in (("scenarios", _split(scenarios)), ("scale", scale), ("engines", _split(engines)),
@@ -296,7 +293,7 @@ def _source_values(catalog: str | None, table: str | None, snapshot: int | None,
                         "(s3://BUCKET/PREFIX) for the instance to read them")
     return {"source_catalog_path": str(Path(catalog).resolve()), "source_table": table,
             "source_snapshot": "" if snapshot is None else str(snapshot), "source_s3_uri": location.rstrip("/"),
-            "source_glue": glue, "warehouse_on_s3": True}
+            "source_glue": glue}
 
 
 PUBLISHED_SCENARIOS = ["bin-packing", "bin-packing-zstd", "deletes-standard", "deletes-high", "deletes-massive"]
