@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,9 @@ def write_json(path: str | os.PathLike, obj: Any, indent: int = 1) -> Path:
     return write_atomic(path, json.dumps(obj, indent=indent, default=str) + "\n")
 
 
-def flush_files(directory: Path, since: float) -> tuple[int, int]:
-    """fsync every file under `directory` modified at or after unix time `since`: (files, bytes).  The engine's
-    written bytes reach the device from its own process (inside its storage cap), within its timed window."""
+def _fsync_changed(directory: Path, since: float, seen: dict[str, tuple[int, int]] | None = None) -> tuple[int, int]:
+    """fsync every file under `directory` modified at or after unix time `since` (and, with `seen`, changed
+    since this function last fsynced it): (files, bytes newly made durable)."""
     files = size = 0
     for root, _, names in os.walk(directory):
         for n in names:
@@ -43,6 +44,10 @@ def flush_files(directory: Path, since: float) -> tuple[int, int]:
                 st = os.stat(p)
                 if st.st_mtime < since:
                     continue
+                state = (st.st_size, st.st_mtime_ns)
+                before = seen.get(p) if seen is not None else None
+                if before == state:
+                    continue
                 fd = os.open(p, os.O_RDONLY)
                 try:
                     os.fsync(fd)
@@ -50,6 +55,42 @@ def flush_files(directory: Path, since: float) -> tuple[int, int]:
                     os.close(fd)
             except OSError:
                 continue  # removed meanwhile (a temporary file)
+            if seen is not None:
+                seen[p] = state
             files += 1
-            size += st.st_size
+            size += st.st_size - (before[0] if before and before[0] <= st.st_size else 0)
     return files, size
+
+
+def flush_files(directory: Path, since: float) -> tuple[int, int]:
+    """fsync every file under `directory` modified at or after unix time `since`: (files, bytes).  The engine's
+    written bytes reach the device from its own process (inside its storage cap), within its timed window."""
+    return _fsync_changed(directory, since)
+
+
+class WriteBack:
+    """While the engine compacts, a thread of the engine's own process fsyncs every file written in
+    `directory` every `interval_s` seconds, so that the written bytes reach the device from inside the
+    engine's cgroup (a cgroup v1 write throttle sees only writes its processes issue; the kernel's flusher
+    threads, which would otherwise write the dirty pages back after ~30 s, belong to no cgroup).  The same
+    for every engine; `bytes` says how much reached the device this way before the final flush."""
+
+    def __init__(self, directory: Path, since: float, interval_s: float = 0.5):
+        self.directory, self.since, self.interval_s = directory, since, interval_s
+        self.files = self.bytes = self.passes = 0
+        self._seen: dict[str, tuple[int, int]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="writeback", daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            files, size = _fsync_changed(self.directory, self.since, self._seen)
+            self.files, self.bytes, self.passes = self.files + files, self.bytes + size, self.passes + 1
+
+    def __enter__(self) -> WriteBack:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()

@@ -638,6 +638,11 @@ class StorageCap(BaseModel):
     flush_s: float | None = None  # the flush phase's seconds (inside duration_s)
     flushed_files: int = 0  # files the engine wrote (modified during its compaction) fsynced by the flush
     flushed_bytes: int = 0
+    # fsynced while the engine compacted, every `writeback_interval_s`, by a thread of the engine's process
+    # (inside its cgroup: a v1 write throttle sees those writes; dirty pages the kernel's flusher threads write
+    # back belong to no cgroup)
+    writeback_interval_s: float | None = None
+    writeback_bytes: int = 0
     device_read_bytes: int | None = None  # what the device served the cgroup (the throttle's own counters)
     device_write_bytes: int | None = None  # written from inside the cgroup; the rest escaped (kernel writeback)
 

@@ -334,3 +334,5 @@ class WorkerRecord(BaseModel):
     memory_caps: list[MemoryCap] = Field(default_factory=list)
     outcome: EngineOutcome | None = None
     flushed: tuple[int, int] | None = None  # (files, bytes) the flush phase fsynced (job.flush_dir)
+    # (file fsyncs, bytes, interval s) the write-back thread made durable while the engine compacted
+    written_back: tuple[int, int, float] | None = None

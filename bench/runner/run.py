@@ -106,6 +106,8 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
             if r.storage_cap is not None:
                 r.storage_cap.flush_s = next((p.seconds for p in rec.phases if p.name == "flush"), None)
                 r.storage_cap.flushed_files, r.storage_cap.flushed_bytes = rec.flushed or (0, 0)
+                if rec.written_back:
+                    _, r.storage_cap.writeback_bytes, r.storage_cap.writeback_interval_s = rec.written_back
             r.phases = rec.phases
             r.duration_s = rec.duration_s if r.status == "ok" else None
             if rec.outcome is not None:

@@ -228,7 +228,7 @@ class Confiner:
                 rows = (d / "blkio.throttle.io_service_bytes").read_text().splitlines()
                 dev = f"{major}:{minor}"
                 vals = {p[1]: int(p[2]) for p in (r.split() for r in rows) if len(p) == 3 and p[0] == dev}
-                return vals.get("Read"), vals.get("Write")
+                return vals.get("Read", 0), vals.get("Write", 0)  # no row yet: nothing served
             for line in (d / "io.stat").read_text().splitlines():
                 parts = line.split()
                 if parts and parts[0] == f"{major}:{minor}":
