@@ -11,7 +11,7 @@ import time
 import pytest
 
 from bench.core.errors import UserError
-from bench.core.fileio import WriteBack, flush_files
+from bench.core.fileio import flush_files
 from bench.core.units import MiB
 from bench.telemetry.confine import Confiner, block_device, check_storage_cap, parse_storage_cap, stale_parents
 
