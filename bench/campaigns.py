@@ -673,7 +673,7 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
                                   f"core efficiency ({'; '.join(c.describe() for c in plan.core_scalings)}), "
                                   "linearly for an engine without one, capped by that storage over the bytes each "
                                   "run reads and writes; fixed costs as measured")
-    total = 0.0
+    total = floor = 0.0
     unknown = False
     puts = gets = 0
     s3_gb_s = 0.0
@@ -703,6 +703,7 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
         else:
             ps.notes.append("no datagen fit in the sweep: datagen not planned")
         steps["input read once"] = st.seconds(ps.dataset_bytes, 0.0)
+        floor += st.seconds(0.0, ps.dataset_bytes) + st.seconds(ps.dataset_bytes, 0.0)
         objects = recipe_objects(sc, scale)
         puts += objects
         gets += objects  # the baseline read
@@ -733,6 +734,7 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
             if pe.seconds is None:
                 unknown = True
             else:
+                floor += reps * (st.seconds(read_b, write_b) + st.seconds(2 * write_b, 0.0))
                 for step, secs in ((f"{e} runs", pe.seconds), ("engine start-up", pe.setup_s),
                                    ("verification", pe.verify_s), ("restore", pe.restore_s), ("reads", pe.reads_s)):
                     steps[step] = steps.get(step, 0.0) + reps * (secs or 0.0)
@@ -751,6 +753,7 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
             plan.steps[k] = plan.steps.get(k, 0.0) + v
         plan.scenarios.append(ps)
     plan.total_s = total if total else None
+    plan.floor_s = floor if total else None
     plan.complete = not unknown
     biggest = max((p.dataset_bytes + p.output_bytes for p in plan.scenarios), default=0.0)
     plan.ebs_gb = int(math.ceil((biggest * 1.3 / 1e9 + 20) / 10) * 10)
@@ -853,6 +856,11 @@ def plan_verdict(plan: Plan) -> list[str]:
             f"fits, {-over / 60:,.1f} min to spare" if over <= 0 else
             f"does NOT fit: {over / 60:,.1f} min over ({over / plan.budget_s:.0%}); the largest step is "
             f"{biggest[0]} ({biggest[1] / 60:,.1f} min)"))
+    if plan.floor_s:
+        rows.append(f"  the bytes alone at this storage: {plan.floor_s / 60:,.1f} min (datagen's writes, the input "
+                    f"read once, each run's reads and writes, the verification's two reads of each output)"
+                    + (": more than the budget, so no faster engine, datagen or verifier fits it on this storage"
+                       if plan.budget_s and plan.floor_s > plan.budget_s else ""))
     if plan.budget_usd and plan.cost_usd is not None:
         over_usd = plan.cost_usd - plan.budget_usd
         rows.append(f"  budget ${plan.budget_usd:,.2f}: " + (

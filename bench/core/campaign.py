@@ -259,6 +259,9 @@ class Plan(BaseModel):
     reps: int
     scenarios: list[PlannedScenario] = Field(default_factory=list)
     total_s: float | None = None  # of the scenarios that could be planned
+    # the bytes alone at this storage (datagen's writes, the input read once, each run's reads and writes, the
+    # verification's two reads of each output): no faster engine, datagen or verifier makes it shorter
+    floor_s: float | None = None
     complete: bool = False  # every scenario could be planned
     cost_usd: float | None = None
     ebs_gb: int = 0

@@ -315,6 +315,7 @@ class CycleRecord(BaseModel):
     metadata_bytes_written: int = 0  # new files under metadata/ during the step (with the writer's in concurrent mode)
     process_read_bytes: int | None = None  # the engine process tree's storage reads (telemetry)
     process_write_bytes: int | None = None
+    storage_cap: StorageCap | None = None  # --storage-cap: this cycle's maintenance, throttled and flushed
     peak_rss_bytes: int | None = None
     mean_cores: float | None = None
     cost_usd: float | None = None  # the maintenance time priced like a compaction (bench.core.cost)

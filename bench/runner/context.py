@@ -344,3 +344,11 @@ def prepare_dataset(scenario: str | Scenario, scale: float | None, seed: int, wa
         raise UserError(f"warehouse {settings.warehouse}: " + "; ".join(problems))
     with WarehouseLock(settings.lock_path, wait=wait, say=progress.info):
         return prepare(load_catalog(settings), settings, sc.table, scale, seed, progress=progress)
+
+
+def flush_dir(ctx: RunContext) -> str | None:
+    """--storage-cap: the table's directory, whose files the engine writes are fsynced inside its timed window."""
+    if ctx.storage_cap is None or ctx.catalog is None or ctx.dataset is None:
+        return None
+    location = ctx.catalog.load_table(ctx.dataset.table).location()
+    return location.removeprefix("file://") if "://" not in location.removeprefix("file://") else None

@@ -64,6 +64,17 @@ class EngineRun:
     core_limit: CoreLimit | None = None
 
 
+def storage_record(er: EngineRun) -> StorageCap | None:
+    """The run's --storage-cap record with what the worker flushed and wrote back filled in."""
+    cap, rec = er.storage_cap, er.record
+    if cap is not None and rec is not None:
+        cap.flush_s = next((p.seconds for p in rec.phases if p.name == "flush"), None)
+        cap.flushed_files, cap.flushed_bytes = rec.flushed or (0, 0)
+        if rec.written_back:
+            _, cap.writeback_bytes, cap.writeback_interval_s = rec.written_back
+    return cap
+
+
 def server_usage(served: ServedCatalog | None, sampler: Sampler | None, t0: float,
                  t1: float) -> CatalogServerUsage | None:
     """What the loopback catalog server did between unix times t0 and t1: CPU and peak RSS from its

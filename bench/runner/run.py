@@ -33,10 +33,10 @@ from bench.core.table import live_files
 from bench.core.units import fmt_bytes
 from bench.engines import engine_class
 from bench.engines.base import CompactionJob, EngineOutcome
-from bench.runner.context import RunContext, RunOptions, Slot, resolve, resolve_filter, schedule
+from bench.runner.context import RunContext, RunOptions, Slot, flush_dir, resolve, resolve_filter, schedule
 from bench.runner.inputs import SETUP_READ_ALLOWANCE, SetupGuard, reset_input
 from bench.runner.live import INGEST_BRANCH, judge, live_writer, unsupported
-from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
+from bench.runner.process import LOG_TAIL_LINES, run_engine_process, storage_record, tail
 from bench.runner.reads import reads_after, reads_before
 from bench.runner.record import finish, new_result
 from bench.runner.source import check_source, prepare_clone, source_record
@@ -96,18 +96,13 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         r.error = er.error
         r.process_wall_s = er.process_wall_s
         r.memory_enforcement = er.enforcement
-        r.storage_cap, r.core_limit = er.storage_cap, er.core_limit
+        r.storage_cap, r.core_limit = storage_record(er), er.core_limit
         r.telemetry = er.telemetry  # type: ignore[assignment]
         r.catalog_server = er.server
         r.samples_file = os.path.relpath(er.samples_file, ctx.run_dir)
         rec = er.record
         if rec is not None:
             r.setup_s, r.setup_phases, r.memory_caps = rec.setup_s, rec.setup_phases, rec.memory_caps
-            if r.storage_cap is not None:
-                r.storage_cap.flush_s = next((p.seconds for p in rec.phases if p.name == "flush"), None)
-                r.storage_cap.flushed_files, r.storage_cap.flushed_bytes = rec.flushed or (0, 0)
-                if rec.written_back:
-                    _, r.storage_cap.writeback_bytes, r.storage_cap.writeback_interval_s = rec.written_back
             r.phases = rec.phases
             r.duration_s = rec.duration_s if r.status == "ok" else None
             if rec.outcome is not None:
@@ -147,14 +142,6 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         if check_source(r, ctx.source, ctx.source_before):
             r.error = (r.error + "; " if r.error else "") + f"the source table changed: {r.source.differences[0]}"
     return finish(ctx, r, label)
-
-
-def flush_dir(ctx: RunContext) -> str | None:
-    """--storage-cap: the table's directory, whose files the engine writes are fsynced inside its timed window."""
-    if ctx.storage_cap is None or ctx.catalog is None or ctx.dataset is None:
-        return None
-    location = ctx.catalog.load_table(ctx.dataset.table).location()
-    return location.removeprefix("file://") if "://" not in location.removeprefix("file://") else None
 
 
 def place_commits(r: RunResult) -> None:

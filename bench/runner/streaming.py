@@ -31,7 +31,6 @@ from typing import Any
 
 from bench.core.cost import run_cost
 from bench.core.errors import UserError
-from bench.core.machine import usable_cores
 from bench.core.results import (
     Check,
     CycleRecord,
@@ -47,10 +46,10 @@ from bench.engines import engine_class
 from bench.engines.base import CompactionJob
 from bench.reads import duck
 from bench.reads.queries import query_sql
-from bench.runner.context import RunContext, Slot
+from bench.runner.context import RunContext, Slot, flush_dir
 from bench.runner.inputs import reset_input
 from bench.runner.live import INGEST_BRANCH
-from bench.runner.process import LOG_TAIL_LINES, run_engine_process, tail
+from bench.runner.process import LOG_TAIL_LINES, run_engine_process, storage_record, tail
 from bench.runner.record import finish, new_result
 from bench.verify.readers import merge_on_read
 from bench.verify.streaming import RULES, check_content, measure_table
@@ -288,8 +287,8 @@ def cycles(ctx: RunContext, r: RunResult, slot: Slot, writer: StreamWriter, bran
                                 target_file_size_bytes=ctx.target, small_file_threshold_bytes=ctx.threshold,
                                 output_codec=sc.output.codec, output_codec_level=sc.output.level,
                                 options=ctx.engine_options[slot.engine], memory_budget_bytes=ctx.budget,
-                                cores=usable_cores(), work_dir=str(work / f"cycle{n:03d}"), branch=branch,
-                                maintenance=[op for op in st.maintenance if op.due(n)])
+                                cores=ctx.cores, work_dir=str(work / f"cycle{n:03d}"), branch=branch,
+                                maintenance=[op for op in st.maintenance if op.due(n)], flush_dir=flush_dir(ctx))
             unix0 = time.time()
             er = run_engine_process(ctx, slot, job, work / f"cycle{n:03d}", companion=cadence,
                                     on_ready=cadence.start if cadence else None)
@@ -305,6 +304,8 @@ def cycles(ctx: RunContext, r: RunResult, slot: Slot, writer: StreamWriter, bran
                 cyc.phases = er.record.phases
                 # a step that failed (e.g. its commit lost every retry) still spent its time: it counts
                 cyc.maintenance_s = er.record.duration_s
+                cyc.storage_cap = storage_record(er)
+                r.storage_cap, r.core_limit = r.storage_cap or er.storage_cap, r.core_limit or er.core_limit
                 for p in er.record.phases:
                     op = p.name.split(":", 1)[0]
                     cyc.op_seconds[op] = round(cyc.op_seconds.get(op, 0.0) + p.seconds, 4)

@@ -112,6 +112,11 @@ def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
     assert slow.steps["datagen"] >= 193e9 / (125 * 1.048576e6) - 1e-6
     over = slow.total_s - 90 * 60
     assert over > 0 and f"does NOT fit: {over / 60:,.1f} min over" in plan_table(slow)
+    # the bytes alone: datagen's writes, the input read once, the run's read + write, the output read twice
+    gb, out = 193e9, 0.42 / 0.965 * 193e9
+    assert slow.floor_s == pytest.approx((gb + gb + gb + out + 2 * out) / (125 * 1.048576e6), rel=1e-3)
+    assert slow.floor_s <= slow.total_s and "no faster engine, datagen or verifier fits" in plan_table(slow)
+    assert fast.floor_s < 90 * 60 and "no faster engine" not in plan_table(fast)
     # on S3 every file the recipe writes is a PUT: 17,358 input files at $0.005 per 1,000 and more
     assert fast.storage_usd > 17358 / 1000 * 0.005
 

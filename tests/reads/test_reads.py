@@ -116,6 +116,7 @@ def test_runner_records_reads_before_and_after(tmp_path, shared_warehouse):
     flush = [ph for ph in r["phases"] if ph["name"] == "flush"]
     assert len(flush) == 1 and cap["flush_s"] == flush[0]["seconds"] and cap["flushed_files"] >= 1
     assert cap["flushed_bytes"] >= r["bytes_out"] and cap["device_write_bytes"] is not None
+    assert cap["writeback_interval_s"] == 0.5  # written back from inside the cgroup while it compacted
     assert lim["cores"] == 1 and r["cores"] == 1 and r["deployment"]["cores"] == 1 and len(lim["cpus"]) == 1
     rec = r["reads"]
     assert rec["ok"], rec["message"]

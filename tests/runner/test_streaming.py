@@ -59,7 +59,7 @@ def test_streaming_cycles_are_verified_per_engine_against_the_baseline_and_repor
     # `ingest` while maintenance runs, clean maintenance snapshots are published to main, main's lag is measured
     p = run_bench("run", "streaming-cdc", "--scale", TINY, "--cycles", "2", "--engines", "risingwave,spark",
                   "--stream-mode", "branch", "--warehouse", shared_warehouse, "--results-dir", results,
-                  "--run-id", "br", timeout=900)
+                  "--run-id", "br", "--storage-cap", "none", "--cores", "1", timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     br = _results(results / "br")
     assert br["spark"].status == "unsupported" and "cannot compact a branch" in br["spark"].error
@@ -70,6 +70,12 @@ def test_streaming_cycles_are_verified_per_engine_against_the_baseline_and_repor
         assert c.main_lag_commits is not None and "head_was_maintenance" in c.evidence
         if c.published:  # main is a maintenance snapshot without delete files, behind ingest by the lag
             assert c.table.delete_files == 0 and c.main_lag_commits < c.commits + (c.cycle - 1) * 3 + 10
+    # --storage-cap / --cores reach maintenance too: each step flushed on its clock, the engine told 1 core
+    assert br["risingwave"].core_limit.cores == 1 and br["risingwave"].cores == 1
+    for c in rw.cycles:
+        flush = [ph for ph in c.phases if ph.name == "flush"]
+        assert len(flush) == 1 and c.storage_cap.flush_s == flush[0].seconds and c.storage_cap.flushed_files >= 1
+        assert c.storage_cap.writeback_interval_s == 0.5 and c.storage_cap.requested == "none"
     assert [c.main_lag_commits for c in none.cycles] == [3, 6]  # without maintenance main never moves
     assert rw.totals.max_main_lag_commits is not None
     # the report: a section per streaming run with its series and totals, and the two runs compared
