@@ -262,6 +262,10 @@ class Plan(BaseModel):
     # the bytes alone at this storage (datagen's writes, the input read once, each run's reads and writes, the
     # verification's two reads of each output): no faster engine, datagen or verifier makes it shorter
     floor_s: float | None = None
+    # the published engine times of the planned scenarios and engines, reps times: a reproduction that reproduces
+    # them spends at least this in the engines alone (runs published as out of memory: no time, not counted)
+    published_s: float | None = None
+    harness_floor_s: float | None = None  # the part of floor_s that is datagen's, the input read's and the verifier's
     complete: bool = False  # every scenario could be planned
     cost_usd: float | None = None
     ebs_gb: int = 0

@@ -117,6 +117,15 @@ def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
     assert slow.floor_s == pytest.approx((gb + gb + gb + out + 2 * out) / (125 * 1.048576e6), rel=1e-3)
     assert slow.floor_s <= slow.total_s and "no faster engine, datagen or verifier fits" in plan_table(slow)
     assert fast.floor_s < 90 * 60 and "no faster engine" not in plan_table(fast)
+    # the published time of each planned run (RisingWave's 277 s): what the engines alone spend if reproduced
+    assert slow.published_s == fast.published_s == 277
+    assert "the published engine times alone: 4.6 min" in plan_table(fast)
+    # with the harness's own bytes (datagen, input read once, output read twice) on gp3's baseline: ~75 min
+    least = (277 + slow.harness_floor_s) / 60
+    assert 60 < least < 90 and f"(datagen, the input read once, verification): {least:,.1f} min" in plan_table(slow)
+    assert "for any reproduction that reproduces" not in plan_table(slow)
+    tight = make_plan(["bin-packing"], 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("gp3-baseline"), 60, 1.5)
+    assert f"{least:,.1f} min: more than the budget for any reproduction that reproduces" in plan_table(tight)
     # on S3 every file the recipe writes is a PUT: 17,358 input files at $0.005 per 1,000 and more
     assert fast.storage_usd > 17358 / 1000 * 0.005
 
