@@ -115,3 +115,35 @@ def test_the_write_back_thread_writes_from_inside_the_cgroup(tmp_path, back):
         assert int(out) == 8 * MiB and written >= 8 * MiB, (out, written)
     else:
         assert written < 2 * MiB, written
+
+
+def test_the_v2_files_are_written_and_read_in_the_kernels_format(tmp_path, monkeypatch):
+    """This machine has cgroup v1: the v2 path (io.max, io.stat, cpuset.cpus) is checked against a directory
+    laid out as the kernel's cgroup2 files are (the kernel itself is not exercised here)."""
+    import bench.telemetry.confine as confine
+
+    root = tmp_path / "cg2"
+    root.mkdir()
+    monkeypatch.setattr(confine, "_v1_dir", lambda controller: None)
+    monkeypatch.setattr(confine, "_v2_dir", lambda controller: root)
+    made: list = []
+    real_mk = Confiner._mk
+
+    def mk(self, parent, tag):  # the kernel creates a cgroup's files on mkdir; here they start empty
+        d = real_mk(self, parent, tag)
+        for name in ("io.max", "io.stat", "cpuset.cpus", "cgroup.procs"):
+            (d / name).touch()
+        made.append(d)
+        return d
+
+    monkeypatch.setattr(Confiner, "_mk", mk)
+    c = Confiner(parse_storage_cap("250MiB/s,none"), ("vda", 254, 0), [0])
+    d = made[0]
+    assert (d / "io.max").read_text() == f"254:0 rbps={250 * MiB} wbps=max"
+    assert (d / "cpuset.cpus").read_text() == "0"
+    assert c.storage.cgroup_version == "v2" and "io.max" in c.storage.mechanism
+    assert c.core_limit.mechanism == "cgroup v2 cpuset" and c.join == [d]  # one cgroup for both
+    (d / "io.stat").write_text("8:0 rbytes=1 wbytes=2 rios=1 wios=1\n254:0 rbytes=4096 wbytes=8192 rios=1 wios=2 "
+                               "dbytes=0 dios=0\n")
+    c.finish()
+    assert (c.storage.device_read_bytes, c.storage.device_write_bytes) == (4096, 8192)
