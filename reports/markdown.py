@@ -30,6 +30,7 @@ from reports.model import ResultSet, build, fmt_scale, load_runs
 BLOCK = re.compile(r"^(<!-- BEGIN generated: (?P<src>[^>\n]*?) -->\n)(?P<body>.*?)^(<!-- END generated -->)",
                    re.S | re.M)
 PAGES = ("README.md", "docs/*.md")
+CONFINEMENT = "confinement: "  # a block header's prefix: the runs' storage-cap and core-limit sections
 
 
 def _spread(s: Spread, fmt) -> str:
@@ -158,6 +159,52 @@ def render_markdown(paths, root: Path | None = None, one_per_scale: bool = False
     return "\n".join(result_set_markdown(rs, root) for rs in sets)
 
 
+def confinement_markdown(paths, root: Path | None = None, level: int = 3) -> str:
+    """The runs under --storage-cap (time against the cap per engine beside the model) and under --cores (each
+    engine's 1 -> 2 core efficiency), from the report's own sections (reports.confine): verified runs only."""
+    from bench.core.units import MiB
+    from reports.confine import MODEL, cap_sections, core_sections
+
+    report = build(load_runs(list(paths)))
+    caps, cores = cap_sections(report.sets), core_sections(report.sets)
+    if not caps and not cores:
+        raise UserError("no run under --storage-cap or --cores among " + ", ".join(_rel(Path(p), root) for p in paths))
+    out: list[str] = []
+    for c in caps:
+        runs = sorted({p.run_id for p in c.points})
+        out += [f"{'#' * level} {c.scenario}, scale {fmt_scale(c.scale)}: time against a storage cap", "",
+                f"Runs {', '.join(f'`{r}`' for r in runs)}; mechanism: "
+                + "; ".join(sorted({p.mechanism for p in c.points if p.mechanism})) + ".", "",
+                "| cap (read, write) | engine | verified | compaction time | model | model, reads alone | "
+                "read from the device | written through the throttle | flush |", "|" + "---|" * 9]
+        for p in sorted(c.points, key=lambda p: (-(p.cap_mib_s or float("inf")), p.label)):
+            cap = "none" if p.cap_mib_s is None else \
+                ", ".join("—" if v is None else f"{v / MiB:g} MiB/s" for v in (p.read_bps, p.write_bps))
+            share = p.through_throttle
+            out.append(_row([cap, p.label, str(p.time.n), _spread(p.time, fmt_seconds),
+                             fmt_seconds(p.model_s) if p.model_s else "—",
+                             fmt_seconds(p.model_reads_s) if p.model_reads_s else "—",
+                             fmt_bytes(p.device_read_bytes) if p.device_read_bytes is not None else "—",
+                             f"{share:.0%} of {fmt_bytes(p.flushed_bytes)}" if share is not None else "—",
+                             fmt_seconds(p.flush_s) if p.flush_s is not None else "—"]))
+        out += [""] + [f"- {s}" for s in c.speedups] + [f"- note: {n}" for n in c.notes]
+        out += ["", f"Model: {MODEL} (the uncapped run's mean cores). Read from the device and written through the "
+                    "throttle: the cgroup's own counters of one run.", ""]
+    for c in cores:
+        out += [f"{'#' * level} {c.scenario}, scale {fmt_scale(c.scale)}: 1 -> 2 cores", "",
+                "| engine | 1 core | 2 cores | cores busy (1, 2) | efficiency | Amdahl parallel fraction | "
+                "16 cores (model) | used by the node model |", "|---|---|---|---|---|---|---|---|"]
+        for k in c.scalings:
+            busy = f"{k.busy_1:.2f}, {k.busy_2:.2f}" if k.busy_1 is not None and k.busy_2 is not None else "—"
+            out.append(_row([k.engine, fmt_seconds(k.t1_s), fmt_seconds(k.t2_s), busy, f"{k.efficiency:.2f}",
+                             f"{k.parallel_fraction:.3f}", f"{k.speedup(16):.1f}x",
+                             "yes" if k.usable else "no: its core was not kept busy on 1 core"]))
+        evidence = "; ".join(f"{k.engine} {k.note}" for k in c.scalings)
+        dirs = sorted({r.split("/", 1)[0] for k in c.scalings for r in k.runs})
+        out += ["", f"Medians of verified runs ({evidence}) of {', '.join(f'`{d}`' for d in dirs)}.", ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
 def _sources(src: str, root: Path, page: Path) -> list[Path]:
     paths: list[Path] = []
     for pattern in src.split():
@@ -174,7 +221,11 @@ def render_page(page: Path, root: Path) -> str:
     text = page.read_text()
 
     def block(m: re.Match) -> str:
-        body = render_markdown(_sources(m.group("src"), root, page), root=root, one_per_scale=True)
+        src = m.group("src")
+        if src.startswith(CONFINEMENT):  # one block over many runs: the confined runs' sections
+            body = confinement_markdown(_sources(src.removeprefix(CONFINEMENT), root, page), root=root)
+        else:
+            body = render_markdown(_sources(src, root, page), root=root, one_per_scale=True)
         return m.group(1) + body + "\n" + m.group(4)  # a blank line: the table ends before the marker
 
     return BLOCK.sub(block, text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from bench.core.errors import UserError
 from bench.core.fit import Fit, core_scalings, node_model, scaling_for
 from bench.core.results import CoreLimit, StorageCap
 from bench.core.units import MiB
@@ -46,6 +47,18 @@ def test_time_against_the_cap_beside_the_model_and_the_core_efficiency(tmp_path)
     assert 'data-metric="model_s" data-value="12.0"' in row and "uncapped time" in row  # 9.1 s < 12 s
     assert "cap none: risingwave is 4.00x faster than spark; the model says 4.00x" in html
     assert f"cap 1MiB/s: risingwave is {19 / 18.5:.2f}x faster than spark; the model says 1.00x" in html
+
+    # the docs' generated block over the same runs: the same numbers as Markdown (bench docs)
+    from reports.markdown import confinement_markdown
+    md = confinement_markdown(dirs, root=tmp_path)
+    assert "### bin-packing, scale 0.001: time against a storage cap" in md
+    assert "### bin-packing, scale 0.001: 1 -> 2 cores" in md
+    assert f"| 1 MiB/s, 1 MiB/s | risingwave | 1 | 18.5 s | {storage_s:.1f} s |" in md
+    assert "| spark | 20.0 s | 12.5 s |" in md and "| 0.80 | 0.750 |" in md
+    assert f"cap 1MiB/s: risingwave is {19 / 18.5:.2f}x faster than spark; the model says 1.00x" in md
+    with pytest.raises(UserError, match="no run under --storage-cap or --cores"):
+        confinement_markdown([write_results(tmp_path, [make_result("spark", 0, duration=1.0, run_id="plain")],
+                                            run_id="plain")])
 
     spark = table_row(html, "core-scaling", engine="spark")
     assert 'data-metric="efficiency" data-value="0.8"' in spark
