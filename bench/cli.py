@@ -233,8 +233,10 @@ def source_ref(source_catalog, source_table, source_snapshot):
               help=f"On-demand price used for cost: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
 @click.option("--storage-cap", default=None, metavar="READ[,WRITE]",
               help="Throttle the engine's process tree on the warehouse's block device (a cgroup per engine run: "
-                   "v1 blkio, v2 io.max), e.g. 125MiB/s or 250MiB/s,60MiB/s; every file it wrote is fsynced inside "
-                   "its timed compaction (phase flush). 'none': no limit, flushed and recorded alike (the baseline).")
+                   "v1 blkio, v2 io.max), e.g. 125MiB/s or 250MiB/s,60MiB/s; what it writes is fsynced as it goes "
+                   "and at the end, inside its timed compaction (phase flush). An S3 warehouse on 127.0.0.1: its "
+                   "server's loopback traffic shaped per direction (tc). 'none': no limit, recorded alike (the "
+                   "baseline).")
 @click.option("--cores", type=int, default=None, metavar="N",
               help="Confine the engine's process tree to N cores (cpuset cgroup, else CPU affinity) and tell the "
                    "engine N (Spark local[N], RisingWave's parallelism per core).")

@@ -16,6 +16,7 @@ from pyiceberg.catalog import Catalog
 
 from bench.core.catalog import CatalogSettings, load_catalog
 from bench.core.catalog.rest import ServedCatalog, check_rest_uri
+from bench.core.catalog.s3 import S3Connection
 from bench.core.cost import parse_instance
 from bench.core.dataset import GeneratedTable
 from bench.core.errors import UserError
@@ -111,6 +112,7 @@ class RunContext:
     source_before: SourceFingerprint | None = None  # the source's fingerprint before the run
     storage_cap: CapSpec | None = None  # --storage-cap, parsed
     cap_device: tuple[str, int, int] | None = None  # (name, major, minor) of the warehouse's disk
+    cap_port: int | None = None  # --storage-cap on an S3 warehouse: its server's port on the loopback
     cpus: list[int] | None = None  # --cores: the CPUs the engine is confined to
 
     @property
@@ -277,8 +279,11 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
     if unreachable:
         raise UserError(f"warehouse {settings.warehouse}: " + "; ".join(unreachable))
     cap = parse_storage_cap(opts.storage_cap)
-    device = (check_storage_cap(cap, None if settings.is_remote else settings.warehouse_path, settings.is_remote)
-              if cap is not None else None)
+    device = port = None
+    if cap is not None and settings.is_remote:  # an S3 server on the loopback: its traffic shaped
+        port = check_storage_cap(cap, None, S3Connection.from_env().endpoint, remote=True)
+    elif cap is not None:
+        device = check_storage_cap(cap, settings.warehouse_path)
     cpus = check_cores(opts.cores) if opts.cores is not None else None
     cache_mode, cache_note = resolve_cache(opts.cache, settings)
     if opts.catalog_uri:
@@ -289,7 +294,7 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                      cache_mode=cache_mode, cache_requested=opts.cache or f"default ({cache_mode})",
                      instance_type=opts.instance_type, progress=progress, engine_options=engine_options,
                      readers=opts.readers and opts.source is None, reader=opts.reader, cow_branch=opts.cow_branch,
-                     source=opts.source, storage_cap=cap, cap_device=device, cpus=cpus)
+                     source=opts.source, storage_cap=cap, cap_device=device, cap_port=port, cpus=cpus)
     if opts.source is not None:
         # an unreadable catalog file, unknown table or snapshot, a source on other storage: UserError now
         check_storage(load_source(opts.source), settings.warehouse)

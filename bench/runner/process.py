@@ -150,7 +150,7 @@ def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Pa
     limiter = Limiter(ctx.budget)
     try:
         confiner = Confiner(ctx.storage_cap, ctx.cap_device, ctx.cpus,
-                            v2_shared=limiter.cgroup if limiter.version == "v2" else None)
+                            v2_shared=limiter.cgroup if limiter.version == "v2" else None, s3_port=ctx.cap_port)
     except BaseException:
         limiter.release()
         raise

@@ -28,6 +28,7 @@ from bench.core.errors import UserError
 from bench.core.results import CoreLimit, StorageCap
 from bench.core.units import MiB, parse_size
 from bench.telemetry.limits import CGROUP_PREFIX, cgroup_dir, release_cgroup
+from bench.telemetry.netcap import LoopbackShaper, check_shaper
 
 CAP_HELP = "use e.g. 125MiB/s, 125MiB/s,60MiB/s (read,write) or none"
 
@@ -102,11 +103,12 @@ def check_cores(cores: int) -> list[int]:
     return allowed[:cores]
 
 
-def check_storage_cap(cap: CapSpec, warehouse: Path | None, remote: bool) -> tuple[str, int, int]:
-    """Before anything runs: the device, and a cgroup that can throttle it (UserError, one line, otherwise)."""
+def check_storage_cap(cap: CapSpec, warehouse: Path | None, s3_endpoint: str | None = None,
+                      remote: bool = False) -> tuple[str, int, int] | int:
+    """Before anything runs: the device, and a cgroup that can throttle it; or, for an S3 warehouse (`remote`),
+    the port of its server on the loopback, which `tc` can shape (UserError, one line, otherwise)."""
     if remote:
-        raise UserError("--storage-cap: the warehouse is on S3; a cap applies to a local warehouse's block device "
-                        "(the local S3 server's traffic is not capped by the harness)")
+        return check_shaper(s3_endpoint)
     assert warehouse is not None
     dev = block_device(warehouse)
     if cap.limits and _v1_dir("blkio") is None and _v2_dir("io") is None:
@@ -129,8 +131,9 @@ class Confiner:
     memory limiter's), counters() after the run, release()."""
 
     def __init__(self, cap: CapSpec | None, device: tuple[str, int, int] | None, cpus: list[int] | None,
-                 v2_shared: Path | None = None):
+                 v2_shared: Path | None = None, s3_port: int | None = None):
         self.cap, self.device, self.cpus = cap, device, cpus
+        self.shaper: LoopbackShaper | None = None
         self.dirs: list[Path] = []  # cgroups this run made (removed by release)
         self.join: list[Path] = []  # cgroups the child joins
         self.affinity: list[int] | None = None
@@ -139,7 +142,9 @@ class Confiner:
         self._blkio: tuple[str, Path] | None = None
         tag = f"{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
-            if cap is not None:
+            if cap is not None and s3_port is not None:
+                self._shape(cap, s3_port)
+            elif cap is not None:
                 self._cap(cap, tag, v2_shared)
             if cpus is not None:
                 self._cores(cpus, tag, v2_shared)
@@ -155,6 +160,17 @@ class Confiner:
         if d not in self.join:
             self.join.append(d)
         return d
+
+    def _shape(self, cap: CapSpec, port: int) -> None:
+        """An S3 warehouse on the loopback: its server's traffic shaped per direction (bench.telemetry.netcap);
+        with `none` too, without a limit, so that the baseline passes the same shaper and is counted alike."""
+        self.storage = StorageCap(requested=cap.text, device=f"loopback: the S3 server on port {port}",
+                                  read_bytes_per_s=cap.read_bps, write_bytes_per_s=cap.write_bps,
+                                  mechanism="tc htb on lo, per direction: the S3 server's sends (the engine's reads) "
+                                            "and its receipts (the engine's writes)"
+                                            + ("" if cap.limits else "; no limit: counted only"))
+        self.shaper = LoopbackShaper(port, cap.read_bps, cap.write_bps)
+        self.shaper.start()
 
     def _cap(self, cap: CapSpec, tag: str, v2_shared: Path | None) -> None:
         assert self.device is not None
@@ -239,11 +255,14 @@ class Confiner:
             return None, None
 
     def finish(self) -> None:
-        """Record the device counters in the storage record (before release)."""
+        """Record the device counters (the shaper's, on S3) in the storage record (before release)."""
         if self.storage is not None:
-            self.storage.device_read_bytes, self.storage.device_write_bytes = self.device_bytes()
+            self.storage.device_read_bytes, self.storage.device_write_bytes = \
+                self.shaper.counters() if self.shaper is not None else self.device_bytes()
 
     def release(self) -> None:
+        if self.shaper is not None:
+            self.shaper.stop()
         for d in reversed(self.dirs):
             release_cgroup(d)
         self.dirs = []

@@ -230,7 +230,7 @@ def test_a_source_on_s3_is_cloned_in_the_bucket_compacted_and_left_unchanged(s3_
         assert bad.exit_code == 2 and says in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output
     r = run_bench("run", "deletes-standard", "--source-catalog", cfg, "--source-table", "shop.orders",
                   "--engines", "risingwave", "--warehouse", f"s3://{BUCKET}/wh", "--results-dir",
-                  tmp_path / "res", "--run-id", "s3", env=env, timeout=300)
+                  tmp_path / "res", "--run-id", "s3", "--storage-cap", "64MiB/s", env=env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert _bucket_hashes(s3_endpoint, "shop/") == objects and tree_hashes(src) == db
     results = [json.loads(p.read_text()) for p in sorted((tmp_path / "res" / "s3").glob("deletes-standard--*.json"))]
@@ -240,6 +240,10 @@ def test_a_source_on_s3_is_cloned_in_the_bucket_compacted_and_left_unchanged(s3_
         assert x["source"]["unchanged"] is True and x["environment"]["warehouse"]["storage"] == "s3"
         assert x["before"]["rows"] == x["after"]["rows"] == 300 - len(range(0, 300, 11))
         assert x["before"]["position_delete_files"] >= 1 and x["after"]["delete_files"] == 0
+        # --storage-cap on an S3 server on the loopback: its traffic shaped per direction, counted by the shaper
+        cap = x["storage_cap"]
+        assert "tc htb" in cap["mechanism"] and cap["read_bytes_per_s"] == 64 * 2**20
+        assert cap["device_read_bytes"] >= x["bytes_in"] and cap["device_write_bytes"] >= x["bytes_out"] > 0
     written = [k for k in _keys(s3_endpoint, "wh/") if k.endswith(".parquet")]
     assert written and all("/clone_" in k for k in written)  # new files only under the clone's prefix
     clone = results[0]["source"]["clone"].split(".")[-1]
