@@ -3,6 +3,7 @@
 #   make test  - set up and run the test suite
 #   make docs  - re-render the docs' measured tables from the reference runs in docs/reference/
 #   make reference - run the reference benchmarks into docs/reference/, then make docs (a quiet machine!)
+#   make reference-plan - the sweeps, frontier and harness scaling the docs' plan reads (a quiet machine, ~1 h)
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
@@ -13,7 +14,7 @@ RUN_ARGS ?=
 APT_PACKAGES := openjdk-17-jre-headless libjarjar-java libxerial-sqlite-jdbc-java
 TEST_APT_PACKAGES := chromium
 
-.PHONY: setup system-deps test-deps run test docs reference clean-warehouse
+.PHONY: setup system-deps test-deps run test docs reference reference-plan clean-warehouse
 
 # Debian packages: Java for Iceberg's JVMs, jarjar to repair the Iceberg runtime jar, the SQLite JDBC driver.
 system-deps:
@@ -73,6 +74,10 @@ REF_SCENARIOS ?= bin-packing deletes-high
 reference: setup
 	REF_SCALE=$(REF_SCALE) REF_REPS=$(REF_REPS) REF_ENGINES=$(REF_ENGINES) BENCH=$(BIN)/bench \
 	  scripts/reference.sh $(REF_SCENARIOS)
+
+# The measurements behind the docs' full-reproduction plan (docs/aws.md), kept in docs/reference/plan/.
+reference-plan: setup
+	BENCH=$(BIN)/bench scripts/plan-reference.sh
 
 clean-warehouse:
 	rm -rf warehouse

@@ -1,9 +1,12 @@
 """`bench aws up|status|fetch|down`: the full-scale benchmark on AWS, driven through terraform/.
 
 `up` packs this checkout (or names a git ref), applies the Terraform module, and returns at once: the
-instance runs the benchmark, uploads to ``s3://<bucket>/runs/<run-id>/`` and terminates itself.
-`status` tells whether ``status.json`` (written last) is there, `fetch` downloads the run and renders
-the report locally, `down` destroys what Terraform created (keeping the results bucket by default).
+instance runs the benchmark, uploads to ``s3://<bucket>/runs/<run-id>/`` and terminates itself.  With
+``--nodes N`` the scenarios are spread over N such instances (Terraform's ``node_scenarios``); node i > 0
+uploads to ``runs/<run-id>/node-<i>/``.
+`status` tells whether each node's ``status.json`` (written last) is there, `fetch` downloads the run and
+renders one report over every node's results, `down` destroys what Terraform created (keeping the
+results bucket by default).
 
 Terraform is run as a subprocess (``BENCH_TERRAFORM`` overrides the executable, for tests); the state
 stays in terraform/ as with any Terraform module, and the settings of the last `up` are kept in
@@ -16,6 +19,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,12 +27,16 @@ import tarfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from bench.core.errors import UserError, one_line_errors
 from bench.core.storage import StorageOption, storage_option
 from bench.engines import default_engines
+
+if TYPE_CHECKING:
+    from bench.core.campaign import Plan
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TF_DIR = PROJECT_ROOT / "terraform"
@@ -174,6 +182,14 @@ def aws():
 @click.option("--spark-workers", "spark_workers", type=click.IntRange(min=0, max=32), default=None,
               help="Spark worker nodes beside the bench node (default 0: one node). N > 0 runs Spark on a "
                    "standalone cluster of 1 + N instances and needs --warehouse-on-s3.")
+@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Spread the scenarios over N identical benchmark instances at once (Terraform's node_scenarios): "
+                   "each scenario whole on one node, with every engine; the longest planned first onto the least "
+                   "loaded node. Not with --spark-workers or --source-table.")
+@click.option("--spot", is_flag=True, default=False,
+              help="One-time Spot instances (Terraform's spot), up to the on-demand price unless --var "
+                   "spot_max_price=USD: cheaper, but AWS may interrupt and so terminate a node; what it uploaded "
+                   "stays, it writes no status.json.")
 @click.option("--git-ref", default=None,
               help="Install the harness from git at this ref (needs --git-url) instead of packing this checkout.")
 @click.option("--git-url", default=None, help="Git URL of the harness, with --git-ref.")
@@ -196,16 +212,25 @@ def aws():
 @click.option("--auto-approve", is_flag=True, default=False, help="Do not ask before applying.")
 @one_line_errors
 def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, max_lifetime,
-       max_disk_performance, warehouse_on_s3, storage, spark_workers, git_ref, git_url, run_id, tf_vars,
-       plan_from, source_catalog, source_table, source_snapshot, source_location, source_glue, auto_approve):
+       max_disk_performance, warehouse_on_s3, storage, spark_workers, nodes, spot, git_ref, git_url,
+       run_id, tf_vars, plan_from, source_catalog, source_table, source_snapshot, source_location, source_glue,
+       auto_approve):
     """Create the instance; it runs the benchmark, uploads the results and terminates itself.
 
     Before provisioning it prints the plan of the run (`bench plan`, from the sweeps and frontiers found
     under --plan-from) and sizes the data volume and the deadline from it, unless they are given.  With
     --source-catalog/--source-table every scenario runs on a zero-copy clone of your own table in S3,
-    which the instance may read and never write."""
+    which the instance may read and never write.  With --nodes N the scenarios are spread over N instances
+    that run at once, each uploading its own results and status.json."""
+    if nodes > 1 and spark_workers:
+        raise UserError("--nodes and --spark-workers do not go together: several benchmark nodes, or one with a "
+                        "Spark cluster")
+    if nodes > 1 and (source_table or source_catalog):
+        raise UserError("--nodes and --source-table do not go together: your own table runs on one node")
     run_id = run_id or new_run_id()
     values: dict = {"run_id": run_id}
+    if spot:
+        values["spot"] = True
     source = _source_values(source_catalog, source_table, source_snapshot, source_location, source_glue, scale)
     if source:
         if storage not in (None, "s3"):
@@ -248,8 +273,10 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
                    "SCENARIO --source-catalog ...` gives the expected time per engine): Terraform's defaults size "
                    "the volume and the deadline unless given with --var / --max-lifetime")
     else:
-        _apply_plan(values, plan_from or PROJECT_ROOT / "results",
-                    plan_storage(storage, max_disk_performance, warehouse_on_s3))
+        plan = _apply_plan(values, plan_from or PROJECT_ROOT / "results",
+                           plan_storage(storage, max_disk_performance, warehouse_on_s3), nodes)
+        if nodes > 1:
+            _spread_over_nodes(values, plan, nodes)
     var_file = STATE_DIR / f"run-{run_id}.tfvars.json"
     var_file.write_text(json.dumps(values, indent=2) + "\n")
     (STATE_DIR / "last-run.json").write_text(json.dumps(
@@ -261,9 +288,13 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
         apply += ["-input=false", "-auto-approve"]
     tf(terraform_dir, *apply)
     outs = tf_outputs(terraform_dir)
+    extra = list(outs.get("node_instance_ids") or [])
     click.echo(f"run {outs.get('run_id')}: instance {outs.get('instance_id')} is running the benchmark;\n"
                f"results will land in {outs.get('results_uri')} (status.json last).\n"
-               f"It terminates itself when done, at the latest {outs.get('deadline_minutes')} min after boot.\n"
+               + "".join(f"node {i}: instance {iid}, results in {outs.get('results_uri')}node-{i}/\n"
+                         for i, iid in enumerate(extra, 1))
+               + f"{'Each node terminates' if extra else 'It terminates'} itself when done, at the latest "
+               f"{outs.get('deadline_minutes')} min after boot.\n"
                "Next: `bench aws status`, then `bench aws fetch`, then `bench aws down`.")
 
 
@@ -309,26 +340,53 @@ def plan_storage(storage: str | None, max_disk: bool, warehouse_on_s3: bool) -> 
     return storage_option("gp3-baseline")
 
 
-def _apply_plan(values: dict, sources: Path, storage: StorageOption) -> None:
-    """Print the plan of this run and size the volume and the deadline from it (unless set)."""
+def _apply_plan(values: dict, sources: Path, storage: StorageOption, nodes: int = 1) -> Plan | None:
+    """Print the plan of this run and size the volume and the deadline from it (unless set); the plan, or None
+    when there was nothing to plan from.  With several nodes the deadline is the longest node's."""
     from bench.campaigns import make_plan, plan_table
 
     scenarios = values.get("scenarios") or PUBLISHED_SCENARIOS
     if not Path(sources).is_dir():
         click.echo(f"plan: no {sources} to plan from; Terraform's defaults size the volume and the deadline")
-        return
+        return None
     plan = make_plan(list(scenarios), float(values.get("scale", 1.0)), values.get("instance_type"),
-                     int(values.get("reps", 1)), [Path(sources)], storage)
+                     int(values.get("reps", 1)), [Path(sources)], storage, nodes=nodes)
     click.echo(plan_table(plan))
     if not plan.complete:
         click.echo("plan: incomplete (a scenario has no sweep): Terraform's defaults size the volume and the deadline")
-        return
+        return plan
     if "data_volume_size_gb" not in values:
         values["data_volume_size_gb"] = max(20, plan.ebs_gb)
         click.echo(f"plan: data volume {values['data_volume_size_gb']} GB")
     if "max_lifetime_minutes" not in values:
         values["max_lifetime_minutes"] = max(60, plan.deadline_minutes)
         click.echo(f"plan: deadline {values['max_lifetime_minutes']} min")
+    return plan
+
+
+def _spread_over_nodes(values: dict, plan: Plan | None, nodes: int) -> None:
+    """Terraform's node_scenarios: the plan's spread (longest planned wall first onto the least loaded node), or
+    without a complete plan the scenarios in their order, dealt out in turn.  One group: nothing to set."""
+    from bench.campaigns import assign_nodes
+
+    if "node_scenarios" in values:  # given with --var: the user's spread wins
+        click.echo(f"nodes: node_scenarios as given: {values['node_scenarios']}")
+        return
+    scenarios = list(values.get("scenarios") or PUBLISHED_SCENARIOS)
+    if plan is not None and plan.complete and plan.nodes:
+        groups = [n.scenarios for n in plan.nodes]
+    else:
+        groups = assign_nodes(dict.fromkeys(scenarios), nodes)
+    if len(groups) < nodes:
+        click.echo(f"nodes: {nodes} asked for, {len(groups)} scenario(s): {len(groups)} node(s), a scenario is never "
+                   "split")
+    if len(groups) == 1:
+        return
+    values["node_scenarios"] = groups
+    run = values["run_id"]
+    for i, group in enumerate(groups):
+        where = f"runs/{run}/" + (f"node-{i}/" if i else "")
+        click.echo(f"node {i} ({'the benchmark instance, ' if not i else ''}results in {where}): {', '.join(group)}")
 
 
 def _locate(terraform_dir: Path, bucket: str | None, run_id: str | None) -> tuple[str, str, dict]:
@@ -354,15 +412,61 @@ def status(terraform_dir, bucket, run_id):
     bucket, run_id, outs = _locate(terraform_dir, bucket, run_id)
     uri = f"s3://{bucket}/{cloud.run_prefix(run_id)}"
     client = cloud.make_client(outs.get("region"))
-    if outs.get("instance_id"):
-        click.echo(f"instance {outs['instance_id']}: {_instance_state(outs['instance_id'], outs.get('region'))}")
-    st = cloud.read_status(uri, client=client)
     keys = cloud.list_keys(uri, client=client)
-    if st is None:
-        click.echo(f"{uri}: running or not started ({len(keys)} objects so far, no status.json yet)")
+    n = node_count(outs, [k[len(cloud.run_prefix(run_id)):] for k in keys])
+    if n == 1:  # one node: as it always was
+        if outs.get("instance_id"):
+            click.echo(f"instance {outs['instance_id']}: {_instance_state(outs['instance_id'], outs.get('region'))}")
+        st = cloud.read_status(uri, client=client)
+        if st is None:
+            click.echo(f"{uri}: running or not started ({len(keys)} objects so far, no status.json yet)")
+            sys.exit(3)
+        click.echo(f"{uri}: finished, status {st.get('status')} ({len(keys)} objects)")
+        click.echo(json.dumps(st, indent=2, sort_keys=True))
+        return
+    ids = [outs.get("instance_id"), *(outs.get("node_instance_ids") or [])]
+    running = 0
+    for i in range(n):
+        node_uri = uri + node_prefix(i)
+        mine = [k for k in keys if node_of(k[len(cloud.run_prefix(run_id)):]) == i]
+        state = _instance_state(ids[i], outs.get("region")) if i < len(ids) and ids[i] else None
+        head = f"node {i} {node_uri}" + (f" (instance {ids[i]}: {state})" if state else "")
+        st = cloud.read_status(node_uri, client=client)
+        if st is not None:
+            click.echo(f"{head}: finished, status {st.get('status')} ({len(mine)} objects)")
+            click.echo(json.dumps(st, indent=2, sort_keys=True))
+        elif state == "terminated":  # gone without its last upload: it cannot come any more
+            click.echo(f"{head}: lost, its instance is terminated without a status.json (a Spot interruption?); "
+                       f"{len(mine)} objects uploaded before")
+        else:
+            running += 1
+            click.echo(f"{head}: running or not started ({len(mine)} objects so far, no status.json yet)")
+    if running:
+        click.echo(f"{running} of {n} nodes not finished")
         sys.exit(3)
-    click.echo(f"{uri}: finished, status {st.get('status')} ({len(keys)} objects)")
-    click.echo(json.dumps(st, indent=2, sort_keys=True))
+    click.echo(f"all {n} nodes finished")
+
+
+def node_prefix(i: int) -> str:
+    """Where node i's objects are inside the run's prefix: node 0 (the benchmark instance) at its top."""
+    return f"node-{i}/" if i else ""
+
+
+_NODE_KEY = re.compile(r"node-([0-9]+)/")
+
+
+def node_of(rel: str) -> int:
+    """The node an object (its key inside the run's prefix) belongs to: 0 unless under node-<i>/."""
+    m = _NODE_KEY.match(rel)
+    return int(m.group(1)) if m else 0
+
+
+def node_count(outs: dict, rels: list[str]) -> int:
+    """The run's benchmark nodes: Terraform's output `nodes`, else the highest node-<i>/ seen under the prefix
+    (a node that uploaded nothing yet cannot be seen that way)."""
+    if isinstance(outs.get("nodes"), int) and outs["nodes"] >= 1:
+        return int(outs["nodes"])
+    return 1 + max((node_of(r) for r in rels), default=0)
 
 
 def _instance_state(instance_id: str, region: str | None) -> str:
@@ -395,22 +499,33 @@ def fetch(terraform_dir, bucket, run_id, dest, report, report_out):
     dest = dest or PROJECT_ROOT / "results" / "aws" / run_id
     client = cloud.make_client(outs.get("region"))
     files = cloud.download(uri, dest, client=client)
-    st = cloud.read_status(uri, client=client)
     click.echo(f"fetched {len(files)} files from {uri} to {dest}")
-    click.echo(f"status: {st.get('status') if st else 'not finished yet (no status.json)'}")
+    n = node_count(outs, [f.relative_to(dest.resolve()).as_posix() for f in files])
+    for i in range(n):
+        st = cloud.read_status(uri + node_prefix(i), client=client)
+        said = st.get("status") if st else "not finished yet (no status.json)"
+        click.echo(f"{'status' if n == 1 else f'node {i} status'}: {said}")
     if report:
-        render_report(dest, report_out)
+        render_report(dest, report_out, n)
 
 
-def render_report(run_dir: Path, out: Path | None = None) -> Path | None:
-    """The report of the fetched results, as `bench report <run_dir>/results` writes it."""
+def render_report(run_dir: Path, out: Path | None = None, nodes: int = 1) -> Path | None:
+    """The report of the fetched results, as `bench report <run_dir>/results` writes it; with several nodes, one
+    report over every node's results (<run_dir>/results, <run_dir>/node-<i>/results) in <run_dir>."""
     from reports.render import render_report as render
 
-    results = run_dir / "results"
-    if not results.is_dir():
-        click.echo(f"report: no results in {results}; skipped")
+    dirs = [run_dir / node_prefix(i) / "results" for i in range(nodes)]
+    found = [d for d in dirs if d.is_dir()]
+    for d in dirs:
+        if d not in found:
+            click.echo(f"report: no results in {d}" + ("; skipped" if not found and nodes == 1 else ""))
+    if not found:
+        if nodes > 1:
+            click.echo("report: skipped")
         return None
-    out = render([results], out=out)  # default: beside the results, as `bench report` writes it
+    if nodes > 1:  # not report.html there: that is node 0's own, as its bootstrap rendered it
+        out = out or run_dir / "report-all-nodes.html"
+    out = render(found, out=out)  # one node: beside the results, as `bench report` writes it
     click.echo(f"report: {out}")
     return out
 

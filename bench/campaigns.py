@@ -28,13 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.core.campaign import (
+    HARNESS_STEPS,
     DatagenPoint,
     Extrapolation,
     FrontierPoint,
     FrontierPrediction,
     FrontierSummary,
+    HarnessScalingSummary,
     Plan,
     PlannedEngine,
+    PlannedNode,
     PlannedScenario,
     Point,
     Probe,
@@ -629,14 +632,63 @@ def recipe_objects(sc: Scenario, scale: float) -> int:
     return int(math.ceil(full * scale))
 
 
+def harness_scalings(summaries: list) -> dict[str, CoreScaling]:
+    """Per harness step, the latest complete `bench selfcheck scaling` measurement found."""
+    found = [x for x in summaries if isinstance(x, HarnessScalingSummary) and x.state == "complete"]
+    out: dict[str, CoreScaling] = {}
+    for x in sorted(found, key=lambda x: x.started_at):
+        out |= {c.engine: c for c in x.steps if c.engine in HARNESS_STEPS}
+    return out
+
+
+def harness_assumption(measured: dict[str, CoreScaling], cores: int) -> str:
+    """The plan's assumption line for the harness's own steps: measured scaling where usable, else perfect."""
+    def how(step: str) -> str:
+        sc = measured.get(step)
+        if sc is None:
+            return f"{step}: perfectly to {cores} cores (not measured: run `bench selfcheck scaling`)"
+        if not sc.usable:
+            return (f"{step}: perfectly to {cores} cores (its 1 -> 2 core measurement kept {sc.busy_1 or 0:.2f} "
+                    f"of one core busy: not used)")
+        return f"{step}: {sc.describe()}"
+    return ("the harness's own steps, each at least its bytes at that storage (datagen's writes; the input read "
+            "once per dataset, its bytes alone; verification, each run's output read twice, by name and by field "
+            "id), else as measured here scaled by size and by cores: " + "; ".join(how(x) for x in HARNESS_STEPS
+                                                                                  if x != "input read"))
+
+
+NODE_SETUP_S = 300.0  # each node's boot and setup in a plan: an assumption (see make_plan's assumptions)
+
+
+def assign_nodes(walls: dict[str, float | None], nodes: int) -> list[list[str]]:
+    """Spread scenarios over `nodes` nodes: the longest planned wall first, each onto the node with the least
+    planned so far (LPT); a scenario without a planned wall goes last, in the order given.  A scenario is never
+    split: both engines of it run on one node, on one input.  Never more nodes than scenarios."""
+    if nodes < 1:
+        raise UserError(f"--nodes {nodes}: give at least 1")
+    names = list(dict.fromkeys(walls))
+    n = min(nodes, len(names)) or 1
+    groups: list[list[str]] = [[] for _ in range(n)]
+    load = [0.0] * n
+    known = sorted((x for x in names if walls[x] is not None), key=lambda x: -(walls[x] or 0.0))
+    for name in known + [x for x in names if walls[x] is None]:
+        i = min(range(n), key=lambda k: (load[k], len(groups[k]), k))
+        groups[i].append(name)
+        load[i] += walls[name] or 0.0
+    return [g for g in groups if g]
+
+
 def make_plan(scenarios: list[str], scale: float, instance_type: str | None, reps: int, sources: list[Path],
               storage: StorageOption | float | None = None, budget_minutes: float | None = None,
-              budget_usd: float | None = None) -> Plan:
+              budget_usd: float | None = None, nodes: int = 1, node_setup_s: float | None = None) -> Plan:
     """Each step of a full reproduction from the fitted models (a model throughout): `storage` is where the
     table lives on the target (a bench.core.storage option, or a volume's MB/s; default gp3's baseline)."""
     st = storage if isinstance(storage, StorageOption) else custom_storage(storage) if storage \
         else storage_option("gp3-baseline")
     inst = parse_instance(instance_type or PUBLISHED_INSTANCE)
+    node_setup_s = NODE_SETUP_S if node_setup_s is None else node_setup_s
+    if node_setup_s < 0:
+        raise UserError(f"--node-setup-minutes {node_setup_s / 60:g}: give 0 or more")
     summaries = find_summaries(sources)
     ram = int(inst.memory_gib * GiB)
     plan = Plan(instance_type=inst.name, cores=inst.vcpu, ram_bytes=ram, usd_per_hour=inst.usd_per_hour, reps=reps,
@@ -659,8 +711,10 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
                     "with --readers off, or plan them from a run with readers)",
                     "memory: the frontier fit (if any) against the instance's RAM; a run predicted to run out "
                     "of memory is planned for its modelled time all the same",
-                    "not planned (not measured here): the instance's boot, installing the harness, the report "
-                    "and the upload of the results",
+                    f"each node's boot and setup (EC2's boot, apt, pip, `bench setup`): "
+                    f"{node_setup_s / 60:g} min, assumed, not measured (`make test-deps`, more than a node "
+                    "installs, took 3.6 min on a fresh machine here)",
+                    "not planned: the report and the upload of the results",
                     "disk: the largest scenario's input and output, plus 30 % and 20 GB of headroom",
                     "cost: on-demand price x the planned time, plus the storage's own price for that time "
                     "(provisioned gp3 above its baseline; on S3 its PUT and GET requests for the recipe's data "
@@ -673,11 +727,32 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
                                   f"core efficiency ({'; '.join(c.describe() for c in plan.core_scalings)}), "
                                   "linearly for an engine without one, capped by that storage over the bytes each "
                                   "run reads and writes; fixed costs as measured")
-    total = floor = harness = published = 0.0  # floor: the engines' bytes; harness: datagen's, input's, verifier's
+    if nodes > 1:
+        plan.assumptions.append(
+            f"{nodes} nodes of this type at once: the scenarios spread over them, the longest planned first onto "
+            "the least loaded node; both engines of a scenario on one node, on one input (as on one node); the "
+            "wall is the longest node's, the cost the sum of the nodes' times; nodes do not slow each other (each "
+            "its own volume; on S3 one bucket, assumed not to throttle)")
+    measured = harness_scalings(summaries)
+    plan.harness_scalings = list(measured.values())
+
+    def harness(step: str, here: int | None) -> float:
+        """How much shorter a harness step is on the target's cores than on the sweep's: measured (Amdahl on the
+        step's 1 -> 2 core efficiency) where `bench selfcheck scaling` found it usable, else perfectly."""
+        sc = measured.get(step)
+        if sc is None or not sc.usable:
+            return (here or 1) / inst.vcpu
+        return sc.speedup(here or 1) / sc.speedup(inst.vcpu)
+
+    line = next(i for i, a in enumerate(plan.assumptions) if a.startswith("datagen:"))
+    plan.assumptions[line:line + 2] = [harness_assumption(measured, inst.vcpu)]
+    total = floor = harness_floor = published = 0.0  # the engines' bytes; datagen's, the input's, the verifier's
     unknown = False
     puts = gets = 0
     s3_gb_s = 0.0
+    own: dict[str, tuple[float, float, float]] = {}  # scenario -> its (floor, harness floor, published) seconds
     for name in scenarios:
+        before = (floor, harness_floor, published)
         sc = load_scenario(name)
         sw = latest(summaries, "sweep", sc.name)
         fr = latest(summaries, "frontier", sc.name)
@@ -697,13 +772,13 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
         ps.output_bytes = (max(p.output_disk_gb or 0 for p in outs) / top.gb * gb * 1e9) if outs and top.gb else 0
         steps: dict[str, float] = {}
         if sw.datagen_fit is not None and sw.datagen_fit.per_gb > 0:
-            ps.datagen_s = max(max(sw.datagen_fit.predict(gb), 0.0) * (sw.cores or 1) / inst.vcpu,
+            ps.datagen_s = max(max(sw.datagen_fit.predict(gb), 0.0) * harness("datagen", sw.cores),
                                st.seconds(0.0, ps.dataset_bytes))
             steps["datagen"] = ps.datagen_s
         else:
             ps.notes.append("no datagen fit in the sweep: datagen not planned")
         steps["input read once"] = st.seconds(ps.dataset_bytes, 0.0)
-        harness += st.seconds(0.0, ps.dataset_bytes) + st.seconds(ps.dataset_bytes, 0.0)
+        harness_floor += st.seconds(0.0, ps.dataset_bytes) + st.seconds(ps.dataset_bytes, 0.0)
         objects = recipe_objects(sc, scale)
         puts += objects
         gets += objects  # the baseline read
@@ -722,8 +797,9 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
             pe = PlannedEngine(engine=e, seconds=m["seconds"], bound=m["bound"], setup_s=top_e.setup_s,
                                restore_s=top_e.restore_s, source=f"sweep {sw.sweep_id}: {fit.note}")
             shrink = (sw.cores or 1) / inst.vcpu * gb / top_e.gb if top_e.gb else None
-            if top_e.verify_s is not None and shrink is not None:
-                pe.verify_s = max(top_e.verify_s * shrink, st.seconds(2 * write_b, 0.0))
+            if top_e.verify_s is not None and top_e.gb:
+                pe.verify_s = max(top_e.verify_s * harness("verification", sw.cores) * gb / top_e.gb,
+                                  st.seconds(2 * write_b, 0.0))
             if top_e.reads_s is not None and shrink is not None:
                 pe.reads_s = top_e.reads_s * shrink
             if fr is not None:
@@ -735,7 +811,7 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
                 unknown = True
             else:
                 floor += reps * st.seconds(read_b, write_b)
-                harness += reps * st.seconds(2 * write_b, 0.0)
+                harness_floor += reps * st.seconds(2 * write_b, 0.0)
                 for step, secs in ((f"{e} runs", pe.seconds), ("engine start-up", pe.setup_s),
                                    ("verification", pe.verify_s), ("restore", pe.restore_s), ("reads", pe.reads_s)):
                     steps[step] = steps.get(step, 0.0) + reps * (secs or 0.0)
@@ -756,20 +832,35 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
         for k, v in steps.items():
             plan.steps[k] = plan.steps.get(k, 0.0) + v
         plan.scenarios.append(ps)
-    plan.total_s = total if total else None
-    plan.floor_s = floor + harness if total else None
-    plan.harness_floor_s = harness if total else None
-    plan.published_s = published or None
+        own[sc.name] = (floor - before[0], harness_floor - before[1], published - before[2])
     plan.complete = not unknown
     biggest = max((p.dataset_bytes + p.output_bytes for p in plan.scenarios), default=0.0)
     plan.ebs_gb = int(math.ceil((biggest * 1.3 / 1e9 + 20) / 10) * 10)
-    if total:
-        vol = Gp3Volume(plan.ebs_gb, st.volume_iops, st.volume_mib_s)
-        plan.storage_usd = sum(gp3_usd(total, vol).values())
-        if st.warehouse == "s3":
-            plan.storage_usd += s3_usd({"put": puts, "get": gets}) + s3_gb_s / SECONDS_PER_MONTH * S3_USD_PER_GB_MONTH
-        plan.cost_usd = inst.usd_per_hour * total / 3600 + plan.storage_usd
-    plan.deadline_minutes = min(2880, int(math.ceil((total * 1.5 / 60 + 30) / 10) * 10)) if total else 0
+    if not total:
+        return plan
+    # the nodes: each its boot and setup, then its scenarios one after the other
+    plan.node_setup_s = node_setup_s
+    walls = {ps.scenario: ps.wall_s for ps in plan.scenarios}
+    for group in assign_nodes(walls, nodes):
+        mine = [own.get(x, (0.0, 0.0, 0.0)) for x in group]
+        plan.nodes.append(PlannedNode(scenarios=group, wall_s=node_setup_s + sum(walls[x] or 0.0 for x in group),
+                                      floor_s=sum(f + h for f, h, _ in mine), published_s=sum(p for *_, p in mine)))
+    if node_setup_s:
+        plan.steps["node boot and setup"] = node_setup_s * len(plan.nodes)
+    longest = max(plan.nodes, key=lambda n: n.wall_s)
+    plan.total_s = longest.wall_s  # a budget of minutes holds the longest node
+    plan.node_s = sum(n.wall_s for n in plan.nodes)  # what is paid for
+    # the lower bounds of the wall: the node whose scenarios' bytes (or published times) take longest
+    plan.floor_s = max(n.floor_s for n in plan.nodes)
+    bound = max(plan.nodes, key=lambda n: n.published_s + sum(own.get(x, (0.0, 0.0, 0.0))[1] for x in n.scenarios))
+    plan.published_s = bound.published_s or None
+    plan.harness_floor_s = sum(own.get(x, (0.0, 0.0, 0.0))[1] for x in bound.scenarios)
+    vol = Gp3Volume(plan.ebs_gb, st.volume_iops, st.volume_mib_s)  # each node has its own data volume
+    plan.storage_usd = sum(sum(gp3_usd(n.wall_s, vol).values()) for n in plan.nodes)
+    if st.warehouse == "s3":
+        plan.storage_usd += s3_usd({"put": puts, "get": gets}) + s3_gb_s / SECONDS_PER_MONTH * S3_USD_PER_GB_MONTH
+    plan.cost_usd = inst.usd_per_hour * plan.node_s / 3600 + plan.storage_usd
+    plan.deadline_minutes = min(2880, int(math.ceil((plan.total_s * 1.5 / 60 + 30) / 10) * 10))
     return plan
 
 
@@ -837,12 +928,20 @@ def plan_table(plan: Plan) -> str:
         rows += [f"    note: {n}" for n in ps.notes]
     missing = [p.scenario for p in plan.scenarios if not p.engines]
     if plan.cost_usd is not None and plan.total_s:
-        rows.append(f"  total {t(plan.total_s)}, cost ${plan.cost_usd:,.2f} (compute "
-                    f"${plan.usd_per_hour * plan.total_s / 3600:,.2f}, storage ${plan.storage_usd or 0:,.2f})"
+        paid = plan.node_s or plan.total_s
+        if len(plan.nodes) > 1:
+            rows += [f"  node {i + 1}: {', '.join(n.scenarios)}: {t(n.wall_s)} (with its boot and setup "
+                     f"{t(plan.node_setup_s)})" for i, n in enumerate(plan.nodes)]
+        rows.append(f"  total {t(plan.total_s)}"
+                    + (f" (the longest of {len(plan.nodes)} nodes at once; {t(paid)} of node time)"
+                       if len(plan.nodes) > 1 else "")
+                    + f", cost ${plan.cost_usd:,.2f} (compute ${plan.usd_per_hour * paid / 3600:,.2f} at "
+                    f"${plan.usd_per_hour:g}/h, storage ${plan.storage_usd or 0:,.2f})"
                     + (f" for the planned scenarios only ({', '.join(missing)}: no sweep, not counted)"
                        if missing else ""))
-        rows.append("  shares: " + ", ".join(f"{k} {t(v)} ({v / plan.total_s:.0%})"
-                                             for k, v in sorted(plan.steps.items(), key=lambda kv: -kv[1])))
+        rows.append("  shares" + (" of the node time" if len(plan.nodes) > 1 else "") + ": "
+                    + ", ".join(f"{k} {t(v)} ({v / paid:.0%})"
+                                for k, v in sorted(plan.steps.items(), key=lambda kv: -kv[1])))
         rows += plan_verdict(plan)
     else:
         rows.append("  total: unknown (no scenario has a sweep)")
@@ -862,6 +961,8 @@ def plan_verdict(plan: Plan) -> list[str]:
             f"fits, {-over / 60:,.1f} min to spare" if over <= 0 else
             f"does NOT fit: {over / 60:,.1f} min over ({over / plan.budget_s:.0%}); the largest step is "
             f"{biggest[0]} ({biggest[1] / 60:,.1f} min)"))
+        if over > 0:
+            rows.append("  " + nodes_needed(plan, plan.budget_s))
     if plan.floor_s:
         rows.append(f"  the bytes alone at this storage: {plan.floor_s / 60:,.1f} min (datagen's writes, the input "
                     f"read once, each run's reads and writes, the verification's two reads of each output)"
@@ -879,7 +980,35 @@ def plan_verdict(plan: Plan) -> list[str]:
         rows.append(f"  budget ${plan.budget_usd:,.2f}: " + (
             f"fits, ${-over_usd:,.2f} to spare" if over_usd <= 0 else
             f"does NOT fit: ${over_usd:,.2f} over ({over_usd / plan.budget_usd:.0%})"))
+        paid_h = (plan.node_s or total) / 3600
+        left = plan.budget_usd - (plan.storage_usd or 0.0)
+        if over_usd > 0 and paid_h:
+            rows.append(f"  ${plan.budget_usd:,.2f} holds at an instance price of ${left / paid_h:,.3f}/h or less"
+                        f" ({left / paid_h / plan.usd_per_hour:.0%} of ${plan.usd_per_hour:g}/h)" if left > 0 else
+                        f"  the storage alone costs ${plan.storage_usd or 0:,.2f}: no instance price fits "
+                        f"${plan.budget_usd:,.2f}")
+            if left > 0:
+                rows[-1] += (": a spot price, if AWS's of the day is that low (not known offline: plan with "
+                             f"--instance-type {plan.instance_type.split('=')[0]}=PRICE, run with bench aws up --spot)")
     return rows
+
+
+def nodes_needed(plan: Plan, budget_s: float) -> str:
+    """The fewest nodes (scenarios spread longest first) whose longest node fits `budget_s`, or why none can."""
+    walls = {ps.scenario: ps.wall_s for ps in plan.scenarios if ps.wall_s}
+    if not walls:
+        return "nodes: nothing planned"
+    longest = max(walls, key=lambda x: walls[x] or 0.0)
+    alone = plan.node_setup_s + (walls[longest] or 0.0)
+    if alone > budget_s:
+        return (f"no number of nodes fits it: {longest} alone takes {alone / 60:,.1f} min on one node (a scenario is "
+                "never split: both engines run on one node, on one input)")
+    for n in range(1, len(walls) + 1):
+        wall = max(plan.node_setup_s + sum(walls[x] or 0.0 for x in g) for g in assign_nodes(walls, n))
+        if wall <= budget_s:
+            return (f"with {n} nodes at once it fits: {wall / 60:,.1f} min (bench plan --nodes {n}; "
+                    f"bench aws up --nodes {n})")
+    return "nodes: no spread fits"  # unreachable: one scenario per node is `alone`
 
 
 def refit(directory: Path) -> SweepSummary:

@@ -390,8 +390,14 @@ def tune(engine, scenario, scale, budget_minutes, max_configs, reps, confirm_rep
               help="Say whether the plan fits this wall time, and by how much it does not.")
 @click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Say whether the plan fits this cost, and by how much it does not.")
+@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Spread the scenarios over this many nodes at once (each scenario whole on one node, as "
+                   "bench aws up --nodes N does): the wall is the longest node's, the cost the sum.")
+@click.option("--node-setup-minutes", type=click.FloatRange(min=0), default=None,
+              help="Each node's boot and setup (default 5, an assumption).")
 @one_line_errors
-def plan(scenarios, scale, instance_type, reps, sources, storage, storage_mb_s, budget_minutes, budget_usd):
+def plan(scenarios, scale, instance_type, reps, sources, storage, storage_mb_s, budget_minutes, budget_usd, nodes,
+         node_setup_minutes):
     """Expected time, memory, disk and cost of a full reproduction, from the fitted models."""
     from bench.campaigns import make_plan, plan_table
     from bench.core.storage import storage_option
@@ -399,7 +405,8 @@ def plan(scenarios, scale, instance_type, reps, sources, storage, storage_mb_s, 
     if storage and storage_mb_s:
         raise UserError("--storage and --storage-mb-s: give one")
     p = make_plan(list(scenarios), scale, instance_type, reps, [Path(s) for s in sources] or [Path("results")],
-                  storage_option(storage) if storage else storage_mb_s, budget_minutes, budget_usd)
+                  storage_option(storage) if storage else storage_mb_s, budget_minutes, budget_usd, nodes,
+                  None if node_setup_minutes is None else node_setup_minutes * 60)
     click.echo(plan_table(p))
 
 
@@ -421,6 +428,27 @@ def selfcheck_datagen(files, file_mb, codec, rounds):
 
     for line in datagen_throughput(files=files, file_mb=file_mb, codec=codec, rounds=rounds):
         click.echo(line)
+
+
+@selfcheck.command("scaling")
+@click.option("--files", type=click.IntRange(min=2), default=87, show_default=True,
+              help="Files of the table generated and read (87 = the local scale of bin-packing).")
+@click.option("--file-mb", type=click.FloatRange(min=0, min_open=True), default=11.0, show_default=True)
+@click.option("--codec", type=click.Choice(["uncompressed", "zstd"]), default="uncompressed", show_default=True)
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Rounds, the order of 1 and 2 cores alternating; the medians are kept.")
+@click.option("--results-dir", type=click.Path(file_okay=False), default=None,
+              help="Where results go (default: ./results).")
+@click.option("--run-id", default=None, help="Name of its directory there (default: a timestamp).")
+@click.option("--work-dir", type=click.Path(file_okay=False), default=None,
+              help="Where the temporary warehouses go (default: $BENCH_SELFCHECK_DIR, else the system's temp dir).")
+@one_line_errors
+def selfcheck_scaling(files, file_mb, codec, rounds, results_dir, run_id, work_dir):
+    """The harness's own steps (datagen, input read, verification) on 1 and 2 cores: their scaling, for bench plan."""
+    from bench.runner.harness_scaling import Options, harness_scaling
+
+    harness_scaling(Options(files=files, file_mb=file_mb, codec=codec, rounds=rounds, results_dir=results_dir,
+                            run_id=run_id, work_dir=work_dir), echo=click.echo)
 
 
 selfcheck.add_command(selfcheck_telemetry)

@@ -31,8 +31,9 @@ from datagen.schema import make_rows, pools_for
 
 
 def _recipe(files: int, file_mb: float, codec: str) -> SmallFilesRecipe:
-    return SmallFilesRecipe(codec=codec, codec_level=5 if codec == "zstd" else None, files=files,
-                            total_bytes=int(files * file_mb * 1e6), files_per_commit=32, min_files=files)
+    return SmallFilesRecipe.model_validate(dict(codec=codec, codec_level=5 if codec == "zstd" else None, files=files,
+                                                total_bytes=int(files * file_mb * 1e6), files_per_commit=32,
+                                                min_files=files))
 
 
 def datagen_throughput(files: int = 24, file_mb: float = 11.0, codec: str = "uncompressed",

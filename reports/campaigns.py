@@ -1,9 +1,11 @@
 """Campaign summaries -> the report's view of them: a sweep (one scenario at several scales: how time and
 memory grow with the input, and where the fits lead), a memory frontier (the smallest budget each
 engine passes at, per scale) and a tune (a search over an engine's settings, and the confirmation of
-the best against the published configuration).
+the best against the published configuration), and `bench selfcheck scaling` (the harness's own steps on 1 and
+2 cores, the efficiencies `bench plan` scales them by).
 
-Reads only the summary files (`sweep.json`, `frontier.json`, `tune.json`, found by bench.core.campaign)
+Reads only the summary files (`sweep.json`, `frontier.json`, `tune.json`, `harness-scaling.json`, found by
+bench.core.campaign)
 and the result sets already loaded beside them, which it links to.  It recomputes nothing the campaign stored: the fits,
 speedups, extrapolations and predictions are shown as written; the one derived figure is the split of a
 NodeModel's time into its CPU and storage terms, by the model's own method.  Every extrapolation is a
@@ -25,6 +27,7 @@ from bench.core.campaign import (
     FrontierPoint,
     FrontierPrediction,
     FrontierSummary,
+    HarnessScalingSummary,
     Point,
     Probe,
     Summary,
@@ -112,6 +115,8 @@ def engine_colors(located: list[Located], base: dict[str, str]) -> dict[str, str
 
 
 def _engines(s: Summary) -> list[str]:
+    if isinstance(s, HarnessScalingSummary):  # the harness's steps: no engine
+        return []
     if isinstance(s, TuneSummary):  # the engine as published, and the profile the search wrote
         return list(dict.fromkeys([s.engine, tuned_label(s)]))
     named = list(s.engines) + [p.engine for p in s.points]
@@ -288,8 +293,9 @@ def _state_note(kind: str, s: Summary) -> str:
     note = STATE_NOTE.get(s.state)
     if not note:
         return ""
-    if s.state == "running" and s.pid and _pid_alive(s.pid, s.started_at) is False:
-        note = (f"was killed before it could record its end (its process, pid {s.pid}, is gone): what follows "
+    pid = getattr(s, "pid", 0)  # a harness-scaling check records none
+    if s.state == "running" and pid and _pid_alive(pid, s.started_at) is False:
+        note = (f"was killed before it could record its end (its process, pid {pid}, is gone): what follows "
                 "rests on the points measured before that")
     when = f" (started {s.started_at}" + (f", ended {s.ended_at})" if s.ended_at else ")") if s.started_at else ""
     return f"This {kind}{when} {note}."
@@ -589,19 +595,44 @@ def tune_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[Resu
     return v
 
 
+# --- the harness's own steps on 1 and 2 cores (bench selfcheck scaling) -----------------------------------
+HARNESS_TITLE = "The harness's own steps on 1 and 2 cores"
+
+
+@dataclass(kw_only=True)
+class HarnessView(CampaignView):
+    """A `bench selfcheck scaling` summary: its steps' CoreScaling, shown as the engines' 1 -> 2 core table is
+    (reports/templates/cores.html.j2); no run set of its own."""
+
+    s: HarnessScalingSummary
+
+    kind = "harness scaling"
+
+    @property
+    def ident(self) -> str:
+        return self.s.scaling_id
+
+
+def harness_view(loc: Located, anchor: str) -> HarnessView:
+    s: HarnessScalingSummary = loc.summary  # type: ignore[assignment]
+    return HarnessView(s=s, path=loc.path, anchor=anchor, colors={}, engines=[],
+                       state_note=_state_note("harness scaling check", s))
+
+
 @dataclass
 class Campaigns:
     sweeps: list[SweepView] = field(default_factory=list)
     frontiers: list[FrontierView] = field(default_factory=list)
     tunes: list[TuneView] = field(default_factory=list)
+    harness: list[HarnessView] = field(default_factory=list)
     member: dict[str, tuple[str, str]] = field(default_factory=dict)  # run-set anchor -> (campaign, its anchor)
 
     @property
-    def all(self) -> list[SweepView | FrontierView | TuneView]:
-        return [*self.sweeps, *self.frontiers, *self.tunes]
+    def all(self) -> list[SweepView | FrontierView | TuneView | HarnessView]:
+        return [*self.sweeps, *self.frontiers, *self.tunes, *self.harness]
 
     def __bool__(self) -> bool:
-        return bool(self.sweeps or self.frontiers or self.tunes)
+        return bool(self.sweeps or self.frontiers or self.tunes or self.harness)
 
 
 def build(located: list[Located], sets: list[ResultSet], base_colors: dict[str, str]) -> Campaigns:
@@ -612,6 +643,8 @@ def build(located: list[Located], sets: list[ResultSet], base_colors: dict[str, 
             out.sweeps.append(sweep_view(loc, f"sweep-{len(out.sweeps) + 1}", colors, sets))
         elif isinstance(loc.summary, FrontierSummary):
             out.frontiers.append(frontier_view(loc, f"frontier-{len(out.frontiers) + 1}", colors, sets))
+        elif isinstance(loc.summary, HarnessScalingSummary):
+            out.harness.append(harness_view(loc, f"harness-scaling-{len(out.harness) + 1}"))
         else:
             out.tunes.append(tune_view(loc, f"tune-{len(out.tunes) + 1}", colors, sets))
     for v in out.all:
@@ -620,4 +653,4 @@ def build(located: list[Located], sets: list[ResultSet], base_colors: dict[str, 
     return out
 
 
-__all__ = ["Campaigns", "Located", "build", "fmt_gb", "fmt_r2", "fmt_scale", "locate"]
+__all__ = ["HARNESS_TITLE", "Campaigns", "HarnessView", "Located", "build", "fmt_gb", "fmt_r2", "fmt_scale", "locate"]

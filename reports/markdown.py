@@ -190,17 +190,17 @@ def confinement_markdown(paths, root: Path | None = None, level: int = 3) -> str
         out += [""] + [f"- {s}" for s in c.speedups] + [f"- note: {n}" for n in c.notes]
         out += ["", f"Model: {MODEL} (the uncapped run's mean cores). Read from the device and written through the "
                     "throttle: the cgroup's own counters of one run.", ""]
-    for c in cores:
-        out += [f"{'#' * level} {c.scenario}, scale {fmt_scale(c.scale)}: 1 -> 2 cores", "",
+    for section in cores:
+        out += [f"{'#' * level} {section.scenario}, scale {fmt_scale(section.scale)}: 1 -> 2 cores", "",
                 "| engine | 1 core | 2 cores | cores busy (1, 2) | efficiency | Amdahl parallel fraction | "
                 "16 cores (model) | used by the node model |", "|---|---|---|---|---|---|---|---|"]
-        for k in c.scalings:
+        for k in section.scalings:
             busy = f"{k.busy_1:.2f}, {k.busy_2:.2f}" if k.busy_1 is not None and k.busy_2 is not None else "—"
             out.append(_row([k.engine, fmt_seconds(k.t1_s), fmt_seconds(k.t2_s), busy, f"{k.efficiency:.2f}",
                              f"{k.parallel_fraction:.3f}", f"{k.speedup(16):.1f}x",
                              "yes" if k.usable else "no: its core was not kept busy on 1 core"]))
-        evidence = "; ".join(f"{k.engine} {k.note}" for k in c.scalings)
-        dirs = sorted({r.split("/", 1)[0] for k in c.scalings for r in k.runs})
+        evidence = "; ".join(f"{k.engine} {k.note}" for k in section.scalings)
+        dirs = sorted({r.split("/", 1)[0] for k in section.scalings for r in k.runs})
         out += ["", f"Medians of verified runs ({evidence}) of {', '.join(f'`{d}`' for d in dirs)}.", ""]
     return "\n".join(out).rstrip("\n") + "\n"
 

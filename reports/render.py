@@ -147,11 +147,13 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
     except metadata.PackageNotFoundError:
         version = "dev"
     if title is None:
-        names = list(dict.fromkeys([v.s.scenario for v in camp.all] + [rs.scenario_name for rs in report.sets] +
+        scenarios = [v.s.scenario for v in camp.all if not isinstance(v, campaigns.HarnessView)]
+        names = list(dict.fromkeys(scenarios + [rs.scenario_name for rs in report.sets] +
                                    [st.state.scenario or st.state.run_id for st in report.incomplete_only]))
         engines = list(dict.fromkeys([e for v in camp.all for e in v.engines] +
                                      [e for rs in report.sets for e in rs.engines]))
-        title = f"{', '.join(names)}: {' vs '.join(engines)}" if engines else f"{', '.join(names)}: incomplete run"
+        title = (f"{', '.join(names)}: {' vs '.join(engines)}" if engines else
+                 f"{', '.join(names)}: incomplete run" if names else campaigns.HARNESS_TITLE)
     return tpl.render(
         title=title, css=Markup(css), views=views, sets=report.sets, incomplete_only=report.incomplete_only,
         generated=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),

@@ -70,7 +70,7 @@ module "worker_user_data" {
   run_id                 = local.run_id
   results_bucket         = local.bucket_name
   region                 = var.region
-  scenarios              = var.scenarios
+  scenarios              = local.bench_scenarios
   scale                  = var.scale
   engines                = var.engines
   reps                   = var.reps
@@ -106,6 +106,20 @@ resource "aws_instance" "worker" {
   instance_initiated_shutdown_behavior = "terminate"
   user_data_base64                     = module.worker_user_data[0].rendered_gzip_base64
   user_data_replace_on_change          = true
+
+  # spot = true: one-time Spot workers too (an interrupted worker takes its executor with it, mid-run: the
+  # engine run's result records what Spark made of it)
+  dynamic "instance_market_options" {
+    for_each = var.spot ? [1] : []
+    content {
+      market_type = "spot"
+      spot_options {
+        spot_instance_type             = "one-time"
+        instance_interruption_behavior = "terminate"
+        max_price                      = local.spot_max_price
+      }
+    }
+  }
 
   metadata_options {
     http_endpoint               = "enabled"

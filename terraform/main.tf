@@ -1,6 +1,8 @@
 # One instance runs the whole benchmark, uploads everything to S3 and terminates itself.  With
 # spark_workers = N > 0 (cluster.tf), N more instances run Spark standalone workers for it: the benchmark
 # instance runs the master and Spark's driver; every worker powers itself off once the master is gone.
+# With node_scenarios = k >= 1 groups (nodes.tf), the benchmark instance runs group 0 and k - 1 more
+# benchmark instances run the other groups in parallel, each uploading under runs/<run-id>/node-<i>/.
 
 # The run's name: fixed at the first apply (or given), so that later plans do not replace the instance.
 resource "terraform_data" "run_id" {
@@ -77,6 +79,12 @@ locals {
   harness_key    = "harness/${local.run_id}.tar.gz"
   cluster        = var.spark_workers > 0
 
+  # several benchmark nodes (nodes.tf): the benchmark instance runs group 0, aws_instance.node[i - 1] group i
+  nodes           = max(length(var.node_scenarios), 1)
+  bench_scenarios = length(var.node_scenarios) > 0 ? var.node_scenarios[0] : var.scenarios
+  # spot: null = up to the on-demand price (AWS's default when no maximum is given)
+  spot_max_price = var.spot_max_price != "" ? var.spot_max_price : null
+
   # your own table (read-only): its bucket and prefix, its catalog file shipped beside the harness archive
   source             = var.source_table != ""
   source_bucket      = var.source_s3_uri != "" ? regex("^s3://([^/]+)/", var.source_s3_uri)[0] : ""
@@ -94,7 +102,7 @@ module "user_data" {
   run_id                 = local.run_id
   results_bucket         = local.bucket_name
   region                 = var.region
-  scenarios              = var.scenarios
+  scenarios              = local.bench_scenarios
   scale                  = var.scale
   engines                = var.engines
   reps                   = var.reps
@@ -212,6 +220,20 @@ resource "aws_instance" "bench" {
   user_data_base64                     = module.user_data.rendered_gzip_base64
   user_data_replace_on_change          = true
 
+  # spot = true: a one-time Spot instance, terminated if AWS interrupts it (a one-time request cannot be
+  # stopped, so "terminate" is also the only shutdown behaviour it allows, which the deadline relies on)
+  dynamic "instance_market_options" {
+    for_each = var.spot ? [1] : []
+    content {
+      market_type = "spot"
+      spot_options {
+        spot_instance_type             = "one-time"
+        instance_interruption_behavior = "terminate"
+        max_price                      = local.spot_max_price
+      }
+    }
+  }
+
   metadata_options {
     http_endpoint               = "enabled"
     http_tokens                 = "required"
@@ -254,6 +276,11 @@ resource "aws_instance" "bench" {
     precondition {
       condition     = var.spark_workers == 0 || local.warehouse_on_s3
       error_message = "spark_workers > 0 needs warehouse_on_s3 = true: Spark's executors on the workers read and write the tables."
+    }
+
+    precondition {
+      condition     = length(var.node_scenarios) == 0 || var.spark_workers == 0
+      error_message = "node_scenarios (several benchmark nodes) and spark_workers (a Spark cluster) do not go together: choose one."
     }
   }
 

@@ -57,3 +57,13 @@ output "worker_private_ips" {
   description = "Private IPs of the Spark workers (empty when spark_workers = 0)."
   value       = aws_instance.worker[*].private_ip
 }
+
+output "nodes" {
+  description = "Benchmark nodes of the run: 1, or the number of node_scenarios groups. Node 0 is instance_id (results under results_prefix); node i > 0 is node_instance_ids[i - 1] (results under results_prefix + \"node-<i>/\")."
+  value       = local.nodes
+}
+
+output "node_instance_ids" {
+  description = "The extra benchmark nodes 1..k-1 (node_scenarios; empty otherwise). Each terminates itself when done or at the deadline."
+  value       = aws_instance.node[*].id
+}

@@ -243,6 +243,38 @@ variable "spark_workers" {
   }
 }
 
+# ----- several benchmark nodes --------------------------------------------------------------------------
+variable "node_scenarios" {
+  description = "Spread the scenarios over several identical benchmark instances, one group of scenarios each, run in parallel: [] (the default) = one instance runs `scenarios`; [[A, B], [C]] = the benchmark instance runs A and B, one more instance runs C. Each node runs its scenarios with every engine (a scenario is never split: its engines share one node and one input). Node i > 0 uploads to runs/<run_id>/node-<i>/ (its own status.json) and, with the warehouse on S3, uses warehouse/<run_id>/node-<i>. Replaces `scenarios` when set. Not with spark_workers. Every node costs for its own run. `bench aws up --nodes N` sets it."
+  type        = list(list(string))
+  default     = []
+
+  validation {
+    condition = (length(var.node_scenarios) <= 32 && alltrue([for g in var.node_scenarios : length(g) > 0])
+      && alltrue([for s in flatten(var.node_scenarios) : can(regex("^[a-z0-9][a-z0-9-]*$", s))])
+    && length(distinct(flatten(var.node_scenarios))) == length(flatten(var.node_scenarios)))
+    error_message = "node_scenarios: at most 32 groups, none empty, names of lowercase letters, digits and '-', no scenario in two groups."
+  }
+}
+
+# ----- spot instances ---------------------------------------------------------------------------------
+variable "spot" {
+  description = "Run every instance (the benchmark instance, the extra nodes and the Spark workers) as a one-time Spot instance, terminated if AWS interrupts it. Results uploaded before an interruption stay (the bootstrap uploads after each scenario); an interrupted node writes no status.json. The Spot price is AWS's of the moment."
+  type        = bool
+  default     = false
+}
+
+variable "spot_max_price" {
+  description = "With spot = true: the highest hourly price in USD (e.g. \"0.40\"); empty (the default) = up to the on-demand price."
+  type        = string
+  default     = ""
+
+  validation {
+    condition     = var.spot_max_price == "" || can(regex("^[0-9]+(\\.[0-9]+)?$", var.spot_max_price))
+    error_message = "spot_max_price: a price in USD per hour such as \"0.40\", or empty."
+  }
+}
+
 # ----- results ---------------------------------------------------------------------------------------
 variable "results_bucket_name" {
   description = "Results bucket. Empty = create one named iceberg-compaction-bench-<random>."

@@ -249,6 +249,16 @@ class PlannedScenario(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
+class PlannedNode(BaseModel):
+    """One node of a reproduction spread over several (bench plan --nodes N): its scenarios run one after the
+    other on it, each with every engine (both engines of a scenario always share a node and its input)."""
+
+    scenarios: list[str] = Field(default_factory=list)
+    wall_s: float = 0.0  # its scenarios' planned walls, plus the node's own boot and setup
+    floor_s: float = 0.0  # the bytes alone of its scenarios at the storage (datagen, input, runs, verification)
+    published_s: float = 0.0  # the published engine times of its runs
+
+
 class Plan(BaseModel):
     """What a full reproduction is expected to take, from the fitted models (a model throughout)."""
 
@@ -277,7 +287,14 @@ class Plan(BaseModel):
     budget_usd: float | None = None
     deadline_minutes: int = 0
     core_scalings: list[CoreScaling] = Field(default_factory=list)  # measured efficiencies the engine times use
+    harness_scalings: list[CoreScaling] = Field(default_factory=list)  # the harness's steps (selfcheck scaling)
     assumptions: list[str] = Field(default_factory=list)
+    # several nodes (bench plan --nodes N): the scenarios spread over them, longest first onto the least loaded;
+    # total_s is then the longest node's wall (what a budget of minutes is held to) and node_s the sum over the
+    # nodes (what is paid for); one node: nodes has one entry and node_s == total_s
+    nodes: list[PlannedNode] = Field(default_factory=list)
+    node_setup_s: float = 0.0  # each node's boot and setup, counted in its wall when there are several
+    node_s: float | None = None
 
 
 class TuneKnob(BaseModel):
@@ -352,8 +369,34 @@ class TuneSummary(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-Summary = SweepSummary | FrontierSummary | TuneSummary
-SUMMARY_FILES = {"sweep": SWEEP_FILE, "frontier": FRONTIER_FILE, "tune": TUNE_FILE}
+HARNESS_STEPS = ("datagen", "input read", "verification")  # the harness's own steps a plan scales by cores
+
+
+class HarnessScalingSummary(BaseModel):
+    """`bench selfcheck scaling`: the harness's own steps (datagen, the input read once, verification's readers)
+    timed on 1 and on 2 cores of this node, rounds alternating, each step told its cores as an engine is; one
+    CoreScaling per step (its `engine` is the step's name, one of HARNESS_STEPS).  `bench plan` scales those steps
+    to the target's cores by it (Amdahl, only where `usable`) instead of perfectly."""
+
+    kind: Literal["harness-scaling"] = "harness-scaling"
+    scaling_id: str
+    started_at: str = ""
+    ended_at: str | None = None
+    state: Literal["running", "complete", "interrupted"] = "running"
+    machine: str = ""
+    cores: int = 0
+    table: str = ""  # what was generated and read, e.g. "bin-packing recipe, 87 files, 0.96 GB"
+    rounds: int = 0
+    cache: str = ""  # how the page cache was held (e.g. warm: the input read once before each read step)
+    steps: list[CoreScaling] = Field(default_factory=list)
+    samples: dict[str, dict[str, list[float]]] = Field(default_factory=dict)  # step -> "1"|"2" -> seconds per round
+    notes: list[str] = Field(default_factory=list)
+
+
+Summary = SweepSummary | FrontierSummary | TuneSummary | HarnessScalingSummary
+HARNESS_SCALING_FILE = "harness-scaling.json"
+SUMMARY_FILES = {"sweep": SWEEP_FILE, "frontier": FRONTIER_FILE, "tune": TUNE_FILE,
+                 "harness-scaling": HARNESS_SCALING_FILE}
 
 
 def write_summary(directory: Path, summary: Summary) -> Path:
@@ -389,6 +432,8 @@ def read_summary(path: Path) -> Summary | None:
         return FrontierSummary.model_validate(data)
     if data.get("kind") == "tune":
         return TuneSummary.model_validate(data)
+    if data.get("kind") == "harness-scaling":
+        return HarnessScalingSummary.model_validate(data)
     return None
 
 

@@ -279,11 +279,16 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
     if unreachable:
         raise UserError(f"warehouse {settings.warehouse}: " + "; ".join(unreachable))
     cap = parse_storage_cap(opts.storage_cap)
-    device = port = None
+    device: tuple[str, int, int] | None = None
+    port: int | None = None
     if cap is not None and settings.is_remote:  # an S3 server on the loopback: its traffic shaped
-        port = check_storage_cap(cap, None, S3Connection.from_env().endpoint, remote=True)
+        got = check_storage_cap(cap, None, S3Connection.from_env().endpoint, remote=True)
+        assert isinstance(got, int)  # remote: the server's port
+        port = got
     elif cap is not None:
-        device = check_storage_cap(cap, settings.warehouse_path)
+        got = check_storage_cap(cap, settings.warehouse_path)
+        assert isinstance(got, tuple)  # local: the warehouse's device
+        device = got
     cpus = check_cores(opts.cores) if opts.cores is not None else None
     cache_mode, cache_note = resolve_cache(opts.cache, settings)
     if opts.catalog_uri:

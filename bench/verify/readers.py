@@ -31,7 +31,7 @@ from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.table import Table
 
 from bench.core.catalog import CatalogSettings
-from bench.core.catalog.duck import duckdb_connect, duckdb_connect_iceberg
+from bench.core.catalog.duck import duckdb_config, duckdb_connect, duckdb_connect_iceberg
 from bench.core.catalog.s3 import is_s3
 from bench.core.checksum import checksum_select
 from bench.core.sql import ident, idents, string_list
@@ -105,7 +105,7 @@ def read_pyiceberg_scan(tbl: Table, snapshot_id: int | None, settings: CatalogSe
             raise ReaderUnavailable(f"pyiceberg cannot apply equality deletes (its scan raises 'PyIceberg does not "
                                     f"yet support equality deletes'); {applying} equality delete files apply here")
     reader = tbl.scan(snapshot_id=snapshot_id, row_filter=row_filter or AlwaysTrue()).to_arrow_batch_reader()
-    con = duckdb.connect()
+    con = duckdb.connect(config=duckdb_config())
     try:
         con.register("_scan", reader)
         row = con.execute(checksum_select(_columns(tbl), "_scan")).fetchone()

@@ -45,12 +45,22 @@ variable "source_table" {
   default = ""
 }
 
+variable "node_index" {
+  type    = number
+  default = 0
+}
+
+variable "scenarios" {
+  type    = list(string)
+  default = ["bin-packing", "bin-packing-zstd", "deletes-standard", "deletes-high", "deletes-massive"]
+}
+
 module "user_data" {
   source                 = "../modules/user_data"
   run_id                 = "20250101T000000Z"
   results_bucket         = "example-results-bucket"
   region                 = "us-east-1"
-  scenarios              = ["bin-packing", "bin-packing-zstd", "deletes-standard", "deletes-high", "deletes-massive"]
+  scenarios              = var.scenarios
   scale                  = 1.0
   engines                = ["spark", "risingwave"]
   reps                   = 1
@@ -68,6 +78,7 @@ module "user_data" {
   spark_master_host      = var.spark_master_host
   source_catalog_uri     = var.source_catalog_uri
   source_table           = var.source_table
+  node_index             = var.node_index
 }
 
 output "user_data" {

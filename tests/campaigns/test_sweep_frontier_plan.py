@@ -98,7 +98,9 @@ def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
              for o in ("gp3-baseline", "s3-burst")}
     for name, pl in plans.items():
         ps = pl.scenarios[0]
-        assert pl.total_s == pytest.approx(sum(pl.steps.values())) == pytest.approx(ps.wall_s)
+        # one node: its boot and setup (an assumption, 5 min), then the scenario
+        assert pl.total_s == pytest.approx(sum(pl.steps.values())) == pytest.approx(ps.wall_s + 300)
+        assert pl.steps["node boot and setup"] == 300 and pl.node_s == pl.total_s
         assert set(ps.steps) == {"datagen", "input read once", "risingwave runs", "engine start-up",
                                  "verification", "restore", "reads"}
         assert ps.steps["restore"] == pytest.approx(0.5) and ps.steps["reads"] == 0  # measured; none measured
@@ -128,6 +130,96 @@ def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
     assert f"{least:,.1f} min: more than the budget for any reproduction that reproduces" in plan_table(tight)
     # on S3 every file the recipe writes is a PUT: 17,358 input files at $0.005 per 1,000 and more
     assert fast.storage_usd > 17358 / 1000 * 0.005
+
+
+def _synthetic_sweep(directory, scenario: str, per_gb: float):
+    from bench.core.campaign import DatagenPoint, Point, Stat, SweepSummary, write_summary
+
+    xs = [0.2, 0.4, 0.965]
+    s = SweepSummary(sweep_id=f"sw-{scenario}", scenario=scenario, scales=[0.001, 0.002, 0.005], reps=1,
+                     engines=["risingwave"], state="complete", started_at="2026-11-23T00:00:00Z", cores=2,
+                     time_fits={"risingwave": fit_line(xs, [1 + per_gb * x for x in xs], "duration_s", "s")},
+                     datagen_fit=fit_line([0.2, 0.965], [1.6, 3.9], "datagen_s", "s"),
+                     datagen=[DatagenPoint(scale=0.005, bytes=int(0.965e9), logical_bytes=int(0.965e9), seconds=3.9)],
+                     points=[Point(engine="risingwave", scale=0.005, gb=0.965, disk_gb=0.965, output_disk_gb=0.42,
+                                   runs=1, verified=1, duration_s=Stat(median=1 + per_gb * 0.965), setup_s=0.1,
+                                   verify_s=2.0, restore_s=0.5, mean_cores=1.0)])
+    write_summary(directory / f"sw-{scenario}", s)
+
+
+def test_plan_spreads_scenarios_over_nodes(tmp_path):
+    """--nodes N: whole scenarios on N nodes at once, the longest first; the wall is the longest node's, the cost
+    the sum of the nodes' times; the verdict names the fewest nodes that fit, or the price per hour that would."""
+    from bench.campaigns import assign_nodes, make_plan, plan_table
+    from bench.core.storage import storage_option
+
+    for sc, per_gb in (("bin-packing", 40.0), ("bin-packing-zstd", 30.0), ("deletes-high", 10.0)):
+        _synthetic_sweep(tmp_path, sc, per_gb)
+    names = ["bin-packing", "bin-packing-zstd", "deletes-high"]
+    one = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("s3-sustained"), 60, 1.5)
+    walls = {ps.scenario: ps.wall_s for ps in one.scenarios}
+    assert all(walls.values()) and len(one.nodes) == 1 and one.total_s == pytest.approx(300 + sum(walls.values()))
+    two = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("s3-sustained"), 60, 1.5, nodes=2)
+    assert [n.scenarios for n in two.nodes] == assign_nodes(walls, 2)
+    assert sorted(x for n in two.nodes for x in n.scenarios) == sorted(names)  # each scenario once, whole
+    assert two.total_s == pytest.approx(max(300 + sum(walls[x] for x in n.scenarios) for n in two.nodes))
+    assert two.node_s == pytest.approx(600 + sum(walls.values())) and two.total_s < one.total_s
+    compute = 0.768 * two.node_s / 3600
+    assert two.cost_usd == pytest.approx(compute + two.storage_usd) and two.cost_usd > one.cost_usd  # a second boot
+    text = plan_table(two)
+    assert "node 1: " in text and "node 2: " in text and "the longest of 2 nodes at once" in text
+    # the lower bounds are the longest node's, not the sum over nodes
+    assert two.floor_s < one.floor_s and two.published_s < one.published_s
+    # the verdict: the fewest nodes whose longest node fits, or that none can (a scenario is never split)
+    longest = max(walls.values()) + 300
+    fits = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("s3-sustained"),
+                     (longest + 1) / 60, 1.5)
+    assert f"with 3 nodes at once it fits: {longest / 60:,.1f} min" in plan_table(fits) or \
+        "with 2 nodes at once it fits" in plan_table(fits)
+    never = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("s3-sustained"),
+                      (longest - 60) / 60, 1.5)
+    assert "no number of nodes fits it: bin-packing alone takes" in plan_table(never)
+    # a cost budget it misses: the instance price per hour that would hold it (e.g. spot), as a model
+    tight = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("gp3-max"), 600, 0.5, nodes=3)
+    price = (0.5 - tight.storage_usd) / (tight.node_s / 3600)
+    assert 0 < price < 0.768 and f"$0.50 holds at an instance price of ${price:,.3f}/h or less" in plan_table(tight)
+    spot = make_plan(names, 1.0, f"m5.4xlarge={price * 0.99}", 1, [tmp_path], storage_option("gp3-max"), 600, 0.5,
+                     nodes=3)
+    assert spot.cost_usd <= 0.5 and "budget $0.50: fits" in plan_table(spot)  # that price given: it fits
+    poor = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("s3-sustained"), 600, 0.1)
+    assert poor.storage_usd > 0.1 and "no instance price fits $0.10" in plan_table(poor)
+    more = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("s3-sustained"), nodes=9)
+    assert len(more.nodes) == 3  # never more nodes than scenarios
+
+
+def test_plan_scales_the_harness_steps_by_their_measured_efficiency(tmp_path):
+    """A `bench selfcheck scaling` summary under --from: datagen and verification scale to 16 cores by Amdahl on
+    their measured 1 -> 2 core efficiency (where the 1-core run kept its core busy), not perfectly."""
+    from bench.campaigns import make_plan, plan_table
+    from bench.core.campaign import HarnessScalingSummary, write_summary
+    from bench.core.fit import CoreScaling
+    from bench.core.storage import storage_option
+
+    _synthetic_sweep(tmp_path, "bin-packing", 40.0)
+    fast = storage_option("s3-burst")  # so that the CPU part, not the bytes, decides
+    perfect = make_plan(["bin-packing"], 1.0, "m5.4xlarge", 1, [tmp_path], fast)
+    assert "datagen: perfectly to 16 cores (not measured: run `bench selfcheck scaling`)" in plan_table(perfect)
+    steps = [CoreScaling(engine="datagen", t1_s=10.0, t2_s=8.0, busy_1=0.97, busy_2=1.6),  # efficiency 0.625
+             CoreScaling(engine="verification", t1_s=10.0, t2_s=5.0, busy_1=0.5, busy_2=1.0)]  # waited: not used
+    write_summary(tmp_path / "hs", HarnessScalingSummary(scaling_id="hs", state="complete", cores=2, steps=steps,
+                                                          started_at="2026-11-26T00:00:00Z"))
+    measured = make_plan(["bin-packing"], 1.0, "m5.4xlarge", 1, [tmp_path], fast)
+    sc, here = steps[0], fit_line([0.2, 0.965], [1.6, 3.9], "datagen_s", "s").predict(193.0)  # 2 cores
+    written = measured.storage.seconds(0, measured.scenarios[0].dataset_bytes)
+    assert perfect.scenarios[0].datagen_s == pytest.approx(max(here / 8, written))
+    assert measured.scenarios[0].datagen_s == pytest.approx(max(here * sc.speedup(2) / sc.speedup(16), written))
+    assert measured.scenarios[0].datagen_s > perfect.scenarios[0].datagen_s  # 0.625 from 1 to 2: far from x8
+    verify = [e.verify_s for e in measured.scenarios[0].engines]
+    assert verify == [e.verify_s for e in perfect.scenarios[0].engines]  # not usable: perfect scaling kept
+    text = plan_table(measured)
+    assert "efficiency 0.62" in text and "verification: perfectly to 16 cores (its 1 -> 2 core measurement kept " \
+        "0.50 of one core busy: not used)" in text
+    assert [c.engine for c in measured.harness_scalings] == ["datagen", "verification"]
 
 
 def test_frontier_predictions_compare_with_the_published_outcome():

@@ -232,3 +232,133 @@ def test_up_on_your_own_table_ships_its_catalog_file_and_reads_its_prefix_only(f
         bad = up(*args)
         assert bad.exit_code == 2 and says in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output
     assert len([c for c in fake_tf.calls() if c[1] == "apply"]) == applies
+
+
+# ----- several benchmark nodes (--nodes) and spot instances (--spot) --------------------------------------
+def _applied_values(fake_tf) -> dict:
+    apply = [c for c in fake_tf.calls() if c[1] == "apply"][-1]
+    return json.loads(Path(next(a for a in apply if a.startswith("-var-file=")).split("=", 1)[1]).read_text())
+
+
+def _up(fake_tf, run_id, *extra):
+    return CliRunner().invoke(main, ["aws", "up", "--terraform-dir", str(fake_tf.dir), "--run-id", run_id,
+                                     "--git-ref", "v1", "--git-url", "https://example.invalid/h.git",
+                                     "--auto-approve", *extra])
+
+
+def test_up_nodes_without_a_plan_deals_the_scenarios_out_and_spot_sets_its_variables(fake_tf, tmp_path):
+    (tmp_path / "empty").mkdir()
+    plan_from = ["--plan-from", str(tmp_path / "empty")]
+    r = _up(fake_tf, "n2", "--scenarios", "bin-packing,bin-packing-zstd,deletes-high", "--nodes", "2",
+            "--spot", "--var", "spot_max_price=0.40", *plan_from)
+    assert r.exit_code == 0, r.output
+    values = _applied_values(fake_tf)
+    assert values["node_scenarios"] == [["bin-packing", "deletes-high"], ["bin-packing-zstd"]]
+    assert values["spot"] is True and values["spot_max_price"] == 0.4   # Terraform takes it as the string "0.4"
+    assert "node 0 (the benchmark instance, results in runs/n2/): bin-packing, deletes-high" in r.output
+    assert "node 1 (results in runs/n2/node-1/): bin-packing-zstd" in r.output
+    # one node (the default): nothing new in the variables, on demand
+    r = _up(fake_tf, "n1", "--scenarios", "bin-packing,deletes-high", *plan_from)
+    assert r.exit_code == 0, r.output
+    values = _applied_values(fake_tf)
+    assert not {"node_scenarios", "spot", "spot_max_price"} & set(values)
+    # never more nodes than scenarios: two scenarios on --nodes 5 are two nodes
+    r = _up(fake_tf, "n5", "--scenarios", "bin-packing,deletes-high", "--nodes", "5", *plan_from)
+    assert r.exit_code == 0, r.output
+    assert _applied_values(fake_tf)["node_scenarios"] == [["bin-packing"], ["deletes-high"]]
+    assert "5 asked for, 2 scenario(s): 2 node(s)" in r.output
+    # one scenario on --nodes 3: one node, as today
+    r = _up(fake_tf, "n3", "--scenarios", "bin-packing", "--nodes", "3", *plan_from)
+    assert r.exit_code == 0, r.output
+    assert "node_scenarios" not in _applied_values(fake_tf)
+
+
+def test_up_nodes_from_the_plan_longest_first(fake_tf, tmp_path):
+    """With a complete plan the groups are the plan's (longest planned wall first onto the least loaded node)."""
+    from bench.core.campaign import Point, Stat, SweepSummary, write_summary
+    from bench.core.fit import fit_line
+
+    xs = [0.2, 0.4, 1.0, 1.0]
+    for name, gb in (("bin-packing", 0.965), ("bin-packing-zstd", 2.0), ("deletes-high", 0.5)):  # sizes at 0.005
+        write_summary(tmp_path / "plans" / name, SweepSummary(
+            sweep_id=name, scenario=name, scales=[0.001, 0.002, 0.005], reps=1, engines=["risingwave"],
+            state="complete", started_at="2026-11-23T00:00:00Z", cores=2,
+            time_fits={"risingwave": fit_line(xs, [1 + 4 * x for x in xs], "duration_s", "s")},
+            points=[Point(engine="risingwave", scale=0.005, gb=gb, disk_gb=gb, output_disk_gb=gb / 2, runs=1,
+                          verified=1, duration_s=Stat(median=4.9), setup_s=0.1, verify_s=2.0, mean_cores=1.6)]))
+    r = _up(fake_tf, "pn", "--scenarios", "bin-packing,bin-packing-zstd,deletes-high", "--nodes", "2",
+            "--plan-from", str(tmp_path / "plans"))
+    assert r.exit_code == 0, r.output
+    values = _applied_values(fake_tf)
+    groups = values["node_scenarios"]
+    assert sorted(sum(groups, [])) == ["bin-packing", "bin-packing-zstd", "deletes-high"] and len(groups) == 2
+    assert groups[0] == ["bin-packing-zstd"], r.output   # the longest alone, the two others on the second node
+    assert "max_lifetime_minutes" in values and "data_volume_size_gb" in values
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--nodes", "2", "--spark-workers", "1", "--warehouse-on-s3"], "--nodes and --spark-workers"),
+    (["--nodes", "2", "--source-table", "lake.events"], "--nodes and --source-table"),
+])
+def test_up_nodes_and_spot_bad_input_is_one_line(fake_tf, extra, says):
+    r = _up(fake_tf, "bad", *extra)
+    assert r.exit_code == 2 and says in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert not [c for c in fake_tf.calls() if c[1] == "apply"]
+
+
+def test_status_and_fetch_over_two_nodes(fake_tf, s3, tmp_path, monkeypatch):
+    """Node 0 under runs/<run-id>/, node 1 under runs/<run-id>/node-1/: finished only when both are (exit 3
+    before); fetch renders one report over both nodes' results."""
+    for k, v in s3.env.items():
+        monkeypatch.setenv(k, v)
+    states = {"i-0": "running", "i-1": "running"}
+    monkeypatch.setattr(aws_cli, "_instance_state", lambda iid, region: states[iid])
+    args = ["--terraform-dir", str(fake_tf.dir)]
+    fake_tf.set_outputs(run_id="r5", results_bucket=BUCKET, region="us-east-1", nodes=2, instance_id="i-0",
+                        node_instance_ids=["i-1"])
+    local = tmp_path / "run"
+    (local / "results").mkdir(parents=True)
+    (local / "results" / "a.json").write_text("{}")
+    cloud.publish(f"s3://{BUCKET}/runs/r5/node-1/", {"results": local / "results"})   # node 1: partial
+    r = CliRunner().invoke(main, ["aws", "status", *args])
+    assert r.exit_code == 3, r.output
+    assert "node 0 s3://bench-results/runs/r5/ (instance i-0: running): running or not started (0 objects" in r.output
+    assert "node 1 s3://bench-results/runs/r5/node-1/ (instance i-1: running): running or not started (1 objects" \
+        in r.output
+    cloud.publish(f"s3://{BUCKET}/runs/r5/", {"results": local / "results"}, {"status": "ok"})   # node 0 done
+    r = CliRunner().invoke(main, ["aws", "status", *args])
+    assert r.exit_code == 3 and "node 0 s3://bench-results/runs/r5/ (instance i-0: running): finished, status ok " \
+        "(2 objects)" in r.output and "1 of 2 nodes not finished" in r.output, r.output
+    cloud.publish(f"s3://{BUCKET}/runs/r5/node-1/", {}, {"status": "failed"})   # node 1 done
+    r = CliRunner().invoke(main, ["aws", "status", *args])
+    assert r.exit_code == 0 and "node 1 s3://bench-results/runs/r5/node-1/ (instance i-1: running): finished, " \
+        "status failed" in r.output and "all 2 nodes finished" in r.output, r.output
+    # without Terraform's outputs the nodes are counted from the keys under the run's prefix
+    r = CliRunner().invoke(main, ["aws", "status", "--bucket", BUCKET, "--run-id", "r5"])
+    assert r.exit_code == 0 and "all 2 nodes finished" in r.output, r.output
+
+    rendered = []
+    monkeypatch.setattr("reports.render.render_report", lambda paths, out=None: rendered.append((paths, out)) or out)
+    dest = tmp_path / "fetched"
+    r = CliRunner().invoke(main, ["aws", "fetch", *args, "--dest", str(dest)])
+    assert r.exit_code == 0, r.output
+    assert (dest / "results" / "a.json").is_file() and (dest / "node-1" / "results" / "a.json").is_file()
+    assert "node 0 status: ok" in r.output and "node 1 status: failed" in r.output
+    assert rendered == [([dest / "results", dest / "node-1" / "results"], dest / "report-all-nodes.html")]
+
+
+def test_status_a_node_lost_without_status_json(fake_tf, s3, monkeypatch):
+    """A node whose instance is terminated without a status.json (a Spot interruption) is lost, not running."""
+    for k, v in s3.env.items():
+        monkeypatch.setenv(k, v)
+    states = {"i-0": "terminated", "i-1": "terminated"}
+    monkeypatch.setattr(aws_cli, "_instance_state", lambda iid, region: states[iid])
+    fake_tf.set_outputs(run_id="r6", results_bucket=BUCKET, region="us-east-1", nodes=2, instance_id="i-0",
+                        node_instance_ids=["i-1"])
+    cloud.publish(f"s3://{BUCKET}/runs/r6/", {}, {"status": "ok"})
+    r = CliRunner().invoke(main, ["aws", "status", "--terraform-dir", str(fake_tf.dir)])
+    assert r.exit_code == 0 and "node 1 s3://bench-results/runs/r6/node-1/ (instance i-1: terminated): lost" \
+        in r.output, r.output
+    states["i-1"] = "shutting-down"   # not terminated yet: its last upload may still come
+    r = CliRunner().invoke(main, ["aws", "status", "--terraform-dir", str(fake_tf.dir)])
+    assert r.exit_code == 3, r.output

@@ -1,13 +1,14 @@
 """The Terraform module (terraform/), checked offline: no AWS, no provider registry.
 
 What runs here: `terraform fmt -check`, the user data rendered through the provider-free module
-terraform/render (then bash -n and shellcheck), checkov on the module (every skip must carry a
-reason), with the defaults and with a Spark cluster (spark_workers = 2), and assertions on the parsed
-HCL.  `terraform validate` and `terraform test` (terraform/tests/*.tftest.hcl: plans against a mocked
-AWS provider) need the AWS provider binary, which cannot be downloaded here: they run only when one is
-at hand in a local plugin directory ($BENCH_TF_PLUGIN_DIR, else /opt/tf-plugins), in a copy of the
-module whose provider constraint is relaxed to that binary's version when it is older (the README says
-so).  `terraform plan/apply` against AWS are never run.
+terraform/render (then bash -n and shellcheck), checkov on the module (every skip must carry a reason),
+with the defaults, with a Spark cluster (spark_workers = 2) and with three benchmark nodes on spot
+instances, and assertions on the parsed HCL. `terraform validate` and `terraform test`
+(terraform/tests/*.tftest.hcl: plans against a mocked AWS provider) need the AWS provider binary, which
+cannot be downloaded here: they run only when one is at hand in a local plugin directory
+($BENCH_TF_PLUGIN_DIR, else /opt/tf-plugins), in a copy of the module whose provider constraint is
+relaxed to that binary's version when it is older (the README says so). `terraform plan/apply` against
+AWS are never run.
 """
 
 from __future__ import annotations
@@ -394,7 +395,7 @@ def test_cluster_security_group_admits_its_members_on_sparks_ports_only(module):
     assert res(module, "aws_instance", "worker")["placement_group"] == "${one(aws_placement_group.cluster[*].name)}"
 
 
-@pytest.mark.parametrize("name", ["bench", "worker"])
+@pytest.mark.parametrize("name", ["bench", "worker", "node"])
 def test_every_instance_is_hardened_and_self_terminating(module, name):
     inst = res(module, "aws_instance", name)
     bench = res(module, "aws_instance", "bench")
@@ -413,12 +414,13 @@ def test_every_instance_is_hardened_and_self_terminating(module, name):
     for dev in inst["root_block_device"] + data:
         assert dev["encrypted"] is True and dev["volume_type"] == "gp3" and dev["delete_on_termination"] is True
     assert inst["tags"]["run_id"] == "${local.run_id}"
-    assert inst["tags"]["role"] == {"bench": "bench", "worker": "spark-worker"}[name]
-    # the deadline: both user data come from the same module, with the same max_lifetime_minutes (the
+    assert inst["tags"]["role"] == {"bench": "bench", "worker": "spark-worker", "node": "bench-node"}[name]
+    # the deadline: every user data comes from the same module, with the same max_lifetime_minutes (the
     # template arms `shutdown -P +M` and so does bootstrap.sh, whatever the role: see the render tests)
-    mod = {"bench": "user_data", "worker": "worker_user_data"}[name]
-    assert inst["user_data_base64"] == ("${module.%s.rendered_gzip_base64}" if name == "bench"
-                                        else "${module.%s[0].rendered_gzip_base64}") % mod
+    mod = {"bench": "user_data", "worker": "worker_user_data", "node": "node_user_data"}[name]
+    assert inst["user_data_base64"] == {"bench": "${module.%s.rendered_gzip_base64}",
+                                        "worker": "${module.%s[0].rendered_gzip_base64}",
+                                        "node": "${module.%s[count.index].rendered_gzip_base64}"}[name] % mod
     m = module["module"][mod]
     assert m["source"] == "./modules/user_data"
     assert m["max_lifetime_minutes"] == "${var.max_lifetime_minutes}"
@@ -446,6 +448,85 @@ def test_a_cluster_needs_the_warehouse_on_s3(module):
 def test_worker_outputs(module):
     assert module["output"]["worker_instance_ids"]["value"] == "${aws_instance.worker[*].id}"
     assert module["output"]["worker_private_ips"]["value"] == "${aws_instance.worker[*].private_ip}"
+
+
+# ----- several benchmark nodes (node_scenarios) ------------------------------------------------------------
+def test_node_scenarios_default_to_the_single_node(module):
+    v = module["variable"]["node_scenarios"]
+    assert v["default"] == [] and v["type"] == "${list(list(string))}"
+    loc = module["locals"]
+    assert loc["nodes"] == "${max(length(var.node_scenarios), 1)}"
+    # node 0 is the benchmark instance: `scenarios` as before, or the first group
+    assert loc["bench_scenarios"] == "${length(var.node_scenarios) > 0 ? var.node_scenarios[0] : var.scenarios}"
+    assert module["module"]["user_data"]["scenarios"] == "${local.bench_scenarios}"
+    assert "node_index" not in module["module"]["user_data"]   # the module's default 0: runs/<run-id>/
+    for what in (res(module, "aws_instance", "node"), module["module"]["node_user_data"]):
+        assert what["count"] == "${max(length(var.node_scenarios) - 1, 0)}"
+
+
+def test_extra_nodes_are_the_benchmark_instance_again_with_their_group_and_prefix(module):
+    """aws_instance.node: the benchmark instance's security group only (no inbound but SSH when asked for),
+    its role and deadline; its user data the bench's settings but for the group, the node index (the results
+    prefix) and the warehouse prefix."""
+    node, bench = res(module, "aws_instance", "node"), res(module, "aws_instance", "bench")
+    assert node["vpc_security_group_ids"] == ["${aws_security_group.bench.id}"]
+    assert "placement_group" not in node   # no cluster with nodes: refused below
+    assert node["iam_instance_profile"] == bench["iam_instance_profile"] == "${aws_iam_instance_profile.bench.name}"
+    assert node["depends_on"] == bench["depends_on"]   # the role's policy and the harness before boot
+    assert node["tags"]["node"] == "${tostring(count.index + 1)}" and "node-${count.index + 1}" in node["tags"]["Name"]
+    ud, bench_ud = module["module"]["node_user_data"], module["module"]["user_data"]
+    assert ud["source"] == "./modules/user_data" and ud["node_index"] == "${count.index + 1}"
+    assert ud["scenarios"] == "${var.node_scenarios[count.index + 1]}"
+    assert ud["warehouse_uri"] == '${local.warehouse_on_s3 ? "${local.warehouse_uri}/node-${count.index + 1}" : ""}'
+    assert module["locals"]["warehouse_uri"] == \
+        '${local.warehouse_on_s3 ? "s3://${local.bucket_name}/warehouse/${local.run_id}" : ""}'
+    own = ("count", "node_index", "scenarios", "warehouse_uri")
+    assert {k: v for k, v in bare(ud).items() if k not in own} == \
+        {k: v for k, v in bare(bench_ud).items() if k not in own + ("spark_workers",)}
+    # the module puts node i > 0 under runs/<run-id>/node-<i>/, node 0 where it always was
+    settings = parse(TF / "modules" / "user_data" / "main.tf")["locals"][0]["settings"]
+    assert settings["BENCH_RESULTS_URI"] == \
+        's3://${var.results_bucket}/runs/${var.run_id}/${var.node_index > 0 ? "node-${var.node_index}/" : ""}'
+
+
+def test_the_instance_role_already_covers_every_nodes_prefixes(module):
+    """Nodes share the benchmark instance's role, scoped to this run: runs/<run-id>/* holds every node-<i>/,
+    warehouse/<run-id>/* every node's warehouse; nothing wider was added for them."""
+    stmts = {s["sid"]: s for s in _statements(module["data"]["aws_iam_policy_document"]["bench"])}
+    assert stmts["WriteThisRunsResults"]["resources"] == ["${local.bucket_arn}/${local.results_prefix}*"]
+    assert stmts["ReadWriteThisRunsWarehouse"]["resources"] == ["${local.bucket_arn}/warehouse/${local.run_id}/*"]
+    assert module["locals"]["results_prefix"] == "runs/${local.run_id}/"
+    assert sorted(module["resource"]["aws_iam_instance_profile"]) == ["bench", "worker"]
+
+
+def test_nodes_refuse_a_spark_cluster(module):
+    pre = res(module, "aws_instance", "bench")["lifecycle"][0]["precondition"]
+    cond = next(p for p in pre if "node_scenarios" in p["condition"])
+    assert cond["condition"] == "${length(var.node_scenarios) == 0 || var.spark_workers == 0}"
+    assert "spark_workers" in cond["error_message"] and "\n" not in cond["error_message"]
+
+
+def test_node_outputs(module):
+    assert module["output"]["nodes"]["value"] == "${local.nodes}"
+    assert module["output"]["node_instance_ids"]["value"] == "${aws_instance.node[*].id}"
+
+
+# ----- spot instances ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["bench", "node", "worker"])
+def test_spot_is_a_switch_of_every_instance(module, name):
+    """spot = false (the default): no market options at all, on demand as before; true: one-time, terminated
+    on interruption (a one-time request cannot be stopped: "terminate" is its shutdown behaviour too)."""
+    v = module["variable"]
+    assert v["spot"]["default"] is False and v["spot_max_price"]["default"] == ""
+    assert module["locals"]["spot_max_price"] == '${var.spot_max_price != "" ? var.spot_max_price : null}'
+    inst = res(module, "aws_instance", name)
+    assert "instance_market_options" not in inst   # only through the dynamic block
+    dyn = [d["instance_market_options"] for d in inst["dynamic"] if "instance_market_options" in d]
+    assert len(dyn) == 1 and dyn[0]["for_each"] == "${var.spot ? [1] : []}"
+    assert bare(dyn[0]["content"]) == [{"market_type": "spot", "spot_options": [{
+        "spot_instance_type": "one-time", "instance_interruption_behavior": "terminate",
+        "max_price": "${local.spot_max_price}"}]}]
+    assert inst["instance_initiated_shutdown_behavior"] == "terminate"
 
 
 # ----- the bucket --------------------------------------------------------------------------------------
@@ -493,8 +574,10 @@ def checkov_bin() -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("tfvars", ["", "spark_workers = 2\nwarehouse_on_s3 = true\nsource_table = \"lake.events\"\n"
                                      "source_s3_uri = \"s3://my-lake/events\"\nsource_catalog_path = \"prod.yaml\"\n"
-                                     "source_glue = true\n"],
-                         ids=["single-node", "spark-workers-2-own-table"])
+                                     "source_glue = true\n",
+                                     'node_scenarios = [["bin-packing"], ["deletes-high"], ["deletes-standard"]]\n'
+                                     'storage = "s3"\nspot = true\nspot_max_price = "0.40"\n'],
+                         ids=["single-node", "spark-workers-2-own-table", "nodes-3-spot"])
 def test_checkov_finds_no_failed_check(checkov_bin, tmp_path, tfvars):
     var_file = []
     if tfvars:
@@ -514,10 +597,11 @@ def test_checkov_finds_no_failed_check(checkov_bin, tmp_path, tfvars):
     passed = {c["check_id"] for c in results["passed_checks"]}
     # it really looked at the resources: IMDSv2, EBS encryption, public access block, versioning
     assert {"CKV_AWS_79", "CKV_AWS_8", "CKV2_AWS_6", "CKV_AWS_21"} <= passed
-    if tfvars:  # and at every worker: IMDSv2, EBS encryption, monitoring, EBS-optimized
-        for i in range(2):
-            seen = {c["check_id"] for c in results["passed_checks"] if c["resource"] == f"aws_instance.worker[{i}]"}
-            assert {"CKV_AWS_79", "CKV_AWS_8", "CKV_AWS_126", "CKV_AWS_135"} <= seen, seen
+    # and at every worker or extra node: IMDSv2, EBS encryption, monitoring, EBS-optimized
+    kind = "worker" if "spark_workers" in tfvars else "node" if "node_scenarios" in tfvars else None
+    for i in range(2 if kind else 0):
+        seen = {c["check_id"] for c in results["passed_checks"] if c["resource"] == f"aws_instance.{kind}[{i}]"}
+        assert {"CKV_AWS_79", "CKV_AWS_8", "CKV_AWS_126", "CKV_AWS_135"} <= seen, (kind, i, seen)
 
 
 # ----- terraform fmt and the rendered user data --------------------------------------------------------
@@ -624,6 +708,32 @@ def test_worker_user_data_renders_the_same_bootstrap_with_the_deadline_armed(tmp
     assert 'BENCH_DEADLINE_CMD=${BENCH_DEADLINE_CMD:-shutdown -P +$BENCH_MAX_LIFETIME_MIN}' in boot
 
 
+@needs_terraform
+def test_an_extra_nodes_user_data_runs_its_group_into_its_own_prefix(tmp_path):
+    """Node 2 of a run spread over nodes: its scenarios, runs/<run-id>/node-2/, its warehouse prefix; the same
+    bootstrap, deadline armed first.  Node 0 (node_index 0, the default) renders as the single node always did."""
+    outs = render(tmp_path, node_index=2, scenarios='["deletes-high","bin-packing-zstd"]',
+                  warehouse_uri="s3://example-results-bucket/warehouse/20250101T000000Z/node-2")
+    script = outs["user_data"]
+    path = tmp_path / "node_user_data.sh"
+    path.write_text(script)
+    assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+    assert len(base64.b64decode(outs["user_data_gzip_base64"])) < EC2_USER_DATA_LIMIT
+    assert heredoc(script, "BENCH_BOOTSTRAP_EOF") == (TF / "bootstrap.sh").read_text().rstrip("\n")
+    assert script.index('shutdown -P "+$BENCH_MAX_LIFETIME_MIN"') < script.index("exec /opt/bench/bootstrap.sh")
+    got = env_of(tmp_path, script)
+    assert got["BENCH_RESULTS_URI"] == "s3://example-results-bucket/runs/20250101T000000Z/node-2/"
+    assert got["BENCH_SCENARIOS"] == "deletes-high,bin-packing-zstd" and got["BENCH_ROLE"] == "bench"
+    assert got["BENCH_WAREHOUSE"] == "s3://example-results-bucket/warehouse/20250101T000000Z/node-2"
+    assert got["BENCH_RUN_ID"] == "20250101T000000Z" and got["BENCH_MAX_LIFETIME_MIN"] == "480"
+    (tmp_path / "default").mkdir()
+    default = render(tmp_path / "default")["user_data"]
+    assert "node-" not in heredoc(default, "BENCH_ENV_EOF")
+    assert script.replace("/node-2", "").replace("deletes-high,bin-packing-zstd", "bin-packing,bin-packing-zstd,"
+                                                 "deletes-standard,deletes-high,deletes-massive").replace(
+        "s3://example-results-bucket/warehouse/20250101T000000Z", "/data/warehouse") == default
+
+
 def local_aws_provider() -> tuple[Path, str] | None:
     """An AWS provider binary in a local plugin directory (filesystem mirror layout), with its version."""
     root = Path(os.environ.get("BENCH_TF_PLUGIN_DIR", "/opt/tf-plugins"))
@@ -662,7 +772,9 @@ def test_terraform_validate_and_test_with_a_mocked_provider(tmp_path):
     assert val.returncode == 0, val.stdout + val.stderr
     test = subprocess.run(base + ["test", "-no-color"], capture_output=True, text=True, env=env, timeout=600)
     assert test.returncode == 0, test.stdout + test.stderr
-    for run in ("single_node_by_default", "two_workers", "cluster_needs_an_s3_warehouse", "at_most_32_workers"):
+    for run in ("single_node_by_default", "two_workers", "cluster_needs_an_s3_warehouse", "at_most_32_workers",
+                "one_on_demand_node_by_default", "three_nodes_on_spot", "nodes_refuse_spark_workers",
+                "no_scenario_on_two_nodes", "spot_spark_workers"):
         assert f'run "{run}"... pass' in test.stdout, test.stdout
 
 
@@ -730,6 +842,17 @@ def test_shell_scripts_pass_shellcheck():
     ("storage", "s3", True),
     ("storage", "gp3-max", True),
     ("storage", "s3-burst", False),
+    ("node_scenarios", [], True),
+    ("node_scenarios", [["bin-packing"], ["deletes-high", "deletes-standard"]], True),
+    ("node_scenarios", [["bin-packing"], []], False),
+    ("node_scenarios", [["bin-packing"], ["deletes-high", "bin-packing"]], False),
+    ("node_scenarios", [["bin-packing"], ["Bad Name"]], False),
+    ("node_scenarios", [[f"s{i}"] for i in range(33)], False),
+    ("spot_max_price", "", True),
+    ("spot_max_price", "0.40", True),
+    ("spot_max_price", "1", True),
+    ("spot_max_price", "$0.40", False),
+    ("spot_max_price", "0.4; rm", False),
 ])
 def test_variable_validations(module, tmp_path, name, value, ok):
     """Each validation's condition, evaluated by terraform itself (`terraform console`, no provider)."""

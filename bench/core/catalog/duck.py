@@ -14,6 +14,9 @@ Reads go through the REST catalog (`ATTACH ... (TYPE iceberg, ENDPOINT ..., AUTH
 'none')`), so DuckDB sees exactly the snapshot the catalog serves, applying position and equality
 deletes itself.  Only the loopback catalog without authentication is supported here.
 
+DuckDB runs a thread per core it sees, unless $BENCH_DUCKDB_THREADS says how many (`duckdb_config`): a
+harness step confined to N cores is told N, as an engine is (`bench selfcheck scaling`).
+
 For an S3 warehouse (`settings.is_remote`) the connection gets an S3 secret built from the AWS
 environment (`bench.core.catalog.s3.S3Connection.duckdb_secret_sql`: endpoint, region, path-style URLs,
 credentials), and the catalog is attached with ACCESS_DELEGATION_MODE 'none', so DuckDB reads with that
@@ -24,7 +27,9 @@ over s3:// paths (the verifier).
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
+from typing import Any
 
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
@@ -32,6 +37,19 @@ from bench.core.sql import literal as _quote
 
 EXTENSIONS = ("httpfs", "avro", "iceberg")  # iceberg needs avro (manifests); httpfs for remote IO
 ALIAS = "ice"
+THREADS_ENV = "BENCH_DUCKDB_THREADS"
+
+
+def duckdb_config(**config: Any) -> dict[str, Any]:
+    """A new connection's configuration: `config`, with `threads` from $BENCH_DUCKDB_THREADS where it is set (a
+    step confined to N cores is told N); unset, DuckDB's default, a thread per core it sees."""
+    raw = os.environ.get(THREADS_ENV, "").strip()
+    if raw:
+        threads = int(raw) if raw.isdigit() else 0
+        if threads < 1:
+            raise UserError(f"${THREADS_ENV}={raw!r}: give a number of threads, at least 1 (or unset it)")
+        config["threads"] = threads
+    return config
 
 
 def extension_path(name: str) -> Path:
@@ -58,10 +76,9 @@ def duckdb_connect(remote: bool = False):
     import duckdb
 
     if not remote:
-        return duckdb.connect()
+        return duckdb.connect(config=duckdb_config())
     path = extension_path("httpfs")
-    con = duckdb.connect(config={"autoinstall_known_extensions": False,
-                                 "autoload_known_extensions": False})
+    con = duckdb.connect(config=duckdb_config(autoinstall_known_extensions=False, autoload_known_extensions=False))
     try:
         con.execute(f"LOAD {_quote(str(path))}")
         _create_s3_secret(con)
@@ -97,8 +114,7 @@ def duckdb_connect_iceberg(settings: CatalogSettings, alias: str = ALIAS):
         raise UserError("DuckDB reads Iceberg through a REST catalog, but no rest_uri is set "
                         "(serve the catalog with bench.core.catalog.rest.serve)")
     paths = [extension_path(name) for name in EXTENSIONS]
-    con = duckdb.connect(config={"autoinstall_known_extensions": False,
-                                 "autoload_known_extensions": False})
+    con = duckdb.connect(config=duckdb_config(autoinstall_known_extensions=False, autoload_known_extensions=False))
     try:
         for path in paths:
             con.execute(f"LOAD {_quote(str(path))}")

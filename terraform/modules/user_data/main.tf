@@ -3,7 +3,7 @@ locals {
     AWS_DEFAULT_REGION            = var.region
     AWS_REGION                    = var.region
     BENCH_RUN_ID                  = var.run_id
-    BENCH_RESULTS_URI             = "s3://${var.results_bucket}/runs/${var.run_id}/"
+    BENCH_RESULTS_URI             = "s3://${var.results_bucket}/runs/${var.run_id}/${var.node_index > 0 ? "node-${var.node_index}/" : ""}"
     BENCH_SCENARIOS               = join(",", var.scenarios)
     BENCH_SCALE                   = tostring(var.scale)
     BENCH_ENGINES                 = join(",", var.engines)

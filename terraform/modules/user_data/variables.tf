@@ -1,6 +1,17 @@
 variable "run_id" {
-  description = "Name of the run; results go to s3://<results_bucket>/runs/<run_id>/."
+  description = "Name of the run; results go to s3://<results_bucket>/runs/<run_id>/ (node_index i > 0: .../node-<i>/)."
   type        = string
+}
+
+variable "node_index" {
+  description = "Benchmark node of a run spread over several (node_scenarios): 0 = the benchmark instance, results under runs/<run_id>/; i > 0 = results under runs/<run_id>/node-<i>/."
+  type        = number
+  default     = 0
+
+  validation {
+    condition     = var.node_index >= 0 && floor(var.node_index) == var.node_index
+    error_message = "node_index must be a whole number >= 0."
+  }
 }
 
 variable "results_bucket" {
