@@ -343,14 +343,15 @@ def plan_storage(storage: str | None, max_disk: bool, warehouse_on_s3: bool) -> 
 def _apply_plan(values: dict, sources: Path, storage: StorageOption, nodes: int = 1) -> Plan | None:
     """Print the plan of this run and size the volume and the deadline from it (unless set); the plan, or None
     when there was nothing to plan from.  With several nodes the deadline is the longest node's."""
-    from bench.campaigns import make_plan, plan_table
+    from bench.campaigns import DEFAULT_TIMEOUT_S, make_plan, plan_table
 
     scenarios = values.get("scenarios") or PUBLISHED_SCENARIOS
     if not Path(sources).is_dir():
         click.echo(f"plan: no {sources} to plan from; Terraform's defaults size the volume and the deadline")
         return None
     plan = make_plan(list(scenarios), float(values.get("scale", 1.0)), values.get("instance_type"),
-                     int(values.get("reps", 1)), [Path(sources)], storage, nodes=nodes)
+                     int(values.get("reps", 1)), [Path(sources)], storage, nodes=nodes,
+                     timeout_s=float(values.get("engine_timeout_seconds", DEFAULT_TIMEOUT_S)))
     click.echo(plan_table(plan))
     if not plan.complete:
         click.echo("plan: incomplete (a scenario has no sweep): Terraform's defaults size the volume and the deadline")

@@ -650,7 +650,10 @@ def harness_assumption(measured: dict[str, CoreScaling], cores: int) -> str:
         if not sc.usable:
             return (f"{step}: perfectly to {cores} cores (its 1 -> 2 core measurement kept {sc.busy_1 or 0:.2f} "
                     f"of one core busy: not used)")
-        return f"{step}: {sc.describe()}"
+        busy = f", {sc.busy_1:.2f} and {sc.busy_2 or 0:.2f} cores busy" if sc.busy_1 is not None else ""
+        return (f"{step}: {sc.t1_s:.2f} s on 1 core, {sc.t2_s:.2f} s on 2{busy}: efficiency {sc.efficiency:.2f}, "
+                f"Amdahl parallel fraction {sc.parallel_fraction:.3f}, so {sc.speedup(cores):.1f}x of one core on "
+                f"{cores} cores (model)")
     return ("the harness's own steps, each at least its bytes at that storage (datagen's writes; the input read "
             "once per dataset, its bytes alone; verification, each run's output read twice, by name and by field "
             "id), else as measured here scaled by size and by cores: " + "; ".join(how(x) for x in HARNESS_STEPS
@@ -658,6 +661,7 @@ def harness_assumption(measured: dict[str, CoreScaling], cores: int) -> str:
 
 
 NODE_SETUP_S = 300.0  # each node's boot and setup in a plan: an assumption (see make_plan's assumptions)
+DEFAULT_TIMEOUT_S = 3600.0  # the time limit of one engine run: bench run --timeout's and Terraform's default
 
 
 def assign_nodes(walls: dict[str, float | None], nodes: int) -> list[list[str]]:
@@ -680,7 +684,8 @@ def assign_nodes(walls: dict[str, float | None], nodes: int) -> list[list[str]]:
 
 def make_plan(scenarios: list[str], scale: float, instance_type: str | None, reps: int, sources: list[Path],
               storage: StorageOption | float | None = None, budget_minutes: float | None = None,
-              budget_usd: float | None = None, nodes: int = 1, node_setup_s: float | None = None) -> Plan:
+              budget_usd: float | None = None, nodes: int = 1, node_setup_s: float | None = None,
+              timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Plan:
     """Each step of a full reproduction from the fitted models (a model throughout): `storage` is where the
     table lives on the target (a bench.core.storage option, or a volume's MB/s; default gp3's baseline)."""
     st = storage if isinstance(storage, StorageOption) else custom_storage(storage) if storage \
@@ -710,7 +715,12 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
                     "when the sweep ran them; a sweep runs compaction only, so they are not planned then (run "
                     "with --readers off, or plan them from a run with readers)",
                     "memory: the frontier fit (if any) against the instance's RAM; a run predicted to run out "
-                    "of memory is planned for its modelled time all the same",
+                    "of memory is planned for its modelled time all the same (when it would run out is not "
+                    "modelled), up to the time limit",
+                    (f"time limit of one engine run: {timeout_s / 60:g} min (bench run --timeout, Terraform's "
+                     "engine_timeout_seconds): a run modelled longer is planned at the limit, recorded as a timeout "
+                     "(unless it runs out of memory first), with no output to verify" if timeout_s else
+                     "time limit of one engine run: none"),
                     f"each node's boot and setup (EC2's boot, apt, pip, `bench setup`): "
                     f"{node_setup_s / 60:g} min, assumed, not measured (`make test-deps`, more than a node "
                     "installs, took 3.6 min on a fresh machine here)",
@@ -807,16 +817,21 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
                 if pe.min_budget_bytes is not None:
                     pe.predicted_memory = "oom" if pe.min_budget_bytes > ram else "ok"
                     ps.sources.append(f"frontier {fr.frontier_id}")
+            if pe.seconds is not None and timeout_s and pe.seconds > timeout_s:
+                # the run's time limit ends it (a recorded timeout, unless it runs out of memory first): it
+                # spends the limit, writes no complete output and has nothing to verify
+                pe.modelled_s, pe.seconds, pe.verify_s = pe.seconds, timeout_s, None
             if pe.seconds is None:
                 unknown = True
             else:
-                floor += reps * st.seconds(read_b, write_b)
-                harness_floor += reps * st.seconds(2 * write_b, 0.0)
+                cut = pe.modelled_s is not None
+                floor += reps * min(st.seconds(read_b, write_b), pe.seconds)
+                harness_floor += 0.0 if cut else reps * st.seconds(2 * write_b, 0.0)
                 for step, secs in ((f"{e} runs", pe.seconds), ("engine start-up", pe.setup_s),
                                    ("verification", pe.verify_s), ("restore", pe.restore_s), ("reads", pe.reads_s)):
                     steps[step] = steps.get(step, 0.0) + reps * (secs or 0.0)
                 out_files = max(1, int(math.ceil(write_b / sc.target_file_size_bytes))) \
-                    if sc.target_file_size_bytes else 1
+                    if sc.target_file_size_bytes and not cut else 0
                 puts += reps * out_files
                 gets += reps * (objects + 2 * out_files)  # the engine reads the input, the verifier the output twice
             pub_s = sc.published.duration_s.get(e) if sc.published and scale == sc.published.scale else None
@@ -922,6 +937,9 @@ def plan_table(plan: Plan) -> str:
                     f"{ps.dataset_bytes / 1e9:,.0f} GB on disk, datagen {t(ps.datagen_s)}, wall {t(ps.wall_s)}")
         for e in ps.engines:
             mem = (f", needs ~{fmt_bytes(e.min_budget_bytes)} -> {e.predicted_memory}" if e.min_budget_bytes else "")
+            if e.modelled_s is not None:
+                mem += (f"; modelled {t(e.modelled_s)}: cut at the time limit (a timeout, unless out of memory "
+                        "first; nothing to verify)")
             rows.append(f"    {e.engine:<12} {t(e.seconds)} per run ({e.bound}-bound), start-up "
                         f"{e.setup_s or 0:.0f} s, restore {e.restore_s or 0:.0f} s, verification {t(e.verify_s)}"
                         + (f", reads {t(e.reads_s)}" if e.reads_s is not None else "") + mem)
@@ -980,6 +998,12 @@ def plan_verdict(plan: Plan) -> list[str]:
         rows.append(f"  budget ${plan.budget_usd:,.2f}: " + (
             f"fits, ${-over_usd:,.2f} to spare" if over_usd <= 0 else
             f"does NOT fit: ${over_usd:,.2f} over ({over_usd / plan.budget_usd:.0%})"))
+        if plan.published_s and len(plan.nodes) <= 1:
+            least_usd = plan.usd_per_hour * (plan.published_s + (plan.harness_floor_s or 0.0)) / 3600
+            rows.append(f"  the published engine times and the harness's own bytes alone, at ${plan.usd_per_hour:g}/h "
+                        f"(compute only, no storage): ${least_usd:,.2f}"
+                        + (": more than the budget for any reproduction that reproduces the published times at "
+                           "this price" if least_usd > plan.budget_usd else ""))
         paid_h = (plan.node_s or total) / 3600
         left = plan.budget_usd - (plan.storage_usd or 0.0)
         if over_usd > 0 and paid_h:
@@ -1001,8 +1025,11 @@ def nodes_needed(plan: Plan, budget_s: float) -> str:
     longest = max(walls, key=lambda x: walls[x] or 0.0)
     alone = plan.node_setup_s + (walls[longest] or 0.0)
     if alone > budget_s:
+        cut = next((ps for ps in plan.scenarios if ps.scenario == longest), None)
+        limit = " or a shorter time limit per run (--timeout) for its runs cut at it" if cut and any(
+            e.modelled_s is not None for e in cut.engines) else ""
         return (f"no number of nodes fits it: {longest} alone takes {alone / 60:,.1f} min on one node (a scenario is "
-                "never split: both engines run on one node, on one input)")
+                f"never split: both engines run on one node, on one input); only faster runs{limit} would")
     for n in range(1, len(walls) + 1):
         wall = max(plan.node_setup_s + sum(walls[x] or 0.0 for x in g) for g in assign_nodes(walls, n))
         if wall <= budget_s:

@@ -224,7 +224,8 @@ class FrontierSummary(BaseModel):
 
 class PlannedEngine(BaseModel):
     engine: str
-    seconds: float | None = None  # per run, on the target (model)
+    seconds: float | None = None  # per run, on the target (model), at most the run's time limit
+    modelled_s: float | None = None  # the model's time when the time limit cuts the run (else None)
     bound: str = ""
     setup_s: float | None = None
     verify_s: float | None = None

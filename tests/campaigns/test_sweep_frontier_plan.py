@@ -128,6 +128,12 @@ def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
     assert "for any reproduction that reproduces" not in plan_table(slow)
     tight = make_plan(["bin-packing"], 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("gp3-baseline"), 60, 1.5)
     assert f"{least:,.1f} min: more than the budget for any reproduction that reproduces" in plan_table(tight)
+    # the same lower bound in dollars: compute alone, at the instance's price
+    usd = 0.768 * least / 60
+    assert f"(compute only, no storage): ${usd:,.2f}" in plan_table(slow) and usd < 1.5
+    poor = make_plan(["bin-packing"], 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("gp3-baseline"), 60, usd * 0.9)
+    assert "more than the budget for any reproduction that reproduces the published times at this price" in \
+        plan_table(poor)
     # on S3 every file the recipe writes is a PUT: 17,358 input files at $0.005 per 1,000 and more
     assert fast.storage_usd > 17358 / 1000 * 0.005
 
@@ -190,6 +196,15 @@ def test_plan_spreads_scenarios_over_nodes(tmp_path):
     assert poor.storage_usd > 0.1 and "no instance price fits $0.10" in plan_table(poor)
     more = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("s3-sustained"), nodes=9)
     assert len(more.nodes) == 3  # never more nodes than scenarios
+    # the run's time limit: a run modelled longer spends the limit, is a timeout, and has nothing to verify
+    e = one.scenarios[0].engines[0]
+    assert e.modelled_s is None and e.seconds > 120 and e.verify_s  # the default limit, an hour, cuts nothing here
+    cut = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("s3-sustained"), timeout_s=120)
+    c = cut.scenarios[0].engines[0]
+    assert (c.seconds, c.modelled_s, c.verify_s) == (120, e.seconds, None)
+    assert cut.scenarios[0].steps["risingwave runs"] == 120 and cut.total_s < one.total_s
+    assert "cut at the time limit (a timeout, unless out of memory first; nothing to verify)" in plan_table(cut)
+    assert "time limit of one engine run: 2 min" in plan_table(cut)
 
 
 def test_plan_scales_the_harness_steps_by_their_measured_efficiency(tmp_path):

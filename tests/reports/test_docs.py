@@ -38,7 +38,7 @@ def test_results_page_quotes_reference_runs_only():
 
 
 def test_reference_runs_are_small_and_complete():
-    runs = [d for d in REFERENCE.iterdir() if d.is_dir()]
+    runs = [d for d in REFERENCE.iterdir() if d.is_dir() and d.name != "plan"]
     assert runs
     for d in runs:
         files = list(d.iterdir())
@@ -130,3 +130,27 @@ def test_a_reference_run_renders_as_html_without_its_samples():
     html = render_html([run])
     assert "samples file missing" in html  # said, not fatal: the timelines are left out
     assert "<svg" in html
+
+
+PLANNED = ["bin-packing", "bin-packing-zstd", "deletes-standard", "deletes-high"]
+
+
+def test_the_plan_docs_aws_quotes_is_what_its_kept_measurements_give():
+    """docs/aws.md quotes `bench plan` of the four published scenarios from the measurements kept in
+    docs/reference/plan (sweeps, the memory frontier, 1 -> 2 core runs, the harness's scaling): JSON only, small,
+    and each quoted total and cost is what the plan computes from them today."""
+    from bench.campaigns import make_plan
+    from bench.core.storage import storage_option
+
+    kept = [f for f in (REFERENCE / "plan").rglob("*") if f.is_file()]
+    assert kept and all(f.suffix == ".json" for f in kept), "docs/reference/plan keeps result and summary JSON only"
+    assert sum(f.stat().st_size for f in kept) < 6_000_000
+    page = (ROOT / "docs" / "aws.md").read_text()
+    quoted = re.findall(r"<!-- plan: --storage (\S+) --nodes (\d+) --timeout (\d+) -->\s*([\d,.]+) min and "
+                        r"\$([\d.]+)", page)
+    assert len(quoted) >= 2, "docs/aws.md quotes no plan"
+    for storage, nodes, timeout, minutes, usd in quoted:
+        p = make_plan(PLANNED, 1.0, "m5.4xlarge", 1, [REFERENCE], storage_option(storage), 90, 1.5, nodes=int(nodes),
+                      timeout_s=float(timeout))
+        assert p.complete and p.total_s and p.cost_usd is not None
+        assert (f"{p.total_s / 60:,.0f}", f"{p.cost_usd:.2f}") == (minutes, usd), (storage, nodes)
