@@ -113,7 +113,8 @@ def test_the_report_of_a_hand_built_check(tmp_path):
     """A summary alone (no result set): its section with the 1 -> 2 core table; one still running: the banner."""
     steps = [CoreScaling(engine="datagen", t1_s=10.0, t2_s=6.25, busy_1=0.97, busy_2=1.8, runs=["round 1: ..."],
                          note="3 of 3 rounds, median"),
-             CoreScaling(engine="verification", t1_s=4.0, t2_s=4.0, busy_1=0.5, busy_2=0.6)]
+             CoreScaling(engine="verification", t1_s=4.0, t2_s=4.0, busy_1=0.5, busy_2=0.6),
+             CoreScaling(engine="input read", t1_s=1.0, t2_s=0.6, busy_1=1.0, busy_2=1.8)]
     write_summary(tmp_path / "hs", HarnessScalingSummary(scaling_id="hs", state="complete", cores=2, steps=steps,
                                                           rounds=3, table="small files, 87 files", cache="warm"))
     html = render([tmp_path / "hs"])
@@ -122,6 +123,8 @@ def test_the_report_of_a_hand_built_check(tmp_path):
     assert 'data-metric="efficiency" data-value="0.8"' in row and '<td data-metric="usable">yes</td>' in row
     assert "3 of 3 rounds, median: round 1: ..." in row
     assert "no: on 1 core it kept less than" in table_row(html, "harness-scaling", engine="verification")
+    # usable, but the plan plans the input read by its bytes alone: the table does not claim it is used
+    assert "no: the plan counts the input read's bytes" in table_row(html, "harness-scaling", engine="input read")
     assert "1 harness scaling check, 0 result sets" in html and "data-campaign-banner" not in html
     write_summary(tmp_path / "running", HarnessScalingSummary(scaling_id="running", started_at="2026-11-26T00:00:00Z"))
     html = render([tmp_path])
