@@ -3,7 +3,7 @@
 #   make test  - set up and run the test suite
 #   make docs  - re-render the docs' measured tables from the reference runs in docs/reference/
 #   make reference - run the reference benchmarks into docs/reference/, then make docs (a quiet machine!)
-#   make reference-plan - the sweeps, frontier and harness scaling the docs' plan reads (a quiet machine, ~1 h)
+#   make reference-plan - the sweeps, frontier, core runs and harness scaling the docs' plan reads (quiet, ~1.5 h)
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv

@@ -5,7 +5,7 @@
 #     --storage s3-sustained --budget-minutes 90 --budget-usd 1.50 [--nodes N]
 #   scripts/plan-reference.sh                    # all: sweeps, frontier, 1 -> 2 cores, harness scaling
 #   scripts/plan-reference.sh sweeps scaling     # some of them; each replaces its earlier reference
-# Run it on a quiet machine (nothing else running): it takes about an hour on 2 cores.
+# Run it on a quiet machine (nothing else running): about 1.5 hours on 2 cores (the frontier alone 1 hour).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH=${BENCH:-.venv/bin/bench}
