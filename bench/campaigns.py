@@ -695,6 +695,7 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
     if node_setup_s < 0:
         raise UserError(f"--node-setup-minutes {node_setup_s / 60:g}: give 0 or more")
     summaries = find_summaries(sources)
+    measured = harness_scalings(summaries)
     ram = int(inst.memory_gib * GiB)
     plan = Plan(instance_type=inst.name, cores=inst.vcpu, ram_bytes=ram, usd_per_hour=inst.usd_per_hour, reps=reps,
                 ebs_mb_s=st.mb_s, storage=st, budget_s=budget_minutes * 60 if budget_minutes else None,
@@ -704,11 +705,7 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
                     f"engine times: the per-core throughput measured in the latest sweep, scaled perfectly to "
                     f"{inst.vcpu} cores, capped by that storage over the bytes each run reads and writes; fixed "
                     f"costs as measured",
-                    "datagen: the sweep's datagen fit, scaled by cores the same way, and at least the dataset's "
-                    "bytes written to that storage",
-                    "the input read once per dataset (its cached baseline) and the verification of every run (the "
-                    "output read twice, by name and by field id): at least their bytes read from that storage, "
-                    "else as measured here scaled by size and cores",
+                    harness_assumption(measured, inst.vcpu),
                     "engine start-up (session and catalog warm-up) and the harness's restore and cache step per "
                     "run: as measured here, not scaled",
                     "reads (reader queries before and after each run): as measured here scaled by size and cores "
@@ -743,7 +740,6 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
             "the least loaded node; both engines of a scenario on one node, on one input (as on one node); the "
             "wall is the longest node's, the cost the sum of the nodes' times; nodes do not slow each other (each "
             "its own volume; on S3 one bucket, assumed not to throttle)")
-    measured = harness_scalings(summaries)
     plan.harness_scalings = list(measured.values())
 
     def harness(step: str, here: int | None) -> float:
@@ -754,8 +750,6 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
             return (here or 1) / inst.vcpu
         return sc.speedup(here or 1) / sc.speedup(inst.vcpu)
 
-    line = next(i for i, a in enumerate(plan.assumptions) if a.startswith("datagen:"))
-    plan.assumptions[line:line + 2] = [harness_assumption(measured, inst.vcpu)]
     total = floor = harness_floor = published = 0.0  # the engines' bytes; datagen's, the input's, the verifier's
     unknown = False
     puts = gets = 0
@@ -858,8 +852,10 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
     walls = {ps.scenario: ps.wall_s for ps in plan.scenarios}
     for group in assign_nodes(walls, nodes):
         mine = [own.get(x, (0.0, 0.0, 0.0)) for x in group]
+        harness_s = sum(h for _, h, _ in mine)
         plan.nodes.append(PlannedNode(scenarios=group, wall_s=node_setup_s + sum(walls[x] or 0.0 for x in group),
-                                      floor_s=sum(f + h for f, h, _ in mine), published_s=sum(p for *_, p in mine)))
+                                      floor_s=sum(f for f, _, _ in mine) + harness_s, harness_floor_s=harness_s,
+                                      published_s=sum(p for *_, p in mine)))
     if node_setup_s:
         plan.steps["node boot and setup"] = node_setup_s * len(plan.nodes)
     longest = max(plan.nodes, key=lambda n: n.wall_s)
@@ -867,9 +863,9 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
     plan.node_s = sum(n.wall_s for n in plan.nodes)  # what is paid for
     # the lower bounds of the wall: the node whose scenarios' bytes (or published times) take longest
     plan.floor_s = max(n.floor_s for n in plan.nodes)
-    bound = max(plan.nodes, key=lambda n: n.published_s + sum(own.get(x, (0.0, 0.0, 0.0))[1] for x in n.scenarios))
+    bound = max(plan.nodes, key=lambda n: n.published_s + n.harness_floor_s)
     plan.published_s = bound.published_s or None
-    plan.harness_floor_s = sum(own.get(x, (0.0, 0.0, 0.0))[1] for x in bound.scenarios)
+    plan.harness_floor_s = bound.harness_floor_s
     vol = Gp3Volume(plan.ebs_gb, st.volume_iops, st.volume_mib_s)  # each node has its own data volume
     plan.storage_usd = sum(sum(gp3_usd(n.wall_s, vol).values()) for n in plan.nodes)
     if st.warehouse == "s3":

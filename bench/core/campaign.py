@@ -257,6 +257,7 @@ class PlannedNode(BaseModel):
     scenarios: list[str] = Field(default_factory=list)
     wall_s: float = 0.0  # its scenarios' planned walls, plus the node's own boot and setup
     floor_s: float = 0.0  # the bytes alone of its scenarios at the storage (datagen, input, runs, verification)
+    harness_floor_s: float = 0.0  # the part of floor_s that is datagen's, the input read's and the verifier's
     published_s: float = 0.0  # the published engine times of its runs
 
 
