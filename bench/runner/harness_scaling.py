@@ -43,7 +43,7 @@ from typing import Any
 from bench.core.campaign import HARNESS_STEPS, HarnessScalingSummary, recorded, write_summary
 from bench.core.catalog.duck import THREADS_ENV
 from bench.core.errors import UserError
-from bench.core.fileio import write_atomic
+from bench.core.fileio import read_once, write_atomic
 from bench.core.fit import MIN_BUSY, CoreScaling
 from bench.core.machine import environment, usable_cores
 from bench.core.results import now_iso
@@ -96,6 +96,12 @@ class Sample:
     @property
     def busy(self) -> float:
         return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def table_text(files: int, opts: Options, size: int | None = None) -> str:
+    """What the steps generate and read, for the summary (with its size once datagen wrote it)."""
+    where = "" if size is None else ", " + (f"{size / 1e9:.2f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB")
+    return f"small files (the bin-packing table's kind), {files} files of ~{opts.file_mb:g} MB, {opts.codec}{where}"
 
 
 def fmt_cpus(cpus: list[int]) -> str:
@@ -199,8 +205,7 @@ def harness_scaling(opts: Options, echo: Callable[[str], None] = print) -> Harne
         env = environment(base)
         summary = HarnessScalingSummary(scaling_id=run_id, started_at=now_iso(), machine=env.describe(),
                                         cores=usable_cores(), rounds=opts.rounds, cache=CACHE,
-                                        table=f"small files (the bin-packing table's kind), {opts.files} files of "
-                                              f"~{opts.file_mb:g} MB, {opts.codec}")
+                                        table=table_text(opts.files, opts))
         directory.mkdir(parents=True)
         write_summary(directory, summary)
         echo(f"{opts.files} files of ~{opts.file_mb:g} MB ({opts.codec}), steps {', '.join(HARNESS_STEPS)} on 1 and 2 "
@@ -240,10 +245,7 @@ def _measure(opts: Options, summary: HarnessScalingSummary, directory: Path, bas
                 summary.samples.setdefault(step, {str(k): [] for k in CORES})[str(n)].append(s.wall_s)
                 if step == "datagen":
                     facts = {"table": s.facts["table"]}
-                    size = s.facts["bytes"]
-                    summary.table = (f"small files (the bin-packing table's kind), {s.facts['files']} files of "
-                                     f"~{opts.file_mb:g} MB, {opts.codec}, "
-                                     + (f"{size / 1e9:.2f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"))
+                    summary.table = table_text(s.facts["files"], opts, s.facts["bytes"])
                 said = ", ".join(f"{k} {v}" for k, v in s.facts.items() if k in ("rows", "reader", "readers"))
                 echo(f"round {r}/{opts.rounds}, {_plural(n)} (cpus {fmt_cpus(s.cpus)}): {step:<12} "
                      f"{s.wall_s:7.2f} s, {s.busy:.2f} cores busy{f' ({said})' if said else ''}")
@@ -283,13 +285,7 @@ def _warm(location: str) -> int:
     """Read every file of the table once (its data and metadata): the page cache warm, untimed."""
     from bench.core.table import local_path
 
-    total, buf = 0, bytearray(1 << 20)
-    for root, _, names in os.walk(local_path(location)):
-        for name in names:
-            with open(os.path.join(root, name), "rb", buffering=0) as fh:
-                while n := fh.readinto(buf):
-                    total += n
-    return total
+    return read_once(os.path.join(root, name) for root, _, names in os.walk(local_path(location)) for name in names)
 
 
 def _tell(n: int) -> dict[str, int | None]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from pyiceberg.table.metadata import TableMetadata
 
 from bench.core.dataset import manifest_path, parked_dir, spare_dir
-from bench.core.fileio import write_atomic
+from bench.core.fileio import read_once, write_atomic
 from bench.core.machine import drop_page_cache
 from bench.core.results import CacheState, InputState, SetupIO, TableStats
 from bench.core.table import LiveFiles, live_files, local_path
@@ -83,11 +83,7 @@ def prepare_cache(ctx: RunContext) -> CacheState:
         st.synced = True
         ds = ctx.dataset
         assert ds is not None
-        buf = bytearray(1 << 20)
-        for path in ds.live_files:
-            with open(local_path(path), "rb", buffering=0) as fh:
-                while n := fh.readinto(buf):
-                    st.warmed_bytes += n
+        st.warmed_bytes += read_once(local_path(path) for path in ds.live_files)
         st.note = "sync, then every input file read once"
     return st
 
