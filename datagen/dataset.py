@@ -25,7 +25,7 @@ from bench.core.errors import UserError
 from bench.core.progress import Progress, Quiet
 from bench.core.requirements import Requirement
 from bench.core.table import live_entries
-from bench.core.table.state import keep_spare, list_files, prune_metadata, unpark
+from bench.core.table.state import list_files, prune_metadata, unpark, vault
 from datagen import deletes, smallfiles
 from datagen.context import GenContext, Generated
 from datagen.partitions import reshape
@@ -144,7 +144,7 @@ def prepare(catalog: Catalog, settings: CatalogSettings, recipe: Recipe, scale: 
     elapsed = time.perf_counter() - t0
     tbl = catalog.load_table(ident)
     prune_metadata(tbl)  # the dataset is what its current metadata needs, nothing a later commit may delete
-    keep_spare(tbl.metadata_location, tbl.location(), spare_dir(settings.state_path, name))
+    vault(tbl.location(), list_files(tbl.location()), spare_dir(settings.state_path, name))  # what restores it
     snap = tbl.current_snapshot()
     assert snap is not None  # the generator has just committed
     ds = GeneratedTable(

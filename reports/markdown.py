@@ -143,6 +143,57 @@ def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3)
     return "\n".join(out) + "\n"
 
 
+def streaming_markdown(rs: ResultSet, root: Path | None = None, level: int = 3) -> str:
+    """A streaming run set: each engine's totals against the baseline `none`, then the series per cycle
+    (the report's own view, reports.streaming): maintenance seconds and cost per GB ingested, write
+    amplification, the final reads against the baseline's, and every cycle's files, reads and verdicts."""
+    from reports.streaming import streaming_sections
+
+    [v] = streaming_sections([rs])
+    rows = [row for row in v.rows if row.r.streaming is not None]
+    out = [f"{'#' * level} {v.scenario}, scale {fmt_scale(v.scale)}: {v.cycles} cycles, {v.mode}", "",
+           f"Run `{rs.first.run_id}` (`{_rel(rs.runs[0].path.parent, root)}`) on {rs.machine}: each cycle the "
+           f"writer commits {v.commits_per_cycle} x {v.rows_per_commit:,} rows, then each engine runs one "
+           f"maintenance step ({', '.join(v.maintenance)}); the baseline `none` runs none. Every cycle is "
+           "verified against the generator.", "",
+           "| engine | verified | safe cycles | maintenance | s per GB ingested | $ per GB ingested | write "
+           "amplification | files at the end (data + delete) | full scan at the end (× baseline) | point lookup "
+           "at the end (× baseline) | commit conflicts |", "|" + "---|" * 11]
+    for row in rows:
+        t, cs = row.t, row.r.streaming.cycles  # type: ignore[union-attr]
+        last = cs[-1] if cs else None
+
+        base = bool(row.r.streaming and row.r.streaming.baseline)
+        out.append(_row([row.engine, str(row.r.verified), f"{sum(c.verdict == 'safe' for c in cs)} of {len(cs)}",
+                         "none" if base else fmt_seconds(t.maintenance_s),
+                         "—" if t.maintenance_s_per_gb is None else f"{t.maintenance_s_per_gb:,.0f} s",
+                         "—" if t.cost_usd_per_gb is None else f"${t.cost_usd_per_gb:.3f}",
+                         "—" if t.write_amplification is None else f"{t.write_amplification:.2f}",
+                         f"{last.table.data_files} + {last.table.delete_files}" if last else "—",
+                         _final_read(t, "full-scan"), _final_read(t, "point-lookup"),
+                         "—" if base else str(t.maintenance_conflicts)]))
+    out += ["", "× baseline: the baseline's time over the engine's (above 1, readers are faster than without "
+                "maintenance). Cost: the maintenance seconds at the run's instance price. Write amplification: "
+                "bytes maintenance wrote over bytes ingested.", "",
+            "Per cycle (full scan; live data + delete files; maintenance seconds), one column per engine:", "",
+            "| cycle | " + " | ".join(row.engine for row in rows) + " |", "|---|" + "---|" * len(rows)]
+    for n in range(1, max((len(row.r.streaming.cycles) for row in rows), default=0) + 1):  # type: ignore[union-attr]
+        cells = [str(n)]
+        for row in rows:
+            c = next((c for c in row.r.streaming.cycles if c.cycle == n), None)  # type: ignore[union-attr]
+            cells.append("—" if c is None else
+                         f"{fmt_seconds(c.reads.get('full-scan'))}; {c.table.data_files} + {c.table.delete_files}"
+                         + (f"; {fmt_seconds(c.maintenance_s)}" if c.maintenance_s is not None else "")
+                         + ("" if c.verdict == "safe" else f"; **{c.verdict}**"))
+        out.append(_row(cells))
+    return "\n".join(out) + "\n"
+
+
+def _final_read(t, query: str) -> str:
+    s, x = t.final_reads.get(query), t.final_reads_vs_baseline.get(query)
+    return "—" if s is None else fmt_seconds(s) + (f" ({fmt_ratio(x)})" if x else "")
+
+
 def render_markdown(paths, root: Path | None = None, one_per_scale: bool = False) -> str:
     """The Markdown tables of every run set under `paths`, sorted by scenario and scale.
     `one_per_scale`: refuse two runs of one scenario at one scale (the docs give each one headline)."""
@@ -156,7 +207,8 @@ def render_markdown(paths, root: Path | None = None, one_per_scale: bool = False
                 raise UserError(f"two runs of {rs.scenario_name} at scale {fmt_scale(rs.scale)} ({seen[key]}, "
                                 f"{rs.run_id}): the docs give one scenario at one scale one headline; keep one")
             seen[key] = rs.run_id
-    return "\n".join(result_set_markdown(rs, root) for rs in sets)
+    return "\n".join(streaming_markdown(rs, root) if any(lr.r.streaming for lr in rs.runs) else
+                     result_set_markdown(rs, root) for rs in sets)
 
 
 def confinement_markdown(paths, root: Path | None = None, level: int = 3) -> str:

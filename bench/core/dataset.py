@@ -100,7 +100,7 @@ def load_manifest(state_dir: Path, table_name: str) -> GeneratedTable | None:
 
 
 def spare_dir(state_dir: Path, table_name: str) -> Path:
-    """Where copies of the dataset's metadata file live (bench.core.table.state.keep_spare)."""
+    """The dataset's vault: a restorable copy of each of its files (bench.core.table.state.vault)."""
     return Path(state_dir) / "datasets" / f"{table_name}.spare"
 
 

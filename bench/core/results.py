@@ -37,6 +37,7 @@ class Phase(BaseModel):
     seconds: float
     detail: str = ""
     started_unix: float | None = None  # wall-clock start (time.time()): places commits in their phase
+    op: str = ""  # in a maintenance step: the operation it belongs to (bench.engines.base.MaintenanceOp.op)
 
 
 # What a memory cap limits: the heap of the engine's own process (a cluster's driver), the heap of each of
@@ -245,6 +246,8 @@ class InputState(BaseModel):
     identical_to_dataset: bool = False
     metadata_location: str | None = None
     files: int = 0
+    # dataset files an earlier run had deleted (e.g. its snapshot expiry), put back from the dataset's vault
+    restored_from_vault: int = 0
 
 
 class LiveWriterRecord(BaseModel):
@@ -281,6 +284,15 @@ class LiveWriterRecord(BaseModel):
     main_delete_files: int | None = None  # live delete files of main after the publish (None: nothing published)
 
 
+class MaintenanceResult(BaseModel):
+    """One operation of a maintenance step as the engine ran it: which, as the scenario described it, and
+    the engine's own result object of it (opaque to the harness, kept in the result)."""
+
+    op: Literal["expire_snapshots", "compact", "rewrite_manifests"]
+    describe: str
+    result: dict[str, Any] = Field(default_factory=dict)
+
+
 class CycleRecord(BaseModel):
     """One cycle of a streaming run: the writer's commits, the maintenance step (none for the baseline), and
     the table measured and verified after it (bench.runner.streaming)."""
@@ -303,7 +315,7 @@ class CycleRecord(BaseModel):
     setup_s: float | None = None  # the engine process's setup (session start), not maintenance time
     phases: list[Phase] = Field(default_factory=list)  # "<op>: <step>"
     op_seconds: dict[str, float] = Field(default_factory=dict)  # per operation
-    op_results: list[dict[str, Any]] = Field(default_factory=list)  # each operation's own result
+    op_results: list[MaintenanceResult] = Field(default_factory=list)  # each operation as the engine ran it
     maintenance_snapshots: int = 0  # snapshots the maintenance committed that are in the table's history
     maintenance_not_landed: int = 0  # maintenance steps that ended without their commit (failed, conflict)
     # commit conflicts the maintenance met: 409 answers of the REST catalog to its commits, and the retries and

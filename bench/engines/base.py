@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bench.core.catalog import CatalogSettings
 from bench.core.requirements import Requirement
-from bench.core.results import Deployment, MemoryCap, Phase
+from bench.core.results import Deployment, MaintenanceResult, MemoryCap, Phase
 
 Kind = Literal["binpack", "deletes"]
 # What a run may need beyond a plain compaction of main; an engine lists those it can do (`supports`).
@@ -108,6 +108,7 @@ class EngineOutcome(BaseModel):
     """What the engine itself reports.  Wall time, memory and verification are measured outside."""
 
     engine_result: dict[str, Any] = Field(default_factory=dict)  # the engine's own result object
+    maintenance: list[MaintenanceResult] = Field(default_factory=list)  # a maintenance step: each operation
     settings: dict[str, Any] = Field(default_factory=dict)  # effective settings (heap granted, ...)
     versions: dict[str, str] = Field(default_factory=dict)  # engine-specific versions
     actions: list[str] = Field(default_factory=list)  # what was run (SQL, procedure calls, configs)
@@ -190,6 +191,9 @@ class Engine(Protocol):
     not_supported: ClassVar[dict[str, str]]  # feature -> why this engine cannot (its version, its API)
     # table properties its compaction sets (the integrity check `same_properties` does not compare them)
     sets_properties: ClassVar[frozenset[str]]
+    # a regular expression matching the lines of its own log that report a commit conflict or a commit retry
+    # (counted per maintenance step beside the catalog's 409 answers); "" when its log names none
+    conflict_log_pattern: ClassVar[str]
 
     @classmethod
     def why_not(cls, feature: str) -> str | None:
@@ -242,6 +246,7 @@ class EngineBase:
     supports: ClassVar[frozenset[str]] = frozenset()
     not_supported: ClassVar[dict[str, str]] = {}
     sets_properties: ClassVar[frozenset[str]] = frozenset()
+    conflict_log_pattern: ClassVar[str] = ""
 
     def requirements(self) -> list[Requirement]:
         return []
@@ -273,9 +278,9 @@ class EngineBase:
 
     def maintain(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         """The maintenance step: each operation an engine method (`compact`, `expire_snapshots`,
-        `rewrite_manifests`), its own steps renamed "<op>: <step>" in `clock`; the outcome of the last
-        compaction with every operation's result under engine_result["maintenance"]."""
-        results: list[dict[str, Any]] = []
+        `rewrite_manifests`), its own steps renamed "<op>: <step>" in `clock` (each phase's `op` naming its
+        operation); the outcome of the last compaction with every operation's result in `maintenance`."""
+        results: list[MaintenanceResult] = []
         outcome = EngineOutcome()
         for op in job.maintenance:
             sub = PhaseClock()
@@ -290,10 +295,10 @@ class EngineBase:
                     res = self.rewrite_manifests(job, sub)
             finally:
                 for p in sub.complete(time.perf_counter() - t0):
-                    clock.phases.append(p.model_copy(update={"name": f"{op.op}: {p.name}"}))
-            results.append({"op": op.op, "describe": op.describe(), "result": res})
-        outcome.engine_result = {"maintenance": results}
-        outcome.actions = list(outcome.actions) + [r["describe"] for r in results]
+                    clock.phases.append(p.model_copy(update={"name": f"{op.op}: {p.name}", "op": op.op}))
+            results.append(MaintenanceResult(op=op.op, describe=op.describe(), result=res))
+        outcome.maintenance = results
+        outcome.actions = list(outcome.actions) + [r.describe for r in results]
         return outcome
 
     def expire_snapshots(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:

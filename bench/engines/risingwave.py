@@ -130,6 +130,7 @@ class RisingWaveEngine(EngineBase):
     packages: ClassVar[tuple[str, ...]] = (DISTRIBUTION,)
     Options: ClassVar[type[BaseModel]] = RisingWaveOptions
     commits_through_rest: ClassVar[bool] = True  # iceberg-compaction speaks REST only
+    conflict_log_pattern: ClassVar[str] = r"CommitConflict|[Cc]onflict"  # iceberg-rust's commit-conflict errors
     # Compaction(..., to_branch=B) plans from B and commits to B
     # ExpireSnapshots(catalog, table, ExpireSnapshotsConfig(retain_last, max_snapshot_age_secs, ...)) and
     # RewriteManifests(catalog, table, RewriteManifestsConfig(clustering_strategy, ...)), each with to_branch

@@ -28,7 +28,8 @@ from bench.core.source import SourceFingerprint, SourceRef, check_storage, load_
 from bench.core.units import check_scale, parse_size
 from bench.engines import default_engines, engine_class, parse_engines
 from bench.scenario import Scenario, load_scenario
-from bench.telemetry.confine import CapSpec, check_cores, check_storage_cap, parse_storage_cap
+from bench.telemetry.confine import CapSpec, check_cores, check_local_cap, parse_storage_cap
+from bench.telemetry.netcap import check_shaper
 from datagen.dataset import prepare, storage_requirements
 
 CACHE_MODES = ("cold", "warm")
@@ -282,13 +283,9 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
     device: tuple[str, int, int] | None = None
     port: int | None = None
     if cap is not None and settings.is_remote:  # an S3 server on the loopback: its traffic shaped
-        got = check_storage_cap(cap, None, S3Connection.from_env().endpoint, remote=True)
-        assert isinstance(got, int)  # remote: the server's port
-        port = got
+        port = check_shaper(S3Connection.from_env().endpoint)
     elif cap is not None:
-        got = check_storage_cap(cap, settings.warehouse_path)
-        assert isinstance(got, tuple)  # local: the warehouse's device
-        device = got
+        device = check_local_cap(cap, settings.warehouse_path)
     cpus = check_cores(opts.cores) if opts.cores is not None else None
     cache_mode, cache_note = resolve_cache(opts.cache, settings)
     if opts.catalog_uri:
@@ -316,9 +313,11 @@ def check_source_options(opts: RunOptions, sc: Scenario) -> None:
                                   ("--cases", opts.cases), ("--cow-branch", opts.cow_branch or None)) if v is not None]
     if given:
         raise UserError(f"{', '.join(given)}: shape the generated table; with --source-table your table is the input")
-    if sc.live_writer is not None:
-        raise UserError(f"{sc.name}: a live-writer scenario writes generated rows into the table; use a "
-                        "compaction scenario (e.g. bin-packing) with --source-table")
+    if sc.live_writer is not None or sc.streaming is not None:
+        raise UserError(f"{sc.name}: a {'live-writer' if sc.live_writer else 'streaming'} scenario writes generated "
+                        "rows into the table" + (" and its maintenance expires snapshots, whose files on a zero-copy "
+                                                 "clone are your table's" if sc.streaming else "")
+                        + "; use a compaction scenario (e.g. bin-packing) with --source-table")
 
 
 def resolve_filter(ctx: RunContext) -> str | None:

@@ -57,14 +57,14 @@ def reset_input(ctx: RunContext) -> tuple[InputState, TableStats, set[str], Tabl
     ds = ctx.dataset
     assert ctx.catalog is not None and ds is not None
     name = ds.table.split(".")[-1]
-    _, listing = restore(ctx.catalog, ds.table, ds.metadata_location, ds.location, ds.table_files,
+    _, put_back, listing = restore(ctx.catalog, ds.table, ds.metadata_location, ds.location, ds.table_files,
                          spare_dir(ctx.settings.state_path, name), parked_dir(ctx.settings.state_path, name))
     tbl = ctx.catalog.load_table(ds.table)
     fp = fingerprint(listing, tbl.metadata_location)
     identical = (listing == ds.table_files and tbl.metadata_location == ds.metadata_location)
     files = live_files(tbl)
     state = InputState(fingerprint=fp, identical_to_dataset=identical, metadata_location=tbl.metadata_location,
-                       files=len(listing))
+                       files=len(listing), restored_from_vault=put_back)
     return state, input_stats(ctx, files, fp), set(LiveFiles.paths(files.all)), tbl.metadata
 
 

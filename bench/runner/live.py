@@ -152,14 +152,6 @@ def live_writer(ctx: RunContext, slot: Slot) -> Iterator[tuple[EngineHold, Write
         yield hold, commit
 
 
-def unsupported(r: RunResult, why: str) -> RunResult:
-    """A run the engine cannot do (e.g. compact a branch): recorded, not run."""
-    r.status, r.verified, r.error = "unsupported", False, f"unsupported: {why}"
-    if r.live_writer is not None:
-        r.live_writer.verdict, r.live_writer.reason = "unsupported", why
-    return r
-
-
 def publish(tbl, rec: LiveWriterRecord) -> None:
     """--cow-branch: main := the compactor's last snapshot on the branch, when the branch's head is the
     compactor's (the harness's metadata-only step after the engine, timed as `publish_s`)."""

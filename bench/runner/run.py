@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import traceback
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
@@ -32,11 +31,20 @@ from bench.core.source import fingerprint_source
 from bench.core.table import live_files
 from bench.core.units import fmt_bytes
 from bench.engines import engine_class
-from bench.engines.base import CompactionJob, EngineOutcome
-from bench.runner.context import RunContext, RunOptions, Slot, flush_dir, resolve, resolve_filter, schedule
-from bench.runner.inputs import SETUP_READ_ALLOWANCE, SetupGuard, reset_input
-from bench.runner.live import INGEST_BRANCH, judge, live_writer, unsupported
-from bench.runner.process import LOG_TAIL_LINES, run_engine_process, storage_record, tail
+from bench.engines.base import EngineOutcome
+from bench.runner.context import RunContext, RunOptions, Slot, resolve, resolve_filter, schedule
+from bench.runner.engine_run import (
+    build_job,
+    harness_failed,
+    record_engine,
+    record_unsupported,
+    restore_input,
+    run_engine_process,
+    why_unsupported,
+)
+from bench.runner.inputs import SETUP_READ_ALLOWANCE, SetupGuard
+from bench.runner.live import INGEST_BRANCH, EngineHold, judge, live_writer
+from bench.runner.process import EngineRun
 from bench.runner.reads import reads_after, reads_before
 from bench.runner.record import finish, new_result
 from bench.runner.source import check_source, prepare_clone, source_record
@@ -45,103 +53,87 @@ from bench.telemetry.confine import fmt_rate, stale_parents
 from bench.telemetry.limits import remove_stale_cgroups
 from bench.verify import IntegrityInput, VerifyInput, partition_outcome, remove_output, stage_output, verify
 from datagen.dataset import prepare
+from datagen.live import WriterCommit
 
 
 def run_one(ctx: RunContext, slot: Slot) -> RunResult:
-    sc, ds = ctx.scenario, ctx.dataset
+    """One engine run of a compaction scenario (bench.runner.engine_run's path): restore, the reads before,
+    the engine's process with the table out of reach while it sets up, verification, the reads after."""
+    ds = ctx.dataset
     assert ds is not None and ctx.catalog is not None
     label = f"[{slot.engine} {slot.tag}]"
-    options = ctx.engine_options[slot.engine]
     r = new_result(ctx, slot)
-    work = ctx.run_dir / "work" / f"{sc.name}--{file_label(slot.engine)}--{slot.tag}"
-    needs = sorted(sc.needs() | ({"branch"} if slot.branch else set()))
-    why = [w for w in (engine_class(slot.engine).why_not(f) for f in needs) if w]
+    why = why_unsupported(ctx, slot)
     if why:
-        return finish(ctx, unsupported(r, "; ".join(why)), label)
+        return finish(ctx, record_unsupported(r, why), label)
     try:
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state (position {slot.position + 1} of "
                           f"{len(slot.order)}: {' -> '.join(slot.order)})")
-        r.input, r.before, before_paths, before_meta = reset_input(ctx)
-        r.files_in = r.before.data_files + r.before.delete_files
-        r.bytes_in = r.before.data_bytes + r.before.delete_bytes
-        r.rows = r.before.rows
+        before_paths, before_meta = restore_input(ctx, r)
         # the dataset snapshot, before the engine's own cache policy (a live-writer run changes the content: no reads)
         r.reads = reads_before(ctx) if not slot.case else None
-        guard = SetupGuard(ctx, r.bytes_in)
-        job = CompactionJob(table=ds.table, catalog=ctx.catalog_settings,
-                            scenario=sc.name, kind=sc.kind, target_file_size_bytes=ctx.target,
-                            small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
-                            output_codec_level=sc.output.level, options=options,
-                            memory_budget_bytes=ctx.budget, cores=ctx.cores, work_dir=str(work),
-                            branch=slot.branch or "main", strategy=sc.rewrite.strategy,
-                            zorder_columns=list(sc.rewrite.zorder_columns), partition_filter=ctx.partition_filter,
-                            flush_dir=flush_dir(ctx))
-        ctx.progress.info(f"{label} setting up with the table out of reach, then compacting (cache "
-                          f"{ctx.cache_mode}, budget {fmt_bytes(ctx.budget)}, time limit {ctx.timeout_s} s)"
-                          + (f", live writer: {slot.case}" if slot.case else "")
-                          + (f", storage cap read {fmt_rate(ctx.storage_cap.read_bps)} write "
-                             f"{fmt_rate(ctx.storage_cap.write_bps)} on {ctx.cap_device[0]}, written files flushed"
-                             if ctx.storage_cap and ctx.cap_device else "")
-                          + (f", {ctx.cores} core(s): CPUs {','.join(map(str, ctx.cpus))}" if ctx.cpus else ""))
-        with live_writer(ctx, slot) as live:
-            guard.park()
-            try:
-                er = run_engine_process(ctx, slot, job, work, companion=live[0] if live else None,
-                                        on_ready=guard.release)
-            finally:
-                if guard.cache is None:  # the engine never finished its setup: the table back all the same
-                    guard.release(None, None)
-        r.cache, r.setup_io = guard.cache or CacheState(), guard.io
-        r.status = er.status  # type: ignore[assignment]
-        r.error = er.error
-        r.process_wall_s = er.process_wall_s
-        r.memory_enforcement = er.enforcement
-        r.storage_cap, r.core_limit = storage_record(er), er.core_limit
-        r.telemetry = er.telemetry  # type: ignore[assignment]
-        r.catalog_server = er.server
-        r.samples_file = os.path.relpath(er.samples_file, ctx.run_dir)
-        rec = er.record
-        if rec is not None:
-            r.setup_s, r.setup_phases, r.memory_caps = rec.setup_s, rec.setup_phases, rec.memory_caps
-            r.phases = rec.phases
-            r.duration_s = rec.duration_s if r.status == "ok" else None
-            if rec.outcome is not None:
-                r.engine_result, r.engine_settings = rec.outcome.engine_result, rec.outcome.settings
-                r.engine_actions = rec.outcome.actions
-                r.versions.update(rec.outcome.versions)
-                r.deployment = rec.outcome.deployment
-                r.nodes = rec.outcome.deployment.nodes
-        if r.status != "ok":
-            r.log_tail = tail(er.log)
+        work = ctx.run_dir / "work" / f"{ctx.scenario.name}--{file_label(slot.engine)}--{slot.tag}"
         integrity = IntegrityInput(before=before_meta, branch=slot.branch or "main",
-                                   declared_properties=frozenset(sc.output.sets_properties)
+                                   declared_properties=frozenset(ctx.scenario.output.sets_properties)
                                    | engine_class(slot.engine).sets_properties)
+        er, live = compact(ctx, slot, r, work)
         if live is not None:
             with ctx.progress.task(f"{label} judging the live writer's case", unit="step"):
                 judge(ctx, r, *live, integrity)
             setup_check(r)
             r.files_out = r.after.data_files + r.after.delete_files if r.after else None
         elif r.status == "ok":
-            t_verify = time.perf_counter()
-            with ctx.progress.task(f"{label} verifying", unit="step"):
-                r.after, r.verification = verify_run(ctx, r, before_paths, rec.outcome if rec else None, work,
-                                                     integrity)
-            r.verify_s = time.perf_counter() - t_verify
-            place_commits(r)
-            setup_check(r)
-            r.files_out = r.after.data_files + r.after.delete_files
-            r.bytes_out = r.after.data_bytes + r.after.delete_bytes
-            r.verified = r.verification.verified
+            check(ctx, r, er, before_paths, work, integrity, label)
         reads_after(ctx, r, label)
     except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
-        r.status, r.verified = "failed", False
-        r.error = f"harness: {type(exc).__name__}: {exc}"
-        r.log_tail = traceback.format_exc().splitlines()[-LOG_TAIL_LINES:]
+        harness_failed(r, exc)
     if ctx.source is not None and ctx.source_before is not None:  # the original, after this engine run
         r.source = source_record(ctx.source, ds, ctx.source_before)
         if check_source(r, ctx.source, ctx.source_before):
             r.error = (r.error + "; " if r.error else "") + f"the source table changed: {r.source.differences[0]}"
     return finish(ctx, r, label)
+
+
+def compact(ctx: RunContext, slot: Slot, r: RunResult,
+            work: Path) -> tuple[EngineRun, tuple[EngineHold, WriterCommit] | None]:
+    """The engine's process (a live writer beside it for a live-writer case), the table parked out of reach
+    until its setup has ended; what it said recorded in `r`.  Returns the process's run and the live writer's
+    hold (None without one)."""
+    guard = SetupGuard(ctx, r.bytes_in or 0)
+    job = build_job(ctx, slot, work)
+    ctx.progress.info(f"[{slot.engine} {slot.tag}] setting up with the table out of reach, then compacting (cache "
+                      f"{ctx.cache_mode}, budget {fmt_bytes(ctx.budget)}, time limit {ctx.timeout_s} s)"
+                      + (f", live writer: {slot.case}" if slot.case else "")
+                      + (f", storage cap read {fmt_rate(ctx.storage_cap.read_bps)} write "
+                         f"{fmt_rate(ctx.storage_cap.write_bps)} on {ctx.cap_device[0]}, written files flushed"
+                         if ctx.storage_cap and ctx.cap_device else "")
+                      + (f", {ctx.cores} core(s): CPUs {','.join(map(str, ctx.cpus))}" if ctx.cpus else ""))
+    with live_writer(ctx, slot) as live:
+        guard.park()
+        try:
+            er = run_engine_process(ctx, slot, job, work, companion=live[0] if live else None,
+                                    on_ready=guard.release)
+        finally:
+            if guard.cache is None:  # the engine never finished its setup: the table back all the same
+                guard.release(None, None)
+    r.cache, r.setup_io = guard.cache or CacheState(), guard.io
+    record_engine(ctx, r, er)
+    return er, live
+
+
+def check(ctx: RunContext, r: RunResult, er: EngineRun, before_paths: set[str], work: Path,
+          integrity: IntegrityInput, label: str) -> None:
+    """Verify a run that ended ok: the table (or a floor's staged output) against the dataset's ground truth."""
+    rec = er.record
+    t_verify = time.perf_counter()
+    with ctx.progress.task(f"{label} verifying", unit="step"):
+        r.after, r.verification = verify_run(ctx, r, before_paths, rec.outcome if rec else None, work, integrity)
+    r.verify_s = time.perf_counter() - t_verify
+    place_commits(r)
+    setup_check(r)
+    r.files_out = r.after.data_files + r.after.delete_files
+    r.bytes_out = r.after.data_bytes + r.after.delete_bytes
+    r.verified = r.verification.verified
 
 
 def place_commits(r: RunResult) -> None:

@@ -31,7 +31,7 @@ from bench.core.source import (
 )
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import classify, scope
-from bench.core.table.state import keep_spare, list_files
+from bench.core.table.state import list_files, vault
 from bench.core.units import fmt_bytes
 from bench.scenario import Scenario
 from bench.verify import table_stats
@@ -99,7 +99,7 @@ def prepare_clone(catalog: Catalog, settings: CatalogSettings, ref: SourceRef, s
     tbl = catalog.load_table(ident)
     with progress.task("reading the source snapshot's ground truth (two readers)", unit="step"):
         truth = ground_truth(tbl, snap.snapshot_id, read_settings)
-    keep_spare(tbl.metadata_location, tbl.location(), spare_dir(settings.state_path, name))
+    vault(tbl.location(), list_files(tbl.location()), spare_dir(settings.state_path, name))
     entries = live_files(tbl).all
     ds = GeneratedTable(
         table=ident, kind=sc.kind, recipe_hash=key, scale=0.0, seed=0,

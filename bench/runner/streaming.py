@@ -25,9 +25,11 @@ import os
 import re
 import threading
 import time
-import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pyiceberg.table.snapshots import ancestors_of
 
 from bench.core.cost import run_cost
 from bench.core.errors import UserError
@@ -43,21 +45,26 @@ from bench.core.results import (
 )
 from bench.core.table import live_files, local_path
 from bench.engines import engine_class
-from bench.engines.base import CompactionJob
 from bench.reads import duck
 from bench.reads.queries import query_sql
-from bench.runner.context import RunContext, Slot, flush_dir
-from bench.runner.inputs import reset_input
+from bench.runner.context import RunContext, Slot
+from bench.runner.engine_run import (
+    build_job,
+    harness_failed,
+    record_unsupported,
+    restore_input,
+    run_engine_process,
+    why_unsupported,
+)
 from bench.runner.live import INGEST_BRANCH
-from bench.runner.process import LOG_TAIL_LINES, run_engine_process, storage_record, tail
+from bench.runner.process import EngineRun, storage_record, tail
 from bench.runner.record import finish, new_result
 from bench.verify.readers import merge_on_read
 from bench.verify.streaming import RULES, check_content, measure_table
 from datagen.queries import reads_plan
 from datagen.streaming import StreamCommit, StreamShape, StreamWriter
 
-CONFLICT = re.compile(r"(Retrying task after failure|CommitFailedException|ValidationException|CommitConflict"
-                      r"|Conflict|conflict)")
+STREAM_PREFIX = "stream-"  # the writer's data files (datagen.streaming): not what maintenance wrote
 BASELINE = "none"  # the label of the run without maintenance
 BASELINE_COLOR = "#7B8794"
 GB = 1e9
@@ -116,10 +123,10 @@ def _live_sizes(tbl, ref: str) -> dict[str, int]:
     return {e.data_file.file_path: e.data_file.file_size_in_bytes for e in [*files.data, *files.deletes]}
 
 
-def conflicts(ctx: RunContext, log: Path, unix0: float, unix1: float) -> tuple[int, list[str]]:
+def conflicts(ctx: RunContext, slot: Slot, log: Path, unix0: float, unix1: float) -> tuple[int, list[str]]:
     """Commit conflicts of one maintenance step: the REST catalog's 409 answers to commits between unix
     times unix0 and unix1 (the writer commits through JDBC, so these are the engine's), and the lines of
-    the engine's log that name a retry or a conflict."""
+    the engine's log that name a retry or a conflict (the engine's own `conflict_log_pattern`)."""
     n, evidence = 0, []
     served = ctx.served
     if served is not None and served.log_file and served.log_file.exists():
@@ -131,8 +138,10 @@ def conflicts(ctx: RunContext, log: Path, unix0: float, unix1: float) -> tuple[i
             if unix0 <= e.get("t", 0) <= unix1 and e.get("method") == "POST" and e.get("status") == 409:
                 n += 1
                 evidence.append(f"REST catalog: 409 to POST {e.get('path')}")
+    pattern = engine_class(slot.engine).conflict_log_pattern
     try:
-        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if CONFLICT.search(ln)]
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines()
+                 if pattern and re.search(pattern, ln)]
     except OSError:
         lines = []
     n += len(lines)
@@ -147,6 +156,9 @@ def _writer_stats(rec: CycleRecord, commits: list[StreamCommit]) -> None:
     rec.writer_conflicts += [x for c in commits for x in c.conflicts][:5]
     rec.rows_ingested += sum(c.rows_inserted for c in landed)
     rec.bytes_ingested += sum(c.bytes for c in landed)
+    times = [c.commit_s for c in landed if c.commit_s is not None]
+    if times:
+        rec.writer_commit_s_mean, rec.writer_commit_s_max = round(sum(times) / len(times), 4), max(times)
 
 
 def _branch_lag(rec: CycleRecord, tbl, writer: StreamWriter, published_from: int | None) -> int:
@@ -165,12 +177,8 @@ def _branch_lag(rec: CycleRecord, tbl, writer: StreamWriter, published_from: int
 def _newest_writer_commit(tbl, snapshot_id: int, writer: StreamWriter) -> int | None:
     """The index of the newest writer commit in the ancestry of `snapshot_id`."""
     by_id = {c.snapshot_id: c.index for c in writer.commits if c.landed}
-    snap = tbl.metadata.snapshot_by_id(snapshot_id)
-    while snap is not None:
-        if snap.snapshot_id in by_id:
-            return by_id[snap.snapshot_id]
-        snap = tbl.metadata.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id else None
-    return None
+    return next((by_id[s.snapshot_id] for s in ancestors_of(tbl.metadata.snapshot_by_id(snapshot_id), tbl.metadata)
+                 if s.snapshot_id in by_id), None)
 
 
 def run_streaming(ctx: RunContext) -> list[RunResult]:
@@ -202,20 +210,16 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
                           commits_per_cycle=st.commits_per_cycle, rows_per_commit=rows, cadence_s=st.cadence_s,
                           maintenance=[] if is_base else [op.describe() for op in st.maintenance])
     r.streaming = rec
-    if not is_base:
-        why = [w for w in (engine_class(slot.engine).why_not(f) for f in sorted(sc.needs())) if w]
-        if why:
-            r.status, r.error = "unsupported", "unsupported: " + "; ".join(why)
-            return finish(ctx, r, label)
+    why = None if is_base else why_unsupported(ctx, slot)
+    if why:
+        return finish(ctx, record_unsupported(r, why), label)
     work = ctx.run_dir / "work" / f"{sc.name}--{file_label(slot.engine)}--streaming"
     work.mkdir(parents=True, exist_ok=True)
     try:
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state, then {st.cycles} cycles of "
                           f"{st.commits_per_cycle} commits x {rows} rows"
                           + ("" if is_base else f" and maintenance ({', '.join(rec.maintenance)})"))
-        r.input, r.before, _, _ = reset_input(ctx)
-        r.files_in, r.bytes_in, r.rows = (r.before.data_files + r.before.delete_files,
-                                          r.before.data_bytes + r.before.delete_bytes, r.before.rows)
+        restore_input(ctx, r)
         branch = INGEST_BRANCH if st.mode == "branch" else "main"
         if branch != "main":
             ctx.catalog.load_table(ds.table).manage_snapshots().create_branch(ds.snapshot_id, branch).commit()
@@ -232,8 +236,7 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
         r.status = bad[0] if bad else "ok"  # type: ignore[assignment]
         r.error = next((f"cycle {c.cycle}: {c.maintenance_error}" for c in rec.cycles if c.maintenance_error), None)
     except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
-        r.status, r.error = "failed", f"harness: {type(exc).__name__}: {exc}"
-        r.log_tail = traceback.format_exc().splitlines()[-LOG_TAIL_LINES:]
+        harness_failed(r, exc)
     totals(r, baseline)
     checks = [Check(name=f"cycle_{c.cycle}_content", ok=c.content_ok, message=f"{c.verdict}: {c.reason}")
               for c in rec.cycles]
@@ -258,13 +261,21 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
     return r
 
 
+@dataclass
+class Before:
+    """The table before a cycle's maintenance: what its I/O is measured against."""
+
+    snapshots: set[int]
+    live: dict[str, int]  # the branch's live data and delete files -> size
+    data: dict[str, int]  # every file under data/ -> size
+    metadata: dict[str, int]  # every file under metadata/ -> size
+
+
 def cycles(ctx: RunContext, r: RunResult, slot: Slot, writer: StreamWriter, branch: str, work: Path) -> None:
-    sc, ds = ctx.scenario, ctx.dataset
-    st, rec = sc.streaming, r.streaming
-    assert ds is not None and ctx.catalog is not None and st is not None and rec is not None
-    is_base = slot.engine == BASELINE
-    paced = st.mode != "sequential"
-    location = local_path(ds.location)
+    """The run's cycles: the writer's commits, the maintenance step (not for the baseline), what it read and
+    wrote, the table verified against the generator, the reader queries; one CycleRecord each."""
+    st, rec = ctx.scenario.streaming, r.streaming
+    assert st is not None and rec is not None
     published_from: int | None = None
     index = 0
     for n in range(1, st.cycles + 1):
@@ -273,113 +284,153 @@ def cycles(ctx: RunContext, r: RunResult, slot: Slot, writer: StreamWriter, bran
         for _ in range(st.commits_per_cycle):
             writer.commit(index)
             index += 1
-            if paced:
+            if st.mode != "sequential":
                 time.sleep(st.cadence_s)
-        tbl = ctx.catalog.load_table(ds.table)
-        before_snaps = {s.snapshot_id for s in tbl.metadata.snapshots}
-        before_live = _live_sizes(tbl, branch)
-        before_data, before_meta = _listing(f"{location}/data"), _listing(f"{location}/metadata")
-        if not is_base:
-            ctx.progress.info(f"[{slot.engine} cycle {n}/{st.cycles}] maintenance"
-                              + (" with the writer committing" if paced else ""))
-            cadence = Cadence(writer, index, st.cadence_s) if paced else None
-            job = CompactionJob(table=ds.table, catalog=ctx.catalog_settings, scenario=sc.name, kind=sc.kind,
-                                target_file_size_bytes=ctx.target, small_file_threshold_bytes=ctx.threshold,
-                                output_codec=sc.output.codec, output_codec_level=sc.output.level,
-                                options=ctx.engine_options[slot.engine], memory_budget_bytes=ctx.budget,
-                                cores=ctx.cores, work_dir=str(work / f"cycle{n:03d}"), branch=branch,
-                                maintenance=[op for op in st.maintenance if op.due(n)], flush_dir=flush_dir(ctx))
-            unix0 = time.time()
-            er = run_engine_process(ctx, slot, job, work / f"cycle{n:03d}", companion=cadence,
-                                    on_ready=cadence.start if cadence else None)
-            cyc.maintenance_conflicts, cyc.conflict_evidence = conflicts(ctx, er.log, unix0, time.time())
-            if cadence is not None:
-                index = cadence.index
-                cyc.commits_during_maintenance = sum(1 for c in cadence.landed if c.landed)
-                if cadence.error:
-                    cyc.evidence["writer_error"] = cadence.error
-            cyc.maintenance_status, cyc.maintenance_error = er.status, er.error
-            if er.record is not None:
-                cyc.setup_s = er.record.setup_s
-                cyc.phases = er.record.phases
-                # a step that failed (e.g. its commit lost every retry) still spent its time: it counts
-                cyc.maintenance_s = er.record.duration_s
-                cyc.storage_cap = storage_record(er)
-                r.storage_cap, r.core_limit = r.storage_cap or er.storage_cap, r.core_limit or er.core_limit
-                for p in er.record.phases:
-                    op = p.name.split(":", 1)[0]
-                    cyc.op_seconds[op] = round(cyc.op_seconds.get(op, 0.0) + p.seconds, 4)
-                if er.record.outcome is not None:
-                    cyc.op_results = list(er.record.outcome.engine_result.get("maintenance", []))
-            if er.status != "ok":
-                r.log_tail = tail(er.log)
-            tel = er.telemetry
-            cyc.peak_rss_bytes = getattr(tel, "peak_rss_bytes", None)
-            cyc.mean_cores = getattr(tel, "mean_cores", None)
-            cyc.process_read_bytes = getattr(tel, "read_bytes", None)
-            cyc.process_write_bytes = getattr(tel, "write_bytes", None)
-            cost = run_cost(cyc.maintenance_s, ctx.instance_type, ran_on=ctx.environment.instance_type)
-            cyc.cost_usd = cost.total_usd
-        _writer_stats(cyc, writer.commits[first:])
-        landed = [c for c in writer.commits[first:] if c.landed]
-        times = [c.commit_s for c in landed if c.commit_s is not None]
-        if times:
-            cyc.writer_commit_s_mean, cyc.writer_commit_s_max = round(sum(times) / len(times), 4), max(times)
-        tbl = ctx.catalog.load_table(ds.table)
-        writer_ids = {c.snapshot_id for c in writer.commits if c.landed}
-        new = [s for s in tbl.metadata.snapshots if s.snapshot_id not in before_snaps | writer_ids]
-        cyc.maintenance_snapshots = len(new)
-        if not is_base:
-            compacted = any(op.get("op") == "compact" for op in cyc.op_results)
-            cyc.maintenance_not_landed = int(cyc.maintenance_status != "ok" or (compacted and not new))
-            after_live = _live_sizes(tbl, branch)
-            cyc.bytes_read = sum(size for p, size in before_live.items() if p not in after_live)
-            stream_prefix = "stream-"
-            cyc.bytes_written = sum(size for p, size in _listing(f"{location}/data").items()
-                                    if p not in before_data and not os.path.basename(p).startswith(stream_prefix))
-            cyc.metadata_bytes_written = sum(size for p, size in _listing(f"{location}/metadata").items()
-                                             if p not in before_meta)
-        snaps = [{"snapshot_id": s.snapshot_id, "parent_id": s.parent_snapshot_id,
-                  "operation": s.summary.operation.value if s.summary else "",
-                  "who": "writer" if s.snapshot_id in writer_ids else "maintenance"}
-                 for s in sorted(tbl.metadata.snapshots, key=lambda s: s.sequence_number or 0)
-                 if s.snapshot_id not in before_snaps]
-        deleted = [k for c in landed for k in c.deleted_keys]
-        if branch != "main":
-            published_from = publish(ctx, cyc, tbl, writer, branch, published_from)
-            tbl = ctx.catalog.load_table(ds.table)
-        expected = writer.expected()
-        main_ref = tbl.metadata.refs.get("main")
-        main_id = main_ref.snapshot_id if main_ref is not None else None
-        if branch != "main":
-            _branch_lag(cyc, tbl, writer, published_from)
-            at = next((c for c in writer.commits if c.landed and c.index == published_from), None)
-            cyc.expected_rows = at.expected_rows if at else ds.ground_truth.rows
-            cyc.expected_checksum = at.expected_checksum if at else ds.ground_truth.checksum
-        else:
-            cyc.expected_rows, cyc.expected_checksum = expected.rows, expected.checksum
-        measure_table(cyc, tbl, main_id)
-        check_content(cyc, tbl, main_id, ctx.catalog_settings, deleted, snaps)
-        if branch != "main":
-            ingest = CycleRecord(cycle=n, expected_rows=expected.rows, expected_checksum=expected.checksum)
-            head = tbl.metadata.refs.get(branch)
-            cyc.ingest_snapshot_id = head.snapshot_id if head is not None else None
-            check_content(ingest, tbl, cyc.ingest_snapshot_id, ctx.catalog_settings, deleted, snaps)
-            cyc.evidence["ingest"] = {"verdict": ingest.verdict, "reason": ingest.reason, **ingest.evidence}
-            if ingest.verdict == "unsafe":
-                cyc.content_ok, cyc.verdict = False, "unsafe"
-                cyc.reason = f"main: {cyc.reason}; ingest: {ingest.reason}"
-        reads(ctx, cyc, writer, expected.answers if branch == "main" else None)
+        before = before_state(ctx, branch)
+        if slot.engine != BASELINE:
+            index = maintain(ctx, r, slot, cyc, writer, index, branch, work / f"cycle{n:03d}")
+        this = writer.commits[first:]
+        _writer_stats(cyc, this)
+        tbl, snaps = io_delta(ctx, cyc, writer, before, branch, measured=slot.engine != BASELINE)
+        deleted = [k for c in this if c.landed for k in c.deleted_keys]
+        published_from = verify_cycle(ctx, cyc, tbl, writer, branch, snaps, deleted, published_from)
+        reads(ctx, cyc, writer, writer.expected().answers if branch == "main" else None)
         rec.cycles.append(cyc)
-        ctx.progress.info(f"[{slot.engine} cycle {n}/{st.cycles}] {cyc.commits} commits"
-                          + (f" ({cyc.commits_during_maintenance} during maintenance)" if paced and not is_base else "")
-                          + (f", maintenance {cyc.maintenance_status} {cyc.maintenance_s or 0:.2f} s" if not is_base
-                             else "")
-                          + f"; {cyc.table.data_files} data + {cyc.table.delete_files} delete files, "
-                          f"{cyc.manifests} manifests, {cyc.snapshots} snapshots; "
-                          f"full scan {cyc.reads.get('full-scan', 0) * 1000:.0f} ms; "
-                          f"{cyc.verdict}" + (f" (main lags {cyc.main_lag_commits} commits)" if branch != "main"
-                                              else ""))
+        describe(ctx, slot, cyc, branch)
+
+
+def before_state(ctx: RunContext, branch: str) -> Before:
+    ds = ctx.dataset
+    assert ds is not None and ctx.catalog is not None
+    tbl, location = ctx.catalog.load_table(ds.table), local_path(ds.location)
+    return Before(snapshots={s.snapshot_id for s in tbl.metadata.snapshots}, live=_live_sizes(tbl, branch),
+                  data=_listing(f"{location}/data"), metadata=_listing(f"{location}/metadata"))
+
+
+def maintain(ctx: RunContext, r: RunResult, slot: Slot, cyc: CycleRecord, writer: StreamWriter, index: int,
+             branch: str, work: Path) -> int:
+    """One maintenance step in the engine's own process (bench.runner.engine_run's path), the writer committing
+    beside it unless sequential; returns the writer's next commit index."""
+    st = ctx.scenario.streaming
+    assert st is not None
+    paced = st.mode != "sequential"
+    ctx.progress.info(f"[{slot.engine} cycle {cyc.cycle}/{st.cycles}] maintenance"
+                      + (" with the writer committing" if paced else ""))
+    cadence = Cadence(writer, index, st.cadence_s) if paced else None
+    job = build_job(ctx, slot, work, branch=branch, maintenance=[op for op in st.maintenance if op.due(cyc.cycle)])
+    unix0 = time.time()
+    er = run_engine_process(ctx, slot, job, work, companion=cadence, on_ready=cadence.start if cadence else None)
+    cyc.maintenance_conflicts, cyc.conflict_evidence = conflicts(ctx, slot, er.log, unix0, time.time())
+    if cadence is not None:
+        index = cadence.index
+        cyc.commits_during_maintenance = sum(1 for c in cadence.landed if c.landed)
+        if cadence.error:
+            cyc.evidence["writer_error"] = cadence.error
+    record_cycle(ctx, r, cyc, er)
+    return index
+
+
+def record_cycle(ctx: RunContext, r: RunResult, cyc: CycleRecord, er: EngineRun) -> None:
+    """What the maintenance step's process said and what was measured around it, into the cycle's record."""
+    cyc.maintenance_status, cyc.maintenance_error = er.status, er.error
+    if er.record is not None:
+        cyc.setup_s = er.record.setup_s
+        cyc.phases = er.record.phases
+        # a step that failed (e.g. its commit lost every retry) still spent its time: it counts
+        cyc.maintenance_s = er.record.duration_s
+        cyc.storage_cap = storage_record(er)
+        r.storage_cap, r.core_limit = r.storage_cap or er.storage_cap, r.core_limit or er.core_limit
+        for p in er.record.phases:
+            if p.op:  # not the worker's own steps around them (e.g. --storage-cap's flush)
+                cyc.op_seconds[p.op] = round(cyc.op_seconds.get(p.op, 0.0) + p.seconds, 4)
+        if er.record.outcome is not None:
+            cyc.op_results = list(er.record.outcome.maintenance)
+    if er.status != "ok":
+        r.log_tail = tail(er.log)
+    tel = er.telemetry
+    cyc.peak_rss_bytes = getattr(tel, "peak_rss_bytes", None)
+    cyc.mean_cores = getattr(tel, "mean_cores", None)
+    cyc.process_read_bytes = getattr(tel, "read_bytes", None)
+    cyc.process_write_bytes = getattr(tel, "write_bytes", None)
+    cyc.cost_usd = run_cost(cyc.maintenance_s, ctx.instance_type, ran_on=ctx.environment.instance_type).total_usd
+
+
+def io_delta(ctx: RunContext, cyc: CycleRecord, writer: StreamWriter, before: Before, branch: str,
+             measured: bool) -> tuple[Any, list[dict[str, Any]]]:
+    """What the maintenance committed, read and wrote (when `measured`: not for the baseline); returns the
+    table after it and the cycle's new snapshots, oldest first, each with who made it."""
+    ds = ctx.dataset
+    assert ds is not None and ctx.catalog is not None
+    tbl = ctx.catalog.load_table(ds.table)
+    writer_ids = {c.snapshot_id for c in writer.commits if c.landed}
+    new = [s for s in tbl.metadata.snapshots if s.snapshot_id not in before.snapshots | writer_ids]
+    cyc.maintenance_snapshots = len(new)
+    if measured:
+        location = local_path(ds.location)
+        compacted = any(op.op == "compact" for op in cyc.op_results)
+        cyc.maintenance_not_landed = int(cyc.maintenance_status != "ok" or (compacted and not new))
+        after_live = _live_sizes(tbl, branch)
+        cyc.bytes_read = sum(size for p, size in before.live.items() if p not in after_live)
+        cyc.bytes_written = sum(size for p, size in _listing(f"{location}/data").items()
+                                if p not in before.data and not os.path.basename(p).startswith(STREAM_PREFIX))
+        cyc.metadata_bytes_written = sum(size for p, size in _listing(f"{location}/metadata").items()
+                                         if p not in before.metadata)
+    snaps = [{"snapshot_id": s.snapshot_id, "parent_id": s.parent_snapshot_id,
+              "operation": s.summary.operation.value if s.summary else "",
+              "who": "writer" if s.snapshot_id in writer_ids else "maintenance"}
+             for s in sorted(tbl.metadata.snapshots, key=lambda s: s.sequence_number or 0)
+             if s.snapshot_id not in before.snapshots]
+    return tbl, snaps
+
+
+def verify_cycle(ctx: RunContext, cyc: CycleRecord, tbl: Any, writer: StreamWriter, branch: str,
+                 snaps: list[dict[str, Any]], deleted: list, published_from: int | None) -> int | None:
+    """The table after the cycle against the generator's (main; in branch mode after publishing, and the
+    writer's branch too), `deleted` the keys the cycle's commits deleted; returns the index of main's newest
+    writer commit (branch mode)."""
+    ds = ctx.dataset
+    assert ds is not None and ctx.catalog is not None
+    if branch != "main":
+        published_from = publish(ctx, cyc, tbl, writer, branch, published_from)
+        tbl = ctx.catalog.load_table(ds.table)
+    expected = writer.expected()
+    main_ref = tbl.metadata.refs.get("main")
+    main_id = main_ref.snapshot_id if main_ref is not None else None
+    if branch != "main":
+        _branch_lag(cyc, tbl, writer, published_from)
+        at = next((c for c in writer.commits if c.landed and c.index == published_from), None)
+        cyc.expected_rows = at.expected_rows if at else ds.ground_truth.rows
+        cyc.expected_checksum = at.expected_checksum if at else ds.ground_truth.checksum
+    else:
+        cyc.expected_rows, cyc.expected_checksum = expected.rows, expected.checksum
+    measure_table(cyc, tbl, main_id)
+    check_content(cyc, tbl, main_id, ctx.catalog_settings, deleted, snaps)
+    if branch != "main":
+        ingest = CycleRecord(cycle=cyc.cycle, expected_rows=expected.rows, expected_checksum=expected.checksum)
+        head = tbl.metadata.refs.get(branch)
+        cyc.ingest_snapshot_id = head.snapshot_id if head is not None else None
+        check_content(ingest, tbl, cyc.ingest_snapshot_id, ctx.catalog_settings, deleted, snaps)
+        cyc.evidence["ingest"] = {"verdict": ingest.verdict, "reason": ingest.reason, **ingest.evidence}
+        if ingest.verdict == "unsafe":
+            cyc.content_ok, cyc.verdict = False, "unsafe"
+            cyc.reason = f"main: {cyc.reason}; ingest: {ingest.reason}"
+    return published_from
+
+
+def describe(ctx: RunContext, slot: Slot, cyc: CycleRecord, branch: str) -> None:
+    st = ctx.scenario.streaming
+    assert st is not None
+    is_base = slot.engine == BASELINE
+    ctx.progress.info(f"[{slot.engine} cycle {cyc.cycle}/{st.cycles}] {cyc.commits} commits"
+                      + (f" ({cyc.commits_during_maintenance} during maintenance)"
+                         if st.mode != "sequential" and not is_base else "")
+                      + (f", maintenance {cyc.maintenance_status} {cyc.maintenance_s or 0:.2f} s" if not is_base
+                         else "")
+                      + f"; {cyc.table.data_files} data + {cyc.table.delete_files} delete files, "
+                      f"{cyc.manifests} manifests, {cyc.snapshots} snapshots; "
+                      f"full scan {cyc.reads.get('full-scan', 0) * 1000:.0f} ms; "
+                      f"{cyc.verdict}" + (f" (main lags {cyc.main_lag_commits} commits)" if branch != "main"
+                                          else ""))
 
 
 def publish(ctx: RunContext, cyc: CycleRecord, tbl, writer: StreamWriter, branch: str,
@@ -394,13 +445,13 @@ def publish(ctx: RunContext, cyc: CycleRecord, tbl, writer: StreamWriter, branch
     if head is None or cyc.maintenance_status == "none":
         return published_from
     cyc.evidence["head_was_maintenance"] = head.snapshot_id not in writer_ids
-    snap = tbl.metadata.snapshot_by_id(head.snapshot_id)
-    while snap is not None:
-        if main is not None and snap.snapshot_id == main.snapshot_id:
+    snap = None
+    for s in ancestors_of(tbl.metadata.snapshot_by_id(head.snapshot_id), tbl.metadata):
+        if main is not None and s.snapshot_id == main.snapshot_id:
             return published_from  # main has it already: nothing newer is clean
-        if snap.snapshot_id not in writer_ids and not live_files(tbl, snap.snapshot_id).deletes:
+        if s.snapshot_id not in writer_ids and not live_files(tbl, s.snapshot_id).deletes:
+            snap = s
             break
-        snap = tbl.metadata.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id else None
     if snap is None or snap.snapshot_id == ctx.dataset.snapshot_id:  # type: ignore[union-attr]
         return published_from
     included = _newest_writer_commit(tbl, snap.snapshot_id, writer)

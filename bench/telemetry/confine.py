@@ -28,7 +28,7 @@ from bench.core.errors import UserError
 from bench.core.results import CoreLimit, StorageCap
 from bench.core.units import MiB, parse_size
 from bench.telemetry.limits import CGROUP_PREFIX, cgroup_dir, release_cgroup
-from bench.telemetry.netcap import LoopbackShaper, check_shaper
+from bench.telemetry.netcap import LoopbackShaper
 
 CAP_HELP = "use e.g. 125MiB/s, 125MiB/s,60MiB/s (read,write) or none"
 
@@ -103,13 +103,10 @@ def check_cores(cores: int) -> list[int]:
     return allowed[:cores]
 
 
-def check_storage_cap(cap: CapSpec, warehouse: Path | None, s3_endpoint: str | None = None,
-                      remote: bool = False) -> tuple[str, int, int] | int:
-    """Before anything runs: the device, and a cgroup that can throttle it; or, for an S3 warehouse (`remote`),
-    the port of its server on the loopback, which `tc` can shape (UserError, one line, otherwise)."""
-    if remote:
-        return check_shaper(s3_endpoint)
-    assert warehouse is not None
+def check_local_cap(cap: CapSpec, warehouse: Path) -> tuple[str, int, int]:
+    """Before anything runs, for a local warehouse: its device, and a cgroup that can throttle it (UserError, one
+    line, otherwise).  An S3 warehouse's cap is checked by bench.telemetry.netcap.check_shaper (the port of its
+    server on the loopback, which `tc` can shape)."""
     dev = block_device(warehouse)
     if cap.limits and _v1_dir("blkio") is None and _v2_dir("io") is None:
         raise UserError("--storage-cap: no writable blkio (cgroup v1) or io (cgroup v2) controller for this process; "

@@ -112,7 +112,7 @@ def test_restore_gives_the_dataset_back_byte_for_byte(tmp_path):
     changed = list_files(ds.location)
     assert len(changed) > len(ds.table_files)
     assert cat.load_table(ds.table).metadata_location != ds.metadata_location
-    deleted, after = restore(cat, ds.table, ds.metadata_location, ds.location, ds.table_files)
+    deleted, _, after = restore(cat, ds.table, ds.metadata_location, ds.location, ds.table_files)
     assert deleted == len(changed) - len(ds.table_files)
     assert after == ds.table_files and list_files(ds.location) == ds.table_files
     tbl = cat.load_table(ds.table)
@@ -154,7 +154,7 @@ def test_restore_survives_commits_that_delete_old_metadata(tmp_path):
     cannot take a dataset file with it, and the restore still finds every one."""
     import pyarrow as pa
 
-    from bench.core.table.state import keep_spare, prune_metadata
+    from bench.core.table.state import prune_metadata, vault
 
     settings = CatalogSettings(warehouse=str(tmp_path))
     cat = load_sql_catalog(settings)
@@ -173,11 +173,11 @@ def test_restore_survives_commits_that_delete_old_metadata(tmp_path):
     assert len(old) > 1 and cat.load_table("bench.t").scan().to_arrow().num_rows == 4  # still readable
     location, meta = tbl.location(), tbl.metadata_location
     spare = tmp_path / "spare"
-    assert keep_spare(meta, location, spare) == [_rel(meta)]
+    assert vault(location, kept, spare) == len(kept)
     for i in range(3):  # an "engine" committing: each commit deletes the oldest metadata version...
         tbl.append(pa.table({"a": [10 + i]}))
     assert _rel(meta) not in list_files(location)  # ...the dataset's own metadata file too, by now
-    _, after = restore(cat, "bench.t", meta, location, kept, spare)  # put back from the spare copy
+    _, _, after = restore(cat, "bench.t", meta, location, kept, spare)  # put back from the spare copy
     assert after == kept and cat.load_table("bench.t").scan().to_arrow().num_rows == 4
     with pytest.raises(RuntimeError, match="missing or changed"):  # without a spare: damaged, said so
         for i in range(3):
@@ -187,3 +187,47 @@ def test_restore_survives_commits_that_delete_old_metadata(tmp_path):
 
 def _rel(metadata_location: str) -> str:
     return "metadata/" + metadata_location.rsplit("/", 1)[-1]
+
+
+def test_the_vault_gives_back_what_an_expiry_deleted_and_refuses_a_file_changed_in_place(tmp_path):
+    """Nothing a run does may destroy what the next run restores from: an engine's snapshot expiry deletes
+    dataset files (data and metadata); the restore puts each back from the vault (hard links: the same
+    bytes, no copy), and a vaulted file written in place (same size) is refused, never restored as if it
+    were the dataset's."""
+    import pyarrow as pa
+
+    from bench.core.table.state import vault
+
+    settings = CatalogSettings(warehouse=str(tmp_path / "wh"))
+    cat = load_sql_catalog(settings)
+    cat.create_namespace("bench")
+    tbl = cat.create_table("bench.t", pa.schema([("a", pa.int64())]), properties={"format-version": "2"})
+    for i in range(3):
+        tbl.append(pa.table({"a": [i]}))
+    tbl = cat.load_table("bench.t")
+    location, meta, files = tbl.location(), tbl.metadata_location, list_files(tbl.location())
+    digests = {rel: _sha(Path(local_path(location)) / rel) for rel in files}
+    spare = tmp_path / "vault"
+    assert vault(location, files, spare) == len(files) and vault(location, files, spare) == 0  # once
+    root = Path(local_path(location))
+    assert all(os.path.samefile(root / rel, spare / rel) for rel in files)  # links, not copies
+    tbl.overwrite(pa.table({"a": [7]}))  # a "compaction", then an "expiry" deleting what it made unreachable
+    gone = [rel for rel in files if rel.startswith("data/") or rel.endswith(".avro")]
+    for rel in gone:
+        (root / rel).unlink()
+    _, put_back, after = restore(cat, "bench.t", meta, location, files, spare)
+    assert put_back == len(gone) and after == files and {rel: _sha(root / rel) for rel in files} == digests
+    assert sorted(cat.load_table("bench.t").scan().to_arrow()["a"].to_pylist()) == [0, 1, 2]
+    victim = root / gone[0]  # the same size, other bytes, written in place: the vault's link sees it too
+    data = bytearray(victim.read_bytes())
+    data[-1] ^= 0xFF
+    with open(victim, "r+b") as f:
+        f.write(bytes(data))
+    os.utime(victim, ns=(victim.stat().st_atime_ns, victim.stat().st_mtime_ns + 1_000_000))
+    victim.unlink()
+    with pytest.raises(RuntimeError, match="changed in place"):
+        restore(cat, "bench.t", meta, location, files, spare)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -13,7 +13,8 @@ import pytest
 from bench.core.errors import UserError
 from bench.core.fileio import flush_files
 from bench.core.units import MiB
-from bench.telemetry.confine import Confiner, block_device, check_storage_cap, parse_storage_cap, stale_parents
+from bench.telemetry.confine import Confiner, block_device, parse_storage_cap, stale_parents
+from bench.telemetry.netcap import check_shaper
 
 
 def test_parse_storage_cap():
@@ -27,7 +28,7 @@ def test_parse_storage_cap():
         with pytest.raises(UserError, match="--storage-cap"):
             parse_storage_cap(bad)
     with pytest.raises(UserError, match="S3"):
-        check_storage_cap(c, None, remote=True)
+        check_shaper(None)
 
 
 def _timed_direct_read(path, confiner: Confiner | None) -> float:

@@ -14,8 +14,8 @@ from moto.server import ThreadedMotoServer
 
 from bench.core.errors import UserError
 from bench.core.units import MiB
-from bench.telemetry.confine import Confiner, check_storage_cap, parse_storage_cap
-from bench.telemetry.netcap import HANDLE, LoopbackShaper, loopback_port
+from bench.telemetry.confine import Confiner, parse_storage_cap
+from bench.telemetry.netcap import HANDLE, LoopbackShaper, check_shaper, loopback_port
 
 
 def _can_shape() -> bool:
@@ -28,10 +28,9 @@ def _can_shape() -> bool:
 def test_loopback_endpoints_only():
     assert loopback_port("http://127.0.0.1:9000") == 9000 and loopback_port("http://localhost") == 80
     assert loopback_port("https://s3.amazonaws.com") is None and loopback_port(None) is None
-    cap = parse_storage_cap("125MiB/s")
     for endpoint in (None, "https://s3.us-east-1.amazonaws.com"):
         with pytest.raises(UserError, match="127.0.0.1"):
-            check_storage_cap(cap, None, endpoint, remote=True)
+            check_shaper(endpoint)
 
 
 def test_a_shaped_s3_server_serves_reads_and_writes_at_the_cap():
@@ -53,7 +52,7 @@ def test_a_shaped_s3_server_serves_reads_and_writes_at_the_cap():
         client.get_object(Bucket="bench-netcap", Key="free")["Body"].read()
         free_get = time.perf_counter() - t0
 
-        assert check_storage_cap(parse_storage_cap("4MiB/s,3MiB/s"), None, endpoint, remote=True) == port
+        assert check_shaper(endpoint) == port
         confiner = Confiner(parse_storage_cap("4MiB/s,3MiB/s"), None, None, s3_port=port)
         try:
             with pytest.raises(UserError, match="another run is shaping"):

@@ -3,16 +3,22 @@
 Datagen records every file under the table's location (data, delete, manifest, manifest-list and
 metadata files, with sizes) in the dataset manifest.  Before every engine run the harness restores
 exactly that: the catalog points at the dataset's metadata file again (drop + register, no purge) and
-every file a previous run added under the location is deleted.  So every engine, in every repetition,
-starts from a byte-identical table, whatever ran before it (metadata written by another engine, extra
-snapshots, a run killed half-way).  The input fingerprint recorded in each result proves it.
+every file a previous run added under the location is deleted, and every dataset file a run deleted (a
+snapshot expiry, an orphan removal, a commit that deletes old metadata) is put back from the dataset's
+vault (`vault`: hard links beside the warehouse, out of every engine's reach).  So every engine, in every
+repetition, starts from a byte-identical table, whatever ran before it (metadata written by another engine,
+extra snapshots, expired files, a run killed half-way).  The input fingerprint recorded in each result
+proves it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shutil
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow.fs as pafs
 from pyiceberg.catalog import Catalog
@@ -97,43 +103,34 @@ def point_at(catalog: Catalog, ident: str, metadata_location: str) -> bool:
     return True
 
 
-def keep_spare(metadata_location: str, location: str, spare: Path) -> list[str]:
-    """Copy the current metadata file (and its `.crc`) into `spare`: a commit with
-    write.metadata.delete-after-commit can delete it once enough newer versions exist; `restore` puts
-    it back from here.  Returns the spared paths (relative to the location)."""
-    fs, root = filesystem(location)
-    root = root.rstrip("/")
-    rel = _relative(metadata_location, location)
-    spared = []
-    for r in (rel, _crc(rel)):
-        try:
-            with fs.open_input_stream(f"{root}/{r}") as f:
-                data = f.read()
-        except FileNotFoundError:
-            continue
-        write_atomic(Path(spare) / r, data)
-        spared.append(r)
-    return spared
+class Restored(NamedTuple):
+    """What a restore did: files a run added that it deleted, dataset files it put back from the vault, and
+    the table's files after it (relative path -> size)."""
+
+    deleted: int
+    put_back: int
+    files: dict[str, int]
 
 
 def restore(catalog: Catalog, ident: str, metadata_location: str, location: str,
-            files: dict[str, int], spare: Path | None = None, parked: Path | None = None) -> tuple[int, dict[str, int]]:
-    """Restore the table to `metadata_location` and exactly `files` under `location` (files a commit
-    deleted are put back from `spare`, see keep_spare; a directory left parked by a killed run is moved
-    back from `parked` first).  Returns (files deleted, the listing after).  Raises RuntimeError when a
-    recorded file is missing or changed and has no spare (the dataset is damaged: it must be generated
-    again)."""
+            files: dict[str, int], spare: Path | None = None, parked: Path | None = None) -> Restored:
+    """Restore the table to `metadata_location` and exactly `files` under `location` (files a commit or an
+    engine's expiry deleted are put back from the vault `spare`, see `vault`; a directory left parked by a
+    killed run is moved back from `parked` first).  Returns what it did (`Restored`).  Raises
+    RuntimeError when a recorded file is missing or changed and the vault has no intact copy (the dataset is
+    damaged: it must be generated again)."""
     if parked is not None:
         unpark(location, parked)
     fs, root = filesystem(location)
     root = root.rstrip("/")
     now = list_files(location)
-    for rel, size in files.items():
-        copy = Path(spare) / rel if spare else None
-        if now.get(rel) != size and copy is not None and copy.is_file() and copy.stat().st_size == size:
-            with fs.open_output_stream(f"{root}/{rel}") as out:
-                out.write(copy.read_bytes())
-            now[rel] = size
+    put_back = 0
+    if spare is not None:
+        vault(location, {rel: size for rel, size in files.items() if now.get(rel) == size}, spare)
+        for rel, size in files.items():
+            if now.get(rel) != size and _put_back(fs, root, rel, size, Path(spare)):
+                now[rel] = size
+                put_back += 1
     extra = sorted(set(now) - set(files))
     for rel in extra:
         fs.delete_file(f"{root}/{rel}")
@@ -143,7 +140,78 @@ def restore(catalog: Catalog, ident: str, metadata_location: str, location: str,
         raise RuntimeError(f"{len(damaged)} file(s) of the dataset are missing or changed under {location}, "
                            f"e.g. {damaged[0]}: generate the dataset again (delete its manifest)")
     point_at(catalog, ident, metadata_location)  # last: registering reads the metadata file
-    return len(extra), after
+    return Restored(len(extra), put_back, after)
+
+
+VAULT_INDEX = ".vault-index.json"
+
+
+def vault(location: str, files: dict[str, int], spare: Path) -> int:
+    """Keep a restorable copy of each of `files` (relative path -> size) in `spare`, out of every engine's
+    reach (beside the warehouse, not under the table's location), so that nothing a run does can destroy
+    what the next run restores from: a snapshot expiry or orphan removal deletes the table's name for a
+    file, never the vault's.  On a local warehouse every file is a hard link (no byte is copied; Iceberg
+    never writes a file in place, and the index of each link's size and mtime, checked on the way back,
+    would show one that was); across file systems, a copy.  On S3 the metadata files are copied (its data
+    objects are never deleted by a run on S3: maintenance that expires snapshots needs a local warehouse).
+    Returns how many files were added to the vault."""
+    fs, root = filesystem(location)
+    if not isinstance(fs, pafs.LocalFileSystem):
+        return keep_spares(location, files, spare)
+    root, spare = root.rstrip("/"), Path(spare)
+    index = _vault_index(spare)
+    added = 0
+    for rel, size in sorted(files.items()):
+        dst = spare / rel
+        if rel in index and dst.is_file() and dst.stat().st_size == size:
+            continue
+        src = Path(root) / rel
+        if not src.is_file() or src.stat().st_size != size:
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.unlink(missing_ok=True)
+        try:
+            os.link(src, dst)
+        except OSError:  # another file system (or no hard links): a copy
+            shutil.copy2(src, dst)
+        st = dst.stat()
+        index[rel] = [st.st_size, st.st_mtime_ns]
+        added += 1
+    if added:
+        write_atomic(spare / VAULT_INDEX, json.dumps(index, sort_keys=True))
+    return added
+
+
+def _vault_index(spare: Path) -> dict[str, list[int]]:
+    try:
+        return dict(json.loads((spare / VAULT_INDEX).read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def _put_back(fs: pafs.FileSystem, root: str, rel: str, size: int, spare: Path) -> bool:
+    """Put `rel` back under the table's location from the vault (a hard link, else a copy); False when the
+    vault has no intact copy of it.  Raises when the vault's copy was changed in place since it was kept."""
+    copy = spare / rel
+    if not copy.is_file() or copy.stat().st_size != size:
+        return False
+    if not isinstance(fs, pafs.LocalFileSystem):
+        with fs.open_output_stream(f"{root}/{rel}") as out:
+            out.write(copy.read_bytes())
+        return True
+    kept = _vault_index(spare).get(rel)
+    if kept is not None and kept != [copy.stat().st_size, copy.stat().st_mtime_ns]:
+        raise RuntimeError(f"the dataset's file {rel} was changed in place since it was kept (size and mtime "
+                           f"{kept} -> {[copy.stat().st_size, copy.stat().st_mtime_ns]}): generate the dataset "
+                           "again (delete its manifest)")
+    dst = Path(root) / rel
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.unlink(missing_ok=True)
+    try:
+        os.link(copy, dst)
+    except OSError:
+        shutil.copy2(copy, dst)
+    return True
 
 
 def park(catalog: Catalog, ident: str, location: str, parked: Path, metadata_files: list[str] | None = None,

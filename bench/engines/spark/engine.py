@@ -191,6 +191,8 @@ class SparkEngine(EngineBase):
                                   "127.0.0.1; option mode), JDBC (SQLite) catalog")
     color: ClassVar[str] = "#E25A1C"
     packages: ClassVar[tuple[str, ...]] = ("pyspark", "snowpark-connect-deps-iceberg")
+    # Iceberg Java's commit retries (Tasks) and the exceptions a lost commit race raises
+    conflict_log_pattern: ClassVar[str] = r"Retrying task after failure|CommitFailedException|ValidationException"
     Options: ClassVar[type[BaseModel]] = SparkOptions
     output_codecs: ClassVar[frozenset[str] | None] = frozenset(
         {"snappy", "zstd", "gzip", "lz4", "uncompressed", "brotli"})

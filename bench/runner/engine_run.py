@@ -1,0 +1,103 @@
+"""One engine run, one path: the steps every kind of run composes, never copies -- a benchmark repetition
+(bench.runner.run), each maintenance step of a streaming run (bench.runner.streaming), and any later kind
+(a conformance case).
+
+    why_unsupported(ctx, slot)        why the engine cannot run this scenario (None: it can)
+    record_unsupported(r, why)        ... then recorded as such, never run
+    restore_input(ctx, r)             the dataset restored byte for byte, measured into the result
+    build_job(ctx, slot, work, ...)   the CompactionJob: the scenario's work, codec, layout, filter, budget
+    run_engine_process(...)           spawned, confined, sampled, classified (bench.runner.process)
+    record_engine(ctx, r, er)         what the engine process said, into the run's result
+    harness_failed(r, exc)            a harness-side failure, recorded (never a crash of the harness)
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+
+from pyiceberg.table.metadata import TableMetadata
+
+from bench.core.results import RunResult
+from bench.engines import engine_class
+from bench.engines.base import CompactionJob, MaintenanceOp
+from bench.runner.context import RunContext, Slot, flush_dir
+from bench.runner.inputs import reset_input
+from bench.runner.process import LOG_TAIL_LINES, EngineRun, run_engine_process, storage_record, tail
+
+__all__ = ["build_job", "harness_failed", "record_engine", "record_unsupported", "restore_input", "run_engine_process",
+           "why_unsupported"]
+
+
+def why_unsupported(ctx: RunContext, slot: Slot, needs: Iterable[str] = ()) -> str | None:
+    """Why `slot.engine` cannot run this scenario (the features it needs, a branch, and `needs`), or None."""
+    features = sorted(ctx.scenario.needs() | ({"branch"} if slot.branch else set()) | set(needs))
+    why = [w for w in (engine_class(slot.engine).why_not(f) for f in features) if w]
+    return "; ".join(why) or None
+
+
+def record_unsupported(r: RunResult, why: str) -> RunResult:
+    """A run the engine cannot do (e.g. compact a branch): recorded, not run."""
+    r.status, r.verified, r.error = "unsupported", False, f"unsupported: {why}"
+    if r.live_writer is not None:
+        r.live_writer.verdict, r.live_writer.reason = "unsupported", why
+    return r
+
+
+def restore_input(ctx: RunContext, r: RunResult) -> tuple[set[str], TableMetadata]:
+    """The dataset restored byte for byte (bench.runner.inputs.reset_input), what the engine gets measured
+    into `r`; returns the input's live file paths and its metadata (what verification compares with)."""
+    r.input, r.before, before_paths, before_meta = reset_input(ctx)
+    r.files_in = r.before.data_files + r.before.delete_files
+    r.bytes_in = r.before.data_bytes + r.before.delete_bytes
+    r.rows = r.before.rows
+    return before_paths, before_meta
+
+
+def build_job(ctx: RunContext, slot: Slot, work: Path, branch: str | None = None,
+              maintenance: Iterable[MaintenanceOp] = ()) -> CompactionJob:
+    """The one CompactionJob of an engine run: the scenario's target and threshold, codec, layout strategy,
+    partition filter, the engine's options, the memory budget and cores; a maintenance step when given."""
+    sc, ds = ctx.scenario, ctx.dataset
+    assert ds is not None
+    return CompactionJob(table=ds.table, catalog=ctx.catalog_settings, scenario=sc.name, kind=sc.kind,
+                         target_file_size_bytes=ctx.target, small_file_threshold_bytes=ctx.threshold,
+                         output_codec=sc.output.codec, output_codec_level=sc.output.level,
+                         options=ctx.engine_options[slot.engine], memory_budget_bytes=ctx.budget, cores=ctx.cores,
+                         work_dir=str(work), branch=branch or slot.branch or "main", strategy=sc.rewrite.strategy,
+                         zorder_columns=list(sc.rewrite.zorder_columns), partition_filter=ctx.partition_filter,
+                         flush_dir=flush_dir(ctx), maintenance=list(maintenance))
+
+
+def record_engine(ctx: RunContext, r: RunResult, er: EngineRun) -> None:
+    """What the engine process said and what was measured around it, into the run's result."""
+    r.status = er.status  # type: ignore[assignment]
+    r.error = er.error
+    r.process_wall_s = er.process_wall_s
+    r.memory_enforcement = er.enforcement
+    r.storage_cap, r.core_limit = storage_record(er), er.core_limit
+    r.telemetry = er.telemetry  # type: ignore[assignment]
+    r.catalog_server = er.server
+    r.samples_file = os.path.relpath(er.samples_file, ctx.run_dir)
+    rec = er.record
+    if rec is not None:
+        r.setup_s, r.setup_phases, r.memory_caps = rec.setup_s, rec.setup_phases, rec.memory_caps
+        r.phases = rec.phases
+        r.duration_s = rec.duration_s if r.status == "ok" else None
+        if rec.outcome is not None:
+            r.engine_result, r.engine_settings = rec.outcome.engine_result, rec.outcome.settings
+            r.engine_actions = rec.outcome.actions
+            r.versions.update(rec.outcome.versions)
+            r.deployment = rec.outcome.deployment
+            r.nodes = rec.outcome.deployment.nodes
+    if r.status != "ok":
+        r.log_tail = tail(er.log)
+
+
+def harness_failed(r: RunResult, exc: BaseException) -> None:
+    """A failure on the harness's side of an engine run: recorded as the run's result, with its traceback."""
+    r.status, r.verified = "failed", False
+    r.error = f"harness: {type(exc).__name__}: {exc}"
+    r.log_tail = traceback.format_exc().splitlines()[-LOG_TAIL_LINES:]
