@@ -25,6 +25,8 @@ from bench.core.fileio import write_atomic
 # RSS watchdog); heap-oom: the engine's own memory limit (e.g. the JVM heap) was hit below the
 # budget; timeout: the time limit was exceeded.
 Status = Literal["ok", "failed", "oom", "heap-oom", "timeout", "unsupported"]
+# a streaming cycle's maintenance step: how its process ended, or none (the baseline runs no maintenance)
+MaintenanceStatus = Literal["ok", "failed", "oom", "heap-oom", "timeout", "none"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "oom", "heap-oom", "timeout")
 SCHEMA_VERSION = 2
 RUN_STATE_FILE = "run.json"
@@ -309,7 +311,7 @@ class CycleRecord(BaseModel):
     rows_ingested: int = 0  # rows in the data files the writer committed (new rows and new versions)
     bytes_ingested: int = 0  # data and delete files the writer committed
     # the maintenance step
-    maintenance_status: str = "none"  # ok | failed | oom | heap-oom | timeout | none (the baseline)
+    maintenance_status: MaintenanceStatus = "none"
     maintenance_error: str | None = None
     maintenance_s: float | None = None  # the engine's maintenance (the sum of `phases`; setup excluded)
     setup_s: float | None = None  # the engine process's setup (session start), not maintenance time

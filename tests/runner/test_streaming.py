@@ -14,13 +14,85 @@ def _results(run_dir) -> dict[str, RunResult]:
                                   if f.name != "run.json")}
 
 
-def test_streaming_cycles_are_verified_per_engine_against_the_baseline_and_reported(tmp_path, shared_warehouse):
+EXPIRING = """\
+name: streaming-expiring
+description: streaming-cdc with the expiry in every cycle, after the compaction and keeping one snapshot, so that
+  an engine's expiry deletes the dataset's own files (data, manifests, lists); manifests rewritten every 2nd cycle
+kind: deletes
+table: {table}
+target_file_size_bytes: 134217728
+output:
+  codec: snappy
+local_scale: 0.005
+engines:
+  spark:
+    profile: local
+  risingwave:
+    strategy: files_with_deletes
+streaming:
+  cycles: 2
+  commits_per_cycle: 3
+  rows_per_commit: 1000
+  update_share: 0.1
+  delete_share: 0.05
+  in_batch_delete_share: 0.05
+  append_only_share: 0.25
+  cadence_s: 0.5
+  mode: sequential
+  maintenance:
+    - op: compact
+    - op: expire_snapshots
+      retain_last: 1
+      older_than_s: 0
+    - op: rewrite_manifests
+      every: 2
+"""
+
+
+def test_streaming_cycles_are_verified_in_both_engine_orders_and_reported(tmp_path, shared_warehouse):
+    """Issue 30: an expiry that deletes files is part of the maintenance measured: Spark's deletes the dataset's
+    own files (its data files once compacted away, its manifests and manifest lists; RisingWave's engine expires
+    snapshots without deleting files).  In both engine orders the engine after it, and the next run on the same
+    warehouse, start from the byte-identical dataset (put back from its vault) and verify every cycle, with every
+    maintenance operation fired; the vault stays byte for byte what datagen made."""
+    import hashlib
+    import json
+
+    import yaml
+
+    from bench.core.dataset import load_manifest, spare_dir
+
+    cdc = yaml.safe_load((Path(__file__).parents[2] / "scenarios" / "streaming-cdc.yaml").read_text())
+    scenario = tmp_path / "streaming-expiring.yaml"
+    scenario.write_text(EXPIRING.format(table=json.dumps(cdc["table"])))
     results = tmp_path / "results"
-    p = run_bench("run", "streaming-cdc", "--scale", TINY, "--cycles", "2", "--engines", "spark,risingwave,arrow-floor",
-                  "--warehouse", shared_warehouse, "--results-dir", results, "--run-id", "st", timeout=900)
+    p = run_bench("datagen", scenario, "--scale", TINY, "--warehouse", shared_warehouse)
     assert p.returncode == 0, p.stderr[-3000:]
-    runs = _results(results / "st")
-    assert set(runs) == {"none", "spark", "risingwave", "arrow-floor"}
+    name = re.search(r"dataset ([\w.]+)", p.stderr + p.stdout).group(1).split(".")[-1]
+    ds, vault = load_manifest(shared_warehouse, name), spare_dir(shared_warehouse, name)
+
+    def vaulted() -> dict[str, str]:
+        return {rel: hashlib.sha256((vault / rel).read_bytes()).hexdigest() for rel in ds.table_files}
+
+    kept = vaulted()
+    previous = None  # the engine run before, across both runs
+    for run_id, engines in (("rev", "risingwave,spark"), ("st", "spark,risingwave,arrow-floor")):
+        p = run_bench("run", scenario, "--scale", TINY, "--engines", engines, "--warehouse", shared_warehouse,
+                      "--results-dir", results, "--run-id", run_id, timeout=900)
+        assert p.returncode == 0, p.stderr[-3000:]
+        runs = _results(results / run_id)
+        order = ["none", "risingwave", "spark"] if run_id == "rev" else ["none", "spark", "risingwave"]
+        assert [runs[e].order_position for e in order] == [0, 1, 2]
+        for engine in order:
+            r = runs[engine]
+            assert r.status == "ok" and r.verified and not r.counts, (run_id, engine, r.error)
+            assert r.input.identical_to_dataset and r.input.fingerprint == runs["none"].input.fingerprint
+            if previous is not None and previous.engine == "spark":  # what its expiry deleted was put back
+                deleted = sum(o.result["deleted_data_files_count"] + o.result["deleted_manifest_lists_count"]
+                              for c in previous.streaming.cycles for o in c.op_results if o.op == "expire_snapshots")
+                assert deleted > 0 and r.input.restored_from_vault > 0, (run_id, engine, deleted, r.input)
+            previous = r
+        assert vaulted() == kept
     floor = runs["arrow-floor"]
     assert floor.status == "unsupported" and "commits nothing" in floor.error
     base = runs["none"].streaming
@@ -28,7 +100,6 @@ def test_streaming_cycles_are_verified_per_engine_against_the_baseline_and_repor
     for engine in ("none", "spark", "risingwave"):
         r = runs[engine]
         st = r.streaming
-        assert r.status == "ok" and r.verified and not r.counts, (engine, r.error)
         assert [c.cycle for c in st.cycles] == [1, 2]
         for c, b in zip(st.cycles, base.cycles):
             # the same writer for every engine: the same rows, the same expected table after every cycle
@@ -42,9 +113,10 @@ def test_streaming_cycles_are_verified_per_engine_against_the_baseline_and_repor
             assert st.cycles[1].table.delete_files > st.cycles[0].table.delete_files > 0  # deletes pile up
             continue
         first, second = st.cycles
-        # the scenario's order: expire_snapshots, compact, rewrite_manifests in cycle 1; compact alone in cycle 2
-        assert list(first.op_seconds) == ["expire_snapshots", "compact", "rewrite_manifests"], first.op_seconds
-        assert list(second.op_seconds) == ["compact"], second.op_seconds
+        # the scenario's order, each operation when due: all three in cycle 1, the manifests not in cycle 2
+        assert [o.op for o in first.op_results] == list(first.op_seconds) == ["compact", "expire_snapshots",
+                                                                             "rewrite_manifests"]
+        assert [o.op for o in second.op_results] == list(second.op_seconds) == ["compact", "expire_snapshots"]
         for c in st.cycles:
             assert c.maintenance_status == "ok" and c.maintenance_s > 0 and c.peak_rss_bytes
             assert c.table.delete_files == 0 and c.table.data_files < b.table.data_files  # compacted copy-on-write
@@ -91,82 +163,3 @@ def test_streaming_cycles_are_verified_per_engine_against_the_baseline_and_repor
     assert {("st", "spark"), ("st", "risingwave"), ("st", "none"), ("br", "risingwave"), ("br", "none")} <= set(rows)
     wa = runs["risingwave"].streaming.totals.write_amplification
     assert f'data-write-amplification="{wa!r}"' in html
-
-
-EXPIRING = """\
-name: streaming-expiring
-description: streaming-cdc with every maintenance operation in every cycle, the expiry after the compaction and
-  keeping one snapshot, so that each engine's expiry deletes the dataset's own files (data, manifests, lists)
-kind: deletes
-table: {table}
-target_file_size_bytes: 134217728
-output:
-  codec: snappy
-local_scale: 0.005
-engines:
-  spark:
-    profile: local
-  risingwave:
-    strategy: files_with_deletes
-streaming:
-  cycles: 2
-  commits_per_cycle: 2
-  rows_per_commit: 1000
-  update_share: 0.1
-  delete_share: 0.05
-  in_batch_delete_share: 0.05
-  append_only_share: 0.25
-  cadence_s: 0.5
-  mode: sequential
-  maintenance:
-    - op: compact
-    - op: expire_snapshots
-      retain_last: 1
-      older_than_s: 0
-    - op: rewrite_manifests
-"""
-
-
-def test_an_engines_expiry_never_reaches_the_dataset_the_next_engine_restores_from(tmp_path):
-    """Issue 30: an expiry that deletes files is part of the maintenance measured, so each engine deletes the
-    dataset's own files (its data files once compacted away, its manifests and manifest lists); the engine after
-    it, in either order, and the next run on the same warehouse still start from the byte-identical dataset
-    (put back from its vault) and verify every cycle; the vault stays byte for byte the generated files."""
-    import hashlib
-    import json
-
-    import yaml
-
-    from bench.core.dataset import load_manifest, spare_dir
-    from bench.core.table import local_path
-
-    cdc = yaml.safe_load((Path(__file__).parents[2] / "scenarios" / "streaming-cdc.yaml").read_text())
-    scenario = tmp_path / "streaming-expiring.yaml"
-    scenario.write_text(EXPIRING.format(table=json.dumps(cdc["table"])))
-    warehouse, results = tmp_path / "warehouse", tmp_path / "results"
-    p = run_bench("datagen", scenario, "--scale", TINY, "--warehouse", warehouse)
-    assert p.returncode == 0, p.stderr[-3000:]
-    [name] = [f.stem for f in (warehouse / "datasets").glob("*.json")]
-    ds = load_manifest(warehouse, name)
-    generated = {rel: hashlib.sha256((Path(local_path(ds.location)) / rel).read_bytes()).hexdigest()
-                 for rel in ds.table_files}
-    for run_id, engines in (("fwd", "spark,risingwave"), ("rev", "risingwave,spark")):
-        p = run_bench("run", scenario, "--scale", TINY, "--engines", engines, "--warehouse", warehouse,
-                      "--results-dir", results, "--run-id", run_id, timeout=900)
-        assert p.returncode == 0, p.stderr[-3000:]
-        runs = _results(results / run_id)
-        order = ["none", *engines.split(",")]
-        assert [runs[e].order_position for e in order] == [0, 1, 2]
-        for engine in order:
-            r = runs[engine]
-            assert r.status == "ok" and r.verified, (run_id, engine, r.error, r.verification.differences[:3])
-            assert r.input.identical_to_dataset and len({runs[e].input.fingerprint for e in order}) == 1
-            if engine == "none":
-                continue
-            for c in r.streaming.cycles:  # every operation fired in every cycle, in the scenario's order
-                assert [o.op for o in c.op_results] == ["compact", "expire_snapshots", "rewrite_manifests"]
-                assert list(c.op_seconds) == ["compact", "expire_snapshots", "rewrite_manifests"]
-        # what the first engine's expiry deleted of the dataset, the second engine's restore put back
-        assert runs[order[2]].input.restored_from_vault > 0, runs[order[2]].input
-        vault = spare_dir(warehouse, name)
-        assert {rel: hashlib.sha256((vault / rel).read_bytes()).hexdigest() for rel in generated} == generated
