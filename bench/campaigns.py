@@ -55,6 +55,7 @@ from bench.core.cost import (
     S3_USD_PER_GB_MONTH,
     SECONDS_PER_MONTH,
     Gp3Volume,
+    InstancePrice,
     gp3_usd,
     parse_instance,
     s3_usd,
@@ -682,6 +683,217 @@ def assign_nodes(walls: dict[str, float | None], nodes: int) -> list[list[str]]:
     return [g for g in groups if g]
 
 
+def plan_assumptions(st: StorageOption, inst: InstancePrice, measured: dict[str, CoreScaling],
+                     core_scalings: list[CoreScaling], nodes: int, node_setup_s: float,
+                     timeout_s: float | None) -> list[str]:
+    """The plan's stated assumptions, one line each (a model throughout: these are what it assumes)."""
+    engine_times = (f"engine times: the per-core throughput measured in the latest sweep, scaled perfectly to "
+                    f"{inst.vcpu} cores, capped by that storage over the bytes each run reads and writes; fixed "
+                    f"costs as measured")
+    if core_scalings:
+        engine_times = (f"engine times: the per-core throughput measured in the latest sweep, scaled to "
+                        f"{inst.vcpu} cores by Amdahl's law fitted to each engine's measured 1 -> 2 "
+                        f"core efficiency ({'; '.join(c.describe() for c in core_scalings)}), "
+                        "linearly for an engine without one, capped by that storage over the bytes each "
+                        "run reads and writes; fixed costs as measured")
+    out = [
+        f"storage: {st.label}, {st.mb_s:,.0f} MB/s{' per direction' if st.duplex else ''} ({st.assumption})",
+        engine_times,
+        harness_assumption(measured, inst.vcpu),
+        "engine start-up (session and catalog warm-up) and the harness's restore and cache step per "
+        "run: as measured here, not scaled",
+        "reads (reader queries before and after each run): as measured here scaled by size and cores "
+        "when the sweep ran them; a sweep runs compaction only, so they are not planned then (run "
+        "with --readers off, or plan them from a run with readers)",
+        "memory: the frontier fit (if any) against the instance's RAM; a run predicted to run out "
+        "of memory is planned for its modelled time all the same (when it would run out is not "
+        "modelled), up to the time limit",
+        (f"time limit of one engine run: {timeout_s / 60:g} min (bench run --timeout, Terraform's "
+         "engine_timeout_seconds): a run modelled longer is planned at the limit, recorded as a timeout "
+         "(unless it runs out of memory first), with no output to verify" if timeout_s else
+         "time limit of one engine run: none"),
+        f"each node's boot and setup (EC2's boot, apt, pip, `bench setup`): "
+        f"{node_setup_s / 60:g} min, assumed, not measured (`make test-deps`, more than a node "
+        "installs, took 3.6 min on a fresh machine here)",
+        "not planned: the report and the upload of the results",
+        "disk: the largest scenario's input and output, plus 30 % and 20 GB of headroom",
+        "cost: on-demand price x the planned time, plus the storage's own price for that time "
+        "(provisioned gp3 above its baseline; on S3 its PUT and GET requests for the recipe's data "
+        "and delete files and the outputs, and its GB-months)"]
+    if nodes > 1:
+        out.append(
+            f"{nodes} nodes of this type at once: the scenarios spread over them, the longest planned first onto "
+            "the least loaded node; both engines of a scenario on one node, on one input (as on one node); the "
+            "wall is the longest node's, the cost the sum of the nodes' times; nodes do not slow each other (each "
+            "its own volume; on S3 one bucket, assumed not to throttle)")
+    return out
+
+
+@dataclass
+class PlanTarget:
+    """What a plan plans for: the instance and its storage, the scale and reps, the time limit of one run,
+    and the measured scalings (the engines' 1 -> 2 core runs, the harness's steps)."""
+    inst: InstancePrice
+    st: StorageOption
+    scale: float
+    reps: int
+    timeout_s: float | None
+    measured: dict[str, CoreScaling]
+    core_scalings: list[CoreScaling]
+
+    def harness(self, step: str, here: int | None) -> float:
+        """How much shorter a harness step is on the target's cores than on the sweep's: measured (Amdahl on the
+        step's 1 -> 2 core efficiency) where `bench selfcheck scaling` found it usable, else perfectly."""
+        sc = self.measured.get(step)
+        if sc is None or not sc.usable:
+            return (here or 1) / self.inst.vcpu
+        return sc.speedup(here or 1) / sc.speedup(self.inst.vcpu)
+
+
+@dataclass
+class ScenarioBounds:
+    """One planned scenario's lower bounds and S3 requests: the engines' bytes at the storage (`bytes_s`), the
+    harness's own bytes (datagen's, the input read's, the verifier's), the published engine times."""
+    bytes_s: float = 0.0
+    harness_bytes_s: float = 0.0
+    published_s: float = 0.0
+    puts: int = 0
+    gets: int = 0
+    complete: bool = True
+
+
+def plan_engine(t: PlanTarget, sc: Scenario, sw: SweepSummary, fr: FrontierSummary | None, ps: PlannedScenario,
+                e: str, b: ScenarioBounds, objects: int) -> PlannedEngine | None:
+    """One engine of a planned scenario from its sweep's fit (and frontier), its bounds added to `b`; None
+    without a fit or a verified point."""
+    fit = sw.time_fits.get(e)
+    mine = [p for p in sw.points if p.engine == e and p.verified]
+    if fit is None or not mine:
+        return None
+    st, reps, gb = t.st, t.reps, ps.logical_bytes / 1e9
+    top_e = max(mine, key=lambda p: p.scale)
+    read_b = top_e.disk_gb / top_e.gb * gb * 1e9 if top_e.gb else ps.dataset_bytes
+    write_b = (top_e.output_disk_gb or 0.0) / top_e.gb * gb * 1e9 if top_e.gb else ps.output_bytes
+    model = node_model(t.inst.name, t.inst.vcpu, st.effective_mb_s(read_b, write_b), top_e.mean_cores or 1.0,
+                       (read_b + write_b) / ps.logical_bytes if ps.logical_bytes else 1.0, f"{sw.cores} cores",
+                       scaling_for(t.core_scalings, sc.name, e))
+    m = model.seconds(fit, gb)
+    pe = PlannedEngine(engine=e, seconds=m["seconds"], bound=m["bound"], setup_s=top_e.setup_s,
+                       restore_s=top_e.restore_s, source=f"sweep {sw.sweep_id}: {fit.note}")
+    shrink = (sw.cores or 1) / t.inst.vcpu * gb / top_e.gb if top_e.gb else None
+    if top_e.verify_s is not None and top_e.gb:
+        pe.verify_s = max(top_e.verify_s * t.harness("verification", sw.cores) * gb / top_e.gb,
+                          st.seconds(2 * write_b, 0.0))
+    if top_e.reads_s is not None and shrink is not None:
+        pe.reads_s = top_e.reads_s * shrink
+    if fr is not None:
+        pe.min_budget_bytes = frontier_at(fr, e, gb)
+        if pe.min_budget_bytes is not None:
+            pe.predicted_memory = "oom" if pe.min_budget_bytes > int(t.inst.memory_gib * GiB) else "ok"
+            ps.sources.append(f"frontier {fr.frontier_id}")
+    if pe.seconds is not None and t.timeout_s and pe.seconds > t.timeout_s:
+        # the run's time limit ends it (a recorded timeout, unless it runs out of memory first): it
+        # spends the limit, writes no complete output and has nothing to verify
+        pe.modelled_s, pe.seconds, pe.verify_s = pe.seconds, t.timeout_s, None
+    if pe.seconds is None:
+        b.complete = False
+    else:
+        cut = pe.modelled_s is not None
+        b.bytes_s += reps * min(st.seconds(read_b, write_b), pe.seconds)
+        b.harness_bytes_s += 0.0 if cut else reps * st.seconds(2 * write_b, 0.0)
+        for step, secs in ((f"{e} runs", pe.seconds), ("engine start-up", pe.setup_s),
+                           ("verification", pe.verify_s), ("restore", pe.restore_s), ("reads", pe.reads_s)):
+            ps.steps[step] = ps.steps.get(step, 0.0) + reps * (secs or 0.0)
+        out_files = max(1, int(math.ceil(write_b / sc.target_file_size_bytes))) \
+            if sc.target_file_size_bytes and not cut else 0
+        b.puts += reps * out_files
+        b.gets += reps * (objects + 2 * out_files)  # the engine reads the input, the verifier the output twice
+    pub_s = sc.published.duration_s.get(e) if sc.published and t.scale == sc.published.scale else None
+    if pub_s:
+        b.published_s += reps * pub_s
+    return pe
+
+
+def plan_scenario(t: PlanTarget, name: str, summaries: list, sources: list[Path]) -> tuple[PlannedScenario,
+                                                                                          ScenarioBounds]:
+    """One scenario of the plan from its latest sweep (and frontier): its sizes, steps, wall and bounds."""
+    sc = load_scenario(name)
+    sw = latest(summaries, "sweep", sc.name)
+    fr = latest(summaries, "frontier", sc.name)
+    ps = PlannedScenario(scenario=sc.name, scale=t.scale, logical_bytes=0, dataset_bytes=0, output_bytes=0)
+    b = ScenarioBounds()
+    if sw is None or not sw.points:
+        ps.notes.append(f"no sweep of {sc.name} found under {', '.join(map(str, sources))}: run "
+                        f"`bench sweep {sc.name} --scales ...` first")
+        b.complete = False
+        return ps, b
+    st = t.st
+    ps.sources.append(f"sweep {sw.sweep_id}")
+    top = max(sw.points, key=lambda p: p.scale)
+    gb = top.gb / top.scale * t.scale
+    ps.logical_bytes = gb * 1e9
+    ps.dataset_bytes = top.disk_gb / top.gb * gb * 1e9 if top.gb else 0
+    outs = [p for p in sw.points if p.output_disk_gb]
+    ps.output_bytes = (max(p.output_disk_gb or 0 for p in outs) / top.gb * gb * 1e9) if outs and top.gb else 0
+    if sw.datagen_fit is not None and sw.datagen_fit.per_gb > 0:
+        ps.datagen_s = max(max(sw.datagen_fit.predict(gb), 0.0) * t.harness("datagen", sw.cores),
+                           st.seconds(0.0, ps.dataset_bytes))
+        ps.steps["datagen"] = ps.datagen_s
+    else:
+        ps.notes.append("no datagen fit in the sweep: datagen not planned")
+    ps.steps["input read once"] = st.seconds(ps.dataset_bytes, 0.0)
+    b.harness_bytes_s += st.seconds(0.0, ps.dataset_bytes) + st.seconds(ps.dataset_bytes, 0.0)
+    objects = recipe_objects(sc, t.scale)
+    b.puts += objects
+    b.gets += objects  # the baseline read
+    for e in sw.engines:
+        pe = plan_engine(t, sc, sw, fr, ps, e, b, objects)
+        if pe is not None:
+            ps.engines.append(pe)
+    if not any(pe.reads_s is not None for pe in ps.engines):
+        ps.notes.append("reads: not planned (the sweep measured none: it runs compaction only)")
+    ps.wall_s = sum(ps.steps.values())
+    return ps, b
+
+
+def plan_nodes(plan: Plan, bounds: dict[str, ScenarioBounds], nodes: int, node_setup_s: float) -> None:
+    """Spread the planned scenarios over the nodes (each its boot and setup, then its scenarios one after the
+    other); the plan's wall (the longest node), node time and lower bounds of the wall."""
+    plan.node_setup_s = node_setup_s
+    walls = {ps.scenario: ps.wall_s for ps in plan.scenarios}
+    for group in assign_nodes(walls, nodes):
+        mine = [bounds.get(x, ScenarioBounds()) for x in group]
+        harness_s = sum(b.harness_bytes_s for b in mine)
+        plan.nodes.append(PlannedNode(scenarios=group, wall_s=node_setup_s + sum(walls[x] or 0.0 for x in group),
+                                      floor_s=sum(b.bytes_s for b in mine) + harness_s, harness_floor_s=harness_s,
+                                      published_s=sum(b.published_s for b in mine)))
+    if node_setup_s:
+        plan.steps["node boot and setup"] = node_setup_s * len(plan.nodes)
+    longest = max(plan.nodes, key=lambda n: n.wall_s)
+    plan.total_s = longest.wall_s  # a budget of minutes holds the longest node
+    plan.node_s = sum(n.wall_s for n in plan.nodes)  # what is paid for
+    # the lower bounds of the wall: the node whose scenarios' bytes (or published times) take longest
+    plan.floor_s = max(n.floor_s for n in plan.nodes)
+    bound = max(plan.nodes, key=lambda n: n.published_s + n.harness_floor_s)
+    plan.published_s = bound.published_s or None
+    plan.harness_floor_s = bound.harness_floor_s
+
+
+def plan_price(plan: Plan, t: PlanTarget, bounds: list[ScenarioBounds]) -> None:
+    """The plan's cost (the nodes' time at the instance's price, plus the storage's own) and deadline."""
+    st = t.st
+    vol = Gp3Volume(plan.ebs_gb, st.volume_iops, st.volume_mib_s)  # each node has its own data volume
+    plan.storage_usd = sum(sum(gp3_usd(n.wall_s, vol).values()) for n in plan.nodes)
+    if st.warehouse == "s3":
+        puts, gets = sum(b.puts for b in bounds), sum(b.gets for b in bounds)
+        s3_gb_s = 0.0
+        for ps in plan.scenarios:
+            s3_gb_s += (ps.dataset_bytes + ps.output_bytes) / 1e9 * (ps.wall_s or 0.0)
+        plan.storage_usd += s3_usd({"put": puts, "get": gets}) + s3_gb_s / SECONDS_PER_MONTH * S3_USD_PER_GB_MONTH
+    plan.cost_usd = t.inst.usd_per_hour * (plan.node_s or 0.0) / 3600 + plan.storage_usd
+    plan.deadline_minutes = min(2880, int(math.ceil(((plan.total_s or 0.0) * 1.5 / 60 + 30) / 10) * 10))
+
+
 def make_plan(scenarios: list[str], scale: float, instance_type: str | None, reps: int, sources: list[Path],
               storage: StorageOption | float | None = None, budget_minutes: float | None = None,
               budget_usd: float | None = None, nodes: int = 1, node_setup_s: float | None = None,
@@ -696,182 +908,28 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
         raise UserError(f"--node-setup-minutes {node_setup_s / 60:g}: give 0 or more")
     summaries = find_summaries(sources)
     measured = harness_scalings(summaries)
-    ram = int(inst.memory_gib * GiB)
-    plan = Plan(instance_type=inst.name, cores=inst.vcpu, ram_bytes=ram, usd_per_hour=inst.usd_per_hour, reps=reps,
-                ebs_mb_s=st.mb_s, storage=st, budget_s=budget_minutes * 60 if budget_minutes else None,
-                budget_usd=budget_usd, assumptions=[
-                    f"storage: {st.label}, {st.mb_s:,.0f} MB/s{' per direction' if st.duplex else ''} "
-                    f"({st.assumption})",
-                    f"engine times: the per-core throughput measured in the latest sweep, scaled perfectly to "
-                    f"{inst.vcpu} cores, capped by that storage over the bytes each run reads and writes; fixed "
-                    f"costs as measured",
-                    harness_assumption(measured, inst.vcpu),
-                    "engine start-up (session and catalog warm-up) and the harness's restore and cache step per "
-                    "run: as measured here, not scaled",
-                    "reads (reader queries before and after each run): as measured here scaled by size and cores "
-                    "when the sweep ran them; a sweep runs compaction only, so they are not planned then (run "
-                    "with --readers off, or plan them from a run with readers)",
-                    "memory: the frontier fit (if any) against the instance's RAM; a run predicted to run out "
-                    "of memory is planned for its modelled time all the same (when it would run out is not "
-                    "modelled), up to the time limit",
-                    (f"time limit of one engine run: {timeout_s / 60:g} min (bench run --timeout, Terraform's "
-                     "engine_timeout_seconds): a run modelled longer is planned at the limit, recorded as a timeout "
-                     "(unless it runs out of memory first), with no output to verify" if timeout_s else
-                     "time limit of one engine run: none"),
-                    f"each node's boot and setup (EC2's boot, apt, pip, `bench setup`): "
-                    f"{node_setup_s / 60:g} min, assumed, not measured (`make test-deps`, more than a node "
-                    "installs, took 3.6 min on a fresh machine here)",
-                    "not planned: the report and the upload of the results",
-                    "disk: the largest scenario's input and output, plus 30 % and 20 GB of headroom",
-                    "cost: on-demand price x the planned time, plus the storage's own price for that time "
-                    "(provisioned gp3 above its baseline; on S3 its PUT and GET requests for the recipe's data "
-                    "and delete files and the outputs, and its GB-months)"])
-    plan.core_scalings = core_runs(sources)
-    if plan.core_scalings:
-        line = next(i for i, a in enumerate(plan.assumptions) if a.startswith("engine times:"))
-        plan.assumptions[line] = (f"engine times: the per-core throughput measured in the latest sweep, scaled to "
-                                  f"{inst.vcpu} cores by Amdahl's law fitted to each engine's measured 1 -> 2 "
-                                  f"core efficiency ({'; '.join(c.describe() for c in plan.core_scalings)}), "
-                                  "linearly for an engine without one, capped by that storage over the bytes each "
-                                  "run reads and writes; fixed costs as measured")
-    if nodes > 1:
-        plan.assumptions.append(
-            f"{nodes} nodes of this type at once: the scenarios spread over them, the longest planned first onto "
-            "the least loaded node; both engines of a scenario on one node, on one input (as on one node); the "
-            "wall is the longest node's, the cost the sum of the nodes' times; nodes do not slow each other (each "
-            "its own volume; on S3 one bucket, assumed not to throttle)")
-    plan.harness_scalings = list(measured.values())
-
-    def harness(step: str, here: int | None) -> float:
-        """How much shorter a harness step is on the target's cores than on the sweep's: measured (Amdahl on the
-        step's 1 -> 2 core efficiency) where `bench selfcheck scaling` found it usable, else perfectly."""
-        sc = measured.get(step)
-        if sc is None or not sc.usable:
-            return (here or 1) / inst.vcpu
-        return sc.speedup(here or 1) / sc.speedup(inst.vcpu)
-
-    total = floor = harness_floor = published = 0.0  # the engines' bytes; datagen's, the input's, the verifier's
-    unknown = False
-    puts = gets = 0
-    s3_gb_s = 0.0
-    own: dict[str, tuple[float, float, float]] = {}  # scenario -> its (floor, harness floor, published) seconds
+    core_scalings = core_runs(sources)
+    plan = Plan(instance_type=inst.name, cores=inst.vcpu, ram_bytes=int(inst.memory_gib * GiB),
+                usd_per_hour=inst.usd_per_hour, reps=reps, ebs_mb_s=st.mb_s, storage=st,
+                budget_s=budget_minutes * 60 if budget_minutes else None, budget_usd=budget_usd,
+                assumptions=plan_assumptions(st, inst, measured, core_scalings, nodes, node_setup_s, timeout_s),
+                core_scalings=core_scalings, harness_scalings=list(measured.values()))
+    t = PlanTarget(inst=inst, st=st, scale=scale, reps=reps, timeout_s=timeout_s, measured=measured,
+                   core_scalings=core_scalings)
+    bounds: list[ScenarioBounds] = []
     for name in scenarios:
-        before = (floor, harness_floor, published)
-        sc = load_scenario(name)
-        sw = latest(summaries, "sweep", sc.name)
-        fr = latest(summaries, "frontier", sc.name)
-        ps = PlannedScenario(scenario=sc.name, scale=scale, logical_bytes=0, dataset_bytes=0, output_bytes=0)
-        if sw is None or not sw.points:
-            ps.notes.append(f"no sweep of {sc.name} found under {', '.join(map(str, sources))}: run "
-                            f"`bench sweep {sc.name} --scales ...` first")
-            plan.scenarios.append(ps)
-            unknown = True
-            continue
-        ps.sources.append(f"sweep {sw.sweep_id}")
-        top = max(sw.points, key=lambda p: p.scale)
-        gb = top.gb / top.scale * scale
-        ps.logical_bytes = gb * 1e9
-        ps.dataset_bytes = top.disk_gb / top.gb * gb * 1e9 if top.gb else 0
-        outs = [p for p in sw.points if p.output_disk_gb]
-        ps.output_bytes = (max(p.output_disk_gb or 0 for p in outs) / top.gb * gb * 1e9) if outs and top.gb else 0
-        steps: dict[str, float] = {}
-        if sw.datagen_fit is not None and sw.datagen_fit.per_gb > 0:
-            ps.datagen_s = max(max(sw.datagen_fit.predict(gb), 0.0) * harness("datagen", sw.cores),
-                               st.seconds(0.0, ps.dataset_bytes))
-            steps["datagen"] = ps.datagen_s
-        else:
-            ps.notes.append("no datagen fit in the sweep: datagen not planned")
-        steps["input read once"] = st.seconds(ps.dataset_bytes, 0.0)
-        harness_floor += st.seconds(0.0, ps.dataset_bytes) + st.seconds(ps.dataset_bytes, 0.0)
-        objects = recipe_objects(sc, scale)
-        puts += objects
-        gets += objects  # the baseline read
-        for e in sw.engines:
-            fit = sw.time_fits.get(e)
-            mine = [p for p in sw.points if p.engine == e and p.verified]
-            if fit is None or not mine:
-                continue
-            top_e = max(mine, key=lambda p: p.scale)
-            read_b = top_e.disk_gb / top_e.gb * gb * 1e9 if top_e.gb else ps.dataset_bytes
-            write_b = (top_e.output_disk_gb or 0.0) / top_e.gb * gb * 1e9 if top_e.gb else ps.output_bytes
-            model = node_model(inst.name, inst.vcpu, st.effective_mb_s(read_b, write_b), top_e.mean_cores or 1.0,
-                               (read_b + write_b) / ps.logical_bytes if ps.logical_bytes else 1.0, f"{sw.cores} cores",
-                               scaling_for(plan.core_scalings, sc.name, e))
-            m = model.seconds(fit, gb)
-            pe = PlannedEngine(engine=e, seconds=m["seconds"], bound=m["bound"], setup_s=top_e.setup_s,
-                               restore_s=top_e.restore_s, source=f"sweep {sw.sweep_id}: {fit.note}")
-            shrink = (sw.cores or 1) / inst.vcpu * gb / top_e.gb if top_e.gb else None
-            if top_e.verify_s is not None and top_e.gb:
-                pe.verify_s = max(top_e.verify_s * harness("verification", sw.cores) * gb / top_e.gb,
-                                  st.seconds(2 * write_b, 0.0))
-            if top_e.reads_s is not None and shrink is not None:
-                pe.reads_s = top_e.reads_s * shrink
-            if fr is not None:
-                pe.min_budget_bytes = frontier_at(fr, e, gb)
-                if pe.min_budget_bytes is not None:
-                    pe.predicted_memory = "oom" if pe.min_budget_bytes > ram else "ok"
-                    ps.sources.append(f"frontier {fr.frontier_id}")
-            if pe.seconds is not None and timeout_s and pe.seconds > timeout_s:
-                # the run's time limit ends it (a recorded timeout, unless it runs out of memory first): it
-                # spends the limit, writes no complete output and has nothing to verify
-                pe.modelled_s, pe.seconds, pe.verify_s = pe.seconds, timeout_s, None
-            if pe.seconds is None:
-                unknown = True
-            else:
-                cut = pe.modelled_s is not None
-                floor += reps * min(st.seconds(read_b, write_b), pe.seconds)
-                harness_floor += 0.0 if cut else reps * st.seconds(2 * write_b, 0.0)
-                for step, secs in ((f"{e} runs", pe.seconds), ("engine start-up", pe.setup_s),
-                                   ("verification", pe.verify_s), ("restore", pe.restore_s), ("reads", pe.reads_s)):
-                    steps[step] = steps.get(step, 0.0) + reps * (secs or 0.0)
-                out_files = max(1, int(math.ceil(write_b / sc.target_file_size_bytes))) \
-                    if sc.target_file_size_bytes and not cut else 0
-                puts += reps * out_files
-                gets += reps * (objects + 2 * out_files)  # the engine reads the input, the verifier the output twice
-            pub_s = sc.published.duration_s.get(e) if sc.published and scale == sc.published.scale else None
-            if pub_s:
-                published += reps * pub_s
-            ps.engines.append(pe)
-        if not any(pe.reads_s is not None for pe in ps.engines):
-            ps.notes.append("reads: not planned (the sweep measured none: it runs compaction only)")
-        ps.steps = steps
-        ps.wall_s = sum(steps.values())
-        total += ps.wall_s
-        s3_gb_s += (ps.dataset_bytes + ps.output_bytes) / 1e9 * ps.wall_s
-        for k, v in steps.items():
+        ps, b = plan_scenario(t, name, summaries, sources)
+        for k, v in ps.steps.items():
             plan.steps[k] = plan.steps.get(k, 0.0) + v
         plan.scenarios.append(ps)
-        own[sc.name] = (floor - before[0], harness_floor - before[1], published - before[2])
-    plan.complete = not unknown
+        bounds.append(b)
+    plan.complete = all(b.complete for b in bounds)
     biggest = max((p.dataset_bytes + p.output_bytes for p in plan.scenarios), default=0.0)
     plan.ebs_gb = int(math.ceil((biggest * 1.3 / 1e9 + 20) / 10) * 10)
-    if not total:
+    if not sum(ps.wall_s or 0.0 for ps in plan.scenarios):
         return plan
-    # the nodes: each its boot and setup, then its scenarios one after the other
-    plan.node_setup_s = node_setup_s
-    walls = {ps.scenario: ps.wall_s for ps in plan.scenarios}
-    for group in assign_nodes(walls, nodes):
-        mine = [own.get(x, (0.0, 0.0, 0.0)) for x in group]
-        harness_s = sum(h for _, h, _ in mine)
-        plan.nodes.append(PlannedNode(scenarios=group, wall_s=node_setup_s + sum(walls[x] or 0.0 for x in group),
-                                      floor_s=sum(f for f, _, _ in mine) + harness_s, harness_floor_s=harness_s,
-                                      published_s=sum(p for *_, p in mine)))
-    if node_setup_s:
-        plan.steps["node boot and setup"] = node_setup_s * len(plan.nodes)
-    longest = max(plan.nodes, key=lambda n: n.wall_s)
-    plan.total_s = longest.wall_s  # a budget of minutes holds the longest node
-    plan.node_s = sum(n.wall_s for n in plan.nodes)  # what is paid for
-    # the lower bounds of the wall: the node whose scenarios' bytes (or published times) take longest
-    plan.floor_s = max(n.floor_s for n in plan.nodes)
-    bound = max(plan.nodes, key=lambda n: n.published_s + n.harness_floor_s)
-    plan.published_s = bound.published_s or None
-    plan.harness_floor_s = bound.harness_floor_s
-    vol = Gp3Volume(plan.ebs_gb, st.volume_iops, st.volume_mib_s)  # each node has its own data volume
-    plan.storage_usd = sum(sum(gp3_usd(n.wall_s, vol).values()) for n in plan.nodes)
-    if st.warehouse == "s3":
-        plan.storage_usd += s3_usd({"put": puts, "get": gets}) + s3_gb_s / SECONDS_PER_MONTH * S3_USD_PER_GB_MONTH
-    plan.cost_usd = inst.usd_per_hour * plan.node_s / 3600 + plan.storage_usd
-    plan.deadline_minutes = min(2880, int(math.ceil((plan.total_s * 1.5 / 60 + 30) / 10) * 10))
+    plan_nodes(plan, {ps.scenario: b for ps, b in zip(plan.scenarios, bounds)}, nodes, node_setup_s)
+    plan_price(plan, t, bounds)
     return plan
 
 
