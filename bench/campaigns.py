@@ -8,7 +8,7 @@ reads.  Nothing here re-implements the runner.
               and an interval; extrapolated to scale 1 on this node and, by a stated model, to the
               published node (bench.core.fit.NodeModel), beside the published figures
     frontier  per engine, the smallest memory budget at which it completes verified: bisection between a
-              floor (the engine's own minimum) and the node's RAM, each probe a recorded run; over
+              lowest budget (the engine's own minimum) and the node's RAM, each probe a recorded run; over
               several scales fitted like the curves and carried to scale 1 against the published node's
               64 GB: does the model predict the published OOMs?  Or, at one scale, over partition counts
               of a partitioned scenario (each its own dataset, Scenario.with_partitions): memory against
@@ -42,7 +42,6 @@ from bench.core.campaign import (
     Point,
     Probe,
     Speedup,
-    Stat,
     StorageAnswer,
     SweepSummary,
     find_summaries,
@@ -63,9 +62,12 @@ from bench.core.cost import (
 from bench.core.dataset import load_manifest
 from bench.core.errors import UserError
 from bench.core.fit import CoreScaling, Fit, NodeModel, core_scalings, fit_line, node_model, scaling_for
+from bench.core.fmt import fmt_scale
 from bench.core.machine import environment, node_ram_bytes, usable_cores
 from bench.core.progress import Progress
+from bench.core.published import PUBLISHED_INSTANCE, PUBLISHED_RAM_BYTES
 from bench.core.results import RunResult, file_label, now_iso
+from bench.core.spread import Spread
 from bench.core.stats import paired_speedup
 from bench.core.storage import (
     GP3_BASELINE_MB_S,
@@ -81,8 +83,6 @@ from bench.runner import CommonOptions, RunOptions, run_scenario
 from bench.runner.context import check_results_dir
 from bench.scenario import Scenario, load_scenario
 
-PUBLISHED_INSTANCE = "m5.4xlarge"
-PUBLISHED_RAM_BYTES = 64 * 10**9  # "64 GB" as published (AWS: 64 GiB; the published text says GB)
 DEFAULT_PRECISION = "64M"
 PRECISION_SHARE = 0.05  # a frontier is found to max(precision, 5 % of the budget)
 FIRST_GUESS = 1.25  # after the ceiling passes: try 1.25 x its peak RSS first
@@ -114,10 +114,6 @@ def parse_partitions(text: str) -> list[int]:
     return sorted(counts)
 
 
-def fmt_scale(s: float) -> str:
-    return f"{s:.10f}".rstrip("0").rstrip(".")
-
-
 def campaign_dir(results_dir: str | None, requested: str | None, kind: str, scenario: str) -> Path:
     results = check_results_dir(results_dir)
     base = requested or f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{scenario}"
@@ -131,8 +127,8 @@ def campaign_dir(results_dir: str | None, requested: str | None, kind: str, scen
 
 
 # --- from results to points ------------------------------------------------------------------------
-def stat_of(values: list[float]) -> Stat:
-    return Stat(median=statistics.median(values), min=min(values), max=max(values)) if values else Stat()
+def stat_of(values: list[float]) -> Spread:
+    return Spread.of(values)
 
 
 def point_of(engine: str, scale: float, results: list[RunResult], run_dir: str = "") -> Point | None:
@@ -392,7 +388,7 @@ def sweep_table(s: SweepSummary) -> str:
 class FrontierOptions(CommonOptions):
     scales: list[float]
     engines: str | None = None
-    floor: str | None = None
+    lowest: str | None = None  # --floor: the lowest budget to try
     ceiling: str | None = None
     precision: str = DEFAULT_PRECISION
     max_slowdown: float = MAX_SLOWDOWN
@@ -425,11 +421,11 @@ def _probe(opts: FrontierOptions, directory: Path, engine: str, scale: float, bu
                  result_file=f"{run_id}/{r.scenario}--{file_label(r.engine)}--{r.tag}.json")
 
 
-def find_frontier(opts: FrontierOptions, directory: Path, engine: str, scale: float, floor: int, ceiling: int,
+def find_frontier(opts: FrontierOptions, directory: Path, engine: str, scale: float, lowest: int, ceiling: int,
                   precision: int, progress: Progress, partitions: int | None = None) -> FrontierPoint:
-    """Bisection between `floor` and `ceiling` for the smallest budget that passes (completes verified);
+    """Bisection between `lowest` and `ceiling` for the smallest budget that passes (completes verified);
     `partitions`: the table reshaped to that many partitions (its own dataset)."""
-    fp = FrontierPoint(engine=engine, scale=scale, gb=0.0, partitions=partitions, floor_bytes=floor,
+    fp = FrontierPoint(engine=engine, scale=scale, gb=0.0, partitions=partitions, lowest_bytes=lowest,
                        ceiling_bytes=ceiling, precision_bytes=precision)
 
     limit = [opts.timeout_s]
@@ -448,21 +444,22 @@ def find_frontier(opts: FrontierOptions, directory: Path, engine: str, scale: fl
     fp.duration_unconstrained_s = top.duration_s
     wall = _process_wall(directory / top.result_file) or top.duration_s or 0.0
     limit[0] = min(opts.timeout_s, max(MIN_PROBE_TIMEOUT_S, int(opts.max_slowdown * wall) + 1))
-    lo, hi = floor, ceiling
+    lo, hi = lowest, ceiling
     guess = (int(FIRST_GUESS * (top.peak_rss_bytes or 0)) // MiB) * MiB
-    candidates = [floor] + ([guess] if floor < guess < ceiling else [])
-    for budget in candidates:  # the floor, then a first guess above the peak at the ceiling
+    candidates = [lowest] + ([guess] if lowest < guess < ceiling else [])
+    for budget in candidates:  # the lowest budget, then a first guess above the peak at the ceiling
         p = probe(budget)
         if p.passed:
             hi = budget
-            if budget == floor:
-                fp.note = f"completes at the floor ({fmt_bytes(floor)}): the frontier is at or below it"
+            if budget == lowest:
+                fp.note = (f"completes at the lowest budget tried ({fmt_bytes(lowest)}): the frontier is at or "
+                           "below it")
                 break
         else:
             lo = budget
             if not p.memory_failure:
                 fp.note += f"{fmt_bytes(budget)} ended {p.status} (not a memory failure: counted as failing). "
-    while hi != floor and hi - lo > max(precision, int(PRECISION_SHARE * hi)):
+    while hi != lowest and hi - lo > max(precision, int(PRECISION_SHARE * hi)):
         mid = ((lo + hi) // 2 // MiB) * MiB
         p = probe(mid)
         if p.passed:
@@ -472,7 +469,7 @@ def find_frontier(opts: FrontierOptions, directory: Path, engine: str, scale: fl
             if not p.memory_failure:
                 fp.note += f"{fmt_bytes(mid)} ended {p.status} (not a memory failure: counted as failing). "
     best = next(p for p in fp.probes if p.budget_bytes == hi)
-    fp.min_budget_bytes, fp.max_failed_bytes = hi, (lo if hi != floor else None)
+    fp.min_budget_bytes, fp.max_failed_bytes = hi, (lo if hi != lowest else None)
     fp.peak_rss_at_min, fp.duration_at_min_s = best.peak_rss_bytes, best.duration_s
     fp.heap_at_min_bytes = best.heap_bytes
     return fp
@@ -491,11 +488,11 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
     ram = node_ram_bytes()
     ceiling = parse_size(opts.ceiling, "--ceiling") if opts.ceiling else ram
     precision = parse_size(opts.precision, "--precision")
-    user_floor = parse_size(opts.floor, "--floor") if opts.floor else 0
-    floors = {e: max(user_floor, engine_class(e)().min_budget(sc.options_for(e, opts.options))) for e in engines}
-    for e, f in floors.items():
+    user_lowest = parse_size(opts.lowest, "--floor") if opts.lowest else 0
+    lowest = {e: max(user_lowest, engine_class(e)().min_budget(sc.options_for(e, opts.options))) for e in engines}
+    for e, f in lowest.items():
         if f >= ceiling:
-            raise UserError(f"{e}: its floor {fmt_bytes(f)} is not below the ceiling {fmt_bytes(ceiling)}")
+            raise UserError(f"{e}: its lowest budget {fmt_bytes(f)} is not below the ceiling {fmt_bytes(ceiling)}")
     if opts.source is not None:
         if opts.partitions or opts.scales:
             raise UserError("--scale, --scales and --partitions shape the generated table; with --source-table "
@@ -519,7 +516,7 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
                                f"wall time of the unconstrained run (at least {MIN_PROBE_TIMEOUT_S} s); slower is "
                                f"memory pressure (thrashing) and counts as failing",
                                f"bisection to max({fmt_bytes(precision)}, {PRECISION_SHARE:.0%} of the budget), "
-                               f"between each engine's floor and {fmt_bytes(ceiling)}"]
+                               f"between each engine's lowest budget and {fmt_bytes(ceiling)}"]
                         + ([f"partition counts at scale {fmt_scale(opts.scales[0])}: each a dataset of its own, the "
                             f"recipe's files placed in that many partitions (buckets kept, periods = partitions / "
                             f"buckets); no fit against size and no prediction at scale 1 (the points differ in "
@@ -532,7 +529,7 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
     with recorded(directory, s):
         for scale, partitions in points:
             for e in engines:
-                fp = find_frontier(opts, directory, e, scale, floors[e], ceiling, precision, progress, partitions)
+                fp = find_frontier(opts, directory, e, scale, lowest[e], ceiling, precision, progress, partitions)
                 first = directory / fp.probes[0].result_file
                 if first.exists():
                     r0 = RunResult.model_validate_json(first.read_text())
@@ -611,8 +608,8 @@ def frontier_table(s: FrontierSummary) -> str:
                     f"{len(p.probes):>5}  " + (", ".join(f"{k}={v}" for k, v in p.writes_at_once.items()) or "-"))
     for x in s.predictions:
         pred = fmt_bytes(x.min_budget_bytes) if x.min_budget_bytes else "-"
-        rows.append(f"model at scale 1 ({x.gb:,.0f} GB): {x.engine} needs ~{pred} -> {x.predicted} on a 64 GB node; "
-                    f"published: {x.published_status or 'not published'}"
+        rows.append(f"model at scale 1 ({x.gb:,.0f} GB): {x.engine} needs ~{pred} -> {x.predicted} on a "
+                    f"{x.node_ram_bytes / 1e9:.0f} GB node; published: {x.published_status or 'not published'}"
                     + ("" if x.agrees is None else f" ({'agrees' if x.agrees else 'DISAGREES'})"))
     return "\n".join(rows)
 
@@ -865,7 +862,7 @@ def plan_nodes(plan: Plan, bounds: dict[str, ScenarioBounds], nodes: int, node_s
         mine = [bounds.get(x, ScenarioBounds()) for x in group]
         harness_s = sum(b.harness_bytes_s for b in mine)
         plan.nodes.append(PlannedNode(scenarios=group, wall_s=node_setup_s + sum(walls[x] or 0.0 for x in group),
-                                      floor_s=sum(b.bytes_s for b in mine) + harness_s, harness_floor_s=harness_s,
+                                      bytes_bound_s=sum(b.bytes_s for b in mine) + harness_s, harness_bytes_s=harness_s,
                                       published_s=sum(b.published_s for b in mine)))
     if node_setup_s:
         plan.steps["node boot and setup"] = node_setup_s * len(plan.nodes)
@@ -873,10 +870,10 @@ def plan_nodes(plan: Plan, bounds: dict[str, ScenarioBounds], nodes: int, node_s
     plan.total_s = longest.wall_s  # a budget of minutes holds the longest node
     plan.node_s = sum(n.wall_s for n in plan.nodes)  # what is paid for
     # the lower bounds of the wall: the node whose scenarios' bytes (or published times) take longest
-    plan.floor_s = max(n.floor_s for n in plan.nodes)
-    bound = max(plan.nodes, key=lambda n: n.published_s + n.harness_floor_s)
+    plan.bytes_bound_s = max(n.bytes_bound_s for n in plan.nodes)
+    bound = max(plan.nodes, key=lambda n: n.published_s + n.harness_bytes_s)
     plan.published_s = bound.published_s or None
-    plan.harness_floor_s = bound.harness_floor_s
+    plan.harness_bytes_s = bound.harness_bytes_s
 
 
 def plan_price(plan: Plan, t: PlanTarget, bounds: list[ScenarioBounds]) -> None:
@@ -910,7 +907,7 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
     measured = harness_scalings(summaries)
     core_scalings = core_runs(sources)
     plan = Plan(instance_type=inst.name, cores=inst.vcpu, ram_bytes=int(inst.memory_gib * GiB),
-                usd_per_hour=inst.usd_per_hour, reps=reps, ebs_mb_s=st.mb_s, storage=st,
+                usd_per_hour=inst.usd_per_hour, reps=reps, storage_mb_s=st.mb_s, storage=st,
                 budget_s=budget_minutes * 60 if budget_minutes else None, budget_usd=budget_usd,
                 assumptions=plan_assumptions(st, inst, measured, core_scalings, nodes, node_setup_s, timeout_s),
                 core_scalings=core_scalings, harness_scalings=list(measured.values()))
@@ -985,7 +982,7 @@ def plan_table(plan: Plan) -> str:
     rows = [f"plan (a MODEL, not a measurement): {plan.instance_type} ({plan.cores} vCPU, "
             f"{fmt_bytes(plan.ram_bytes)}), {plan.reps} rep(s) per engine, "
             + (f"storage {st.name} ({st.label}, {st.mb_s:,.0f} MB/s{' per direction' if st.duplex else ''})" if st
-               else f"storage {plan.ebs_mb_s:,.0f} MB/s")]
+               else f"storage {plan.storage_mb_s:,.0f} MB/s")]
     for ps in plan.scenarios:
         rows.append(f"  {ps.scenario} at scale {fmt_scale(ps.scale)}: {ps.logical_bytes / 1e9:,.0f} GB logical, "
                     f"{ps.dataset_bytes / 1e9:,.0f} GB on disk, datagen {t(ps.datagen_s)}, wall {t(ps.wall_s)}")
@@ -1017,7 +1014,7 @@ def plan_table(plan: Plan) -> str:
         rows += plan_verdict(plan)
     else:
         rows.append("  total: unknown (no scenario has a sweep)")
-    rows.append(f"  EBS: {plan.ebs_gb} GB at {plan.ebs_mb_s:.0f} MB/s; deadline {plan.deadline_minutes} min")
+    rows.append(f"  EBS: {plan.ebs_gb} GB at {plan.storage_mb_s:.0f} MB/s; deadline {plan.deadline_minutes} min")
     rows += [f"  assumes: {a}" for a in plan.assumptions]
     return "\n".join(rows)
 
@@ -1035,13 +1032,13 @@ def plan_verdict(plan: Plan) -> list[str]:
             f"{biggest[0]} ({biggest[1] / 60:,.1f} min)"))
         if over > 0:
             rows.append("  " + nodes_needed(plan, plan.budget_s))
-    if plan.floor_s:
-        rows.append(f"  the bytes alone at this storage: {plan.floor_s / 60:,.1f} min (datagen's writes, the input "
-                    f"read once, each run's reads and writes, the verification's two reads of each output)"
+    if plan.bytes_bound_s:
+        rows.append(f"  the bytes alone at this storage: {plan.bytes_bound_s / 60:,.1f} min (datagen's writes, the "
+                    f"input read once, each run's reads and writes, the verification's two reads of each output)"
                     + (": more than the budget, so no faster engine, datagen or verifier fits it on this storage"
-                       if plan.budget_s and plan.floor_s > plan.budget_s else ""))
+                       if plan.budget_s and plan.bytes_bound_s > plan.budget_s else ""))
     if plan.published_s:
-        least = plan.published_s + (plan.harness_floor_s or 0.0)
+        least = plan.published_s + (plan.harness_bytes_s or 0.0)
         rows.append(f"  the published engine times alone: {plan.published_s / 60:,.1f} min (each planned run's "
                     f"published time; runs published as out of memory not counted); with the harness's own bytes at "
                     f"this storage (datagen, the input read once, verification): {least / 60:,.1f} min"
@@ -1053,7 +1050,7 @@ def plan_verdict(plan: Plan) -> list[str]:
             f"fits, ${-over_usd:,.2f} to spare" if over_usd <= 0 else
             f"does NOT fit: ${over_usd:,.2f} over ({over_usd / plan.budget_usd:.0%})"))
         if plan.published_s and len(plan.nodes) <= 1:
-            least_usd = plan.usd_per_hour * (plan.published_s + (plan.harness_floor_s or 0.0)) / 3600
+            least_usd = plan.usd_per_hour * (plan.published_s + (plan.harness_bytes_s or 0.0)) / 3600
             rows.append(f"  the published engine times and the harness's own bytes alone, at ${plan.usd_per_hour:g}/h "
                         f"(compute only, no storage): ${least_usd:,.2f}"
                         + (": more than the budget for any reproduction that reproduces the published times at "

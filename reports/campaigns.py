@@ -39,9 +39,9 @@ from bench.core.campaign import (
 )
 from bench.core.errors import UserError
 from bench.core.fit import Fit
+from bench.core.fmt import fmt_bytes, fmt_ratio, fmt_scale, fmt_seconds, fmt_value
 from reports import charts
-from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_value
-from reports.model import FALLBACK_COLORS, ResultSet, _pid_alive, fmt_scale
+from reports.model import FALLBACK_COLORS, ResultSet, _pid_alive
 
 QUANTITY = {"duration_s": "compaction time", "peak_rss_bytes": "peak memory (RSS)",
             "min_budget_bytes": "smallest passing budget", "datagen_s": "data generation"}

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bench.core.fit import CoreScaling, Fit, core_scalings, node_model
-from bench.core.stats import Spread
+from bench.core.spread import Spread
 from bench.core.units import MiB
 from reports.model import ResultSet
 

@@ -13,15 +13,14 @@ from bench.core.cost import PRICE_DATE, PRICE_SOURCE
 from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
 from bench.core.fit import MIN_BUSY
+from bench.core.fmt import fmt_bytes, fmt_ratio, fmt_scale, fmt_seconds, fmt_usd
 from reports import campaigns, charts, cluster, compare, confine, safety, streaming
-from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd
 from reports.model import (
     STATUS_MEANING,
     Report,
     ResultSet,
     assign_colors,
     build,
-    fmt_scale,
     load_runs,
     missing_text,
 )

@@ -80,7 +80,8 @@ def test_storage_options_say_which_can_produce_a_published_time():
 
 def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
     from bench.campaigns import make_plan, plan_table
-    from bench.core.campaign import DatagenPoint, Point, Stat, SweepSummary, write_summary
+    from bench.core.campaign import DatagenPoint, Point, SweepSummary, write_summary
+    from bench.core.spread import Spread
     from bench.core.storage import storage_option
 
     xs = [0.2, 0.4, 0.965, 0.965]
@@ -91,7 +92,7 @@ def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
                               for sc, g in ((0.001, 0.2), (0.005, 0.965))],
                      datagen_fit=fit_line([0.2, 0.965], [1.6, 3.9], "datagen_s", "s"),
                      points=[Point(engine="risingwave", scale=0.005, gb=0.965, disk_gb=0.965, output_disk_gb=0.42,
-                                   runs=1, verified=1, duration_s=Stat(median=4.9), setup_s=0.1, verify_s=2.0,
+                                   runs=1, verified=1, duration_s=Spread(median=4.9), setup_s=0.1, verify_s=2.0,
                                    restore_s=0.5, mean_cores=1.6)])
     write_summary(tmp_path / "sw", s)
     plans = {o: make_plan(["bin-packing"], 1.0, "m5.4xlarge", 1, [tmp_path], storage_option(o), 90, 1.5)
@@ -116,14 +117,14 @@ def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
     assert over > 0 and f"does NOT fit: {over / 60:,.1f} min over" in plan_table(slow)
     # the bytes alone: datagen's writes, the input read once, the run's read + write, the output read twice
     gb, out = 193e9, 0.42 / 0.965 * 193e9
-    assert slow.floor_s == pytest.approx((gb + gb + gb + out + 2 * out) / (125 * 1.048576e6), rel=1e-3)
-    assert slow.floor_s <= slow.total_s and "no faster engine, datagen or verifier fits" in plan_table(slow)
-    assert fast.floor_s < 90 * 60 and "no faster engine" not in plan_table(fast)
+    assert slow.bytes_bound_s == pytest.approx((gb + gb + gb + out + 2 * out) / (125 * 1.048576e6), rel=1e-3)
+    assert slow.bytes_bound_s <= slow.total_s and "no faster engine, datagen or verifier fits" in plan_table(slow)
+    assert fast.bytes_bound_s < 90 * 60 and "no faster engine" not in plan_table(fast)
     # the published time of each planned run (RisingWave's 277 s): what the engines alone spend if reproduced
     assert slow.published_s == fast.published_s == 277
     assert "the published engine times alone: 4.6 min" in plan_table(fast)
     # with the harness's own bytes (datagen, input read once, output read twice) on gp3's baseline: ~75 min
-    least = (277 + slow.harness_floor_s) / 60
+    least = (277 + slow.harness_bytes_s) / 60
     assert 60 < least < 90 and f"(datagen, the input read once, verification): {least:,.1f} min" in plan_table(slow)
     assert "for any reproduction that reproduces" not in plan_table(slow)
     tight = make_plan(["bin-packing"], 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("gp3-baseline"), 60, 1.5)
@@ -139,7 +140,8 @@ def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
 
 
 def _synthetic_sweep(directory, scenario: str, per_gb: float):
-    from bench.core.campaign import DatagenPoint, Point, Stat, SweepSummary, write_summary
+    from bench.core.campaign import DatagenPoint, Point, SweepSummary, write_summary
+    from bench.core.spread import Spread
 
     xs = [0.2, 0.4, 0.965]
     s = SweepSummary(sweep_id=f"sw-{scenario}", scenario=scenario, scales=[0.001, 0.002, 0.005], reps=1,
@@ -148,7 +150,7 @@ def _synthetic_sweep(directory, scenario: str, per_gb: float):
                      datagen_fit=fit_line([0.2, 0.965], [1.6, 3.9], "datagen_s", "s"),
                      datagen=[DatagenPoint(scale=0.005, bytes=int(0.965e9), logical_bytes=int(0.965e9), seconds=3.9)],
                      points=[Point(engine="risingwave", scale=0.005, gb=0.965, disk_gb=0.965, output_disk_gb=0.42,
-                                   runs=1, verified=1, duration_s=Stat(median=1 + per_gb * 0.965), setup_s=0.1,
+                                   runs=1, verified=1, duration_s=Spread(median=1 + per_gb * 0.965), setup_s=0.1,
                                    verify_s=2.0, restore_s=0.5, mean_cores=1.0)])
     write_summary(directory / f"sw-{scenario}", s)
 
@@ -175,7 +177,7 @@ def test_plan_spreads_scenarios_over_nodes(tmp_path):
     text = plan_table(two)
     assert "node 1: " in text and "node 2: " in text and "the longest of 2 nodes at once" in text
     # the lower bounds are the longest node's, not the sum over nodes
-    assert two.floor_s < one.floor_s and two.published_s < one.published_s
+    assert two.bytes_bound_s < one.bytes_bound_s and two.published_s < one.published_s
     # the verdict: the fewest nodes whose longest node fits, or that none can (a scenario is never split)
     longest = max(walls.values()) + 300
     fits = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("s3-sustained"),
@@ -246,7 +248,7 @@ def test_frontier_predictions_compare_with_the_published_outcome():
     for e, per_gb in (("spark", 1.0e9), ("risingwave", 0.1e9)):  # bytes of budget per GB of input
         for scale in (0.002, 0.005):
             gb = 0.9 * scale / 0.005
-            s.points.append(FrontierPoint(engine=e, scale=scale, gb=gb, floor_bytes=1, ceiling_bytes=2,
+            s.points.append(FrontierPoint(engine=e, scale=scale, gb=gb, lowest_bytes=1, ceiling_bytes=2,
                                           precision_bytes=1, min_budget_bytes=int(0.5e9 + per_gb * gb)))
     summarize_frontier(s, sc)
     pred = {p.engine: p for p in s.predictions}
@@ -255,7 +257,7 @@ def test_frontier_predictions_compare_with_the_published_outcome():
     assert pred["spark"].gb == pytest.approx(180) and pred["spark"].min_budget_bytes == pytest.approx(180.5e9)
     assert "per further GB" not in pred["spark"].note  # two sizes: one step, nothing to compare it with
     # a third size where the budget levels off: each step's budget per GB is said, in order of size
-    s.points.append(FrontierPoint(engine="risingwave", scale=0.01, gb=1.8, floor_bytes=1, ceiling_bytes=2,
+    s.points.append(FrontierPoint(engine="risingwave", scale=0.01, gb=1.8, lowest_bytes=1, ceiling_bytes=2,
                                   precision_bytes=1, min_budget_bytes=int(0.5e9 + 0.1e9 * 0.9)))
     summarize_frontier(s, sc)
     rw = next(p for p in s.predictions if p.engine == "risingwave")
