@@ -1019,74 +1019,134 @@ def plan_table(plan: Plan) -> str:
     return "\n".join(rows)
 
 
+@dataclass
+class NodesAnswer:
+    """The fewest nodes (scenarios spread longest first) whose longest node fits a time budget: `nodes` and that
+    spread's `wall_s`; or None when none can, `longest` alone taking `wall_s` (`cut`: it has runs cut at the
+    time limit)."""
+    nodes: int | None
+    wall_s: float = 0.0
+    longest: str = ""
+    cut: bool = False
+
+
+def nodes_to_fit(plan: Plan, budget_s: float) -> NodesAnswer | None:
+    """How many nodes at once fit `budget_s` (None: nothing planned)."""
+    walls = {ps.scenario: ps.wall_s for ps in plan.scenarios if ps.wall_s}
+    if not walls:
+        return None
+    longest = max(walls, key=lambda x: walls[x] or 0.0)
+    alone = plan.node_setup_s + (walls[longest] or 0.0)
+    if alone > budget_s:
+        mine = next((ps for ps in plan.scenarios if ps.scenario == longest), None)
+        return NodesAnswer(nodes=None, wall_s=alone, longest=longest,
+                           cut=bool(mine and any(e.modelled_s is not None for e in mine.engines)))
+    for n in range(1, len(walls) + 1):
+        wall = max(plan.node_setup_s + sum(walls[x] or 0.0 for x in g) for g in assign_nodes(walls, n))
+        if wall <= budget_s:
+            return NodesAnswer(nodes=n, wall_s=wall, longest=longest)
+    return NodesAnswer(nodes=None, wall_s=alone, longest=longest)  # unreachable: one scenario per node is `alone`
+
+
+@dataclass
+class PlanVerdict:
+    """Whether a plan fits the budgets it was given, as numbers (`plan_verdict` says them): each None where
+    the plan has no such budget or figure."""
+    over_s: float | None = None  # the wall minus the time budget (<= 0: fits)
+    largest_step: tuple[str, float] = ("-", 0.0)
+    nodes: NodesAnswer | None = None  # when over the time budget: the nodes at once that would fit it
+    bytes_over_budget: bool = False  # the bytes alone at this storage take longer than the time budget
+    least_s: float | None = None  # the published engine times plus the harness's own bytes at this storage
+    least_over_budget: bool = False
+    over_usd: float | None = None  # the cost minus the dollar budget (<= 0: fits)
+    least_usd: float | None = None  # least_s at the instance's price, compute only (one node)
+    max_usd_per_hour: float | None = None  # over the dollar budget: the instance price that would hold it
+    storage_over_usd: bool = False  # over the dollar budget: the storage alone costs more than it
+
+
+def verdict(plan: Plan) -> PlanVerdict:
+    """The plan against its time and dollar budgets, and its lower bounds against them."""
+    v = PlanVerdict()
+    total = plan.total_s or 0.0
+    v.largest_step = max(plan.steps.items(), key=lambda kv: kv[1], default=("-", 0.0))
+    if plan.budget_s:
+        v.over_s = total - plan.budget_s
+        if v.over_s > 0:
+            v.nodes = nodes_to_fit(plan, plan.budget_s)
+        v.bytes_over_budget = bool(plan.bytes_bound_s and plan.bytes_bound_s > plan.budget_s)
+    if plan.published_s:
+        v.least_s = plan.published_s + (plan.harness_bytes_s or 0.0)
+        v.least_over_budget = bool(plan.budget_s and v.least_s > plan.budget_s)
+    if plan.budget_usd and plan.cost_usd is not None:
+        v.over_usd = plan.cost_usd - plan.budget_usd
+        if v.least_s is not None and len(plan.nodes) <= 1:
+            v.least_usd = plan.usd_per_hour * v.least_s / 3600
+        paid_h = (plan.node_s or total) / 3600
+        left = plan.budget_usd - (plan.storage_usd or 0.0)
+        if v.over_usd > 0 and paid_h:
+            v.max_usd_per_hour = left / paid_h if left > 0 else None
+            v.storage_over_usd = left <= 0
+    return v
+
+
 def plan_verdict(plan: Plan) -> list[str]:
     """Whether the plan fits the budget it was given, and if not by how much and where the time goes."""
-    rows = []
-    total = plan.total_s or 0.0
-    biggest = max(plan.steps.items(), key=lambda kv: kv[1], default=("-", 0.0))
-    if plan.budget_s:
-        over = total - plan.budget_s
+    v, rows = verdict(plan), []
+    if plan.budget_s and v.over_s is not None:
+        over, biggest = v.over_s, v.largest_step
         rows.append(f"  budget {plan.budget_s / 60:,.0f} min: " + (
             f"fits, {-over / 60:,.1f} min to spare" if over <= 0 else
             f"does NOT fit: {over / 60:,.1f} min over ({over / plan.budget_s:.0%}); the largest step is "
             f"{biggest[0]} ({biggest[1] / 60:,.1f} min)"))
         if over > 0:
-            rows.append("  " + nodes_needed(plan, plan.budget_s))
+            rows.append("  " + nodes_needed(v.nodes))
     if plan.bytes_bound_s:
         rows.append(f"  the bytes alone at this storage: {plan.bytes_bound_s / 60:,.1f} min (datagen's writes, the "
                     f"input read once, each run's reads and writes, the verification's two reads of each output)"
                     + (": more than the budget, so no faster engine, datagen or verifier fits it on this storage"
-                       if plan.budget_s and plan.bytes_bound_s > plan.budget_s else ""))
-    if plan.published_s:
-        least = plan.published_s + (plan.harness_bytes_s or 0.0)
+                       if v.bytes_over_budget else ""))
+    if plan.published_s and v.least_s is not None:
         rows.append(f"  the published engine times alone: {plan.published_s / 60:,.1f} min (each planned run's "
                     f"published time; runs published as out of memory not counted); with the harness's own bytes at "
-                    f"this storage (datagen, the input read once, verification): {least / 60:,.1f} min"
+                    f"this storage (datagen, the input read once, verification): {v.least_s / 60:,.1f} min"
                     + (": more than the budget for any reproduction that reproduces the published times"
-                       if plan.budget_s and least > plan.budget_s else ""))
-    if plan.budget_usd and plan.cost_usd is not None:
-        over_usd = plan.cost_usd - plan.budget_usd
-        rows.append(f"  budget ${plan.budget_usd:,.2f}: " + (
-            f"fits, ${-over_usd:,.2f} to spare" if over_usd <= 0 else
-            f"does NOT fit: ${over_usd:,.2f} over ({over_usd / plan.budget_usd:.0%})"))
-        if plan.published_s and len(plan.nodes) <= 1:
-            least_usd = plan.usd_per_hour * (plan.published_s + (plan.harness_bytes_s or 0.0)) / 3600
-            rows.append(f"  the published engine times and the harness's own bytes alone, at ${plan.usd_per_hour:g}/h "
-                        f"(compute only, no storage): ${least_usd:,.2f}"
-                        + (": more than the budget for any reproduction that reproduces the published times at "
-                           "this price" if least_usd > plan.budget_usd else ""))
-        paid_h = (plan.node_s or total) / 3600
-        left = plan.budget_usd - (plan.storage_usd or 0.0)
-        if over_usd > 0 and paid_h:
-            rows.append(f"  ${plan.budget_usd:,.2f} holds at an instance price of ${left / paid_h:,.3f}/h or less"
-                        f" ({left / paid_h / plan.usd_per_hour:.0%} of ${plan.usd_per_hour:g}/h)" if left > 0 else
-                        f"  the storage alone costs ${plan.storage_usd or 0:,.2f}: no instance price fits "
-                        f"${plan.budget_usd:,.2f}")
-            if left > 0:
-                rows[-1] += (": a spot price, if AWS's of the day is that low (not known offline: plan with "
-                             f"--instance-type {plan.instance_type.split('=')[0]}=PRICE, run with bench aws up --spot)")
+                       if v.least_over_budget else ""))
+    if plan.budget_usd and v.over_usd is not None:
+        rows += _usd_verdict(plan, v)
     return rows
 
 
-def nodes_needed(plan: Plan, budget_s: float) -> str:
-    """The fewest nodes (scenarios spread longest first) whose longest node fits `budget_s`, or why none can."""
-    walls = {ps.scenario: ps.wall_s for ps in plan.scenarios if ps.wall_s}
-    if not walls:
+def _usd_verdict(plan: Plan, v: PlanVerdict) -> list[str]:
+    over_usd, budget = v.over_usd or 0.0, plan.budget_usd or 0.0
+    rows = [f"  budget ${budget:,.2f}: " + (
+        f"fits, ${-over_usd:,.2f} to spare" if over_usd <= 0 else
+        f"does NOT fit: ${over_usd:,.2f} over ({over_usd / budget:.0%})")]
+    if v.least_usd is not None:
+        rows.append(f"  the published engine times and the harness's own bytes alone, at ${plan.usd_per_hour:g}/h "
+                    f"(compute only, no storage): ${v.least_usd:,.2f}"
+                    + (": more than the budget for any reproduction that reproduces the published times at "
+                       "this price" if v.least_usd > budget else ""))
+    if v.max_usd_per_hour is not None:
+        rows.append(f"  ${budget:,.2f} holds at an instance price of ${v.max_usd_per_hour:,.3f}/h or less"
+                    f" ({v.max_usd_per_hour / plan.usd_per_hour:.0%} of ${plan.usd_per_hour:g}/h): a spot price, if "
+                    "AWS's of the day is that low (not known offline: plan with "
+                    f"--instance-type {plan.instance_type.split('=')[0]}=PRICE, run with bench aws up --spot)")
+    elif v.storage_over_usd:
+        rows.append(f"  the storage alone costs ${plan.storage_usd or 0:,.2f}: no instance price fits ${budget:,.2f}")
+    return rows
+
+
+def nodes_needed(a: NodesAnswer | None) -> str:
+    """The fewest nodes whose longest node fits the budget, or why none can, said."""
+    if a is None:
         return "nodes: nothing planned"
-    longest = max(walls, key=lambda x: walls[x] or 0.0)
-    alone = plan.node_setup_s + (walls[longest] or 0.0)
-    if alone > budget_s:
-        cut = next((ps for ps in plan.scenarios if ps.scenario == longest), None)
-        limit = " or a shorter time limit per run (--timeout) for its runs cut at it" if cut and any(
-            e.modelled_s is not None for e in cut.engines) else ""
-        return (f"no number of nodes fits it: {longest} alone takes {alone / 60:,.1f} min on one node (a scenario is "
-                f"never split: both engines run on one node, on one input); only faster runs{limit} would")
-    for n in range(1, len(walls) + 1):
-        wall = max(plan.node_setup_s + sum(walls[x] or 0.0 for x in g) for g in assign_nodes(walls, n))
-        if wall <= budget_s:
-            return (f"with {n} nodes at once it fits: {wall / 60:,.1f} min (bench plan --nodes {n}; "
-                    f"bench aws up --nodes {n})")
-    return "nodes: no spread fits"  # unreachable: one scenario per node is `alone`
+    if a.nodes is None:
+        limit = " or a shorter time limit per run (--timeout) for its runs cut at it" if a.cut else ""
+        return (f"no number of nodes fits it: {a.longest} alone takes {a.wall_s / 60:,.1f} min on one node (a "
+                f"scenario is never split: both engines run on one node, on one input); only faster runs{limit} "
+                "would")
+    return (f"with {a.nodes} nodes at once it fits: {a.wall_s / 60:,.1f} min (bench plan --nodes {a.nodes}; "
+            f"bench aws up --nodes {a.nodes})")
 
 
 def refit(directory: Path) -> SweepSummary:
