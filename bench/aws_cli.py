@@ -244,29 +244,9 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
                      ("max_lifetime_minutes", max_lifetime)):
         if val is not None:
             values[key] = val
-    if storage and (max_disk_performance or warehouse_on_s3):
-        raise UserError("--storage decides the volume and the warehouse alone: not with --max-disk-performance "
-                        "or --warehouse-on-s3")
-    if storage:
-        values["storage"] = storage
-    if max_disk_performance:
-        values["data_volume_max_performance"] = True
-    if warehouse_on_s3:
-        values["warehouse_on_s3"] = True
-    if spark_workers:
-        if not (warehouse_on_s3 or storage == "s3"):
-            raise UserError("--spark-workers needs --warehouse-on-s3: the workers read and write the warehouse too")
-        values["spark_workers"] = spark_workers
+    values |= _storage_values(storage, max_disk_performance, warehouse_on_s3, spark_workers)
     STATE_DIR.mkdir(parents=True, exist_ok=True)
-    if git_ref or git_url:
-        if not (git_ref and git_url):
-            raise UserError("--git-ref and --git-url go together")
-        values |= {"harness_git_url": git_url, "harness_ref": git_ref, "harness_archive_path": ""}
-        click.echo(f"harness: {git_url} at {git_ref}")
-    else:
-        archive, rev, n = pack_harness(PROJECT_ROOT, STATE_DIR / f"harness-{run_id}.tar.gz")
-        values["harness_archive_path"] = str(archive)
-        click.echo(f"harness: this checkout ({rev}), {n} files -> {archive}")
+    values |= _harness_values(git_ref, git_url, run_id)
     values |= dict(_parse_var(v) for v in tf_vars)
     if source:
         click.echo("plan: none for your own table (`bench plan` models generated tables by scale; `bench inspect "
@@ -277,6 +257,52 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
                            plan_storage(storage, max_disk_performance, warehouse_on_s3), nodes)
         if nodes > 1:
             _spread_over_nodes(values, plan, nodes)
+    _apply(terraform_dir, values, run_id, auto_approve)
+    outs = tf_outputs(terraform_dir)
+    extra = list(outs.get("node_instance_ids") or [])
+    click.echo(f"run {outs.get('run_id')}: instance {outs.get('instance_id')} is running the benchmark;\n"
+               f"results will land in {outs.get('results_uri')} (status.json last).\n"
+               + "".join(f"node {i}: instance {iid}, results in {outs.get('results_uri')}node-{i}/\n"
+                         for i, iid in enumerate(extra, 1))
+               + f"{'Each node terminates' if extra else 'It terminates'} itself when done, at the latest "
+               f"{outs.get('deadline_minutes')} min after boot.\n"
+               "Next: `bench aws status`, then `bench aws fetch`, then `bench aws down`.")
+
+
+def _storage_values(storage: str | None, max_disk_performance: bool, warehouse_on_s3: bool,
+                    spark_workers: int | None) -> dict:
+    """The Terraform variables of the data volume, the warehouse and a Spark cluster's workers."""
+    if storage and (max_disk_performance or warehouse_on_s3):
+        raise UserError("--storage decides the volume and the warehouse alone: not with --max-disk-performance "
+                        "or --warehouse-on-s3")
+    values: dict = {}
+    if storage:
+        values["storage"] = storage
+    if max_disk_performance:
+        values["data_volume_max_performance"] = True
+    if warehouse_on_s3:
+        values["warehouse_on_s3"] = True
+    if spark_workers:
+        if not (warehouse_on_s3 or storage == "s3"):
+            raise UserError("--spark-workers needs --warehouse-on-s3: the workers read and write the warehouse too")
+        values["spark_workers"] = spark_workers
+    return values
+
+
+def _harness_values(git_ref: str | None, git_url: str | None, run_id: str) -> dict:
+    """Where the instance gets the harness: a git ref, or this checkout packed into STATE_DIR."""
+    if git_ref or git_url:
+        if not (git_ref and git_url):
+            raise UserError("--git-ref and --git-url go together")
+        click.echo(f"harness: {git_url} at {git_ref}")
+        return {"harness_git_url": git_url, "harness_ref": git_ref, "harness_archive_path": ""}
+    archive, rev, n = pack_harness(PROJECT_ROOT, STATE_DIR / f"harness-{run_id}.tar.gz")
+    click.echo(f"harness: this checkout ({rev}), {n} files -> {archive}")
+    return {"harness_archive_path": str(archive)}
+
+
+def _apply(terraform_dir: Path, values: dict, run_id: str, auto_approve: bool) -> None:
+    """Write the run's variable file (and last-run.json), then `terraform apply` it."""
     var_file = STATE_DIR / f"run-{run_id}.tfvars.json"
     var_file.write_text(json.dumps(values, indent=2) + "\n")
     (STATE_DIR / "last-run.json").write_text(json.dumps(
@@ -287,15 +313,6 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
     if auto_approve:  # (-input=false without -auto-approve would make terraform refuse to apply)
         apply += ["-input=false", "-auto-approve"]
     tf(terraform_dir, *apply)
-    outs = tf_outputs(terraform_dir)
-    extra = list(outs.get("node_instance_ids") or [])
-    click.echo(f"run {outs.get('run_id')}: instance {outs.get('instance_id')} is running the benchmark;\n"
-               f"results will land in {outs.get('results_uri')} (status.json last).\n"
-               + "".join(f"node {i}: instance {iid}, results in {outs.get('results_uri')}node-{i}/\n"
-                         for i, iid in enumerate(extra, 1))
-               + f"{'Each node terminates' if extra else 'It terminates'} itself when done, at the latest "
-               f"{outs.get('deadline_minutes')} min after boot.\n"
-               "Next: `bench aws status`, then `bench aws fetch`, then `bench aws down`.")
 
 
 def _source_values(catalog: str | None, table: str | None, snapshot: int | None, location: str | None,

@@ -8,7 +8,7 @@ reads.  Nothing here re-implements the runner.
               and an interval; extrapolated to scale 1 on this node and, by a stated model, to the
               published node (bench.core.fit.NodeModel), beside the published figures
     frontier  per engine, the smallest memory budget at which it completes verified: bisection between a
-              floor (the engine's own minimum) and the node's RAM, each probe a recorded run; over
+              lowest budget (the engine's own minimum) and the node's RAM, each probe a recorded run; over
               several scales fitted like the curves and carried to scale 1 against the published node's
               64 GB: does the model predict the published OOMs?  Or, at one scale, over partition counts
               of a partitioned scenario (each its own dataset, Scenario.with_partitions): memory against
@@ -42,7 +42,6 @@ from bench.core.campaign import (
     Point,
     Probe,
     Speedup,
-    Stat,
     StorageAnswer,
     SweepSummary,
     find_summaries,
@@ -55,6 +54,7 @@ from bench.core.cost import (
     S3_USD_PER_GB_MONTH,
     SECONDS_PER_MONTH,
     Gp3Volume,
+    InstancePrice,
     gp3_usd,
     parse_instance,
     s3_usd,
@@ -62,9 +62,12 @@ from bench.core.cost import (
 from bench.core.dataset import load_manifest
 from bench.core.errors import UserError
 from bench.core.fit import CoreScaling, Fit, NodeModel, core_scalings, fit_line, node_model, scaling_for
+from bench.core.fmt import fmt_scale
 from bench.core.machine import environment, node_ram_bytes, usable_cores
 from bench.core.progress import Progress
+from bench.core.published import PUBLISHED_INSTANCE, PUBLISHED_RAM_BYTES
 from bench.core.results import RunResult, file_label, now_iso
+from bench.core.spread import Spread
 from bench.core.stats import paired_speedup
 from bench.core.storage import (
     GP3_BASELINE_MB_S,
@@ -80,8 +83,6 @@ from bench.runner import CommonOptions, RunOptions, run_scenario
 from bench.runner.context import check_results_dir
 from bench.scenario import Scenario, load_scenario
 
-PUBLISHED_INSTANCE = "m5.4xlarge"
-PUBLISHED_RAM_BYTES = 64 * 10**9  # "64 GB" as published (AWS: 64 GiB; the published text says GB)
 DEFAULT_PRECISION = "64M"
 PRECISION_SHARE = 0.05  # a frontier is found to max(precision, 5 % of the budget)
 FIRST_GUESS = 1.25  # after the ceiling passes: try 1.25 x its peak RSS first
@@ -113,10 +114,6 @@ def parse_partitions(text: str) -> list[int]:
     return sorted(counts)
 
 
-def fmt_scale(s: float) -> str:
-    return f"{s:.10f}".rstrip("0").rstrip(".")
-
-
 def campaign_dir(results_dir: str | None, requested: str | None, kind: str, scenario: str) -> Path:
     results = check_results_dir(results_dir)
     base = requested or f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{scenario}"
@@ -130,8 +127,8 @@ def campaign_dir(results_dir: str | None, requested: str | None, kind: str, scen
 
 
 # --- from results to points ------------------------------------------------------------------------
-def stat_of(values: list[float]) -> Stat:
-    return Stat(median=statistics.median(values), min=min(values), max=max(values)) if values else Stat()
+def stat_of(values: list[float]) -> Spread:
+    return Spread.of(values)
 
 
 def point_of(engine: str, scale: float, results: list[RunResult], run_dir: str = "") -> Point | None:
@@ -391,7 +388,7 @@ def sweep_table(s: SweepSummary) -> str:
 class FrontierOptions(CommonOptions):
     scales: list[float]
     engines: str | None = None
-    floor: str | None = None
+    lowest: str | None = None  # --floor: the lowest budget to try
     ceiling: str | None = None
     precision: str = DEFAULT_PRECISION
     max_slowdown: float = MAX_SLOWDOWN
@@ -424,11 +421,11 @@ def _probe(opts: FrontierOptions, directory: Path, engine: str, scale: float, bu
                  result_file=f"{run_id}/{r.scenario}--{file_label(r.engine)}--{r.tag}.json")
 
 
-def find_frontier(opts: FrontierOptions, directory: Path, engine: str, scale: float, floor: int, ceiling: int,
+def find_frontier(opts: FrontierOptions, directory: Path, engine: str, scale: float, lowest: int, ceiling: int,
                   precision: int, progress: Progress, partitions: int | None = None) -> FrontierPoint:
-    """Bisection between `floor` and `ceiling` for the smallest budget that passes (completes verified);
+    """Bisection between `lowest` and `ceiling` for the smallest budget that passes (completes verified);
     `partitions`: the table reshaped to that many partitions (its own dataset)."""
-    fp = FrontierPoint(engine=engine, scale=scale, gb=0.0, partitions=partitions, floor_bytes=floor,
+    fp = FrontierPoint(engine=engine, scale=scale, gb=0.0, partitions=partitions, lowest_bytes=lowest,
                        ceiling_bytes=ceiling, precision_bytes=precision)
 
     limit = [opts.timeout_s]
@@ -447,21 +444,22 @@ def find_frontier(opts: FrontierOptions, directory: Path, engine: str, scale: fl
     fp.duration_unconstrained_s = top.duration_s
     wall = _process_wall(directory / top.result_file) or top.duration_s or 0.0
     limit[0] = min(opts.timeout_s, max(MIN_PROBE_TIMEOUT_S, int(opts.max_slowdown * wall) + 1))
-    lo, hi = floor, ceiling
+    lo, hi = lowest, ceiling
     guess = (int(FIRST_GUESS * (top.peak_rss_bytes or 0)) // MiB) * MiB
-    candidates = [floor] + ([guess] if floor < guess < ceiling else [])
-    for budget in candidates:  # the floor, then a first guess above the peak at the ceiling
+    candidates = [lowest] + ([guess] if lowest < guess < ceiling else [])
+    for budget in candidates:  # the lowest budget, then a first guess above the peak at the ceiling
         p = probe(budget)
         if p.passed:
             hi = budget
-            if budget == floor:
-                fp.note = f"completes at the floor ({fmt_bytes(floor)}): the frontier is at or below it"
+            if budget == lowest:
+                fp.note = (f"completes at the lowest budget tried ({fmt_bytes(lowest)}): the frontier is at or "
+                           "below it")
                 break
         else:
             lo = budget
             if not p.memory_failure:
                 fp.note += f"{fmt_bytes(budget)} ended {p.status} (not a memory failure: counted as failing). "
-    while hi != floor and hi - lo > max(precision, int(PRECISION_SHARE * hi)):
+    while hi != lowest and hi - lo > max(precision, int(PRECISION_SHARE * hi)):
         mid = ((lo + hi) // 2 // MiB) * MiB
         p = probe(mid)
         if p.passed:
@@ -471,7 +469,7 @@ def find_frontier(opts: FrontierOptions, directory: Path, engine: str, scale: fl
             if not p.memory_failure:
                 fp.note += f"{fmt_bytes(mid)} ended {p.status} (not a memory failure: counted as failing). "
     best = next(p for p in fp.probes if p.budget_bytes == hi)
-    fp.min_budget_bytes, fp.max_failed_bytes = hi, (lo if hi != floor else None)
+    fp.min_budget_bytes, fp.max_failed_bytes = hi, (lo if hi != lowest else None)
     fp.peak_rss_at_min, fp.duration_at_min_s = best.peak_rss_bytes, best.duration_s
     fp.heap_at_min_bytes = best.heap_bytes
     return fp
@@ -490,11 +488,11 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
     ram = node_ram_bytes()
     ceiling = parse_size(opts.ceiling, "--ceiling") if opts.ceiling else ram
     precision = parse_size(opts.precision, "--precision")
-    user_floor = parse_size(opts.floor, "--floor") if opts.floor else 0
-    floors = {e: max(user_floor, engine_class(e)().min_budget(sc.options_for(e, opts.options))) for e in engines}
-    for e, f in floors.items():
+    user_lowest = parse_size(opts.lowest, "--floor") if opts.lowest else 0
+    lowest = {e: max(user_lowest, engine_class(e)().min_budget(sc.options_for(e, opts.options))) for e in engines}
+    for e, f in lowest.items():
         if f >= ceiling:
-            raise UserError(f"{e}: its floor {fmt_bytes(f)} is not below the ceiling {fmt_bytes(ceiling)}")
+            raise UserError(f"{e}: its lowest budget {fmt_bytes(f)} is not below the ceiling {fmt_bytes(ceiling)}")
     if opts.source is not None:
         if opts.partitions or opts.scales:
             raise UserError("--scale, --scales and --partitions shape the generated table; with --source-table "
@@ -518,7 +516,7 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
                                f"wall time of the unconstrained run (at least {MIN_PROBE_TIMEOUT_S} s); slower is "
                                f"memory pressure (thrashing) and counts as failing",
                                f"bisection to max({fmt_bytes(precision)}, {PRECISION_SHARE:.0%} of the budget), "
-                               f"between each engine's floor and {fmt_bytes(ceiling)}"]
+                               f"between each engine's lowest budget and {fmt_bytes(ceiling)}"]
                         + ([f"partition counts at scale {fmt_scale(opts.scales[0])}: each a dataset of its own, the "
                             f"recipe's files placed in that many partitions (buckets kept, periods = partitions / "
                             f"buckets); no fit against size and no prediction at scale 1 (the points differ in "
@@ -531,7 +529,7 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
     with recorded(directory, s):
         for scale, partitions in points:
             for e in engines:
-                fp = find_frontier(opts, directory, e, scale, floors[e], ceiling, precision, progress, partitions)
+                fp = find_frontier(opts, directory, e, scale, lowest[e], ceiling, precision, progress, partitions)
                 first = directory / fp.probes[0].result_file
                 if first.exists():
                     r0 = RunResult.model_validate_json(first.read_text())
@@ -610,8 +608,8 @@ def frontier_table(s: FrontierSummary) -> str:
                     f"{len(p.probes):>5}  " + (", ".join(f"{k}={v}" for k, v in p.writes_at_once.items()) or "-"))
     for x in s.predictions:
         pred = fmt_bytes(x.min_budget_bytes) if x.min_budget_bytes else "-"
-        rows.append(f"model at scale 1 ({x.gb:,.0f} GB): {x.engine} needs ~{pred} -> {x.predicted} on a 64 GB node; "
-                    f"published: {x.published_status or 'not published'}"
+        rows.append(f"model at scale 1 ({x.gb:,.0f} GB): {x.engine} needs ~{pred} -> {x.predicted} on a "
+                    f"{x.node_ram_bytes / 1e9:.0f} GB node; published: {x.published_status or 'not published'}"
                     + ("" if x.agrees is None else f" ({'agrees' if x.agrees else 'DISAGREES'})"))
     return "\n".join(rows)
 
@@ -682,6 +680,217 @@ def assign_nodes(walls: dict[str, float | None], nodes: int) -> list[list[str]]:
     return [g for g in groups if g]
 
 
+def plan_assumptions(st: StorageOption, inst: InstancePrice, measured: dict[str, CoreScaling],
+                     core_scalings: list[CoreScaling], nodes: int, node_setup_s: float,
+                     timeout_s: float | None) -> list[str]:
+    """The plan's stated assumptions, one line each (a model throughout: these are what it assumes)."""
+    engine_times = (f"engine times: the per-core throughput measured in the latest sweep, scaled perfectly to "
+                    f"{inst.vcpu} cores, capped by that storage over the bytes each run reads and writes; fixed "
+                    f"costs as measured")
+    if core_scalings:
+        engine_times = (f"engine times: the per-core throughput measured in the latest sweep, scaled to "
+                        f"{inst.vcpu} cores by Amdahl's law fitted to each engine's measured 1 -> 2 "
+                        f"core efficiency ({'; '.join(c.describe() for c in core_scalings)}), "
+                        "linearly for an engine without one, capped by that storage over the bytes each "
+                        "run reads and writes; fixed costs as measured")
+    out = [
+        f"storage: {st.label}, {st.mb_s:,.0f} MB/s{' per direction' if st.duplex else ''} ({st.assumption})",
+        engine_times,
+        harness_assumption(measured, inst.vcpu),
+        "engine start-up (session and catalog warm-up) and the harness's restore and cache step per "
+        "run: as measured here, not scaled",
+        "reads (reader queries before and after each run): as measured here scaled by size and cores "
+        "when the sweep ran them; a sweep runs compaction only, so they are not planned then (run "
+        "with --readers off, or plan them from a run with readers)",
+        "memory: the frontier fit (if any) against the instance's RAM; a run predicted to run out "
+        "of memory is planned for its modelled time all the same (when it would run out is not "
+        "modelled), up to the time limit",
+        (f"time limit of one engine run: {timeout_s / 60:g} min (bench run --timeout, Terraform's "
+         "engine_timeout_seconds): a run modelled longer is planned at the limit, recorded as a timeout "
+         "(unless it runs out of memory first), with no output to verify" if timeout_s else
+         "time limit of one engine run: none"),
+        f"each node's boot and setup (EC2's boot, apt, pip, `bench setup`): "
+        f"{node_setup_s / 60:g} min, assumed, not measured (`make test-deps`, more than a node "
+        "installs, took 3.6 min on a fresh machine here)",
+        "not planned: the report and the upload of the results",
+        "disk: the largest scenario's input and output, plus 30 % and 20 GB of headroom",
+        "cost: on-demand price x the planned time, plus the storage's own price for that time "
+        "(provisioned gp3 above its baseline; on S3 its PUT and GET requests for the recipe's data "
+        "and delete files and the outputs, and its GB-months)"]
+    if nodes > 1:
+        out.append(
+            f"{nodes} nodes of this type at once: the scenarios spread over them, the longest planned first onto "
+            "the least loaded node; both engines of a scenario on one node, on one input (as on one node); the "
+            "wall is the longest node's, the cost the sum of the nodes' times; nodes do not slow each other (each "
+            "its own volume; on S3 one bucket, assumed not to throttle)")
+    return out
+
+
+@dataclass
+class PlanTarget:
+    """What a plan plans for: the instance and its storage, the scale and reps, the time limit of one run,
+    and the measured scalings (the engines' 1 -> 2 core runs, the harness's steps)."""
+    inst: InstancePrice
+    st: StorageOption
+    scale: float
+    reps: int
+    timeout_s: float | None
+    measured: dict[str, CoreScaling]
+    core_scalings: list[CoreScaling]
+
+    def harness(self, step: str, here: int | None) -> float:
+        """How much shorter a harness step is on the target's cores than on the sweep's: measured (Amdahl on the
+        step's 1 -> 2 core efficiency) where `bench selfcheck scaling` found it usable, else perfectly."""
+        sc = self.measured.get(step)
+        if sc is None or not sc.usable:
+            return (here or 1) / self.inst.vcpu
+        return sc.speedup(here or 1) / sc.speedup(self.inst.vcpu)
+
+
+@dataclass
+class ScenarioBounds:
+    """One planned scenario's lower bounds and S3 requests: the engines' bytes at the storage (`bytes_s`), the
+    harness's own bytes (datagen's, the input read's, the verifier's), the published engine times."""
+    bytes_s: float = 0.0
+    harness_bytes_s: float = 0.0
+    published_s: float = 0.0
+    puts: int = 0
+    gets: int = 0
+    complete: bool = True
+
+
+def plan_engine(t: PlanTarget, sc: Scenario, sw: SweepSummary, fr: FrontierSummary | None, ps: PlannedScenario,
+                e: str, b: ScenarioBounds, objects: int) -> PlannedEngine | None:
+    """One engine of a planned scenario from its sweep's fit (and frontier), its bounds added to `b`; None
+    without a fit or a verified point."""
+    fit = sw.time_fits.get(e)
+    mine = [p for p in sw.points if p.engine == e and p.verified]
+    if fit is None or not mine:
+        return None
+    st, reps, gb = t.st, t.reps, ps.logical_bytes / 1e9
+    top_e = max(mine, key=lambda p: p.scale)
+    read_b = top_e.disk_gb / top_e.gb * gb * 1e9 if top_e.gb else ps.dataset_bytes
+    write_b = (top_e.output_disk_gb or 0.0) / top_e.gb * gb * 1e9 if top_e.gb else ps.output_bytes
+    model = node_model(t.inst.name, t.inst.vcpu, st.effective_mb_s(read_b, write_b), top_e.mean_cores or 1.0,
+                       (read_b + write_b) / ps.logical_bytes if ps.logical_bytes else 1.0, f"{sw.cores} cores",
+                       scaling_for(t.core_scalings, sc.name, e))
+    m = model.seconds(fit, gb)
+    pe = PlannedEngine(engine=e, seconds=m["seconds"], bound=m["bound"], setup_s=top_e.setup_s,
+                       restore_s=top_e.restore_s, source=f"sweep {sw.sweep_id}: {fit.note}")
+    shrink = (sw.cores or 1) / t.inst.vcpu * gb / top_e.gb if top_e.gb else None
+    if top_e.verify_s is not None and top_e.gb:
+        pe.verify_s = max(top_e.verify_s * t.harness("verification", sw.cores) * gb / top_e.gb,
+                          st.seconds(2 * write_b, 0.0))
+    if top_e.reads_s is not None and shrink is not None:
+        pe.reads_s = top_e.reads_s * shrink
+    if fr is not None:
+        pe.min_budget_bytes = frontier_at(fr, e, gb)
+        if pe.min_budget_bytes is not None:
+            pe.predicted_memory = "oom" if pe.min_budget_bytes > int(t.inst.memory_gib * GiB) else "ok"
+            ps.sources.append(f"frontier {fr.frontier_id}")
+    if pe.seconds is not None and t.timeout_s and pe.seconds > t.timeout_s:
+        # the run's time limit ends it (a recorded timeout, unless it runs out of memory first): it
+        # spends the limit, writes no complete output and has nothing to verify
+        pe.modelled_s, pe.seconds, pe.verify_s = pe.seconds, t.timeout_s, None
+    if pe.seconds is None:
+        b.complete = False
+    else:
+        cut = pe.modelled_s is not None
+        b.bytes_s += reps * min(st.seconds(read_b, write_b), pe.seconds)
+        b.harness_bytes_s += 0.0 if cut else reps * st.seconds(2 * write_b, 0.0)
+        for step, secs in ((f"{e} runs", pe.seconds), ("engine start-up", pe.setup_s),
+                           ("verification", pe.verify_s), ("restore", pe.restore_s), ("reads", pe.reads_s)):
+            ps.steps[step] = ps.steps.get(step, 0.0) + reps * (secs or 0.0)
+        out_files = max(1, int(math.ceil(write_b / sc.target_file_size_bytes))) \
+            if sc.target_file_size_bytes and not cut else 0
+        b.puts += reps * out_files
+        b.gets += reps * (objects + 2 * out_files)  # the engine reads the input, the verifier the output twice
+    pub_s = sc.published.duration_s.get(e) if sc.published and t.scale == sc.published.scale else None
+    if pub_s:
+        b.published_s += reps * pub_s
+    return pe
+
+
+def plan_scenario(t: PlanTarget, name: str, summaries: list, sources: list[Path]) -> tuple[PlannedScenario,
+                                                                                          ScenarioBounds]:
+    """One scenario of the plan from its latest sweep (and frontier): its sizes, steps, wall and bounds."""
+    sc = load_scenario(name)
+    sw = latest(summaries, "sweep", sc.name)
+    fr = latest(summaries, "frontier", sc.name)
+    ps = PlannedScenario(scenario=sc.name, scale=t.scale, logical_bytes=0, dataset_bytes=0, output_bytes=0)
+    b = ScenarioBounds()
+    if sw is None or not sw.points:
+        ps.notes.append(f"no sweep of {sc.name} found under {', '.join(map(str, sources))}: run "
+                        f"`bench sweep {sc.name} --scales ...` first")
+        b.complete = False
+        return ps, b
+    st = t.st
+    ps.sources.append(f"sweep {sw.sweep_id}")
+    top = max(sw.points, key=lambda p: p.scale)
+    gb = top.gb / top.scale * t.scale
+    ps.logical_bytes = gb * 1e9
+    ps.dataset_bytes = top.disk_gb / top.gb * gb * 1e9 if top.gb else 0
+    outs = [p for p in sw.points if p.output_disk_gb]
+    ps.output_bytes = (max(p.output_disk_gb or 0 for p in outs) / top.gb * gb * 1e9) if outs and top.gb else 0
+    if sw.datagen_fit is not None and sw.datagen_fit.per_gb > 0:
+        ps.datagen_s = max(max(sw.datagen_fit.predict(gb), 0.0) * t.harness("datagen", sw.cores),
+                           st.seconds(0.0, ps.dataset_bytes))
+        ps.steps["datagen"] = ps.datagen_s
+    else:
+        ps.notes.append("no datagen fit in the sweep: datagen not planned")
+    ps.steps["input read once"] = st.seconds(ps.dataset_bytes, 0.0)
+    b.harness_bytes_s += st.seconds(0.0, ps.dataset_bytes) + st.seconds(ps.dataset_bytes, 0.0)
+    objects = recipe_objects(sc, t.scale)
+    b.puts += objects
+    b.gets += objects  # the baseline read
+    for e in sw.engines:
+        pe = plan_engine(t, sc, sw, fr, ps, e, b, objects)
+        if pe is not None:
+            ps.engines.append(pe)
+    if not any(pe.reads_s is not None for pe in ps.engines):
+        ps.notes.append("reads: not planned (the sweep measured none: it runs compaction only)")
+    ps.wall_s = sum(ps.steps.values())
+    return ps, b
+
+
+def plan_nodes(plan: Plan, bounds: dict[str, ScenarioBounds], nodes: int, node_setup_s: float) -> None:
+    """Spread the planned scenarios over the nodes (each its boot and setup, then its scenarios one after the
+    other); the plan's wall (the longest node), node time and lower bounds of the wall."""
+    plan.node_setup_s = node_setup_s
+    walls = {ps.scenario: ps.wall_s for ps in plan.scenarios}
+    for group in assign_nodes(walls, nodes):
+        mine = [bounds.get(x, ScenarioBounds()) for x in group]
+        harness_s = sum(b.harness_bytes_s for b in mine)
+        plan.nodes.append(PlannedNode(scenarios=group, wall_s=node_setup_s + sum(walls[x] or 0.0 for x in group),
+                                      bytes_bound_s=sum(b.bytes_s for b in mine) + harness_s, harness_bytes_s=harness_s,
+                                      published_s=sum(b.published_s for b in mine)))
+    if node_setup_s:
+        plan.steps["node boot and setup"] = node_setup_s * len(plan.nodes)
+    longest = max(plan.nodes, key=lambda n: n.wall_s)
+    plan.total_s = longest.wall_s  # a budget of minutes holds the longest node
+    plan.node_s = sum(n.wall_s for n in plan.nodes)  # what is paid for
+    # the lower bounds of the wall: the node whose scenarios' bytes (or published times) take longest
+    plan.bytes_bound_s = max(n.bytes_bound_s for n in plan.nodes)
+    bound = max(plan.nodes, key=lambda n: n.published_s + n.harness_bytes_s)
+    plan.published_s = bound.published_s or None
+    plan.harness_bytes_s = bound.harness_bytes_s
+
+
+def plan_price(plan: Plan, t: PlanTarget, bounds: list[ScenarioBounds]) -> None:
+    """The plan's cost (the nodes' time at the instance's price, plus the storage's own) and deadline."""
+    st = t.st
+    vol = Gp3Volume(plan.ebs_gb, st.volume_iops, st.volume_mib_s)  # each node has its own data volume
+    plan.storage_usd = sum(sum(gp3_usd(n.wall_s, vol).values()) for n in plan.nodes)
+    if st.warehouse == "s3":
+        puts, gets = sum(b.puts for b in bounds), sum(b.gets for b in bounds)
+        s3_gb_s = 0.0
+        for ps in plan.scenarios:
+            s3_gb_s += (ps.dataset_bytes + ps.output_bytes) / 1e9 * (ps.wall_s or 0.0)
+        plan.storage_usd += s3_usd({"put": puts, "get": gets}) + s3_gb_s / SECONDS_PER_MONTH * S3_USD_PER_GB_MONTH
+    plan.cost_usd = t.inst.usd_per_hour * (plan.node_s or 0.0) / 3600 + plan.storage_usd
+    plan.deadline_minutes = min(2880, int(math.ceil(((plan.total_s or 0.0) * 1.5 / 60 + 30) / 10) * 10))
+
+
 def make_plan(scenarios: list[str], scale: float, instance_type: str | None, reps: int, sources: list[Path],
               storage: StorageOption | float | None = None, budget_minutes: float | None = None,
               budget_usd: float | None = None, nodes: int = 1, node_setup_s: float | None = None,
@@ -696,182 +905,28 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
         raise UserError(f"--node-setup-minutes {node_setup_s / 60:g}: give 0 or more")
     summaries = find_summaries(sources)
     measured = harness_scalings(summaries)
-    ram = int(inst.memory_gib * GiB)
-    plan = Plan(instance_type=inst.name, cores=inst.vcpu, ram_bytes=ram, usd_per_hour=inst.usd_per_hour, reps=reps,
-                ebs_mb_s=st.mb_s, storage=st, budget_s=budget_minutes * 60 if budget_minutes else None,
-                budget_usd=budget_usd, assumptions=[
-                    f"storage: {st.label}, {st.mb_s:,.0f} MB/s{' per direction' if st.duplex else ''} "
-                    f"({st.assumption})",
-                    f"engine times: the per-core throughput measured in the latest sweep, scaled perfectly to "
-                    f"{inst.vcpu} cores, capped by that storage over the bytes each run reads and writes; fixed "
-                    f"costs as measured",
-                    harness_assumption(measured, inst.vcpu),
-                    "engine start-up (session and catalog warm-up) and the harness's restore and cache step per "
-                    "run: as measured here, not scaled",
-                    "reads (reader queries before and after each run): as measured here scaled by size and cores "
-                    "when the sweep ran them; a sweep runs compaction only, so they are not planned then (run "
-                    "with --readers off, or plan them from a run with readers)",
-                    "memory: the frontier fit (if any) against the instance's RAM; a run predicted to run out "
-                    "of memory is planned for its modelled time all the same (when it would run out is not "
-                    "modelled), up to the time limit",
-                    (f"time limit of one engine run: {timeout_s / 60:g} min (bench run --timeout, Terraform's "
-                     "engine_timeout_seconds): a run modelled longer is planned at the limit, recorded as a timeout "
-                     "(unless it runs out of memory first), with no output to verify" if timeout_s else
-                     "time limit of one engine run: none"),
-                    f"each node's boot and setup (EC2's boot, apt, pip, `bench setup`): "
-                    f"{node_setup_s / 60:g} min, assumed, not measured (`make test-deps`, more than a node "
-                    "installs, took 3.6 min on a fresh machine here)",
-                    "not planned: the report and the upload of the results",
-                    "disk: the largest scenario's input and output, plus 30 % and 20 GB of headroom",
-                    "cost: on-demand price x the planned time, plus the storage's own price for that time "
-                    "(provisioned gp3 above its baseline; on S3 its PUT and GET requests for the recipe's data "
-                    "and delete files and the outputs, and its GB-months)"])
-    plan.core_scalings = core_runs(sources)
-    if plan.core_scalings:
-        line = next(i for i, a in enumerate(plan.assumptions) if a.startswith("engine times:"))
-        plan.assumptions[line] = (f"engine times: the per-core throughput measured in the latest sweep, scaled to "
-                                  f"{inst.vcpu} cores by Amdahl's law fitted to each engine's measured 1 -> 2 "
-                                  f"core efficiency ({'; '.join(c.describe() for c in plan.core_scalings)}), "
-                                  "linearly for an engine without one, capped by that storage over the bytes each "
-                                  "run reads and writes; fixed costs as measured")
-    if nodes > 1:
-        plan.assumptions.append(
-            f"{nodes} nodes of this type at once: the scenarios spread over them, the longest planned first onto "
-            "the least loaded node; both engines of a scenario on one node, on one input (as on one node); the "
-            "wall is the longest node's, the cost the sum of the nodes' times; nodes do not slow each other (each "
-            "its own volume; on S3 one bucket, assumed not to throttle)")
-    plan.harness_scalings = list(measured.values())
-
-    def harness(step: str, here: int | None) -> float:
-        """How much shorter a harness step is on the target's cores than on the sweep's: measured (Amdahl on the
-        step's 1 -> 2 core efficiency) where `bench selfcheck scaling` found it usable, else perfectly."""
-        sc = measured.get(step)
-        if sc is None or not sc.usable:
-            return (here or 1) / inst.vcpu
-        return sc.speedup(here or 1) / sc.speedup(inst.vcpu)
-
-    total = floor = harness_floor = published = 0.0  # the engines' bytes; datagen's, the input's, the verifier's
-    unknown = False
-    puts = gets = 0
-    s3_gb_s = 0.0
-    own: dict[str, tuple[float, float, float]] = {}  # scenario -> its (floor, harness floor, published) seconds
+    core_scalings = core_runs(sources)
+    plan = Plan(instance_type=inst.name, cores=inst.vcpu, ram_bytes=int(inst.memory_gib * GiB),
+                usd_per_hour=inst.usd_per_hour, reps=reps, storage_mb_s=st.mb_s, storage=st,
+                budget_s=budget_minutes * 60 if budget_minutes else None, budget_usd=budget_usd,
+                assumptions=plan_assumptions(st, inst, measured, core_scalings, nodes, node_setup_s, timeout_s),
+                core_scalings=core_scalings, harness_scalings=list(measured.values()))
+    t = PlanTarget(inst=inst, st=st, scale=scale, reps=reps, timeout_s=timeout_s, measured=measured,
+                   core_scalings=core_scalings)
+    bounds: list[ScenarioBounds] = []
     for name in scenarios:
-        before = (floor, harness_floor, published)
-        sc = load_scenario(name)
-        sw = latest(summaries, "sweep", sc.name)
-        fr = latest(summaries, "frontier", sc.name)
-        ps = PlannedScenario(scenario=sc.name, scale=scale, logical_bytes=0, dataset_bytes=0, output_bytes=0)
-        if sw is None or not sw.points:
-            ps.notes.append(f"no sweep of {sc.name} found under {', '.join(map(str, sources))}: run "
-                            f"`bench sweep {sc.name} --scales ...` first")
-            plan.scenarios.append(ps)
-            unknown = True
-            continue
-        ps.sources.append(f"sweep {sw.sweep_id}")
-        top = max(sw.points, key=lambda p: p.scale)
-        gb = top.gb / top.scale * scale
-        ps.logical_bytes = gb * 1e9
-        ps.dataset_bytes = top.disk_gb / top.gb * gb * 1e9 if top.gb else 0
-        outs = [p for p in sw.points if p.output_disk_gb]
-        ps.output_bytes = (max(p.output_disk_gb or 0 for p in outs) / top.gb * gb * 1e9) if outs and top.gb else 0
-        steps: dict[str, float] = {}
-        if sw.datagen_fit is not None and sw.datagen_fit.per_gb > 0:
-            ps.datagen_s = max(max(sw.datagen_fit.predict(gb), 0.0) * harness("datagen", sw.cores),
-                               st.seconds(0.0, ps.dataset_bytes))
-            steps["datagen"] = ps.datagen_s
-        else:
-            ps.notes.append("no datagen fit in the sweep: datagen not planned")
-        steps["input read once"] = st.seconds(ps.dataset_bytes, 0.0)
-        harness_floor += st.seconds(0.0, ps.dataset_bytes) + st.seconds(ps.dataset_bytes, 0.0)
-        objects = recipe_objects(sc, scale)
-        puts += objects
-        gets += objects  # the baseline read
-        for e in sw.engines:
-            fit = sw.time_fits.get(e)
-            mine = [p for p in sw.points if p.engine == e and p.verified]
-            if fit is None or not mine:
-                continue
-            top_e = max(mine, key=lambda p: p.scale)
-            read_b = top_e.disk_gb / top_e.gb * gb * 1e9 if top_e.gb else ps.dataset_bytes
-            write_b = (top_e.output_disk_gb or 0.0) / top_e.gb * gb * 1e9 if top_e.gb else ps.output_bytes
-            model = node_model(inst.name, inst.vcpu, st.effective_mb_s(read_b, write_b), top_e.mean_cores or 1.0,
-                               (read_b + write_b) / ps.logical_bytes if ps.logical_bytes else 1.0, f"{sw.cores} cores",
-                               scaling_for(plan.core_scalings, sc.name, e))
-            m = model.seconds(fit, gb)
-            pe = PlannedEngine(engine=e, seconds=m["seconds"], bound=m["bound"], setup_s=top_e.setup_s,
-                               restore_s=top_e.restore_s, source=f"sweep {sw.sweep_id}: {fit.note}")
-            shrink = (sw.cores or 1) / inst.vcpu * gb / top_e.gb if top_e.gb else None
-            if top_e.verify_s is not None and top_e.gb:
-                pe.verify_s = max(top_e.verify_s * harness("verification", sw.cores) * gb / top_e.gb,
-                                  st.seconds(2 * write_b, 0.0))
-            if top_e.reads_s is not None and shrink is not None:
-                pe.reads_s = top_e.reads_s * shrink
-            if fr is not None:
-                pe.min_budget_bytes = frontier_at(fr, e, gb)
-                if pe.min_budget_bytes is not None:
-                    pe.predicted_memory = "oom" if pe.min_budget_bytes > ram else "ok"
-                    ps.sources.append(f"frontier {fr.frontier_id}")
-            if pe.seconds is not None and timeout_s and pe.seconds > timeout_s:
-                # the run's time limit ends it (a recorded timeout, unless it runs out of memory first): it
-                # spends the limit, writes no complete output and has nothing to verify
-                pe.modelled_s, pe.seconds, pe.verify_s = pe.seconds, timeout_s, None
-            if pe.seconds is None:
-                unknown = True
-            else:
-                cut = pe.modelled_s is not None
-                floor += reps * min(st.seconds(read_b, write_b), pe.seconds)
-                harness_floor += 0.0 if cut else reps * st.seconds(2 * write_b, 0.0)
-                for step, secs in ((f"{e} runs", pe.seconds), ("engine start-up", pe.setup_s),
-                                   ("verification", pe.verify_s), ("restore", pe.restore_s), ("reads", pe.reads_s)):
-                    steps[step] = steps.get(step, 0.0) + reps * (secs or 0.0)
-                out_files = max(1, int(math.ceil(write_b / sc.target_file_size_bytes))) \
-                    if sc.target_file_size_bytes and not cut else 0
-                puts += reps * out_files
-                gets += reps * (objects + 2 * out_files)  # the engine reads the input, the verifier the output twice
-            pub_s = sc.published.duration_s.get(e) if sc.published and scale == sc.published.scale else None
-            if pub_s:
-                published += reps * pub_s
-            ps.engines.append(pe)
-        if not any(pe.reads_s is not None for pe in ps.engines):
-            ps.notes.append("reads: not planned (the sweep measured none: it runs compaction only)")
-        ps.steps = steps
-        ps.wall_s = sum(steps.values())
-        total += ps.wall_s
-        s3_gb_s += (ps.dataset_bytes + ps.output_bytes) / 1e9 * ps.wall_s
-        for k, v in steps.items():
+        ps, b = plan_scenario(t, name, summaries, sources)
+        for k, v in ps.steps.items():
             plan.steps[k] = plan.steps.get(k, 0.0) + v
         plan.scenarios.append(ps)
-        own[sc.name] = (floor - before[0], harness_floor - before[1], published - before[2])
-    plan.complete = not unknown
+        bounds.append(b)
+    plan.complete = all(b.complete for b in bounds)
     biggest = max((p.dataset_bytes + p.output_bytes for p in plan.scenarios), default=0.0)
     plan.ebs_gb = int(math.ceil((biggest * 1.3 / 1e9 + 20) / 10) * 10)
-    if not total:
+    if not sum(ps.wall_s or 0.0 for ps in plan.scenarios):
         return plan
-    # the nodes: each its boot and setup, then its scenarios one after the other
-    plan.node_setup_s = node_setup_s
-    walls = {ps.scenario: ps.wall_s for ps in plan.scenarios}
-    for group in assign_nodes(walls, nodes):
-        mine = [own.get(x, (0.0, 0.0, 0.0)) for x in group]
-        harness_s = sum(h for _, h, _ in mine)
-        plan.nodes.append(PlannedNode(scenarios=group, wall_s=node_setup_s + sum(walls[x] or 0.0 for x in group),
-                                      floor_s=sum(f for f, _, _ in mine) + harness_s, harness_floor_s=harness_s,
-                                      published_s=sum(p for *_, p in mine)))
-    if node_setup_s:
-        plan.steps["node boot and setup"] = node_setup_s * len(plan.nodes)
-    longest = max(plan.nodes, key=lambda n: n.wall_s)
-    plan.total_s = longest.wall_s  # a budget of minutes holds the longest node
-    plan.node_s = sum(n.wall_s for n in plan.nodes)  # what is paid for
-    # the lower bounds of the wall: the node whose scenarios' bytes (or published times) take longest
-    plan.floor_s = max(n.floor_s for n in plan.nodes)
-    bound = max(plan.nodes, key=lambda n: n.published_s + n.harness_floor_s)
-    plan.published_s = bound.published_s or None
-    plan.harness_floor_s = bound.harness_floor_s
-    vol = Gp3Volume(plan.ebs_gb, st.volume_iops, st.volume_mib_s)  # each node has its own data volume
-    plan.storage_usd = sum(sum(gp3_usd(n.wall_s, vol).values()) for n in plan.nodes)
-    if st.warehouse == "s3":
-        plan.storage_usd += s3_usd({"put": puts, "get": gets}) + s3_gb_s / SECONDS_PER_MONTH * S3_USD_PER_GB_MONTH
-    plan.cost_usd = inst.usd_per_hour * plan.node_s / 3600 + plan.storage_usd
-    plan.deadline_minutes = min(2880, int(math.ceil((plan.total_s * 1.5 / 60 + 30) / 10) * 10))
+    plan_nodes(plan, {ps.scenario: b for ps, b in zip(plan.scenarios, bounds)}, nodes, node_setup_s)
+    plan_price(plan, t, bounds)
     return plan
 
 
@@ -927,7 +982,7 @@ def plan_table(plan: Plan) -> str:
     rows = [f"plan (a MODEL, not a measurement): {plan.instance_type} ({plan.cores} vCPU, "
             f"{fmt_bytes(plan.ram_bytes)}), {plan.reps} rep(s) per engine, "
             + (f"storage {st.name} ({st.label}, {st.mb_s:,.0f} MB/s{' per direction' if st.duplex else ''})" if st
-               else f"storage {plan.ebs_mb_s:,.0f} MB/s")]
+               else f"storage {plan.storage_mb_s:,.0f} MB/s")]
     for ps in plan.scenarios:
         rows.append(f"  {ps.scenario} at scale {fmt_scale(ps.scale)}: {ps.logical_bytes / 1e9:,.0f} GB logical, "
                     f"{ps.dataset_bytes / 1e9:,.0f} GB on disk, datagen {t(ps.datagen_s)}, wall {t(ps.wall_s)}")
@@ -959,79 +1014,139 @@ def plan_table(plan: Plan) -> str:
         rows += plan_verdict(plan)
     else:
         rows.append("  total: unknown (no scenario has a sweep)")
-    rows.append(f"  EBS: {plan.ebs_gb} GB at {plan.ebs_mb_s:.0f} MB/s; deadline {plan.deadline_minutes} min")
+    rows.append(f"  EBS: {plan.ebs_gb} GB at {plan.storage_mb_s:.0f} MB/s; deadline {plan.deadline_minutes} min")
     rows += [f"  assumes: {a}" for a in plan.assumptions]
     return "\n".join(rows)
 
 
+@dataclass
+class NodesAnswer:
+    """The fewest nodes (scenarios spread longest first) whose longest node fits a time budget: `nodes` and that
+    spread's `wall_s`; or None when none can, `longest` alone taking `wall_s` (`cut`: it has runs cut at the
+    time limit)."""
+    nodes: int | None
+    wall_s: float = 0.0
+    longest: str = ""
+    cut: bool = False
+
+
+def nodes_to_fit(plan: Plan, budget_s: float) -> NodesAnswer | None:
+    """How many nodes at once fit `budget_s` (None: nothing planned)."""
+    walls = {ps.scenario: ps.wall_s for ps in plan.scenarios if ps.wall_s}
+    if not walls:
+        return None
+    longest = max(walls, key=lambda x: walls[x] or 0.0)
+    alone = plan.node_setup_s + (walls[longest] or 0.0)
+    if alone > budget_s:
+        mine = next((ps for ps in plan.scenarios if ps.scenario == longest), None)
+        return NodesAnswer(nodes=None, wall_s=alone, longest=longest,
+                           cut=bool(mine and any(e.modelled_s is not None for e in mine.engines)))
+    for n in range(1, len(walls) + 1):
+        wall = max(plan.node_setup_s + sum(walls[x] or 0.0 for x in g) for g in assign_nodes(walls, n))
+        if wall <= budget_s:
+            return NodesAnswer(nodes=n, wall_s=wall, longest=longest)
+    return NodesAnswer(nodes=None, wall_s=alone, longest=longest)  # unreachable: one scenario per node is `alone`
+
+
+@dataclass
+class PlanVerdict:
+    """Whether a plan fits the budgets it was given, as numbers (`plan_verdict` says them): each None where
+    the plan has no such budget or figure."""
+    over_s: float | None = None  # the wall minus the time budget (<= 0: fits)
+    largest_step: tuple[str, float] = ("-", 0.0)
+    nodes: NodesAnswer | None = None  # when over the time budget: the nodes at once that would fit it
+    bytes_over_budget: bool = False  # the bytes alone at this storage take longer than the time budget
+    least_s: float | None = None  # the published engine times plus the harness's own bytes at this storage
+    least_over_budget: bool = False
+    over_usd: float | None = None  # the cost minus the dollar budget (<= 0: fits)
+    least_usd: float | None = None  # least_s at the instance's price, compute only (one node)
+    max_usd_per_hour: float | None = None  # over the dollar budget: the instance price that would hold it
+    storage_over_usd: bool = False  # over the dollar budget: the storage alone costs more than it
+
+
+def verdict(plan: Plan) -> PlanVerdict:
+    """The plan against its time and dollar budgets, and its lower bounds against them."""
+    v = PlanVerdict()
+    total = plan.total_s or 0.0
+    v.largest_step = max(plan.steps.items(), key=lambda kv: kv[1], default=("-", 0.0))
+    if plan.budget_s:
+        v.over_s = total - plan.budget_s
+        if v.over_s > 0:
+            v.nodes = nodes_to_fit(plan, plan.budget_s)
+        v.bytes_over_budget = bool(plan.bytes_bound_s and plan.bytes_bound_s > plan.budget_s)
+    if plan.published_s:
+        v.least_s = plan.published_s + (plan.harness_bytes_s or 0.0)
+        v.least_over_budget = bool(plan.budget_s and v.least_s > plan.budget_s)
+    if plan.budget_usd and plan.cost_usd is not None:
+        v.over_usd = plan.cost_usd - plan.budget_usd
+        if v.least_s is not None and len(plan.nodes) <= 1:
+            v.least_usd = plan.usd_per_hour * v.least_s / 3600
+        paid_h = (plan.node_s or total) / 3600
+        left = plan.budget_usd - (plan.storage_usd or 0.0)
+        if v.over_usd > 0 and paid_h:
+            v.max_usd_per_hour = left / paid_h if left > 0 else None
+            v.storage_over_usd = left <= 0
+    return v
+
+
 def plan_verdict(plan: Plan) -> list[str]:
     """Whether the plan fits the budget it was given, and if not by how much and where the time goes."""
-    rows = []
-    total = plan.total_s or 0.0
-    biggest = max(plan.steps.items(), key=lambda kv: kv[1], default=("-", 0.0))
-    if plan.budget_s:
-        over = total - plan.budget_s
+    v, rows = verdict(plan), []
+    if plan.budget_s and v.over_s is not None:
+        over, biggest = v.over_s, v.largest_step
         rows.append(f"  budget {plan.budget_s / 60:,.0f} min: " + (
             f"fits, {-over / 60:,.1f} min to spare" if over <= 0 else
             f"does NOT fit: {over / 60:,.1f} min over ({over / plan.budget_s:.0%}); the largest step is "
             f"{biggest[0]} ({biggest[1] / 60:,.1f} min)"))
         if over > 0:
-            rows.append("  " + nodes_needed(plan, plan.budget_s))
-    if plan.floor_s:
-        rows.append(f"  the bytes alone at this storage: {plan.floor_s / 60:,.1f} min (datagen's writes, the input "
-                    f"read once, each run's reads and writes, the verification's two reads of each output)"
+            rows.append("  " + nodes_needed(v.nodes))
+    if plan.bytes_bound_s:
+        rows.append(f"  the bytes alone at this storage: {plan.bytes_bound_s / 60:,.1f} min (datagen's writes, the "
+                    f"input read once, each run's reads and writes, the verification's two reads of each output)"
                     + (": more than the budget, so no faster engine, datagen or verifier fits it on this storage"
-                       if plan.budget_s and plan.floor_s > plan.budget_s else ""))
-    if plan.published_s:
-        least = plan.published_s + (plan.harness_floor_s or 0.0)
+                       if v.bytes_over_budget else ""))
+    if plan.published_s and v.least_s is not None:
         rows.append(f"  the published engine times alone: {plan.published_s / 60:,.1f} min (each planned run's "
                     f"published time; runs published as out of memory not counted); with the harness's own bytes at "
-                    f"this storage (datagen, the input read once, verification): {least / 60:,.1f} min"
+                    f"this storage (datagen, the input read once, verification): {v.least_s / 60:,.1f} min"
                     + (": more than the budget for any reproduction that reproduces the published times"
-                       if plan.budget_s and least > plan.budget_s else ""))
-    if plan.budget_usd and plan.cost_usd is not None:
-        over_usd = plan.cost_usd - plan.budget_usd
-        rows.append(f"  budget ${plan.budget_usd:,.2f}: " + (
-            f"fits, ${-over_usd:,.2f} to spare" if over_usd <= 0 else
-            f"does NOT fit: ${over_usd:,.2f} over ({over_usd / plan.budget_usd:.0%})"))
-        if plan.published_s and len(plan.nodes) <= 1:
-            least_usd = plan.usd_per_hour * (plan.published_s + (plan.harness_floor_s or 0.0)) / 3600
-            rows.append(f"  the published engine times and the harness's own bytes alone, at ${plan.usd_per_hour:g}/h "
-                        f"(compute only, no storage): ${least_usd:,.2f}"
-                        + (": more than the budget for any reproduction that reproduces the published times at "
-                           "this price" if least_usd > plan.budget_usd else ""))
-        paid_h = (plan.node_s or total) / 3600
-        left = plan.budget_usd - (plan.storage_usd or 0.0)
-        if over_usd > 0 and paid_h:
-            rows.append(f"  ${plan.budget_usd:,.2f} holds at an instance price of ${left / paid_h:,.3f}/h or less"
-                        f" ({left / paid_h / plan.usd_per_hour:.0%} of ${plan.usd_per_hour:g}/h)" if left > 0 else
-                        f"  the storage alone costs ${plan.storage_usd or 0:,.2f}: no instance price fits "
-                        f"${plan.budget_usd:,.2f}")
-            if left > 0:
-                rows[-1] += (": a spot price, if AWS's of the day is that low (not known offline: plan with "
-                             f"--instance-type {plan.instance_type.split('=')[0]}=PRICE, run with bench aws up --spot)")
+                       if v.least_over_budget else ""))
+    if plan.budget_usd and v.over_usd is not None:
+        rows += _usd_verdict(plan, v)
     return rows
 
 
-def nodes_needed(plan: Plan, budget_s: float) -> str:
-    """The fewest nodes (scenarios spread longest first) whose longest node fits `budget_s`, or why none can."""
-    walls = {ps.scenario: ps.wall_s for ps in plan.scenarios if ps.wall_s}
-    if not walls:
+def _usd_verdict(plan: Plan, v: PlanVerdict) -> list[str]:
+    over_usd, budget = v.over_usd or 0.0, plan.budget_usd or 0.0
+    rows = [f"  budget ${budget:,.2f}: " + (
+        f"fits, ${-over_usd:,.2f} to spare" if over_usd <= 0 else
+        f"does NOT fit: ${over_usd:,.2f} over ({over_usd / budget:.0%})")]
+    if v.least_usd is not None:
+        rows.append(f"  the published engine times and the harness's own bytes alone, at ${plan.usd_per_hour:g}/h "
+                    f"(compute only, no storage): ${v.least_usd:,.2f}"
+                    + (": more than the budget for any reproduction that reproduces the published times at "
+                       "this price" if v.least_usd > budget else ""))
+    if v.max_usd_per_hour is not None:
+        rows.append(f"  ${budget:,.2f} holds at an instance price of ${v.max_usd_per_hour:,.3f}/h or less"
+                    f" ({v.max_usd_per_hour / plan.usd_per_hour:.0%} of ${plan.usd_per_hour:g}/h): a spot price, if "
+                    "AWS's of the day is that low (not known offline: plan with "
+                    f"--instance-type {plan.instance_type.split('=')[0]}=PRICE, run with bench aws up --spot)")
+    elif v.storage_over_usd:
+        rows.append(f"  the storage alone costs ${plan.storage_usd or 0:,.2f}: no instance price fits ${budget:,.2f}")
+    return rows
+
+
+def nodes_needed(a: NodesAnswer | None) -> str:
+    """The fewest nodes whose longest node fits the budget, or why none can, said."""
+    if a is None:
         return "nodes: nothing planned"
-    longest = max(walls, key=lambda x: walls[x] or 0.0)
-    alone = plan.node_setup_s + (walls[longest] or 0.0)
-    if alone > budget_s:
-        cut = next((ps for ps in plan.scenarios if ps.scenario == longest), None)
-        limit = " or a shorter time limit per run (--timeout) for its runs cut at it" if cut and any(
-            e.modelled_s is not None for e in cut.engines) else ""
-        return (f"no number of nodes fits it: {longest} alone takes {alone / 60:,.1f} min on one node (a scenario is "
-                f"never split: both engines run on one node, on one input); only faster runs{limit} would")
-    for n in range(1, len(walls) + 1):
-        wall = max(plan.node_setup_s + sum(walls[x] or 0.0 for x in g) for g in assign_nodes(walls, n))
-        if wall <= budget_s:
-            return (f"with {n} nodes at once it fits: {wall / 60:,.1f} min (bench plan --nodes {n}; "
-                    f"bench aws up --nodes {n})")
-    return "nodes: no spread fits"  # unreachable: one scenario per node is `alone`
+    if a.nodes is None:
+        limit = " or a shorter time limit per run (--timeout) for its runs cut at it" if a.cut else ""
+        return (f"no number of nodes fits it: {a.longest} alone takes {a.wall_s / 60:,.1f} min on one node (a "
+                f"scenario is never split: both engines run on one node, on one input); only faster runs{limit} "
+                "would")
+    return (f"with {a.nodes} nodes at once it fits: {a.wall_s / 60:,.1f} min (bench plan --nodes {a.nodes}; "
+            f"bench aws up --nodes {a.nodes})")
 
 
 def refit(directory: Path) -> SweepSummary:

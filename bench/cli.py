@@ -332,7 +332,7 @@ def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, e
         raise UserError("give --scale S or --scales S1,S2,... (one of them), or --source-catalog/--source-table")
     run_frontier(FrontierOptions(scenario=scenario, **common, source=source,
                                  scales=[scale] if scale else parse_scales(scales) if scales else [],
-                                 engines=engines, floor=floor, ceiling=ceiling, precision=precision,
+                                 engines=engines, lowest=floor, ceiling=ceiling, precision=precision,
                                  max_slowdown=max_slowdown,
                                  partitions=parse_partitions(partitions) if partitions else None), Progress())
 
@@ -376,7 +376,7 @@ def tune(engine, scenario, scale, budget_minutes, max_configs, reps, confirm_rep
 @main.command()
 @click.argument("scenarios", nargs=-1, required=True)
 @click.option("--scale", type=float, default=1.0, show_default=True, callback=positive_scale)
-@click.option("--instance-type", default="m5.4xlarge", show_default=True,
+@click.option("--instance-type", default=DEFAULT_INSTANCE, show_default=True,
               help=f"The target: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
 @click.option("--reps", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--from", "sources", multiple=True, type=click.Path(exists=True, file_okay=False),

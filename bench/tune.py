@@ -27,12 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.campaigns import MIN_PROBE_TIMEOUT_S, campaign_dir, stat_of
-from bench.core.campaign import Stat, TuneConfig, TuneConfirmation, TuneKnob, TuneSummary, recorded, write_summary
+from bench.core.campaign import TuneConfig, TuneConfirmation, TuneKnob, TuneSummary, recorded, write_summary
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.machine import environment, usable_cores
 from bench.core.progress import Progress
 from bench.core.results import RunResult, now_iso
+from bench.core.spread import Spread
 from bench.core.units import check_scale
 from bench.engines import engine_class, split_label
 from bench.engines.base import Knob
@@ -270,7 +271,7 @@ def tune(opts: TuneOptions, progress: Progress) -> TuneSummary:
     return Search(opts, progress)()
 
 
-def _fmt(st: Stat) -> str:
+def _fmt(st: Spread) -> str:
     if st.median is None:
         return "-"
     return f"{st.median:.2f} s" + (f" ({st.min:.2f}-{st.max:.2f})" if st.min != st.max else "")

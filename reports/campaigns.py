@@ -39,9 +39,9 @@ from bench.core.campaign import (
 )
 from bench.core.errors import UserError
 from bench.core.fit import Fit
+from bench.core.fmt import fmt_bytes, fmt_gb, fmt_r2, fmt_ratio, fmt_scale, fmt_seconds, fmt_value
 from reports import charts
-from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_value
-from reports.model import FALLBACK_COLORS, ResultSet, _pid_alive, fmt_scale
+from reports.model import FALLBACK_COLORS, ResultSet, _pid_alive
 
 QUANTITY = {"duration_s": "compaction time", "peak_rss_bytes": "peak memory (RSS)",
             "min_budget_bytes": "smallest passing budget", "datagen_s": "data generation"}
@@ -50,23 +50,6 @@ STATE_NOTE = {
                 "before it could record its end): what follows rests on the points measured so far"),
     "interrupted": "was interrupted: what follows rests on the points measured before it stopped",
 }
-
-
-def fmt_gb(v: float | None) -> str:
-    """Input sizes in (decimal, logical) GB: 193 GB, 19.3 GB, 1.93 GB, 0.0193 GB."""
-    if v is None:
-        return "—"
-    if v >= 100:
-        return f"{v:,.0f} GB"
-    if v >= 10:
-        return f"{v:.1f} GB"
-    if v >= 1:
-        return f"{v:.2f} GB"
-    return f"{v:.3g} GB"
-
-
-def fmt_r2(v: float | None) -> str:
-    return "—" if v is None else f"{v:.3f}"
 
 
 # --- finding ------------------------------------------------------------------------------------------

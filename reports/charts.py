@@ -21,9 +21,9 @@ matplotlib.use("svg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter, NullLocator  # noqa: E402
 
-from reports.fmt import GiB, fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd  # noqa: E402
-from reports.fmt import nbytes as _fmt_bytes  # noqa: E402
-from reports.fmt import seconds as _fmt_seconds  # noqa: E402
+from bench.core.fmt import GiB, fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd  # noqa: E402
+from bench.core.fmt import nbytes as _fmt_bytes  # noqa: E402
+from bench.core.fmt import seconds as _fmt_seconds  # noqa: E402
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType

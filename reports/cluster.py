@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from bench.core.stats import Spread
+from bench.core.spread import Spread
 from reports.model import ResultSet
 
 MODEL = "time(n) = fixed + parallel / n, least squares over the medians in 1/n"

@@ -23,9 +23,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.core.fmt import fmt_bytes, fmt_value
 from bench.core.results import RunResult
-from bench.core.stats import Spread, floor_multiples, paired_speedup
-from reports.fmt import fmt_bytes, fmt_value
+from bench.core.spread import Spread
+from bench.core.stats import floor_multiples, paired_speedup
 from reports.model import EngineRow, LoadedRun, ResultSet, _median
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bench.core.fit import CoreScaling, Fit, core_scalings, node_model
-from bench.core.stats import Spread
+from bench.core.spread import Spread
 from bench.core.units import MiB
 from reports.model import ResultSet
 
@@ -67,7 +67,7 @@ class CapSection:
     models: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # label -> [(MiB/s, model s)]
     read_models: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # ... reads alone capped
     baselines: dict[str, float] = field(default_factory=dict)  # label -> uncapped seconds
-    speedups: list[str] = field(default_factory=list)  # per cap, in words
+    speedups: list[CapSpeedup] = field(default_factory=list)  # per cap: the fastest engine against each other
     notes: list[str] = field(default_factory=list)
 
     def chart_series(self) -> dict[str, list[tuple[float | None, float, float, float]]]:
@@ -157,7 +157,22 @@ def cap_sections(sets: list[ResultSet]) -> list[CapSection]:
     return out
 
 
-def _speedups(points: list[CapPoint]) -> list[str]:
+@dataclass
+class CapSpeedup:
+    """At one cap: how many times faster `faster` is than `slower` (median over median), measured and as the
+    model says (None without a model); `str()` says it."""
+    requested: str
+    faster: str
+    slower: str
+    measured: float
+    model: float | None = None
+
+    def __str__(self) -> str:
+        model = f"; the model says {self.model:.2f}x" if self.model is not None else ""
+        return f"cap {self.requested}: {self.faster} is {self.measured:.2f}x faster than {self.slower}{model}"
+
+
+def _speedups(points: list[CapPoint]) -> list[CapSpeedup]:
     """Per cap: the fastest engine's lead over each other one (median over median)."""
     by_cap: dict[str, list[CapPoint]] = {}
     for p in points:
@@ -170,10 +185,9 @@ def _speedups(points: list[CapPoint]) -> list[str]:
         ps = sorted(ps, key=lambda p: p.time.median or 0.0)
         lead = ps[0]
         for other in ps[1:]:
-            measured = (other.time.median or 0.0) / (lead.time.median or 1.0)
-            model = (f"; the model says {other.model_s / lead.model_s:.2f}x"
-                     if other.model_s and lead.model_s else "")
-            out.append(f"cap {requested}: {lead.label} is {measured:.2f}x faster than {other.label}{model}")
+            out.append(CapSpeedup(requested=requested, faster=lead.label, slower=other.label,
+                                  measured=(other.time.median or 0.0) / (lead.time.median or 1.0),
+                                  model=other.model_s / lead.model_s if other.model_s and lead.model_s else None))
     return out
 
 

@@ -23,9 +23,10 @@ from pathlib import Path
 
 from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
-from bench.core.stats import Spread, floor_multiples
-from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds
-from reports.model import ResultSet, build, fmt_scale, load_runs
+from bench.core.fmt import fmt_bytes, fmt_ratio, fmt_scale, fmt_seconds
+from bench.core.spread import Spread
+from bench.core.stats import floor_multiples
+from reports.model import ResultSet, build, load_runs
 
 BLOCK = re.compile(r"^(<!-- BEGIN generated: (?P<src>[^>\n]*?) -->\n)(?P<body>.*?)^(<!-- END generated -->)",
                    re.S | re.M)

@@ -22,7 +22,10 @@ from pydantic import ValidationError
 from bench.core.campaign import SUMMARY_FILES
 from bench.core.cost import parse_instance, run_cost
 from bench.core.errors import UserError
+from bench.core.fmt import fmt_bytes as _fmt_b
+from bench.core.fmt import fmt_scale
 from bench.core.machine import HARNESS_PACKAGES
+from bench.core.published import PUBLISHED_RAM_BYTES, PUBLISHED_VCPU
 from bench.core.results import (
     RUN_STATE_FILE,
     Cost,
@@ -38,8 +41,8 @@ from bench.core.results import (
     iter_result_files,
     read_run_state,
 )
-from bench.core.stats import EngineStats, Speedup, Spread, all_speedups, engine_stats, floors
-from reports.fmt import fmt_bytes as _fmt_b
+from bench.core.spread import Spread
+from bench.core.stats import EngineStats, Speedup, all_speedups, engine_stats, floors
 
 FALLBACK_COLORS = ["#0F9D8A", "#8E44AD", "#B7950B", "#C0392B", "#2C3E50", "#16A085"]
 
@@ -419,10 +422,6 @@ class Report:
     n_runs: int
 
 
-def fmt_scale(v: float) -> str:
-    return f"{v:.10f}".rstrip("0").rstrip(".") if v < 0.01 else f"{v:g}"
-
-
 def _median(vals):
     vals = [v for v in vals if v is not None]
     return statistics.median(vals) if vals else None
@@ -739,8 +738,10 @@ def _published(rs: ResultSet) -> None:
     ram = rs.env.memory.total_bytes
     rs.reasons.append(
         f"Machine: measured on {rs.machine}; published on {pub.machine}."
-        + (f" {cores} cores vs 16 vCPU limits the parallelism of every engine." if cores and cores < 16 else "")
-        + (f" {ram / 1e9:.0f} GB RAM vs 64 GB changes the memory budget." if ram and ram < 60e9 else ""))
+        + (f" {cores} cores vs {PUBLISHED_VCPU} vCPU limits the parallelism of every engine."
+           if cores and cores < PUBLISHED_VCPU else "")
+        + (f" {ram / 1e9:.0f} GB RAM vs {PUBLISHED_RAM_BYTES / 1e9:.0f} GB changes the memory budget."
+           if ram and ram < PUBLISHED_RAM_BYTES * 15 / 16 else ""))  # (a 64 GB node reports a little less)
     v = rs.versions
     engine_packages = [f"{k} {v[k]}" for k in sorted(v) if v.get(k) and k not in HARNESS_PACKAGES]
     rs.reasons.append("Versions: measured with " + (", ".join(engine_packages) or "the recorded versions") +

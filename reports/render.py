@@ -13,15 +13,14 @@ from bench.core.cost import PRICE_DATE, PRICE_SOURCE
 from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
 from bench.core.fit import MIN_BUSY
+from bench.core.fmt import fmt_bytes, fmt_gb, fmt_r2, fmt_ratio, fmt_scale, fmt_seconds, fmt_usd
 from reports import campaigns, charts, cluster, compare, confine, safety, streaming
-from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd
 from reports.model import (
     STATUS_MEANING,
     Report,
     ResultSet,
     assign_colors,
     build,
-    fmt_scale,
     load_runs,
     missing_text,
 )
@@ -44,8 +43,8 @@ def _env() -> Environment:
     env.filters["scale"] = fmt_scale
     env.filters["gb"] = lambda v: "—" if v is None else f"{v / 1e9:,.0f} GB" if v >= 10e9 else f"{v / 1e9:,.2f} GB"
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f} %"
-    env.filters["gbf"] = campaigns.fmt_gb  # a size already in (logical) GB
-    env.filters["r2"] = campaigns.fmt_r2
+    env.filters["gbf"] = fmt_gb  # a size already in (logical) GB
+    env.filters["r2"] = fmt_r2
     env.globals["status_class"] = lambda s: STATUS_CLASS.get(s, "warn")
     env.globals["status_meaning"] = lambda s: STATUS_MEANING.get(s, "")
     return env

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from markupsafe import Markup
 
+from bench.core.fmt import nbytes, seconds
 from bench.core.results import RunResult
 from reports import charts
-from reports.fmt import nbytes, seconds
 from reports.model import ResultSet
 
 MEANING = {

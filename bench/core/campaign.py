@@ -15,22 +15,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field
 
 from bench.core.fileio import write_atomic
 from bench.core.fit import CoreScaling, Fit, NodeModel
+from bench.core.published import PUBLISHED_INSTANCE
 from bench.core.results import ScenarioRecord, now_iso
+from bench.core.spread import Spread
 from bench.core.storage import StorageOption
 
 SWEEP_FILE = "sweep.json"
 FRONTIER_FILE = "frontier.json"
 TUNE_FILE = "tune.json"
-
-
-class Stat(BaseModel):
-    median: float | None = None
-    min: float | None = None
-    max: float | None = None
 
 
 class Point(BaseModel):
@@ -43,8 +39,8 @@ class Point(BaseModel):
     output_disk_gb: float | None = None
     runs: int = 0
     verified: int = 0
-    duration_s: Stat = Field(default_factory=Stat)
-    peak_rss_bytes: Stat = Field(default_factory=Stat)
+    duration_s: Spread = Field(default_factory=Spread)
+    peak_rss_bytes: Spread = Field(default_factory=Spread)
     setup_s: float | None = None
     verify_s: float | None = None  # the harness's verification per run (median)
     restore_s: float | None = None  # the harness's restore and cache step before each run (median)
@@ -162,11 +158,11 @@ class FrontierPoint(BaseModel):
     scale: float
     gb: float
     partitions: int | None = None  # the table's partition count (a frontier against partitions; None: as recipe)
-    floor_bytes: int
+    lowest_bytes: int = Field(validation_alias=AliasChoices("lowest_bytes", "floor_bytes"))  # the lowest budget tried
     ceiling_bytes: int
     precision_bytes: int
     min_budget_bytes: int | None = None  # the smallest budget that passed (None: not even the ceiling)
-    max_failed_bytes: int | None = None  # the largest budget that failed for memory (None: the floor passed)
+    max_failed_bytes: int | None = None  # the largest budget that failed for memory (None: the lowest budget passed)
     peak_rss_at_min: int | None = None
     duration_at_min_s: float | None = None
     duration_unconstrained_s: float | None = None  # at the ceiling (the node's RAM)
@@ -188,7 +184,7 @@ class FrontierPrediction(BaseModel):
     (oom and heap-oom both count as out of memory)."""
 
     engine: str
-    node: str = "m5.4xlarge"
+    node: str = PUBLISHED_INSTANCE
     scale: float = 1.0
     gb: float
     min_budget_bytes: float | None  # the fit's prediction
@@ -256,8 +252,10 @@ class PlannedNode(BaseModel):
 
     scenarios: list[str] = Field(default_factory=list)
     wall_s: float = 0.0  # its scenarios' planned walls, plus the node's own boot and setup
-    floor_s: float = 0.0  # the bytes alone of its scenarios at the storage (datagen, input, runs, verification)
-    harness_floor_s: float = 0.0  # the part of floor_s that is datagen's, the input read's and the verifier's
+    # the bytes alone of its scenarios at the storage (datagen, input, runs, verification); written before as floor_s
+    bytes_bound_s: float = Field(default=0.0, validation_alias=AliasChoices("bytes_bound_s", "floor_s"))
+    # the part of bytes_bound_s that is datagen's, the input read's and the verifier's
+    harness_bytes_s: float = Field(default=0.0, validation_alias=AliasChoices("harness_bytes_s", "harness_floor_s"))
     published_s: float = 0.0  # the published engine times of its runs
 
 
@@ -273,15 +271,18 @@ class Plan(BaseModel):
     total_s: float | None = None  # of the scenarios that could be planned
     # the bytes alone at this storage (datagen's writes, the input read once, each run's reads and writes, the
     # verification's two reads of each output): no faster engine, datagen or verifier makes it shorter
-    floor_s: float | None = None
+    bytes_bound_s: float | None = Field(default=None, validation_alias=AliasChoices("bytes_bound_s", "floor_s"))
     # the published engine times of the planned scenarios and engines, reps times: a reproduction that reproduces
     # them spends at least this in the engines alone (runs published as out of memory: no time, not counted)
     published_s: float | None = None
-    harness_floor_s: float | None = None  # the part of floor_s that is datagen's, the input read's and the verifier's
+    # the part of bytes_bound_s that is datagen's, the input read's and the verifier's
+    harness_bytes_s: float | None = Field(default=None,
+                                          validation_alias=AliasChoices("harness_bytes_s", "harness_floor_s"))
     complete: bool = False  # every scenario could be planned
     cost_usd: float | None = None
     ebs_gb: int = 0
-    ebs_mb_s: float = 125.0
+    # the table's storage's MB/s (an EBS volume's or S3's through the network); written before as ebs_mb_s
+    storage_mb_s: float = Field(default=125.0, validation_alias=AliasChoices("storage_mb_s", "ebs_mb_s"))
     storage: StorageOption | None = None  # the table's storage on the target
     storage_usd: float | None = None  # the storage's own price over the planned time (provisioned gp3)
     steps: dict[str, float] = Field(default_factory=dict)  # step -> seconds, over every scenario
@@ -321,7 +322,7 @@ class TuneConfig(BaseModel):
     runs: int = 0
     verified: int = 0
     statuses: list[str] = Field(default_factory=list)
-    duration_s: Stat = Field(default_factory=Stat)
+    duration_s: Spread = Field(default_factory=Spread)
     peak_rss_bytes: float | None = None
     accepted: bool = False  # became the best so far
     run_dir: str = ""
@@ -332,11 +333,11 @@ class TuneConfirmation(BaseModel):
     """The published and the tuned configuration in one run, order rotated, paired repetitions."""
 
     reps: int = 0
-    published: Stat = Field(default_factory=Stat)
-    tuned: Stat = Field(default_factory=Stat)
+    published: Spread = Field(default_factory=Spread)
+    tuned: Spread = Field(default_factory=Spread)
     published_verified: int = 0
     tuned_verified: int = 0
-    speedup: Stat = Field(default_factory=Stat)  # published / tuned time, over paired repetitions
+    speedup: Spread = Field(default_factory=Spread)  # published / tuned time, over paired repetitions
     pairs: int = 0
     run_dir: str = ""
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from bench.core.errors import UserError
+from bench.core.published import PUBLISHED_INSTANCE, PUBLISHED_MEMORY_GIB, PUBLISHED_USD_PER_HOUR, PUBLISHED_VCPU
 from bench.core.results import Cost
 
 PRICE_REGION = "us-east-1"
@@ -28,7 +29,7 @@ PRICE_SOURCE = (
     "(aws.amazon.com/ec2/pricing/on-demand); EBS gp3 (aws.amazon.com/ebs/pricing); "
     "S3 Standard requests (aws.amazon.com/s3/pricing); recorded " + PRICE_DATE
 )
-DEFAULT_INSTANCE = "m5.4xlarge"  # the published benchmark's machine
+DEFAULT_INSTANCE = PUBLISHED_INSTANCE  # the published benchmark's machine
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class InstancePrice:
 
 PRICES: dict[str, InstancePrice] = {p.name: p for p in (
     InstancePrice("m5.2xlarge", 0.384, 8, 32),
-    InstancePrice("m5.4xlarge", 0.768, 16, 64),
+    InstancePrice(PUBLISHED_INSTANCE, PUBLISHED_USD_PER_HOUR, PUBLISHED_VCPU, PUBLISHED_MEMORY_GIB),
     InstancePrice("m5.8xlarge", 1.536, 32, 128),
     InstancePrice("m5.12xlarge", 2.304, 48, 192),
     InstancePrice("m6i.4xlarge", 0.768, 16, 64),

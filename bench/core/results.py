@@ -19,6 +19,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bench.core.fileio import write_atomic
+from bench.core.published import PUBLISHED_INSTANCE, PUBLISHED_MACHINE
+from bench.core.spread import Spread
 
 # ok: compaction finished (verified says whether the output is right); failed: the engine or the
 # harness failed; oom: the memory budget was exceeded (kernel OOM kill in the engine's cgroup, or the
@@ -494,8 +496,8 @@ class Published(BaseModel):
 
     source: str = ""
     scale: float = 1.0
-    machine: str = "AWS m5.4xlarge (16 vCPU, 64 GB, EBS)"
-    instance_type: str = "m5.4xlarge"
+    machine: str = PUBLISHED_MACHINE
+    instance_type: str = PUBLISHED_INSTANCE
     logical_bytes: int | None = None  # the input's uncompressed size the published time is for
     duration_s: dict[str, float | None] = Field(default_factory=dict)  # engine -> seconds (None = OOM)
     status: dict[str, str] = Field(default_factory=dict)
@@ -595,14 +597,6 @@ class ReadsRecord(BaseModel):
         return next((q for q in self.queries if q.name == name), None)
 
 
-class Spread3(BaseModel):
-    """min / median / max of a count over partitions."""
-
-    min: float = 0
-    median: float = 0
-    max: float = 0
-
-
 class PartitionOutcome(BaseModel):
     """A partitioned table's compaction, partition by partition (bench.verify.untouched): how many partitions the
     table has, how many the partition filter selects (all without one), how many the run rewrote (their live files
@@ -615,10 +609,10 @@ class PartitionOutcome(BaseModel):
     rewritten: int = 0  # partitions whose live files changed
     untouched: int = 0  # partitions whose live files are the input's (paths)
     rewritten_outside_filter: int = 0  # rewritten partitions the filter does not select (must be 0)
-    data_files_before: Spread3 = Field(default_factory=Spread3)  # per partition
-    data_files_after: Spread3 = Field(default_factory=Spread3)
-    delete_files_before: Spread3 = Field(default_factory=Spread3)
-    delete_files_after: Spread3 = Field(default_factory=Spread3)
+    data_files_before: Spread = Field(default_factory=Spread)  # per partition
+    data_files_after: Spread = Field(default_factory=Spread)
+    delete_files_before: Spread = Field(default_factory=Spread)
+    delete_files_after: Spread = Field(default_factory=Spread)
     most_files_left: str = ""  # the partition with the most live data files after the run (its path)
     most_files_left_count: int = 0
     most_files_left_selected: bool = True  # whether the filter selects it

@@ -18,22 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from bench.core.results import RunResult
-
-
-@dataclass
-class Spread:
-    n: int
-    median: float | None
-    min: float | None
-    max: float | None
-    values: list[float] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, values: Iterable[float | None]) -> Spread:
-        vals = [float(v) for v in values if v is not None]
-        if not vals:
-            return cls(0, None, None, None, [])
-        return cls(len(vals), statistics.median(vals), min(vals), max(vals), vals)
+from bench.core.spread import Spread
 
 
 @dataclass

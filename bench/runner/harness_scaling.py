@@ -46,13 +46,14 @@ from bench.core.errors import UserError
 from bench.core.fileio import read_once, write_atomic
 from bench.core.fit import MIN_BUSY, CoreScaling
 from bench.core.machine import environment, usable_cores
+from bench.core.published import PUBLISHED_VCPU
 from bench.core.results import now_iso
 from bench.runner.context import check_results_dir, new_run_id
 from bench.telemetry.confine import Confiner, check_cores
 from bench.telemetry.limits import die_with_parent
 
 CORES = (1, 2)
-TARGET_CORES = 16  # the published node's: the speedup the table shows
+TARGET_CORES = PUBLISHED_VCPU  # the published node's: the speedup the table shows
 SEED = 42
 STEP_TIMEOUT_S = 3600
 CACHE = ("datagen: os.sync() before the clock, its writes buffered as in a run; input read and verification: "

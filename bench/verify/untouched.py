@@ -12,7 +12,6 @@ partition; and no live file the run wrote lies in such a partition.
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -21,7 +20,8 @@ from pyiceberg.typedef import Record
 
 from bench.core.dataset import GroundTruth
 from bench.core.partition_filter import PartitionKey, table_selector
-from bench.core.results import Check, PartitionOutcome, Spread3
+from bench.core.results import Check, PartitionOutcome
+from bench.core.spread import Spread
 from bench.core.table import LiveFiles
 from bench.core.table.deletes import scope
 
@@ -70,8 +70,8 @@ def untouched_check(selected: Selected, before: LiveFiles, after: LiveFiles) -> 
     return Check(name="untouched_partitions", ok=ok, message=msg)
 
 
-def _spread(counts: list[int]) -> Spread3:
-    return Spread3(min=min(counts), median=statistics.median(counts), max=max(counts)) if counts else Spread3()
+def _spread(counts: list[int]) -> Spread:
+    return Spread.of(counts) if counts else Spread(min=0, median=0, max=0)  # (no partitions: 0 as ever written)
 
 
 def outcome(tbl: Table, before: LiveFiles, after: LiveFiles, text: str | None) -> PartitionOutcome | None:
@@ -94,7 +94,7 @@ def outcome(tbl: Table, before: LiveFiles, after: LiveFiles, text: str | None) -
     most = max(keys, key=lambda k: (counts["after"].get(k, [0, 0])[0], repr(k))) if keys else None
     specs = tbl.specs()
 
-    def per(when: str, i: int) -> Spread3:
+    def per(when: str, i: int) -> Spread:
         return _spread([counts[when].get(k, [0, 0])[i] for k in keys])
 
     return PartitionOutcome(

@@ -79,8 +79,9 @@ def test_storage_options_say_which_can_produce_a_published_time():
 
 
 def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
-    from bench.campaigns import make_plan, plan_table
-    from bench.core.campaign import DatagenPoint, Point, Stat, SweepSummary, write_summary
+    from bench.campaigns import make_plan, plan_table, verdict
+    from bench.core.campaign import DatagenPoint, Point, SweepSummary, write_summary
+    from bench.core.spread import Spread
     from bench.core.storage import storage_option
 
     xs = [0.2, 0.4, 0.965, 0.965]
@@ -91,7 +92,7 @@ def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
                               for sc, g in ((0.001, 0.2), (0.005, 0.965))],
                      datagen_fit=fit_line([0.2, 0.965], [1.6, 3.9], "datagen_s", "s"),
                      points=[Point(engine="risingwave", scale=0.005, gb=0.965, disk_gb=0.965, output_disk_gb=0.42,
-                                   runs=1, verified=1, duration_s=Stat(median=4.9), setup_s=0.1, verify_s=2.0,
+                                   runs=1, verified=1, duration_s=Spread(median=4.9), setup_s=0.1, verify_s=2.0,
                                    restore_s=0.5, mean_cores=1.6)])
     write_summary(tmp_path / "sw", s)
     plans = {o: make_plan(["bin-packing"], 1.0, "m5.4xlarge", 1, [tmp_path], storage_option(o), 90, 1.5)
@@ -113,33 +114,34 @@ def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
     # gp3's baseline: datagen is at least the dataset's 193 GB written at 131 MB/s, the input read once as long
     assert slow.steps["datagen"] >= 193e9 / (125 * 1.048576e6) - 1e-6
     over = slow.total_s - 90 * 60
-    assert over > 0 and f"does NOT fit: {over / 60:,.1f} min over" in plan_table(slow)
+    assert over > 0 and verdict(slow).over_s == pytest.approx(over) and verdict(fast).over_s < 0
+    assert verdict(slow).largest_step == max(slow.steps.items(), key=lambda kv: kv[1])
     # the bytes alone: datagen's writes, the input read once, the run's read + write, the output read twice
     gb, out = 193e9, 0.42 / 0.965 * 193e9
-    assert slow.floor_s == pytest.approx((gb + gb + gb + out + 2 * out) / (125 * 1.048576e6), rel=1e-3)
-    assert slow.floor_s <= slow.total_s and "no faster engine, datagen or verifier fits" in plan_table(slow)
-    assert fast.floor_s < 90 * 60 and "no faster engine" not in plan_table(fast)
+    assert slow.bytes_bound_s == pytest.approx((gb + gb + gb + out + 2 * out) / (125 * 1.048576e6), rel=1e-3)
+    assert slow.bytes_bound_s <= slow.total_s and verdict(slow).bytes_over_budget  # no faster engine fits
+    assert fast.bytes_bound_s < 90 * 60 and not verdict(fast).bytes_over_budget
     # the published time of each planned run (RisingWave's 277 s): what the engines alone spend if reproduced
     assert slow.published_s == fast.published_s == 277
-    assert "the published engine times alone: 4.6 min" in plan_table(fast)
+    assert verdict(fast).least_s == pytest.approx(277 + fast.harness_bytes_s)
     # with the harness's own bytes (datagen, input read once, output read twice) on gp3's baseline: ~75 min
-    least = (277 + slow.harness_floor_s) / 60
-    assert 60 < least < 90 and f"(datagen, the input read once, verification): {least:,.1f} min" in plan_table(slow)
-    assert "for any reproduction that reproduces" not in plan_table(slow)
+    least = (277 + slow.harness_bytes_s) / 60
+    assert 60 < least < 90 and verdict(slow).least_s == pytest.approx(least * 60)
+    assert not verdict(slow).least_over_budget
     tight = make_plan(["bin-packing"], 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("gp3-baseline"), 60, 1.5)
-    assert f"{least:,.1f} min: more than the budget for any reproduction that reproduces" in plan_table(tight)
+    assert verdict(tight).least_over_budget and verdict(tight).least_s == pytest.approx(least * 60)
     # the same lower bound in dollars: compute alone, at the instance's price
     usd = 0.768 * least / 60
-    assert f"(compute only, no storage): ${usd:,.2f}" in plan_table(slow) and usd < 1.5
+    assert verdict(slow).least_usd == pytest.approx(usd) and usd < 1.5
     poor = make_plan(["bin-packing"], 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("gp3-baseline"), 60, usd * 0.9)
-    assert "more than the budget for any reproduction that reproduces the published times at this price" in \
-        plan_table(poor)
+    assert verdict(poor).least_usd == pytest.approx(usd) and usd > poor.budget_usd
     # on S3 every file the recipe writes is a PUT: 17,358 input files at $0.005 per 1,000 and more
     assert fast.storage_usd > 17358 / 1000 * 0.005
 
 
 def _synthetic_sweep(directory, scenario: str, per_gb: float):
-    from bench.core.campaign import DatagenPoint, Point, Stat, SweepSummary, write_summary
+    from bench.core.campaign import DatagenPoint, Point, SweepSummary, write_summary
+    from bench.core.spread import Spread
 
     xs = [0.2, 0.4, 0.965]
     s = SweepSummary(sweep_id=f"sw-{scenario}", scenario=scenario, scales=[0.001, 0.002, 0.005], reps=1,
@@ -148,7 +150,7 @@ def _synthetic_sweep(directory, scenario: str, per_gb: float):
                      datagen_fit=fit_line([0.2, 0.965], [1.6, 3.9], "datagen_s", "s"),
                      datagen=[DatagenPoint(scale=0.005, bytes=int(0.965e9), logical_bytes=int(0.965e9), seconds=3.9)],
                      points=[Point(engine="risingwave", scale=0.005, gb=0.965, disk_gb=0.965, output_disk_gb=0.42,
-                                   runs=1, verified=1, duration_s=Stat(median=1 + per_gb * 0.965), setup_s=0.1,
+                                   runs=1, verified=1, duration_s=Spread(median=1 + per_gb * 0.965), setup_s=0.1,
                                    verify_s=2.0, restore_s=0.5, mean_cores=1.0)])
     write_summary(directory / f"sw-{scenario}", s)
 
@@ -156,7 +158,7 @@ def _synthetic_sweep(directory, scenario: str, per_gb: float):
 def test_plan_spreads_scenarios_over_nodes(tmp_path):
     """--nodes N: whole scenarios on N nodes at once, the longest first; the wall is the longest node's, the cost
     the sum of the nodes' times; the verdict names the fewest nodes that fit, or the price per hour that would."""
-    from bench.campaigns import assign_nodes, make_plan, plan_table
+    from bench.campaigns import assign_nodes, make_plan, plan_table, verdict
     from bench.core.storage import storage_option
 
     for sc, per_gb in (("bin-packing", 40.0), ("bin-packing-zstd", 30.0), ("deletes-high", 10.0)):
@@ -175,25 +177,28 @@ def test_plan_spreads_scenarios_over_nodes(tmp_path):
     text = plan_table(two)
     assert "node 1: " in text and "node 2: " in text and "the longest of 2 nodes at once" in text
     # the lower bounds are the longest node's, not the sum over nodes
-    assert two.floor_s < one.floor_s and two.published_s < one.published_s
+    assert two.bytes_bound_s < one.bytes_bound_s and two.published_s < one.published_s
     # the verdict: the fewest nodes whose longest node fits, or that none can (a scenario is never split)
     longest = max(walls.values()) + 300
     fits = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("s3-sustained"),
                      (longest + 1) / 60, 1.5)
-    assert f"with 3 nodes at once it fits: {longest / 60:,.1f} min" in plan_table(fits) or \
-        "with 2 nodes at once it fits" in plan_table(fits)
+    a = verdict(fits).nodes
+    assert a is not None and a.nodes in (2, 3) and a.wall_s <= fits.budget_s
+    assert a.wall_s == pytest.approx(max(300 + sum(walls[x] for x in g) for g in assign_nodes(walls, a.nodes)))
+    assert a.nodes == 2 or a.wall_s == pytest.approx(longest)  # three nodes: one scenario each
     never = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("s3-sustained"),
                       (longest - 60) / 60, 1.5)
-    assert "no number of nodes fits it: bin-packing alone takes" in plan_table(never)
+    a = verdict(never).nodes
+    assert a is not None and a.nodes is None and (a.longest, a.wall_s) == ("bin-packing", pytest.approx(longest))
     # a cost budget it misses: the instance price per hour that would hold it (e.g. spot), as a model
     tight = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("gp3-max"), 600, 0.5, nodes=3)
     price = (0.5 - tight.storage_usd) / (tight.node_s / 3600)
-    assert 0 < price < 0.768 and f"$0.50 holds at an instance price of ${price:,.3f}/h or less" in plan_table(tight)
+    assert 0 < price < 0.768 and verdict(tight).max_usd_per_hour == pytest.approx(price)
     spot = make_plan(names, 1.0, f"m5.4xlarge={price * 0.99}", 1, [tmp_path], storage_option("gp3-max"), 600, 0.5,
                      nodes=3)
-    assert spot.cost_usd <= 0.5 and "budget $0.50: fits" in plan_table(spot)  # that price given: it fits
+    assert spot.cost_usd <= 0.5 and verdict(spot).over_usd <= 0  # that price given: it fits
     poor = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("s3-sustained"), 600, 0.1)
-    assert poor.storage_usd > 0.1 and "no instance price fits $0.10" in plan_table(poor)
+    assert poor.storage_usd > 0.1 and verdict(poor).storage_over_usd and verdict(poor).max_usd_per_hour is None
     more = make_plan(names, 1.0, "m5.4xlarge", 1, [tmp_path], storage_option("s3-sustained"), nodes=9)
     assert len(more.nodes) == 3  # never more nodes than scenarios
     # the run's time limit: a run modelled longer spends the limit, is a timeout, and has nothing to verify
@@ -203,14 +208,13 @@ def test_plan_spreads_scenarios_over_nodes(tmp_path):
     c = cut.scenarios[0].engines[0]
     assert (c.seconds, c.modelled_s, c.verify_s) == (120, e.seconds, None)
     assert cut.scenarios[0].steps["risingwave runs"] == 120 and cut.total_s < one.total_s
-    assert "cut at the time limit (a timeout, unless out of memory first; nothing to verify)" in plan_table(cut)
     assert "time limit of one engine run: 2 min" in plan_table(cut)
 
 
 def test_plan_scales_the_harness_steps_by_their_measured_efficiency(tmp_path):
     """A `bench selfcheck scaling` summary under --from: datagen and verification scale to 16 cores by Amdahl on
     their measured 1 -> 2 core efficiency (where the 1-core run kept its core busy), not perfectly."""
-    from bench.campaigns import make_plan, plan_table
+    from bench.campaigns import make_plan
     from bench.core.campaign import HarnessScalingSummary, write_summary
     from bench.core.fit import CoreScaling
     from bench.core.storage import storage_option
@@ -218,7 +222,7 @@ def test_plan_scales_the_harness_steps_by_their_measured_efficiency(tmp_path):
     _synthetic_sweep(tmp_path, "bin-packing", 40.0)
     fast = storage_option("s3-burst")  # so that the CPU part, not the bytes, decides
     perfect = make_plan(["bin-packing"], 1.0, "m5.4xlarge", 1, [tmp_path], fast)
-    assert "datagen: perfectly to 16 cores (not measured: run `bench selfcheck scaling`)" in plan_table(perfect)
+    assert perfect.harness_scalings == []  # datagen and verification: scaled perfectly, as not measured
     steps = [CoreScaling(engine="datagen", t1_s=10.0, t2_s=8.0, busy_1=0.97, busy_2=1.6),  # efficiency 0.625
              CoreScaling(engine="verification", t1_s=10.0, t2_s=5.0, busy_1=0.5, busy_2=1.0)]  # waited: not used
     write_summary(tmp_path / "hs", HarnessScalingSummary(scaling_id="hs", state="complete", cores=2, steps=steps,
@@ -231,10 +235,9 @@ def test_plan_scales_the_harness_steps_by_their_measured_efficiency(tmp_path):
     assert measured.scenarios[0].datagen_s > perfect.scenarios[0].datagen_s  # 0.625 from 1 to 2: far from x8
     verify = [e.verify_s for e in measured.scenarios[0].engines]
     assert verify == [e.verify_s for e in perfect.scenarios[0].engines]  # not usable: perfect scaling kept
-    text = plan_table(measured)
-    assert "efficiency 0.62" in text and "verification: perfectly to 16 cores (its 1 -> 2 core measurement kept " \
-        "0.50 of one core busy: not used)" in text
     assert [c.engine for c in measured.harness_scalings] == ["datagen", "verification"]
+    assert [c.usable for c in measured.harness_scalings] == [True, False]  # the one that waited: not used
+    assert measured.harness_scalings[0].efficiency == pytest.approx(0.625)
 
 
 def test_frontier_predictions_compare_with_the_published_outcome():
@@ -246,7 +249,7 @@ def test_frontier_predictions_compare_with_the_published_outcome():
     for e, per_gb in (("spark", 1.0e9), ("risingwave", 0.1e9)):  # bytes of budget per GB of input
         for scale in (0.002, 0.005):
             gb = 0.9 * scale / 0.005
-            s.points.append(FrontierPoint(engine=e, scale=scale, gb=gb, floor_bytes=1, ceiling_bytes=2,
+            s.points.append(FrontierPoint(engine=e, scale=scale, gb=gb, lowest_bytes=1, ceiling_bytes=2,
                                           precision_bytes=1, min_budget_bytes=int(0.5e9 + per_gb * gb)))
     summarize_frontier(s, sc)
     pred = {p.engine: p for p in s.predictions}
@@ -255,7 +258,7 @@ def test_frontier_predictions_compare_with_the_published_outcome():
     assert pred["spark"].gb == pytest.approx(180) and pred["spark"].min_budget_bytes == pytest.approx(180.5e9)
     assert "per further GB" not in pred["spark"].note  # two sizes: one step, nothing to compare it with
     # a third size where the budget levels off: each step's budget per GB is said, in order of size
-    s.points.append(FrontierPoint(engine="risingwave", scale=0.01, gb=1.8, floor_bytes=1, ceiling_bytes=2,
+    s.points.append(FrontierPoint(engine="risingwave", scale=0.01, gb=1.8, lowest_bytes=1, ceiling_bytes=2,
                                   precision_bytes=1, min_budget_bytes=int(0.5e9 + 0.1e9 * 0.9)))
     summarize_frontier(s, sc)
     rw = next(p for p in s.predictions if p.engine == "risingwave")

@@ -78,8 +78,9 @@ def test_a_configuration_already_measured_is_compared_not_run_again(tmp_path, mo
     """Back at the published value, the search reuses the published configuration's measurement: a fresh
     single run of it could be faster by noise and be kept."""
     from bench import engines
-    from bench.core.campaign import Stat, TuneConfig
+    from bench.core.campaign import TuneConfig
     from bench.core.progress import Progress
+    from bench.core.spread import Spread
     from bench.tune import Search, TuneOptions
 
     monkeypatch.setitem(engines.REGISTRY, "revisit", "tests.fakes.knobby:RevisitEngine")
@@ -92,7 +93,7 @@ def test_a_configuration_already_measured_is_compared_not_run_again(tmp_path, mo
     def fake_evaluate(s, changed, knob, value):
         ran.append(dict(changed))
         cfg = TuneConfig(index=len(s.configs), changed=dict(changed), knob=knob, value=value, runs=1, verified=1,
-                         duration_s=Stat(n=1, median=times[tuple(sorted(changed.items()))]))
+                         duration_s=Spread(n=1, median=times[tuple(sorted(changed.items()))]))
         s.configs.append(cfg)
         return cfg
 

@@ -152,15 +152,16 @@ def test_missing_terraform_is_one_clear_line(monkeypatch, tmp_path):
 def test_up_prints_the_plan_and_sizes_volume_and_deadline_from_it(fake_tf, tmp_path):
     """A sweep of the run's scenario in --plan-from: `up` prints the plan and takes the volume size and
     the deadline from it (a plan cannot be made without one: then Terraform's defaults, said so)."""
-    from bench.core.campaign import Point, Stat, SweepSummary, write_summary
+    from bench.core.campaign import Point, SweepSummary, write_summary
     from bench.core.fit import fit_line
+    from bench.core.spread import Spread
 
     xs = [0.2, 0.4, 1.0, 1.0]
     s = SweepSummary(sweep_id="sw", scenario="bin-packing", scales=[0.001, 0.002, 0.005], reps=1,
                      engines=["risingwave"], state="complete", started_at="2026-11-23T00:00:00Z", cores=2,
                      time_fits={"risingwave": fit_line(xs, [1 + 4 * x for x in xs], "duration_s", "s")},
                      points=[Point(engine="risingwave", scale=0.005, gb=0.965, disk_gb=0.965, output_disk_gb=0.42,
-                                   runs=1, verified=1, duration_s=Stat(median=4.9), setup_s=0.1, verify_s=2.0,
+                                   runs=1, verified=1, duration_s=Spread(median=4.9), setup_s=0.1, verify_s=2.0,
                                    mean_cores=1.6)])
     write_summary(tmp_path / "plans" / "sw", s)
     def args(run_id, scenario="bin-packing", plans=tmp_path / "plans"):
@@ -275,8 +276,9 @@ def test_up_nodes_without_a_plan_deals_the_scenarios_out_and_spot_sets_its_varia
 
 def test_up_nodes_from_the_plan_longest_first(fake_tf, tmp_path):
     """With a complete plan the groups are the plan's (longest planned wall first onto the least loaded node)."""
-    from bench.core.campaign import Point, Stat, SweepSummary, write_summary
+    from bench.core.campaign import Point, SweepSummary, write_summary
     from bench.core.fit import fit_line
+    from bench.core.spread import Spread
 
     xs = [0.2, 0.4, 1.0, 1.0]
     for name, gb in (("bin-packing", 0.965), ("bin-packing-zstd", 2.0), ("deletes-high", 0.5)):  # sizes at 0.005
@@ -285,7 +287,7 @@ def test_up_nodes_from_the_plan_longest_first(fake_tf, tmp_path):
             state="complete", started_at="2026-11-23T00:00:00Z", cores=2,
             time_fits={"risingwave": fit_line(xs, [1 + 4 * x for x in xs], "duration_s", "s")},
             points=[Point(engine="risingwave", scale=0.005, gb=gb, disk_gb=gb, output_disk_gb=gb / 2, runs=1,
-                          verified=1, duration_s=Stat(median=4.9), setup_s=0.1, verify_s=2.0, mean_cores=1.6)]))
+                          verified=1, duration_s=Spread(median=4.9), setup_s=0.1, verify_s=2.0, mean_cores=1.6)]))
     r = _up(fake_tf, "pn", "--scenarios", "bin-packing,bin-packing-zstd,deletes-high", "--nodes", "2",
             "--plan-from", str(tmp_path / "plans"))
     assert r.exit_code == 0, r.output

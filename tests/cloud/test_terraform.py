@@ -26,6 +26,7 @@ from pathlib import Path
 import hcl2
 import pytest
 from hcl2 import SerializationOptions
+from lark import Token
 
 ROOT = Path(__file__).resolve().parents[2]
 TF = ROOT / "terraform"
@@ -69,6 +70,47 @@ def res(module, rtype, name):
     return module["resource"][rtype][name]
 
 
+def _names(tree) -> list[str]:
+    """The identifiers of a parsed traversal, in order (aws_instance, worker)."""
+    if isinstance(tree, Token):
+        return [tree.value] if tree.type == "NAME" else []
+    return [n for child in tree.children for n in _names(child)]
+
+
+def _parsed(expr: str):
+    body = expr[2:-1] if expr.startswith("${") and expr.endswith("}") else expr
+    return hcl2.parses_to_tree(f"x = {body}\n")
+
+
+def splats(expr: str) -> set[tuple[str, str]]:
+    """What a Terraform expression takes from EVERY instance of a counted resource, from hcl2's parse of it:
+    (resource, attribute) for each splat in it, `X[*].attr` and `X.*.attr` alike; an index (`X[0].attr`) or a
+    single instance is none.  Whitespace and spelling do not matter, only the references."""
+    found = set()
+    for node in _parsed(expr).iter_subtrees_topdown():
+        if node.data in ("full_splat_expr_term", "attr_splat_expr_term"):
+            found.add((".".join(_names(node.children[0])), ".".join(_names(node.children[1]))))
+    return found
+
+
+def refers_to(expr: str) -> set[str]:
+    """The whole references of a Terraform expression (`var.x`, `module.m.out`, `aws_iam_instance_profile.b.name`),
+    from hcl2's parse of it: each outermost attribute chain (indexes and splats are not names)."""
+    found: set[str] = set()
+
+    def walk(node) -> None:
+        if isinstance(node, Token):
+            return
+        if node.data == "get_attr_expr_term":
+            found.add(".".join(_names(node)))
+            return
+        for child in node.children:
+            walk(child)
+
+    walk(_parsed(expr))
+    return found
+
+
 def bare(value):
     """A parsed block without the parser's comment entries, to compare blocks."""
     if isinstance(value, dict):
@@ -98,7 +140,7 @@ def test_standard_layout_and_pinned_provider(module):
 def test_instance_type_default_and_ami_looked_up(module):
     assert module["variable"]["instance_type"]["default"] == "m5.4xlarge"
     inst = res(module, "aws_instance", "bench")
-    assert inst["instance_type"] == "${var.instance_type}"
+    assert refers_to(inst["instance_type"]) == {"var.instance_type"}  # the variable, whose default is above
     assert "data.aws_ami.debian[0].id" in module["locals"]["ami_id"]
     ami = module["data"]["aws_ami"]["debian"]
     assert ami["most_recent"] is True and ami["owners"] == ["136693071363"]  # Debian's AWS account
@@ -114,10 +156,10 @@ def test_instance_hardening_and_self_termination(module):
     md = inst["metadata_options"][0]
     assert md["http_tokens"] == "required" and md["http_endpoint"] == "enabled"
     assert md["http_put_response_hop_limit"] == 1
-    assert inst["user_data_base64"] == "${module.user_data.rendered_gzip_base64}"
+    assert refers_to(inst["user_data_base64"]) == {"module.user_data.rendered_gzip_base64"}
     assert inst["user_data_replace_on_change"] is True
-    assert inst["iam_instance_profile"] == "${aws_iam_instance_profile.bench.name}"
-    assert inst["key_name"] == "${var.ssh_key_name}" and module["variable"]["ssh_key_name"]["default"] is None
+    assert refers_to(inst["iam_instance_profile"]) == {"aws_iam_instance_profile.bench.name"}
+    assert refers_to(inst["key_name"]) == {"var.ssh_key_name"} and module["variable"]["ssh_key_name"]["default"] is None
     for dev in inst["root_block_device"] + inst["ebs_block_device"]:
         assert dev["encrypted"] is True and dev["volume_type"] == "gp3"
         assert dev["delete_on_termination"] is True
@@ -324,7 +366,8 @@ def test_your_own_table_is_read_only_and_its_clone_goes_to_this_runs_warehouse(m
     assert listing["condition"][0]["values"] == ["${local.source_prefix}/*", "${local.source_prefix}"]
     for doc_name in ("bench", "worker", "source_read"):  # both roles take the source's read statements
         if doc_name != "source_read":
-            assert docs[doc_name]["source_policy_documents"] == "${data.aws_iam_policy_document.source_read[*].json}"
+            assert splats(docs[doc_name]["source_policy_documents"]) == \
+                {("data.aws_iam_policy_document.source_read", "json")}  # whether or not it exists (count 0/1)
         for st in _statements(docs[doc_name]):
             names_source = any("source" in r for r in st["resources"])
             if names_source:
@@ -367,9 +410,10 @@ def test_spark_workers_switch_defaults_to_the_single_node(module):
     assert pg["strategy"] == "cluster"
     # with N = 0 the benchmark instance is today's: one security group, no placement group (null)
     bench = res(module, "aws_instance", "bench")
-    assert bench["vpc_security_group_ids"] == \
-        "${concat([aws_security_group.bench.id], aws_security_group.cluster[*].id)}"
-    assert bench["placement_group"] == "${one(aws_placement_group.cluster[*].name)}"
+    # its own group, and the cluster's group whichever instances of it exist (none with N = 0)
+    assert refers_to(bench["vpc_security_group_ids"]) >= {"aws_security_group.bench.id"}
+    assert splats(bench["vpc_security_group_ids"]) == {("aws_security_group.cluster", "id")}
+    assert splats(bench["placement_group"]) == {("aws_placement_group.cluster", "name")}
 
 
 def test_cluster_security_group_admits_its_members_on_sparks_ports_only(module):
@@ -392,7 +436,7 @@ def test_cluster_security_group_admits_its_members_on_sparks_ports_only(module):
     # both groups on the benchmark instance and on every worker
     assert res(module, "aws_instance", "worker")["vpc_security_group_ids"] == \
         ["${aws_security_group.bench.id}", "${aws_security_group.cluster[0].id}"]
-    assert res(module, "aws_instance", "worker")["placement_group"] == "${one(aws_placement_group.cluster[*].name)}"
+    assert splats(res(module, "aws_instance", "worker")["placement_group"]) == {("aws_placement_group.cluster", "name")}
 
 
 @pytest.mark.parametrize("name", ["bench", "worker", "node"])
@@ -446,8 +490,10 @@ def test_a_cluster_needs_the_warehouse_on_s3(module):
 
 
 def test_worker_outputs(module):
-    assert module["output"]["worker_instance_ids"]["value"] == "${aws_instance.worker[*].id}"
-    assert module["output"]["worker_private_ips"]["value"] == "${aws_instance.worker[*].private_ip}"
+    """The outputs list every worker the count creates (a splat over the counted resource, not one index)."""
+    assert "count" in res(module, "aws_instance", "worker")
+    assert splats(module["output"]["worker_instance_ids"]["value"]) == {("aws_instance.worker", "id")}
+    assert splats(module["output"]["worker_private_ips"]["value"]) == {("aws_instance.worker", "private_ip")}
 
 
 # ----- several benchmark nodes (node_scenarios) ------------------------------------------------------------
@@ -508,7 +554,8 @@ def test_nodes_refuse_a_spark_cluster(module):
 
 def test_node_outputs(module):
     assert module["output"]["nodes"]["value"] == "${local.nodes}"
-    assert module["output"]["node_instance_ids"]["value"] == "${aws_instance.node[*].id}"
+    assert "count" in res(module, "aws_instance", "node")  # every extra node, as `bench aws up` lists them
+    assert splats(module["output"]["node_instance_ids"]["value"]) == {("aws_instance.node", "id")}
 
 
 # ----- spot instances ------------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ def test_cost_counts_every_node():
 
 
 def test_cluster_model_fits_fixed_plus_parallel_over_nodes():
-    from bench.core.stats import Spread
+    from bench.core.spread import Spread
     from reports.cluster import ClusterRow, _fit, _model
 
     pts = [(1, 90.0), (2, 50.0), (4, 30.0)]  # 10 s + 80 s / n

@@ -21,15 +21,15 @@ from bench.core.campaign import (
     Point,
     Probe,
     Speedup,
-    Stat,
     SweepSummary,
     write_summary,
 )
 from bench.core.fit import fit_line, node_model
+from bench.core.fmt import fmt_bytes, fmt_seconds
 from bench.core.results import ScenarioRecord, save
+from bench.core.spread import Spread
 from reports.cli import report_cmd
 from reports.export import frame
-from reports.fmt import fmt_bytes, fmt_seconds
 from reports.model import FALLBACK_COLORS
 from reports.render import CHARTS
 from tests.reports.hand_built import COLORS, SCENARIO, make_result, render, table_row
@@ -57,8 +57,8 @@ def sweep(state="complete", with_points=True) -> SweepSummary:
                 t = (TIME[e][0] + TIME[e][1] * _gb(s)) * OFF.get((e, s), 1.0)
                 m = RSS[e][0] + RSS[e][1] * _gb(s)
                 points.append(Point(engine=e, scale=s, gb=_gb(s), disk_gb=_gb(s) / 3, runs=3, verified=3,
-                                    duration_s=Stat(median=t, min=0.9 * t, max=1.1 * t),
-                                    peak_rss_bytes=Stat(median=m, min=0.95 * m, max=1.05 * m),
+                                    duration_s=Spread(median=t, min=0.9 * t, max=1.1 * t),
+                                    peak_rss_bytes=Spread(median=m, min=0.95 * m, max=1.05 * m),
                                     setup_s=1.5, verify_s=0.8, mean_cores=3.5, run_dir=f"scale-{s:g}"))
             mine = [p for p in points if p.engine == e]
             time_fits[e] = fit_line([p.gb for p in mine], [p.duration_s.median for p in mine], "duration_s", "s")
@@ -130,7 +130,7 @@ def frontier(state="complete") -> FrontierSummary:
             best = min(passed) if passed else None
             at = next((p for p in probes if p.budget_bytes == best), None)
             points.append(FrontierPoint(
-                engine=e, scale=s, gb=_gb(s), floor_bytes=128 * MiB, ceiling_bytes=CEILING, precision_bytes=64 * MiB,
+                engine=e, scale=s, gb=_gb(s), lowest_bytes=128 * MiB, ceiling_bytes=CEILING, precision_bytes=64 * MiB,
                 min_budget_bytes=best, max_failed_bytes=max(failed) if failed else None,
                 peak_rss_at_min=at.peak_rss_bytes if at else None, duration_at_min_s=13.0 if at else None,
                 duration_unconstrained_s=10.0 if at else None, probes=probes,

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from bench.core.campaign import TuneSummary, write_summary
+from bench.core.fmt import fmt_bytes
 from bench.core.results import RunResult, save
-from reports.fmt import fmt_bytes
 from tests.reports.hand_built import make_result, render, table_row, write_results
 
 DATA = Path(__file__).resolve().parent / "data" / "floor-variants-tune"

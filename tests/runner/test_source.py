@@ -58,8 +58,9 @@ def test_inspect_describes_a_foreign_table_and_what_a_scenario_would_rewrite(for
 def _expected_time_and_memory_from_the_fits(cli, root, cfg, logical_bytes):
     """With SCENARIO, `bench inspect` gives each engine's expected time and peak memory on this table from the
     latest fitted sweep (and frontier) of the scenario, labelled a model; without one it says so."""
-    from bench.core.campaign import FrontierPoint, FrontierSummary, Point, Stat, SweepSummary, write_summary
+    from bench.core.campaign import FrontierPoint, FrontierSummary, Point, SweepSummary, write_summary
     from bench.core.fit import fit_line
+    from bench.core.spread import Spread
 
     args = ["inspect", "bin-packing", "--source-catalog", str(cfg), "--source-table", "shop.orders", "--from"]
     (root / "nofits").mkdir()
@@ -72,12 +73,12 @@ def _expected_time_and_memory_from_the_fits(cli, root, cfg, logical_bytes):
         state="complete", started_at="2026-11-23T00:00:00Z", cores=2,
         time_fits={"risingwave": fit_line(xs, [1 + 4 * x for x in xs], "duration_s", "s")},
         memory_fits={"risingwave": fit_line(xs, [2e8 + 1e9 * x for x in xs], "peak_rss_bytes", "bytes")},
-        points=[Point(engine="risingwave", scale=sc, gb=x, disk_gb=x, runs=1, verified=1, duration_s=Stat(median=1))
+        points=[Point(engine="risingwave", scale=sc, gb=x, disk_gb=x, runs=1, verified=1, duration_s=Spread(median=1))
                 for sc, x in ((0.001, 0.2), (0.002, 0.4), (0.005, 1.0))]))
     write_summary(root / "fits" / "fr", FrontierSummary(
         frontier_id="fr1", scenario="bin-packing", scales=[0.005], engines=["risingwave"], state="complete",
         started_at="2026-11-23T01:00:00Z",
-        points=[FrontierPoint(engine="risingwave", scale=0.005, gb=1.0, floor_bytes=0, ceiling_bytes=0,
+        points=[FrontierPoint(engine="risingwave", scale=0.005, gb=1.0, lowest_bytes=0, ceiling_bytes=0,
                               precision_bytes=0, min_budget_bytes=int(8e8))]))
     d = json.loads(cli.invoke(main, [*args, str(root / "fits"), "--json"]).output)["expected"]
     gb = logical_bytes / 1e9

@@ -1,4 +1,5 @@
-"""Number formats shared by the charts, the tables and the model's sentences."""
+"""Number formats shared by the campaigns' tables and run ids, the report's charts, tables and the model's sentences:
+one home, so one scale or size reads the same everywhere."""
 
 from __future__ import annotations
 
@@ -48,3 +49,25 @@ def fmt_value(v, none: str = "—") -> str:
     import json
 
     return none if v is None else v if isinstance(v, str) else json.dumps(v)
+
+
+def fmt_scale(v: float) -> str:
+    """A scale factor in full, without trailing zeros ('0.00005', '0.5', '1'): in tables and in run ids."""
+    return f"{v:.10f}".rstrip("0").rstrip(".")
+
+
+def fmt_gb(v: float | None) -> str:
+    """Input sizes in (decimal, logical) GB: 193 GB, 19.3 GB, 1.93 GB, 0.0193 GB."""
+    if v is None:
+        return "—"
+    if v >= 100:
+        return f"{v:,.0f} GB"
+    if v >= 10:
+        return f"{v:.1f} GB"
+    if v >= 1:
+        return f"{v:.2f} GB"
+    return f"{v:.3g} GB"
+
+
+def fmt_r2(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3f}"
