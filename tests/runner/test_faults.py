@@ -168,14 +168,14 @@ def results_of(run_dir: Path) -> dict[str, dict]:
 def test_baseline_and_an_engine_hung_past_its_time_limit(faults):
     """A verified run (the earlier results every later fault must leave alone), and a hung engine: timed
     out, its process tree killed, recorded with its evidence."""
-    args = faults.run_args("rewrite,hang", "--timeout", "25", "--readers", "on")
+    args = faults.run_args("rewrite,hang", "--timeout", "20", "--readers", "on")
     p = run_bench(*args, timeout=400)
     assert p.returncode == 0, p.stderr
     faults.baseline = faults.last_run
     res = results_of(faults.baseline)
     assert res["rewrite"]["status"] == "ok" and res["rewrite"]["verified"] is True
     hang = res["hang"]
-    assert hang["status"] == "timeout" and "time limit of 25 s exceeded" in hang["error"]
+    assert hang["status"] == "timeout" and "time limit of 20 s exceeded" in hang["error"]
     assert any("sleeping forever" in ln for ln in hang["log_tail"])  # the evidence: the engine's own log
     assert not running_on(faults.baseline)  # its worker is gone
     faults.baseline_digest = digest(faults.baseline)
@@ -197,8 +197,7 @@ def test_kill_during_datagen(faults, tmp_path):
     assert found.returncode == 1 and "partial" in found.stdout, found.stdout + found.stderr
     fixed = doctor(faults, repair=True)
     assert "dropped the partial dataset" in fixed.stdout, fixed.stdout + fixed.stderr
-    assert doctor(faults, repair=False).returncode == 0
-    assert_intact(faults)
+    assert_intact(faults)  # (the last test checks the doctor finds nothing left)
 
 
 # phase: (engines, extra options, what says the phase has begun: a line of the run's output or a task in
@@ -229,7 +228,7 @@ def test_kill_at_each_phase(faults, tmp_path, phase):
     assert fixed.returncode in (0, 1), fixed.stderr
     if phase == "parked-setup":  # the table is out of the warehouse: the doctor says so and puts it back
         assert "is parked at" in fixed.stdout and "restored" in fixed.stdout, fixed.stdout
-    assert doctor(faults, repair=False).returncode == 0
+    assert "could not" not in fixed.stdout, fixed.stdout
     assert_intact(faults)
 
 
@@ -269,8 +268,6 @@ def test_catalog_server_killed_mid_compaction(faults, tmp_path):
     else:
         assert rc == 2 and len([ln for ln in text.splitlines() if ln.startswith("error:")]) == 1, text
     assert not running_on(faults.last_run)
-    fixed = doctor(faults, repair=True)
-    assert fixed.returncode in (0, 1), fixed.stderr
     assert_intact(faults)
 
 
@@ -294,7 +291,6 @@ def test_sqlite_catalog_locked_by_another_process(faults, tmp_path):
     else:
         lines = p.stderr.strip().splitlines()
         assert p.returncode == 2 and len(lines) == 1 and "lock" in lines[0], p.stderr
-    assert doctor(faults, repair=True).returncode in (0, 1)
     assert_intact(faults)
 
 
@@ -324,7 +320,6 @@ def test_warehouse_disk_full(faults, tmp_path):
         text = log.read_text()
         errors = [ln for ln in text.splitlines() if ln.startswith("error:")]
         assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in text, text
-    assert doctor(faults, repair=True).returncode in (0, 1)
     assert_intact(faults)
 
 
