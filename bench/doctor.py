@@ -213,11 +213,13 @@ def _process_leftovers(settings) -> list[Leftover]:
     import psutil
 
     needles = {str(settings.state_path), str(settings.state_path.resolve()), str(settings.warehouse)}
+    # the path itself or below it, not another warehouse whose name it begins (wh vs wh2)
+    named = re.compile("|".join(re.escape(n) + r"(?=$|[/\s'\"])" for n in sorted(needles)))
     mine = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
     found = []
     for p in psutil.process_iter(["pid", "cmdline"]):
         cmd = " ".join(p.info["cmdline"] or [])
-        if p.info["pid"] in mine or not any(n in cmd for n in needles):
+        if p.info["pid"] in mine or not named.search(cmd):
             continue
 
         def repair(p=p) -> str:
