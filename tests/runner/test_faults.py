@@ -197,6 +197,7 @@ def test_kill_during_datagen(faults, tmp_path):
     assert found.returncode == 1 and "partial" in found.stdout, found.stdout + found.stderr
     fixed = doctor(faults, repair=True)
     assert "dropped the partial dataset" in fixed.stdout, fixed.stdout + fixed.stderr
+    assert f"pid {proc.pid} " in fixed.stdout and "cleared the lock's description" in fixed.stdout, fixed.stdout
     assert_intact(faults)  # (the last test checks the doctor finds nothing left)
 
 
@@ -229,6 +230,7 @@ def test_kill_at_each_phase(faults, tmp_path, phase):
     if phase == "parked-setup":  # the table is out of the warehouse: the doctor says so and puts it back
         assert "is parked at" in fixed.stdout and "restored" in fixed.stdout, fixed.stdout
     assert "could not" not in fixed.stdout, fixed.stdout
+    assert f"names pid {proc.pid} " in fixed.stdout, fixed.stdout  # the dead harness's lock description
     assert_intact(faults)
 
 
@@ -337,6 +339,27 @@ def test_corrupt_result_file(faults, tmp_path):
         assert p.returncode == 2 and len(lines) == 1 and victim.name in lines[0], p.stderr
     assert digest(copy) == before  # the report never rewrites results
     assert_intact(faults)
+
+
+def test_doctor_repairs_a_stale_cgroup(faults):
+    """A memory cgroup named for a harness that is gone (bench-<pid>-<id>): reported, then removed."""
+    from bench.telemetry.limits import _own_cgroup
+
+    own = _own_cgroup()
+    if own is None:
+        pytest.skip("no writable memory cgroup for this process")
+    dead = 4194000
+    while psutil.pid_exists(dead):
+        dead += 1
+    stale = own[1] / f"bench-{dead}-faultsuite"
+    stale.mkdir()
+    try:
+        found = doctor(faults, repair=True)
+        assert "cgroup(s) of a killed run" in found.stdout and str(stale) in found.stdout, found.stdout
+        assert "removed" in found.stdout and not stale.exists()
+    finally:
+        if stale.exists():
+            stale.rmdir()
 
 
 def test_the_next_run_verifies(faults):
