@@ -207,6 +207,9 @@ PHASES = {
     "restore": ("rewrite", (), ("out", "restoring ")),
     "parked-setup": ("rewrite", (), ("parked", "")),
     "compaction": ("hang", ("--timeout", "300"), ("out", "[hang rep0] compacting:")),
+    # Spark: the engine worker's JVM (a grandchild of the harness) must die too; killed when the harness has
+    # put the table back after the engine's setup (its compaction has begun)
+    "spark-compaction": ("spark", (), ("unparked", "")),
     "verification": ("rewrite", (), ("phase", "verifying")),
     "reads": ("rewrite", ("--readers", "on"), ("phase", "reads after compaction")),
 }
@@ -218,12 +221,20 @@ def test_kill_at_each_phase(faults, tmp_path, phase):
     log, phases = tmp_path / "run.log", tmp_path / "phases"
     proc = start(faults.run_args(engines, *extra), log, phases)
 
+    seen_parked = []
+
     def begun() -> bool:
         if where == "parked":
             return any(faults.parked.glob("*"))
+        if where == "unparked":
+            if any(faults.parked.glob("*")):
+                seen_parked.append(True)
+            return bool(seen_parked) and not any(faults.parked.glob("*"))
         src = log if where == "out" else phases
         return src.exists() and marker in src.read_text()
     wait_for(f"the {phase} phase", begun, proc, log)
+    if engines == "spark":
+        assert any(p.name() == "java" for p in psutil.Process(proc.pid).children(recursive=True))
     assert kill_harness(proc) == [], f"orphans after a kill during {phase}"
     fixed = doctor(faults, repair=True)
     assert fixed.returncode in (0, 1), fixed.stderr
