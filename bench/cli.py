@@ -57,12 +57,19 @@ def list_cmd():
 
 @main.command()
 @click.option("--engines", default=None, help="Comma-separated engines to check (default: all).")
+@click.option("--warehouse", default=None,
+              help="Instead: find what a killed run left on this warehouse (a parked or altered table, a partial "
+                   "dataset, the lock of a dead process, stale cgroups or traffic shapers, leftover processes).")
+@click.option("--repair", is_flag=True, help="With --warehouse: repair the leftovers found, saying what was done.")
 @one_line_errors
-def doctor(engines):
-    """Check every prerequisite at once and say how to fix what is missing."""
-    from bench.doctor import run_doctor
+def doctor(engines, warehouse, repair):
+    """Check every prerequisite at once and say how to fix what is missing (exit 1 when something is).  With
+    --warehouse: the leftovers of a killed run (exit 0 when there are none, 1 when some were found)."""
+    from bench.doctor import run_doctor, run_leftovers
 
-    sys.exit(run_doctor(engines))
+    if repair and not warehouse:
+        raise UserError("--repair needs --warehouse W (the warehouse whose leftovers to repair)")
+    sys.exit(run_leftovers(warehouse, repair) if warehouse else run_doctor(engines))
 
 
 @main.command()

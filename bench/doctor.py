@@ -1,13 +1,22 @@
-"""`bench doctor`: check every prerequisite at once and list every missing piece with its fix."""
+"""`bench doctor`: check every prerequisite at once and list every missing piece with its fix; with
+`--warehouse W`, find (and with `--repair`, repair) what a killed run left behind instead."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import re
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
+from bench.core.errors import UserError
 from bench.core.iceberg_java import runtime as iceberg_runtime
+from bench.core.lock import _alive, describe
 from bench.core.requirements import Requirement, module_requirement
 from bench.engines import engine_names, get_engine, parse_engines
 
@@ -99,3 +108,168 @@ def run_doctor(engines: str | None) -> int:
                 click.echo(f"         fix: {r.fix}")
     click.echo("all prerequisites present" if not failed else f"{failed} problem(s) found")
     return 0 if not failed else 1
+
+
+# -- `bench doctor --warehouse W [--repair]`: the leftovers of a killed run -------------------------------
+
+@dataclass
+class Leftover:
+    """One thing a killed run left behind: what it is, and how to repair it (returns what it did)."""
+
+    what: str
+    repair: Callable[[], str]
+
+
+def _holder_lock(settings) -> tuple[int, dict]:
+    """Take the warehouse lock without a description (a check must not change it); UserError when a run
+    holds it (its state is work in progress, not a leftover).  Returns (fd, the description found)."""
+    path = settings.lock_path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        holder = json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        holder = {}
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise UserError(f"the warehouse is in use by {describe(holder)}: a run in progress, not a leftover; "
+                        "run the doctor when it has ended") from None
+    return fd, holder
+
+
+def _lock_leftover(fd: int, holder: dict) -> list[Leftover]:
+    if not holder.get("pid") or _alive(int(holder["pid"])):
+        return []
+
+    def repair() -> str:
+        os.ftruncate(fd, 0)
+        return "cleared the lock's description (the kernel had released the lock itself)"
+    return [Leftover(f"the warehouse lock names {describe(holder)}, which is no longer running", repair)]
+
+
+def _dataset_leftovers(settings, catalog) -> list[Leftover]:
+    """Each dataset's table parked out of the warehouse by a killed run: repaired by moving it back and
+    restoring the dataset byte for byte (unpark, restore, point the catalog at its metadata)."""
+    from bench.core.dataset import load_manifest, parked_dir, spare_dir
+    from bench.core.table.state import restore
+
+    found = []
+    for manifest in sorted(settings.datasets_path.glob("*.json")):
+        name = manifest.stem
+        ds = load_manifest(settings.state_path, name)
+        if ds is None:
+            continue
+        parked = parked_dir(settings.state_path, name)
+        if not parked.exists():
+            continue  # a table holding the last run's output is normal: every run restores it first
+        what = f"table {ds.table} is parked at {parked} (a run was killed while an engine set up)"
+
+        def repair(ds=ds, name=name, parked=parked) -> str:
+            try:
+                deleted, _ = restore(catalog, ds.table, ds.metadata_location, ds.location, ds.table_files,
+                                     spare_dir(settings.state_path, name), parked)
+            except RuntimeError as e:
+                return f"could not restore {ds.table}: {e}"
+            return f"restored {ds.table} to its dataset byte for byte ({deleted} file(s) not in it deleted)"
+        found.append(Leftover(what, repair))
+    return found
+
+
+def _partial_leftovers(settings, catalog) -> list[Leftover]:
+    """Datasets that datagen did not finish (it writes the manifest last): in the catalog, or a directory
+    in the local warehouse, under a generated table's name without a manifest."""
+    from bench.core.dataset import manifest_path
+    from datagen.dataset import GENERATORS, drop_incomplete
+
+    pattern = re.compile(rf"({'|'.join(GENERATORS)})_[a-z0-9]+_[0-9a-f]{{12}}")
+    names: dict[str, Path | None] = {}
+    try:
+        for ident in catalog.list_tables(settings.namespace):
+            names[ident[-1]] = None
+    except Exception:  # noqa: BLE001 - no namespace yet: nothing generated
+        pass
+    if not settings.is_remote:
+        for d in settings.warehouse_path.glob("*/*"):
+            if d.is_dir() and pattern.fullmatch(d.name):
+                names[d.name] = d
+    found = []
+    for name, directory in sorted(names.items()):
+        if not pattern.fullmatch(name) or manifest_path(settings.state_path, name).exists():
+            continue
+
+        def repair(name=name, directory=directory) -> str:
+            drop_incomplete(catalog, f"{settings.namespace}.{name}")
+            if directory is not None and directory.exists():
+                shutil.rmtree(directory)
+            return f"dropped the partial dataset {name} and deleted its files"
+        found.append(Leftover(f"dataset {name} is partial (no manifest: its generation was killed)", repair))
+    return found
+
+
+def _process_leftovers(settings) -> list[Leftover]:
+    """Processes still running on this warehouse (their command line names it) while no run holds it."""
+    import psutil
+
+    needles = {str(settings.state_path), str(settings.state_path.resolve()), str(settings.warehouse)}
+    # the path itself or below it, not another warehouse whose name it begins (wh vs wh2)
+    named = re.compile("|".join(re.escape(n) + r"(?=$|[/\s'\"])" for n in sorted(needles)))
+    mine = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if p.info["pid"] in mine or not named.search(cmd):
+            continue
+
+        def repair(p=p) -> str:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+            return f"killed pid {p.pid}"
+        found.append(Leftover(f"process {p.pid} still runs on the warehouse: {cmd[:160]}", repair))
+    return found
+
+
+def _machine_leftovers() -> list[Leftover]:
+    from bench.telemetry.confine import stale_parents
+    from bench.telemetry.limits import find_stale_cgroups, remove_stale_cgroups
+    from bench.telemetry.netcap import stale_shaper
+
+    found = []
+    stale = find_stale_cgroups(stale_parents())
+    if stale:
+        found.append(Leftover(f"{len(stale)} cgroup(s) of a killed run: {', '.join(str(d) for d in stale[:4])}",
+                              lambda: f"removed {len(remove_stale_cgroups(stale_parents()))} cgroup(s)"))
+    if stale_shaper():
+        found.append(Leftover("a loopback traffic shaper (tc qdisc) of a killed run",
+                              lambda: "removed the shaper" if stale_shaper(remove=True) else "the shaper was gone"))
+    return found
+
+
+def run_leftovers(warehouse: str, repair: bool) -> int:
+    """Report (and with `repair`, repair) what killed runs left on `warehouse` and this machine; 0 when
+    nothing was found, 1 otherwise (also after repairing: it says what it did)."""
+    from bench.core.catalog import CatalogSettings, load_catalog
+
+    settings = CatalogSettings.for_warehouse(warehouse)
+    if not settings.state_path.exists():
+        raise UserError(f"--warehouse {warehouse}: no such warehouse (no state directory {settings.state_path})")
+    fd, holder = _holder_lock(settings)
+    try:
+        catalog = load_catalog(settings)
+        found = (_process_leftovers(settings) + _lock_leftover(fd, holder) + _dataset_leftovers(settings, catalog)
+                 + _partial_leftovers(settings, catalog) + _machine_leftovers())
+        for f in found:
+            click.echo(f"found: {f.what}")
+            if repair:
+                click.echo(f"  repaired: {f.repair()}")
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+    if not found:
+        click.echo(f"no leftovers of a killed run on {settings.warehouse}")
+    elif not repair:
+        click.echo(f"{len(found)} leftover(s); `bench doctor --warehouse {warehouse} --repair` repairs them")
+    return 1 if found else 0

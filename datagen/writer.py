@@ -17,6 +17,7 @@ from pyiceberg.typedef import Record
 
 from bench.core.catalog.s3 import fileio_properties, is_s3
 from bench.core.checksum import exact_sum
+from bench.core.children import pool_initializer
 from datagen.recipes import DeletesRecipe, SmallFilesRecipe
 from datagen.schema import PARTITIONED_SCHEMA, SCHEMA, KeyOrder, RowShape, make_rows, pools_for, row_hashes
 
@@ -117,7 +118,9 @@ def parallel_write(tasks: list[tuple], workers: int) -> Iterable[Any]:
         return
     import multiprocessing as mp
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork")) as ex:
+    # the workers die with the harness (bench.core.children): a killed datagen leaves no writer behind
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"), initializer=pool_initializer,
+                             initargs=(os.getpid(),)) as ex:
         yield from ex.map(_write_task, tasks, chunksize=1)
 
 

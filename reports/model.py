@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from bench.core.results import (
 from bench.core.spread import Spread
 from bench.core.stats import EngineStats, Speedup, all_speedups, engine_stats, floors
 
+RESULT_NAME = re.compile(r"[^/]+--[^/]+--(rep\d+|warmup)[^/]*\.json")  # <scenario>--<engine>--rep<N>.json
 FALLBACK_COLORS = ["#0F9D8A", "#8E44AD", "#B7950B", "#C0392B", "#2C3E50", "#16A085"]
 
 STATUS_MEANING = {
@@ -172,8 +174,9 @@ def load_runs(paths, allow_empty: bool = False) -> Loaded:
             try:
                 data = json.loads(f.read_text())
             except (OSError, json.JSONDecodeError) as e:
-                if p.is_file():
-                    raise UserError(f"{f} is not a readable JSON result: {e}") from None
+                if p.is_file() or RESULT_NAME.fullmatch(f.name):  # named as a result: never skipped silently
+                    raise UserError(f"{f} is not a readable JSON result ({e}): a corrupt result file; move it "
+                                    "aside to report the others") from None
                 continue  # some other file beside the results
             if not is_result(data):
                 if p.is_file():

@@ -32,6 +32,7 @@ TEST_ENGINES = ",".join([
     "setuppeek=tests.fakes.corrupt:SetupPeekEngine",
     "crash=tests.fakes.faulty:CrashEngine",
     "hang=tests.fakes.faulty:HangEngine",
+    "restrewrite=tests.fakes.faulty:RestRewriteEngine",
     "hog=tests.fakes.faulty:HogEngine",
     "heap=tests.fakes.faulty:HeapEngine",
     "lossyfloor=tests.fakes.floors:LossyFloor",

@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.core import children
 from bench.core.catalog import CATALOG_NAME, CatalogSettings
 from bench.core.checksum import arrow_checksum
 from bench.core.iceberg_java.gateway import catalog_properties
@@ -76,8 +77,8 @@ def run_queries(settings: CatalogSettings, table: str, queries: list[ReadQuery],
                                    "queries": [q.model_dump() for q in queries]}))
         env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYTHONUNBUFFERED="1")
         with open(log, "wb") as fh:
-            p = subprocess.run([sys.executable, "-m", "bench.reads.spark", str(job), str(out)], stdout=fh,
-                               stderr=subprocess.STDOUT, env=env, timeout=TIMEOUT_S, check=False)
+            p = children.run([sys.executable, "-m", "bench.reads.spark", str(job), str(out)], stdout=fh,
+                             stderr=subprocess.STDOUT, env=env, timeout=TIMEOUT_S)
         if p.returncode != 0 or not out.exists():
             tail = " | ".join(log.read_text(errors="replace").splitlines()[-3:])[:500]
             raise RuntimeError(f"the Spark SQL reader exited with status {p.returncode}: {tail}")

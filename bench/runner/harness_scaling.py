@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.core import children
 from bench.core.campaign import HARNESS_STEPS, HarnessScalingSummary, recorded, write_summary
 from bench.core.catalog.duck import THREADS_ENV
 from bench.core.errors import UserError
@@ -50,7 +51,6 @@ from bench.core.published import PUBLISHED_VCPU
 from bench.core.results import now_iso
 from bench.runner.context import check_results_dir, new_run_id
 from bench.telemetry.confine import Confiner, check_cores
-from bench.telemetry.limits import die_with_parent
 
 CORES = (1, 2)
 TARGET_CORES = PUBLISHED_VCPU  # the published node's: the speedup the table shows
@@ -130,17 +130,13 @@ def run_step(step: str, cpus: list[int], args: dict[str, Any], base: Path, log: 
     env[THREADS_ENV] = str(n)
     confiner = Confiner(None, None, cpus)
 
-    def preexec() -> None:
-        die_with_parent()
-        confiner.preexec()
-
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "wb") as fh:
             try:
-                rc = subprocess.run([sys.executable, "-m", "bench.runner.harness_scaling", str(job)], stdout=fh,
-                                    stderr=subprocess.STDOUT, env=env, preexec_fn=preexec,
-                                    timeout=STEP_TIMEOUT_S).returncode
+                rc = children.run([sys.executable, "-m", "bench.runner.harness_scaling", str(job)], stdout=fh,
+                                  stderr=subprocess.STDOUT, env=env, preexec_fn=confiner.preexec,
+                                  timeout=STEP_TIMEOUT_S).returncode
             except subprocess.TimeoutExpired:
                 raise UserError(f"{step} on {_plural(n)} took more than {STEP_TIMEOUT_S} s; its log: {log}") from None
     finally:

@@ -13,11 +13,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.core import children
 from bench.core.catalog.rest import ServedCatalog
 from bench.core.fileio import write_atomic
 from bench.core.results import CatalogServerUsage, CoreLimit, StorageCap
@@ -133,100 +135,170 @@ def _handshake(proc: subprocess.Popen, ready_r: int, go_w: int, deadline: float,
         os.close(go_w)
 
 
-def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Path,
-                       companion: Any = None, on_ready: OnReady | None = None) -> EngineRun:
-    """Spawn the engine worker in its own process group and memory cgroup, sample it (and the catalog
-    server), enforce the time and memory limits.  `companion` (e.g. the live writer's
-    `bench.runner.live.EngineHold`) is attached to the engine's process while it runs.  `on_ready`
-    (e.g. `bench.runner.inputs.SetupGuard.release`) runs when the engine has set up, before its
-    compaction starts."""
-    work.mkdir(parents=True, exist_ok=True)
-    job_file, out_file, log_file = work / "job.json", work / "outcome.json", work / "engine.log"
-    write_atomic(job_file, job.model_dump_json(indent=2))
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    ready_r, ready_w = os.pipe()
-    go_r, go_w = os.pipe()
-    env[CONTROL_ENV] = f"{ready_w},{go_r}"
+@contextmanager
+def confinement(ctx: RunContext) -> Iterator[tuple[Limiter, Confiner]]:
+    """The engine run's memory cgroup (Limiter) and storage cap / core limit (Confiner: cgroups, a traffic
+    shaper), released in `finally`: also when the spawn or the classification fails."""
     limiter = Limiter(ctx.budget)
+    confiner = None
     try:
         confiner = Confiner(ctx.storage_cap, ctx.cap_device, ctx.cpus,
                             v2_shared=limiter.cgroup if limiter.version == "v2" else None, s3_port=ctx.cap_port)
-    except BaseException:
-        limiter.release()
-        raise
+        yield limiter, confiner
+    finally:
+        try:
+            if confiner is not None:
+                confiner.release()
+        finally:
+            limiter.release()
 
-    def preexec() -> None:
-        limiter.preexec()
-        confiner.preexec()  # after the memory cgroup: on cgroup v2 it may be the same one
+
+@dataclass
+class Spawned:
+    """How the engine's process ended, before classification."""
+
+    proc: subprocess.Popen
+    sampler: Sampler
+    wall_s: float
+    timed_out: bool
+    harness_error: str | None
+    server: CatalogServerUsage | None
+
+
+def _heartbeat(ctx: RunContext, slot: Slot, limiter: Limiter, sampler_ref: list[Sampler]) -> Callable[[int], None]:
+    """The sampler's callback: the watchdog, and a progress line every HEARTBEAT_S (1 s when live)."""
     label = f"[{slot.engine} {slot.tag}]"
     last_beat = [time.monotonic()]  # the first heartbeat after one interval, not at the fork
 
     def on_sample(rss: int) -> None:
         limiter.on_sample(rss)
         now = time.monotonic()
-        if now - last_beat[0] >= (1.0 if ctx.progress.live else HEARTBEAT_S):
+        if sampler_ref and now - last_beat[0] >= (1.0 if ctx.progress.live else HEARTBEAT_S):
             last_beat[0] = now
-            row = sampler.last or {}
+            row = sampler_ref[0].last or {}
             ctx.progress.status(f"{label} compacting: {row.get('t_s', 0):.0f} s, RSS {fmt_bytes(rss)} of "
                                 f"{fmt_bytes(ctx.budget)} budget, {row.get('cores') or 0:.1f} cores busy")
+    return on_sample
 
+
+def _supervise(ctx: RunContext, proc: subprocess.Popen, sampler: Sampler, ready_r: int, go_w: int,
+               limiter: Limiter, on_ready: OnReady | None) -> tuple[bool, str | None]:
+    """Handshake, then wait for the engine within the time limit; kill its tree when it ran out of
+    time or memory.  Returns (timed out, the harness's error between setup and compaction)."""
+    timed_out, harness_error = False, None
+    deadline = time.monotonic() + ctx.timeout_s
+    try:
+        harness_error = _handshake(proc, ready_r, go_w, deadline, on_ready or (lambda rb, rc: None), sampler)
+        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    if timed_out or limiter.exceeded:
+        kill_tree(proc)
+        proc.wait()
+    return timed_out, harness_error
+
+
+def spawn(ctx: RunContext, slot: Slot, files: tuple[Path, Path, Path], limiter: Limiter, confiner: Confiner,
+          companion: Any = None, on_ready: OnReady | None = None) -> Spawned:
+    """Start the engine worker in its own process group (guarded: it dies with the harness, and so does
+    everything it starts) inside the run's cgroups, sample it and the catalog server, and wait for it."""
+    job_file, out_file, log_file = files
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    env[CONTROL_ENV] = f"{ready_w},{go_r}"
+    ours = [ready_r, go_w]  # closed here unless the handshake got them (it closes them)
+
+    def preexec() -> None:
+        limiter.preexec()
+        confiner.preexec()  # after the memory cgroup: on cgroup v2 it may be the same one
+    sampler_ref: list[Sampler] = []
     server_sampler = None
-    if ctx.served is not None and ctx.served.pid is not None:
-        server_sampler = Sampler(ctx.served.pid, interval_s=0.1).start()
-    harness_error = None
-    with open(log_file, "wb") as log:
-        t0, unix0 = time.perf_counter(), time.time()
-        proc = subprocess.Popen([sys.executable, "-m", "bench.engines.worker", str(job_file), str(out_file),
-                                 slot.engine], stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True, preexec_fn=preexec, pass_fds=(ready_w, go_r))
-        os.close(ready_w)
-        os.close(go_r)
+    t0, unix0 = time.perf_counter(), time.time()
+    try:
+        with open(log_file, "wb") as log:
+            proc = children.popen([sys.executable, "-m", "bench.engines.worker", str(job_file), str(out_file),
+                                   slot.engine], stdout=log, stderr=subprocess.STDOUT, env=env,
+                                  start_new_session=True, preexec_fn=preexec, pass_fds=(ready_w, go_r))
+    except BaseException:
+        for fd in ours:
+            os.close(fd)
+        raise
+    finally:
+        for fd in (ready_w, go_r):
+            os.close(fd)
+    try:
+        if ctx.served is not None and ctx.served.pid is not None:
+            server_sampler = Sampler(ctx.served.pid, interval_s=0.1).start()
         limiter.attach(proc.pid)
-        timed_out = False
-        sampler = Sampler(proc.pid, interval_s=0.1, on_sample=on_sample)
+        sampler = Sampler(proc.pid, interval_s=0.1, on_sample=_heartbeat(ctx, slot, limiter, sampler_ref))
+        sampler_ref.append(sampler)
         if companion is not None:
             companion.attach(proc.pid)
         with sampler:
-            deadline = time.monotonic() + ctx.timeout_s
             try:
-                harness_error = _handshake(proc, ready_r, go_w, deadline, on_ready or (lambda rb, rc: None), sampler)
-                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
+                ours = []
+                timed_out, harness_error = _supervise(ctx, proc, sampler, ready_r, go_w, limiter, on_ready)
             finally:
                 if companion is not None:
                     companion.detach()
-            if timed_out or limiter.exceeded:
-                kill_tree(proc)
-                proc.wait()
         wall = time.perf_counter() - t0
+    finally:
+        for fd in ours:
+            os.close(fd)
         kill_tree(proc)  # nothing the engine started may outlive it
-    if server_sampler is not None:
-        server_sampler.stop()
+        proc.wait()
+        children.release(proc, group=True)
+        if server_sampler is not None:
+            server_sampler.stop()
     server = server_usage(ctx.served, server_sampler, unix0, time.time())
-    ctx.progress.done()
-    samples = work / "samples.parquet"
-    sampler.write_samples(samples)
+    return Spawned(proc, sampler, wall, timed_out, harness_error, server)
+
+
+def classify(ctx: RunContext, sp: Spawned, limiter: Limiter, out_file: Path) -> tuple[str, WorkerRecord | None,
+                                                                                         str | None]:
+    """(status, the worker's record, error): timeout, oom (the kernel's or the watchdog's evidence), the
+    worker's own status, or failed without an outcome; a harness error between setup and compaction wins."""
     record = None
     if out_file.exists():
         try:
             record = WorkerRecord.model_validate_json(out_file.read_text())
         except ValueError:
             record = None
-    oom_evidence = limiter.evidence(proc.returncode)
+    oom_evidence = limiter.evidence(sp.proc.returncode)
     error = record.error if record else None
-    if timed_out:
+    if sp.timed_out:
         status, error = "timeout", f"time limit of {ctx.timeout_s} s exceeded; process tree killed"
     elif oom_evidence:
         status, error = "oom", oom_evidence + (f"; engine said: {error}" if error else "")
     elif record is not None:
         status = record.status
     else:
-        status, error = "failed", f"engine process exited with status {proc.returncode} and wrote no outcome"
-    limiter.release()
-    confiner.finish()
-    confiner.release()
-    if harness_error:
-        status, error = "failed", harness_error
-    return EngineRun(status, wall, record, log_file, sampler.summary, str(samples), limiter.description, error,
-                     server, harness_error, confiner.storage, confiner.core_limit)
+        status, error = "failed", f"engine process exited with status {sp.proc.returncode} and wrote no outcome"
+    if sp.harness_error:
+        status, error = "failed", sp.harness_error
+    return status, record, error
+
+
+def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Path,
+                       companion: Any = None, on_ready: OnReady | None = None) -> EngineRun:
+    """Spawn the engine worker in its own process group and memory cgroup, sample it (and the catalog
+    server), enforce the time and memory limits.  `companion` (e.g. the live writer's
+    `bench.runner.live.EngineHold`) is attached to the engine's process while it runs.  `on_ready`
+    (e.g. `bench.runner.inputs.SetupGuard.release`) runs when the engine has set up, before its
+    compaction starts.  The cgroups and traffic shaper are released however it ends."""
+    work.mkdir(parents=True, exist_ok=True)
+    files = job_file, out_file, log_file = work / "job.json", work / "outcome.json", work / "engine.log"
+    write_atomic(job_file, job.model_dump_json(indent=2))
+    with confinement(ctx) as (limiter, confiner):
+        try:
+            sp = spawn(ctx, slot, files, limiter, confiner, companion, on_ready)
+        finally:
+            ctx.progress.done()
+        samples = work / "samples.parquet"
+        sp.sampler.write_samples(samples)
+        status, record, error = classify(ctx, sp, limiter, out_file)
+        confiner.finish()
+        return EngineRun(status, sp.wall_s, record, log_file, sp.sampler.summary, str(samples),
+                         limiter.description, error, sp.server, sp.harness_error, confiner.storage,
+                         confiner.core_limit)

@@ -15,21 +15,10 @@ import time
 import uuid
 from pathlib import Path
 
+from bench.core.children import die_with_parent
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_PREFIX = "bench-"
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """In a child between fork and exec: the kernel kills it (SIGKILL) when its parent dies, so an
-    engine never outlives a harness that was killed (it would otherwise keep committing to a table
-    the next run resets)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
 
 
 def _owner_alive(name: str) -> bool:
@@ -43,16 +32,18 @@ def _owner_alive(name: str) -> bool:
     return True
 
 
-def remove_stale_cgroups(extra: list[Path] | None = None) -> list[str]:
+def find_stale_cgroups(extra: list[Path] | None = None) -> list[Path]:
     """Memory cgroups (and those under the `extra` parents: storage caps, cpusets) left by a harness that was
-    killed (its pid is gone): kill what still runs in them, remove them.  Those of a harness still running
-    (another warehouse's run) are left alone."""
+    killed (its pid is gone).  Those of a harness still running (another warehouse's run) are not listed."""
     own = _own_cgroup()
     parents = ([own[1]] if own else []) + list(extra or [])
+    return [d for parent in parents for d in sorted(parent.glob(f"{CGROUP_PREFIX}*")) if not _owner_alive(d.name)]
+
+
+def remove_stale_cgroups(extra: list[Path] | None = None) -> list[str]:
+    """The stale cgroups (find_stale_cgroups): kill what still runs in them, remove them."""
     removed = []
-    for d in (d for parent in parents for d in parent.glob(f"{CGROUP_PREFIX}*")):
-        if _owner_alive(d.name):
-            continue
+    for d in find_stale_cgroups(extra):
         procs = d / "cgroup.procs"
         try:
             for pid in procs.read_text().split():

@@ -130,4 +130,22 @@ class LoopbackShaper:
             self._lock = None
 
 
-__all__ = ["LoopbackShaper", "check_shaper", "loopback_port"]
+def stale_shaper(remove: bool = False) -> bool:
+    """Is this harness's shaper on the loopback while no run holds its lock (a killed run left it)?  With
+    `remove`, delete it (under the lock)."""
+    if shutil.which("tc") is None or f"qdisc htb {HANDLE}:" not in _root():
+        return False
+    fd = os.open(LOCK, os.O_CREAT | os.O_RDWR, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # a run is shaping right now
+        if remove:
+            _tc("qdisc", "del", "dev", DEV, "root", check=False)
+        return True
+    finally:
+        os.close(fd)
+
+
+__all__ = ["LoopbackShaper", "check_shaper", "loopback_port", "stale_shaper"]

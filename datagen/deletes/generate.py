@@ -6,12 +6,14 @@ from __future__ import annotations
 import collections
 import math
 import multiprocessing as mp
+import os
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from bench.core.catalog import CatalogSettings
+from bench.core.children import pool_initializer
 from bench.core.dataset import GroundTruth
 from bench.core.iceberg_java.commit import RowDeltaCommitter
 from bench.core.iceberg_java.gateway import JavaIceberg
@@ -147,7 +149,8 @@ class _Pipeline:
         if pl.layout is not None and pl.layout.partitioning.buckets:
             bucket_members(pl.layout.partitioning.buckets)
         n_files = pl.n + pl.position_files + pl.equality_files
-        with ProcessPoolExecutor(max_workers=ctx.workers, mp_context=mp.get_context("fork")) as ex, \
+        with ProcessPoolExecutor(max_workers=ctx.workers, mp_context=mp.get_context("fork"),
+                                 initializer=pool_initializer, initargs=(os.getpid(),)) as ex, \
                 ctx.progress.task(f"datagen {ctx.ident}", total=n_files, unit="files") as task:
             self.fill(ex)  # writers start while the JVM starts
             try:

@@ -7,6 +7,7 @@ import time
 from typing import ClassVar
 
 from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
+from tests.fakes.corrupt import RewriteEngine
 
 
 class _Base(EngineBase):
@@ -54,3 +55,21 @@ class HeapEngine(_Base):
 
         with clock.phase("allocate"):
             raise EngineOOM("java.lang.OutOfMemoryError: Java heap space (simulated: a 64 MiB 'heap')")
+
+
+class RestRewriteEngine(RewriteEngine):
+    """The rewrite engine, through the run's loopback REST catalog (as RisingWave's engine does), with a
+    pause between reading the table and committing: a fault can strike mid-compaction."""
+
+    name: ClassVar[str] = "restrewrite"
+    commits_through_rest: ClassVar[bool] = True
+    PAUSE_S: ClassVar[float] = 3.0
+
+    def rewrite(self, job: CompactionJob):
+        assert job.catalog.rest_uri, "no REST catalog served for this run"
+        rest = job.model_copy(update={"catalog": job.catalog.with_rest(job.catalog.rest_uri, external=True)})
+        out = super().rewrite(rest)
+        print(f"restrewrite engine: rewritten, committing through {job.catalog.rest_uri} in {self.PAUSE_S} s",
+              flush=True)
+        time.sleep(self.PAUSE_S)
+        return out

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench.core import children
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
@@ -86,6 +87,7 @@ class JavaIceberg:
         finally:
             if err is not None:
                 err.close()
+        children.guard(self.proc.pid)  # killed with the harness (it may run in a writer thread)
         self.gateway = JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=True))
         self.jvm = self.gateway.jvm
         try:
@@ -127,3 +129,4 @@ class JavaIceberg:
             except Exception:  # noqa: BLE001 - still alive: make sure it is gone
                 proc.kill()
                 proc.wait()
+            children.unguard(proc.pid)

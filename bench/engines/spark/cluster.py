@@ -43,6 +43,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench.core.children import die_with_parent
+
 LOOPBACK = "127.0.0.1"
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -51,7 +53,6 @@ MARKER_PROPERTY = "bench.spark.standalone"  # -Dbench.spark.standalone=<root> on
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 10.0
 START_ATTEMPTS = 3
-PR_SET_PDEATHSIG = 1
 BIND_FAILURE = ("BindException", "Address already in use", "Failed to bind", "Service '")
 # inherited settings that would change the daemons behind our back
 FOREIGN_ENV = ("SPARK_CONF_DIR", "SPARK_ENV_LOADED", "SPARK_MASTER_", "SPARK_WORKER_", "SPARK_DAEMON_",
@@ -71,16 +72,6 @@ def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
-
-
-def _die_with_parent() -> None:
-    """Between fork and exec: the kernel sends SIGKILL to this child when the engine process dies."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
 
 
 def free_ports(n: int) -> list[int]:
@@ -314,7 +305,7 @@ class StandaloneCluster(ClusterView):
             out.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode())
             out.flush()
             return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    env=env, cwd=self.root, close_fds=True, preexec_fn=_die_with_parent)
+                                    env=env, cwd=self.root, close_fds=True, preexec_fn=die_with_parent)
 
     def _start_once(self) -> None:
         names = ["master", "master_webui"] + [f"{k}{i}" for i in range(self.worker_count)

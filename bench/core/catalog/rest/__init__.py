@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.core import children
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 
@@ -106,13 +107,14 @@ def serve(settings: CatalogSettings, *, log_file: str | os.PathLike | None = Non
         with open(err_path, "wb") as err:
             # own session: a Ctrl-C in the harness terminal does not kill the catalog under a
             # run that is still cleaning up; we stop it ourselves (and it watches its parent).
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=err, start_new_session=True)
+            proc = children.popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=err, start_new_session=True)
         try:
             uri = _wait_ready(proc, ready, err_path, timeout_s)
             yield ServedCatalog(settings.with_rest(uri), proc.pid, log_path)
         finally:
             _stop(proc)
+            children.release(proc, group=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,190 @@
+"""Every process the harness starts dies with it, within a second or two, however the harness ends
+(SIGKILL by the OOM killer included): the next run must never race a leftover writer or engine.
+
+Three mechanisms, each covering what the others cannot:
+
+- `die_with_parent()` (prctl(PR_SET_PDEATHSIG, SIGKILL)), run in the child between fork and exec
+  (`preexec`, `popen`) or in a pool worker (`pool_initializer`): the kernel kills the child when its
+  parent dies.  Beware: the signal follows the parent THREAD that forked, so a child spawned from a
+  short-lived thread would be killed when that thread ends; `popen` sets it only when called from the
+  main thread, and relies on the reaper otherwise.
+- `pool_initializer` also starts a thread in the worker that exits the worker when its parent changes
+  (a fork-context ProcessPoolExecutor's workers are forked from whichever thread submitted first).
+- the reaper: one small process per harness, in its own session, that reads a pipe only the harness
+  holds.  The harness registers process groups it owns (`guard(pid, group=True)`: the engine worker's,
+  the catalog server's) and single processes (`guard(pid)`: a JVM the harness launched from a thread).
+  When the pipe reaches end of file (the harness is gone, however) the reaper SIGKILLs every
+  registered group and process (a process only if its start time is unchanged: no pid reuse) and exits.
+  Killing the engine's process group also kills what the engine started (the Spark JVM, standalone
+  daemons, their executors) even if they escaped the parent-death signal.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+PARENT_POLL_S = 0.2
+
+REAPER = r"""
+import os, signal, sys
+groups, procs = set(), {}
+def start(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+for line in sys.stdin:
+    op, kind, pid, *rest = line.split() + [""]
+    pid = int(pid)
+    if kind == "g":
+        (groups.add if op == "+" else groups.discard)(pid)
+    elif op == "+":
+        procs[pid] = rest[0]
+    else:
+        procs.pop(pid, None)
+for pgid in groups:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+for pid, t in procs.items():
+    if t and start(pid) == t:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+"""
+
+
+def die_with_parent() -> None:
+    """In a child (between fork and exec, or in a forked worker): the kernel sends it SIGKILL when its
+    parent (thread) dies."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def preexec(*steps: Callable[[], object] | None) -> Callable[[], None]:
+    """A preexec_fn: die with the parent, then each of `steps` (e.g. joining a cgroup)."""
+    def run() -> None:
+        die_with_parent()
+        for step in steps:
+            if step is not None:
+                step()
+    return run
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        threading.Event().wait(PARENT_POLL_S)
+    os._exit(1)
+
+
+def pool_initializer(parent: int | None = None) -> None:
+    """A ProcessPoolExecutor's `initializer` (pass `initargs=(os.getpid(),)`): the worker dies with the
+    harness, by the kernel's signal and by a thread that watches its parent."""
+    die_with_parent()
+    parent = parent or os.getppid()
+    if os.getppid() != parent:
+        os._exit(1)  # the harness died before this worker started
+    threading.Thread(target=_watch_parent, args=(parent,), name="watch-parent", daemon=True).start()
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+class _Reaper:
+    """The harness's reaper process (started on first use, one per harness process)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen | None = None
+        self.owner = 0
+
+    def send(self, line: str) -> None:
+        with self.lock:
+            if self.proc is None or self.owner != os.getpid() or self.proc.poll() is not None:
+                self.proc = subprocess.Popen([sys.executable, "-c", REAPER], stdin=subprocess.PIPE,
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                             start_new_session=True, close_fds=True)
+                self.owner = os.getpid()
+                assert self.proc.stdin is not None
+                os.set_inheritable(self.proc.stdin.fileno(), False)
+            assert self.proc.stdin is not None
+            try:
+                self.proc.stdin.write(f"{line}\n".encode())
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                self.proc = None
+
+
+_reaper = _Reaper()
+
+
+def guard(pid: int, group: bool = False) -> None:
+    """Kill `pid` (its whole process group with `group`: `pid` must lead it) if the harness dies first."""
+    if group:
+        _reaper.send(f"+ g {pid}")
+    else:
+        _reaper.send(f"+ p {pid} {_start_time(pid) or ''}")
+
+
+def unguard(pid: int, group: bool = False) -> None:
+    """`pid` ended (or was stopped) normally: forget it."""
+    _reaper.send(f"- {'g' if group else 'p'} {pid}")
+
+
+def reaper_pid() -> int | None:
+    """The reaper's pid, once started (tests: it must end with the harness too)."""
+    return _reaper.proc.pid if _reaper.proc is not None else None
+
+
+def popen(cmd: list[str], *, preexec_fn: Callable[[], object] | None = None, **kw: Any) -> subprocess.Popen:
+    """subprocess.Popen for a child that must die with the harness: the parent-death signal (from the
+    main thread, see the module's docstring) and the reaper (its process group when it leads one)."""
+    main = threading.current_thread() is threading.main_thread()
+    steps = preexec(preexec_fn) if main else preexec_fn
+    proc = subprocess.Popen(cmd, preexec_fn=steps, **kw)
+    guard(proc.pid, group=bool(kw.get("start_new_session")))
+    return proc
+
+
+def release(proc: subprocess.Popen, group: bool = False) -> None:
+    """After `proc` (started with `popen`) was waited for."""
+    unguard(proc.pid, group=group)
+
+
+def run(cmd: list[str], *, timeout: float | None = None, **kw: Any) -> subprocess.CompletedProcess:
+    """subprocess.run for a child and everything it starts (its own process group, guarded by the reaper):
+    the group is killed on a timeout (subprocess.TimeoutExpired is raised after) and when the child ends."""
+    proc = popen(cmd, start_new_session=True, **kw)
+    try:
+        rc = proc.wait(timeout=timeout)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # what it started dies with it
+        except OSError:
+            pass
+        proc.wait()
+        release(proc, group=True)
+    return subprocess.CompletedProcess(cmd, rc)
+
+
+__all__ = ["die_with_parent", "guard", "pool_initializer", "popen", "preexec", "reaper_pid", "release", "run",
+           "unguard"]
