@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from bench.core.errors import UserError
 from bench.core.partition_filter import parse_filter
@@ -149,6 +149,8 @@ class Scenario(BaseModel):
     # are work, what becomes of delete files; None: the default Work (small files, in partitions of two or more;
     # delete files applied)
     work: Work | None = None
+    # engine features the table this scenario runs on needs (e.g. format-v3 for a v3 source table: on_table())
+    _table_needs: set[str] = PrivateAttr(default_factory=set)
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -183,13 +185,19 @@ class Scenario(BaseModel):
 
     def needs(self) -> set[str]:
         """The engine features (bench.engines.base.FEATURES) every engine run of this scenario needs."""
-        needs: set[str] = {str(self.rewrite.strategy)} & {"sort", "zorder"}
+        needs: set[str] = ({str(self.rewrite.strategy)} & {"sort", "zorder"}) | self._table_needs
         if self.partition_filter is not None:
             needs |= {"partition-filter"} | ({"partition-filter-deletes"} if self.kind == "deletes" else set())
         if self.streaming is not None:
             needs |= {"maintenance"} | {op.op.replace("_", "-") for op in self.streaming.maintenance} - {"compact"}
             needs |= {"branch"} if self.streaming.mode == "branch" else set()
         return needs
+
+    def on_table(self, format_version: int) -> None:
+        """Note what the table this scenario runs on (a source table's clone) needs of every engine: format v3 is
+        the feature format-v3 (an engine without it is recorded `unsupported` with its reason, never run)."""
+        if format_version >= 3:
+            self._table_needs.add("format-v3")
 
     def with_stream_mode(self, mode: str | None, cycles: int | None = None) -> Scenario:
         """This streaming scenario run in `mode` for `cycles` cycles (`bench run --stream-mode/--cycles`);

@@ -46,6 +46,7 @@ FEATURES = {
                    "(job.maintenance) on a table another writer commits to, cycle after cycle (streaming scenarios)",
     "expire-snapshots": "snapshot expiration with the engine's own tool (maintenance operation expire_snapshots)",
     "rewrite-manifests": "manifest rewriting with the engine's own tool (maintenance operation rewrite_manifests)",
+    "format-v3": "a table of Iceberg format v3 (deletion vectors, row lineage): reading it and committing v3 metadata",
 }
 # An untimed gap in compact() longer than this becomes a phase "other" (so the phases add up).
 UNTIMED_MIN_S = 0.001

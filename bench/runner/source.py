@@ -86,6 +86,7 @@ def prepare_clone(catalog: Catalog, settings: CatalogSettings, ref: SourceRef, s
     src = load_source(ref)
     snap = snapshot(src, ref.snapshot_id)
     name, key = clone_name(src, snap.snapshot_id)
+    sc.on_table(src.metadata.format_version)  # format v3: engines without the feature are recorded unsupported
     existing = reuse(catalog, settings, name)
     if existing is not None:
         return existing
