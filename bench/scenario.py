@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from bench.core.errors import UserError
 from bench.core.partition_filter import parse_filter
 from bench.core.results import Published, ScenarioRecord
-from bench.core.work import Work, WorkIntent
+from bench.core.work import Work, WorkIntent, default_work
 from bench.engines import REGISTRY, engine_class, split_label
 from bench.engines.base import MaintenanceOp
 from datagen.recipes import TIME_SPECS, TableRecipe
@@ -146,8 +146,9 @@ class Scenario(BaseModel):
     partition_filter: PartitionFilter | None = None  # compact only these partitions (`bench run --where` overrides)
     streaming: Streaming | None = None  # the streaming-* family: micro-batch commits and a maintenance step per cycle
     # the work asked of every engine and checked by the verifier (bench.core.work): which data files and partitions
-    # are work, what becomes of delete files; None: the default Work (small files, in partitions of two or more;
-    # delete files applied)
+    # are work, what becomes of delete files; None: the default of its kind (bench.core.work.default_work: small
+    # files in partitions of two or more, or for a deletes scenario the data files its deletes apply to; deletes
+    # applied)
     work: Work | None = None
     # engine features the table this scenario runs on needs (e.g. format-v3 for a v3 source table: on_table())
     _table_needs: set[str] = PrivateAttr(default_factory=set)
@@ -169,8 +170,10 @@ class Scenario(BaseModel):
                 err = e.errors()[0]
                 where = ".".join(str(x) for x in err["loc"])
                 raise ValueError(f"engines.{engine}{'.' + where if where else ''}: {err['msg']}") from None
-        if self.kind == "deletes" and self.work is not None and self.work.deletes == "keep":
-            raise ValueError("work.deletes keep: a deletes scenario's work is applying its delete files")
+        if self.work is not None and self.work.deletes == "keep" and (self.kind == "deletes"
+                                                                      or self.work.files == "with-deletes"):
+            raise ValueError("work.deletes keep: a deletes scenario's work (or files with-deletes) is applying "
+                             "its delete files")
         if self.streaming is not None and (self.kind != "deletes" or self.live_writer is not None):
             raise ValueError("streaming needs a deletes table (its writer commits CDC deletes) and no live_writer")
         pf, part = self.partition_filter, self.table.partitioning
@@ -250,7 +253,7 @@ class Scenario(BaseModel):
         delete files (a table with delete files is a delete-compaction table: applying them is work unless the
         scenario says `deletes: keep`).  What the runner puts in CompactionJob.work and VerifyInput.work."""
         stated = f"scenario {self.name}" + ("" if self.work is not None else " (default work)")
-        return (self.work or Work()).on(delete_files, stated_by=stated)
+        return (self.work or default_work(self.kind)).on(delete_files, stated_by=stated)
 
     def small_file_threshold(self, target: int | None = None) -> int:
         return int(self.small_file_ratio * (target or self.target_file_size_bytes))

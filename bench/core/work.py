@@ -5,10 +5,13 @@ from it, and the verifier's completeness and delete-file checks read the same ob
 an engine and the checks it is held to cannot disagree.
 
 Semantics (what a data engineer running "bin-pack my table" expects):
-  files: small  a data file below the small-file threshold is work; a partition is work when it holds at least
-                `min_files` of them (default 2: one small file alone is a remainder, nothing to pack it with);
-                after the run at most `min_files - 1` small input files are live per partition;
-         all    every data file is work (a full rewrite); after the run no input data file is live.
+  files: small         a data file below the small-file threshold is work; a partition is work when it holds at
+                       least `min_files` of them (default 2: one small file alone is a remainder, nothing to pack
+                       it with); after the run at most `min_files - 1` small input files are live per partition
+                       (the default of a bin-packing scenario);
+         with-deletes  the data files a delete file applies to are work (the default of a delete-compaction
+                       scenario: copy-on-write of a CDC table); complete when no delete file is live;
+         all           every data file is work (a full rewrite); after the run no input data file is live.
   deletes: apply  (default) on a table with delete files, applying them is part of the work: every data file a
                   delete file applies to is rewritten without the deleted rows, and no delete file stays live
                   (those left dangling are removed);
@@ -22,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FilesIntent = Literal["small", "all"]
+FilesIntent = Literal["small", "with-deletes", "all"]
 DeletesIntent = Literal["apply", "keep"]
 
 
@@ -52,20 +55,27 @@ class WorkIntent(Work):
         return self.deletes == "apply" and self.delete_files
 
     def describe(self) -> str:
-        files = ("every data file" if self.files == "all" else
-                 f"small data files, in every partition holding {self.min_files} or more")
+        files = {"all": "every data file", "with-deletes": "the data files a delete file applies to",
+                 "small": f"small data files, in every partition holding {self.min_files} or more"}[self.files]
         deletes = ("no delete file" if not self.delete_files else
                    "apply the delete files (none stays live)" if self.applies_deletes else
                    "keep the delete files as they are")
         return f"rewrite {files}; {deletes}"
 
     def small_files_left_allowed(self) -> int | None:
-        """Small input data files a partition may still hold after the run (None: any: not checked)."""
-        return 0 if self.files == "all" else self.min_files - 1
+        """Input data files (small ones for files small) a partition may still hold after the run (None: not
+        counted: files with-deletes is complete when no delete file is live)."""
+        return {"all": 0, "small": self.min_files - 1}.get(self.files)
+
+
+def default_work(kind: str) -> Work:
+    """The work of a scenario of `kind` that states none: bin-packing rewrites small files, a delete compaction
+    the data files its delete files apply to; both apply delete files."""
+    return Work(files="with-deletes" if kind == "deletes" else "small")
 
 
 def default_intent(kind: str, delete_files: bool | None = None) -> WorkIntent:
-    """The intent of a job or verification that was given none: the default Work on a table of `kind`
-    (a deletes table has delete files unless told otherwise)."""
+    """The intent of a job or verification that was given none: the default work of `kind` on a table with (a
+    deletes table, unless told otherwise) or without delete files."""
     has = kind == "deletes" if delete_files is None else delete_files
-    return Work().on(has, stated_by=f"default for a {kind} scenario")
+    return default_work(kind).on(has, stated_by=f"default for a {kind} scenario")

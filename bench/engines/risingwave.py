@@ -124,7 +124,8 @@ def _result(result: Any) -> dict[str, Any]:
 
 def derived_values(job: CompactionJob, strategy: str | None = None) -> tuple[dict[str, Any], list[str]]:
     """CompactionConfig arguments from the job's sizes, cores and intent (bench.core.work), with notes: small
-    files are work (strategy small_files, bin-packed, the harness's threshold), or every file (full); applying
+    files are work (strategy small_files, bin-packed, the harness's threshold), the files with deletes
+    (files_with_deletes) or every file (full); applying
     deletes: a data file with one delete file qualifies (min_delete_file_count_threshold 1), and a second pass
     (compact(): strategy full) drops the delete files the first leaves live.  `strategy`: the scenario's explicit
     strategy, when it gives one (then the small-file settings only go with small_files)."""
@@ -132,7 +133,8 @@ def derived_values(job: CompactionJob, strategy: str | None = None) -> tuple[dic
     parallelism = PARALLELISM_PER_CORE * max(1, int(job.cores))
     values: dict[str, Any] = {"target_file_size_bytes": int(job.target_file_size_bytes),
                               "max_input_parallelism": parallelism, "max_output_parallelism": parallelism,
-                              "strategy": "full" if work.files == "all" else "small_files"}
+                              "strategy": {"all": "full", "with-deletes": "files_with_deletes"}.get(work.files,
+                                                                                                    "small_files")}
     notes = [f"max_input_parallelism = max_output_parallelism = {PARALLELISM_PER_CORE} x "
              f"{job.cores} cores = {parallelism} (published: 64 on 16 cores)",
              f"strategy {values['strategy']}: {work.describe()} ({work.stated_by or 'intent'})"]

@@ -52,7 +52,7 @@ from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import scope
 from bench.core.table.files import footers
 from bench.core.units import fmt_bytes
-from bench.core.work import WorkIntent
+from bench.core.work import WorkIntent, default_intent
 from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.integrity import IntegrityInput, commit_event, integrity_checks
 from bench.verify.partitions import file_partition_problems
@@ -66,8 +66,8 @@ FILE_COUNT_SLACK_SHARE = 0.10  # data files may exceed ceil(bytes / target) by m
 COMPLETE_RULE = ("complete, as the scenario's work states it (bench.core.work; the same intent each engine's options "
                  "are derived from): files small: per partition at most min_files - 1 small input files (below the "
                  "small-file threshold) still live (default 2: one, a remainder that cannot fill a target file); files "
-                 "all: no input data file live; on a table with delete files, unless the work keeps them, no delete "
-                 "file live")
+                 "all: no input data file live; files with-deletes (a delete compaction's default) and, unless the "
+                 "work keeps them, on a table with delete files: no delete file live")
 RULES = {
     "binpack": [
         "content: rows and checksum equal the generator's ground truth, read by column name "
@@ -146,8 +146,7 @@ class VerifyInput:
         """The work the run is held to: `work`, or the default work on this input (its delete files applied)."""
         if self.work is not None:
             return self.work
-        return WorkIntent(delete_files=self.before.delete_files > 0 or self.kind == "deletes",
-                          stated_by=f"default for a {self.kind} scenario")
+        return default_intent(self.kind, self.before.delete_files > 0 or self.kind == "deletes")
 
 
 def _gt_message(answer: dict, gt: GroundTruth) -> tuple[bool, str]:
@@ -265,7 +264,10 @@ def _complete(vi: VerifyInput, by_scope: dict[tuple, list]) -> Check:
     """compaction_complete, as the intent states the work (bench.core.work): per partition at most min_files - 1
     small input data files still live (files small), or none of the input's data files (files all)."""
     work = vi.intent()
-    allowed = work.small_files_left_allowed() or 0
+    allowed = work.small_files_left_allowed()
+    if allowed is None:  # files with-deletes: complete when no delete file is live (no_live_delete_files)
+        return Check(name="compaction_complete", ok=True, message=f"{work.describe()} ({work.stated_by}): complete "
+                     "when no delete file is live (no_live_delete_files)")
     small = work.files == "small"
     threshold = vi.small_file_threshold_bytes
     left = {k: [df for df in dfs if df.file_path in vi.before_paths
@@ -391,7 +393,7 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     checks = input_checks(vi) + content_checks(vi, within) + state_checks(vi, after, new, outside)
     if vi.kind == "binpack":
         checks += binpack_checks(vi, files, facts, after, selected)
-    else:
+    elif vi.intent().small_files_left_allowed() is not None:  # files with-deletes: no_live_delete_files says it
         checks.append(_complete(vi, _by_scope(files, selected)))
     partitioned = partition_checks(tbl, files, vi.before_paths)
     checks += partitioned

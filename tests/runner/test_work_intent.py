@@ -58,8 +58,16 @@ def test_each_engine_derives_its_options_from_the_intent_and_an_explicit_option_
     spark = SparkEngine().asked(_job("bin-packing", "spark", False, rewrite_options={"min-input-files": 5}))
     assert spark["rewrite_data_files"]["min-input-files"] == 5
     assert spark["overridden"] == {"min-input-files": {"derived": 2, "explicit": 5}}
+    rw = RisingWaveEngine().asked(_job("bin-packing", "risingwave", False, strategy="full"))
+    assert rw["config"]["strategy"] == "full"
+    assert rw["overridden"] == {"strategy": {"derived": "small_files", "explicit": "full"}}
+    # a delete compaction's default work: the files its deletes apply to (RisingWave's files_with_deletes, the
+    # scenario's explicit choice too: nothing overridden)
     rw = RisingWaveEngine().asked(_job("deletes-standard", "risingwave", delete_files=True))
-    assert rw["overridden"] == {"strategy": {"derived": "small_files", "explicit": "files_with_deletes"}}
+    assert rw["config"]["strategy"] == "files_with_deletes" and rw["overridden"] == {}
+    spark = SparkEngine().asked(_job("deletes-standard", "spark", delete_files=True))
+    assert spark["rewrite_data_files"]["delete-file-threshold"] == 1 and "the data files a delete file applies to" \
+        in spark["intent"]
     full = _job("bin-packing", "spark", False)
     full.work = Work(files="all").on(False)
     assert SparkEngine().asked(full)["rewrite_data_files"].get("rewrite-all") is True

@@ -186,8 +186,11 @@ def strategy_args(job: CompactionJob) -> str:
 def derived_options(job: CompactionJob) -> dict[str, Scalar]:
     """rewrite_data_files' options from the job's sizes and intent (bench.core.work): small files are work in a
     partition holding `min_files` or more (min-input-files; Iceberg's default 5 would leave smaller partitions
-    uncompacted), or every file (rewrite-all); applying deletes: every data file with a delete file is rewritten
-    (delete-file-threshold 1) and the deletes left dangling are removed (remove-dangling-deletes)."""
+    uncompacted), or every file (rewrite-all); applying deletes (and files with-deletes): every data file with a
+    delete file is rewritten (delete-file-threshold 1) and the deletes left dangling are removed
+    (remove-dangling-deletes; with a partition filter the harness's own step instead, scoped to it).  With files
+    with-deletes Spark's size rule still packs small files too (in groups of min-input-files): it has no option
+    that selects only the files with deletes."""
     work = job.intent()
     options: dict[str, Scalar] = {"target-file-size-bytes": int(job.target_file_size_bytes),
                                   "min-file-size-bytes": int(job.small_file_threshold_bytes)}
