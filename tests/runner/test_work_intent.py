@@ -157,3 +157,25 @@ def test_a_v3_table_with_deletion_vectors_is_cloned_read_and_compacted_by_spark(
     assert clone_md["format-version"] == 3 and clone_md["next-row-id"] == src_md["next-row-id"]
     assert clone_md["location"] != src_md["location"] and clone_md["properties"]["gc.enabled"] == "false"
     assert [s["snapshot-id"] for s in clone_md["snapshots"]] == [src_md["current-snapshot-id"]]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_generated_skewed_daily_table_is_compacted_in_every_partition_of_two_or_more(tmp_path, shared_warehouse):
+    """daily-smallfiles (no hand-written min-input-files any more): its skewed day partitions hold from one to a
+    few small files; both engines rewrite every partition of two or more and are verified."""
+    from tests.helpers import TINY
+
+    r = run_bench("run", "daily-smallfiles", "--scale", TINY, "--engines", "spark,risingwave", "--warehouse",
+                  shared_warehouse, "--results-dir", tmp_path, "--run-id", "daily", timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    runs = {x["engine"]: x for x in (json.loads(p.read_text()) for p in (tmp_path / "daily").glob("*--rep0.json"))}
+    for engine in ("spark", "risingwave"):
+        x = runs[engine]
+        assert x["status"] == "ok" and x["verified"], (engine, x["verification"]["differences"])
+        part = x["partitions"]
+        # every partition holds one to four small files (fewer than Spark's default five): each left with one file
+        assert 1 < part["data_files_before"]["max"] < 5, part
+        assert part["data_files_after"]["max"] == 1 and part["rewritten"] > 0, part
+    assert "rewrite_options" not in runs["spark"]["scenario_record"]["content"]["engines"]["spark"]
+    assert "'min-input-files', '2'" in " ".join(runs["spark"]["engine_actions"])
