@@ -179,3 +179,34 @@ def test_a_generated_skewed_daily_table_is_compacted_in_every_partition_of_two_o
         assert part["data_files_after"]["max"] == 1 and part["rewritten"] > 0, part
     assert "rewrite_options" not in runs["spark"]["scenario_record"]["content"]["engines"]["spark"]
     assert "'min-input-files', '2'" in " ".join(runs["spark"]["engine_actions"])
+
+
+def test_the_completeness_check_reads_the_intent_the_engines_were_given():
+    """compaction_complete and no_live_delete_files follow VerifyInput.work: min_files, files all, deletes keep."""
+    from types import SimpleNamespace
+
+    from bench.core.results import TableStats
+    from bench.verify.checks import VerifyInput, _complete, state_checks
+
+    def df(path: str, size: int) -> SimpleNamespace:
+        return SimpleNamespace(file_path=path, file_size_in_bytes=size)
+
+    part = {("p",): [df("a", 10), df("b", 10), df("big", 1000)]}  # two small input files and a large one live
+    vi = VerifyInput(kind="binpack", table=None, before=TableStats(delete_files=2), before_paths={"a", "b", "big"},
+                     ground_truth=None, target_file_size_bytes=1000, small_file_threshold_bytes=100,
+                     output_codec="snappy")
+    assert not _complete(vi, part).ok  # no intent given: the default (min_files 2) on a table with deletes
+    assert vi.intent().applies_deletes
+    vi.work = Work(min_files=3).on(True, "scenario x")
+    ok = _complete(vi, part)
+    assert ok.ok and "in every partition holding 3 or more" in ok.message and "(scenario x)" in ok.message
+    vi.work = Work(files="all").on(False)
+    assert not _complete(vi, {("p",): [df("big", 1000)]}).ok  # files all: no input file may stay
+    vi.work = Work(files="with-deletes").on(True)
+    assert _complete(vi, part).ok  # complete when no delete file is live: the next check
+    after = TableStats(delete_files=2, position_delete_files=2)
+    live = {c.name: c for c in state_checks(vi, after, [])}["no_live_delete_files"]
+    assert not live.ok and live.required
+    vi.work = Work(deletes="keep").on(True)
+    live = {c.name: c for c in state_checks(vi, after, [])}["no_live_delete_files"]
+    assert not live.ok and not live.required  # kept delete files are not work: advisory
