@@ -130,6 +130,8 @@ def classify(files: LiveFiles, specs: dict[int, Any]) -> DeleteClassification:
     unknown = [e.data_file.file_path for e in files.position
                if position_targets(e.data_file) is None and not is_dv(e.data_file)]
     read = read_position_targets(unknown)
+    # deletion vectors: pyiceberg's entry lacks referenced_data_file, so a Puffin file's entries are taken together
+    # (targets: every blob's data file): dangling only when none of them is live, as removing by path removes all
     read |= {p: [dv.referenced_data_file for dv in puffin_dvs(p)]
              for p in {e.data_file.file_path for e in files.position if is_dv(e.data_file)}}
     out = DeleteClassification(position=len(files.position), equality=len(files.equality))
