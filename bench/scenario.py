@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from bench.core.errors import UserError
 from bench.core.partition_filter import parse_filter
 from bench.core.results import Published, ScenarioRecord
+from bench.core.work import Work, WorkIntent, default_work
 from bench.engines import REGISTRY, engine_class, split_label
 from bench.engines.base import MaintenanceOp
 from datagen.recipes import TIME_SPECS, TableRecipe
@@ -144,6 +145,13 @@ class Scenario(BaseModel):
     rewrite: Rewrite = Field(default_factory=Rewrite)  # binpack unless the scenario asks for sorted output
     partition_filter: PartitionFilter | None = None  # compact only these partitions (`bench run --where` overrides)
     streaming: Streaming | None = None  # the streaming-* family: micro-batch commits and a maintenance step per cycle
+    # the work asked of every engine and checked by the verifier (bench.core.work): which data files and partitions
+    # are work, what becomes of delete files; None: the default of its kind (bench.core.work.default_work: small
+    # files in partitions of two or more, or for a deletes scenario the data files its deletes apply to; deletes
+    # applied)
+    work: Work | None = None
+    # engine features the table this scenario runs on needs (e.g. format-v3 for a v3 source table: on_table())
+    _table_needs: set[str] = PrivateAttr(default_factory=set)
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -162,6 +170,10 @@ class Scenario(BaseModel):
                 err = e.errors()[0]
                 where = ".".join(str(x) for x in err["loc"])
                 raise ValueError(f"engines.{engine}{'.' + where if where else ''}: {err['msg']}") from None
+        if self.work is not None and self.work.deletes == "keep" and (self.kind == "deletes"
+                                                                      or self.work.files == "with-deletes"):
+            raise ValueError("work.deletes keep: a deletes scenario's work (or files with-deletes) is applying "
+                             "its delete files")
         if self.streaming is not None and (self.kind != "deletes" or self.live_writer is not None):
             raise ValueError("streaming needs a deletes table (its writer commits CDC deletes) and no live_writer")
         pf, part = self.partition_filter, self.table.partitioning
@@ -176,13 +188,19 @@ class Scenario(BaseModel):
 
     def needs(self) -> set[str]:
         """The engine features (bench.engines.base.FEATURES) every engine run of this scenario needs."""
-        needs: set[str] = {str(self.rewrite.strategy)} & {"sort", "zorder"}
+        needs: set[str] = ({str(self.rewrite.strategy)} & {"sort", "zorder"}) | self._table_needs
         if self.partition_filter is not None:
             needs |= {"partition-filter"} | ({"partition-filter-deletes"} if self.kind == "deletes" else set())
         if self.streaming is not None:
             needs |= {"maintenance"} | {op.op.replace("_", "-") for op in self.streaming.maintenance} - {"compact"}
             needs |= {"branch"} if self.streaming.mode == "branch" else set()
         return needs
+
+    def on_table(self, format_version: int) -> None:
+        """Note what the table this scenario runs on (a source table's clone) needs of every engine: format v3 is
+        the feature format-v3 (an engine without it is recorded `unsupported` with its reason, never run)."""
+        if format_version >= 3:
+            self._table_needs.add("format-v3")
 
     def with_stream_mode(self, mode: str | None, cycles: int | None = None) -> Scenario:
         """This streaming scenario run in `mode` for `cycles` cycles (`bench run --stream-mode/--cycles`);
@@ -230,6 +248,13 @@ class Scenario(BaseModel):
             msg = e.errors()[0]["msg"].removeprefix("Value error, ")
             raise UserError(f"--where {where!r}: {msg}") from None
 
+    def work_intent(self, delete_files: bool) -> WorkIntent:
+        """The scenario's work resolved against the table it compacts: `delete_files`, whether the input holds live
+        delete files (a table with delete files is a delete-compaction table: applying them is work unless the
+        scenario says `deletes: keep`).  What the runner puts in CompactionJob.work and VerifyInput.work."""
+        stated = f"scenario {self.name}" + ("" if self.work is not None else " (default work)")
+        return (self.work or default_work(self.kind)).on(delete_files, stated_by=stated)
+
     def small_file_threshold(self, target: int | None = None) -> int:
         return int(self.small_file_ratio * (target or self.target_file_size_bytes))
 
@@ -268,6 +293,8 @@ class Scenario(BaseModel):
             content.pop("rewrite")
         if self.streaming is None:  # likewise every scenario that is not a streaming one
             content.pop("streaming")
+        if self.work is None:  # and every scenario with the default work
+            content.pop("work")
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
         return ScenarioRecord(name=self.name, sha256=digest, content=content)
 

@@ -17,7 +17,9 @@ lists, deletes and moves only files under the clone's location, which holds none
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import os
 import time
 import uuid
@@ -214,14 +216,34 @@ def clone_metadata(tbl: Table, snap: Any, location: str) -> Any:
     return md.model_copy(update={k: v for k, v in update.items() if k in type(md).model_fields})
 
 
+def clone_metadata_v3(tbl: Table, snap: Any, location: str) -> bytes:
+    """`clone_metadata` for format v3, whose metadata pyiceberg reads but cannot write: the source's metadata file
+    as JSON, edited the same way (only `snap`, `location`, a new uuid, garbage collection off); every other field
+    stays as the source wrote it (row lineage: next-row-id and each snapshot's first-row-id, as the spec asks)."""
+    with tbl.io.new_input(tbl.metadata_location).open() as f:
+        raw = f.read()
+    doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    props = {k: v for k, v in (doc.get("properties") or {}).items() if k not in DROPPED_PROPERTIES} | CLONE_PROPERTIES
+    doc.update({"location": location, "table-uuid": str(uuid.uuid4()), "last-updated-ms": int(time.time() * 1000),
+                "properties": props, "current-snapshot-id": snap.snapshot_id, "snapshot-log": [], "metadata-log": [],
+                "snapshots": [x for x in doc.get("snapshots") or [] if x.get("snapshot-id") == snap.snapshot_id],
+                "refs": {"main": {"snapshot-id": snap.snapshot_id, "type": "branch"}},
+                "statistics": [], "partition-statistics": []})
+    return json.dumps(doc, indent=2).encode()
+
+
 def write_clone(catalog: Any, ident: str, tbl: Table, snap: Any, location: str,
                 io_properties: dict[str, str]) -> str:
     """Write the clone's metadata file under `location` and register `ident` at it; returns its path."""
     from pyiceberg.io import load_file_io
     from pyiceberg.serializers import ToOutputFile
 
-    md = clone_metadata(tbl, snap, location)
     path = f"{location.rstrip('/')}/metadata/00000-{uuid.uuid4()}.metadata.json"
-    ToOutputFile.table_metadata(md, load_file_io(io_properties, location).new_output(path))
+    out = load_file_io(io_properties, location).new_output(path)
+    if tbl.metadata.format_version >= 3:
+        with out.create() as f:
+            f.write(clone_metadata_v3(tbl, snap, location))
+    else:
+        ToOutputFile.table_metadata(clone_metadata(tbl, snap, location), out)
     catalog.register_table(ident, path)
     return path

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bench.core.catalog import CatalogSettings
 from bench.core.requirements import Requirement
 from bench.core.results import Deployment, MaintenanceResult, MemoryCap, Phase
+from bench.core.work import WorkIntent, default_intent
 
 Kind = Literal["binpack", "deletes"]
 # What a run may need beyond a plain compaction of main; an engine lists those it can do (`supports`).
@@ -45,6 +46,7 @@ FEATURES = {
                    "(job.maintenance) on a table another writer commits to, cycle after cycle (streaming scenarios)",
     "expire-snapshots": "snapshot expiration with the engine's own tool (maintenance operation expire_snapshots)",
     "rewrite-manifests": "manifest rewriting with the engine's own tool (maintenance operation rewrite_manifests)",
+    "format-v3": "a table of Iceberg format v3 (deletion vectors, row lineage): reading it and committing v3 metadata",
 }
 # An untimed gap in compact() longer than this becomes a phase "other" (so the phases add up).
 UNTIMED_MIN_S = 0.001
@@ -102,6 +104,13 @@ class CompactionJob(BaseModel):
     flush_dir: str | None = None
     # a maintenance step (engines that support 'maintenance'): these operations in order instead of compact()
     maintenance: list[MaintenanceOp] = Field(default_factory=list)
+    # the work asked (bench.core.work): the scenario's intent resolved against the input (Scenario.work_intent);
+    # every engine derives its options from it; None: the default intent of `kind` (see intent())
+    work: WorkIntent | None = None
+
+    def intent(self) -> WorkIntent:
+        """The work asked of the engine: `work`, or the default intent of the job's kind."""
+        return self.work if self.work is not None else default_intent(self.kind)
 
 
 class EngineOutcome(BaseModel):
@@ -226,6 +235,9 @@ class Engine(Protocol):
     def close(self) -> None:
         """Release sessions.  Must be safe to call after a failed open()."""
 
+    def asked(self, job: CompactionJob) -> dict[str, Any]:
+        """What it is asked for `job`: its options derived from job.intent(), explicit options over them."""
+
     def maintain(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         """Run `job.maintenance` in order, each operation's steps timed in `clock` as "<op>: <step>"
         (engines that support 'maintenance')."""
@@ -275,6 +287,12 @@ class EngineBase:
 
     def close(self) -> None:
         pass
+
+    def asked(self, job: CompactionJob) -> dict[str, Any]:
+        """What this engine is asked for `job`: the options it derives from the job's intent (job.intent()) and
+        the scenario's explicit options over them, as plain data (`bench inspect`; each outcome's settings)."""
+        return {"intent": job.intent().describe(), "stated_by": job.intent().stated_by,
+                "note": f"{self.name} derives no options from the intent: it rewrites what its own rule selects"}
 
     def maintain(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         """The maintenance step: each operation an engine method (`compact`, `expire_snapshots`,

@@ -122,6 +122,36 @@ def _result(result: Any) -> dict[str, Any]:
             "manifest_rewrite": _plain(result.manifest_rewrite)}
 
 
+def derived_values(job: CompactionJob, strategy: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """CompactionConfig arguments from the job's sizes, cores and intent (bench.core.work), with notes: small
+    files are work (strategy small_files, bin-packed, the harness's threshold), the files with deletes
+    (files_with_deletes) or every file (full); applying
+    deletes: a data file with one delete file qualifies (min_delete_file_count_threshold 1), and a second pass
+    (compact(): strategy full) drops the delete files the first leaves live.  `strategy`: the scenario's explicit
+    strategy, when it gives one (then the small-file settings only go with small_files)."""
+    work = job.intent()
+    parallelism = PARALLELISM_PER_CORE * max(1, int(job.cores))
+    values: dict[str, Any] = {"target_file_size_bytes": int(job.target_file_size_bytes),
+                              "max_input_parallelism": parallelism, "max_output_parallelism": parallelism,
+                              "strategy": {"all": "full", "with-deletes": "files_with_deletes"}.get(work.files,
+                                                                                                    "small_files")}
+    notes = [f"max_input_parallelism = max_output_parallelism = {PARALLELISM_PER_CORE} x "
+             f"{job.cores} cores = {parallelism} (published: 64 on 16 cores)",
+             f"strategy {values['strategy']}: {work.describe()} ({work.stated_by or 'intent'})"]
+    if (strategy or values["strategy"]) in ("small_files", "full"):
+        values["grouping_strategy"] = "bin_pack"
+    if (strategy or values["strategy"]) == "small_files":
+        values["small_file_threshold_bytes"] = int(job.small_file_threshold_bytes)
+        notes.append("small_file_threshold_bytes = the harness's threshold, the same for every engine; "
+                     f"min_group_file_count not set: it skips any bin-packed group of fewer files, which could leave "
+                     f"{work.min_files} small files of one partition in separate groups (a lone small file is "
+                     "rewritten too)")
+    if work.applies_deletes:
+        values["min_delete_file_count_threshold"] = 1
+        notes.append("min_delete_file_count_threshold = 1 (every data file with a delete file)")
+    return values, notes
+
+
 class RisingWaveEngine(EngineBase):
     name: ClassVar[str] = "risingwave"
     description: ClassVar[str] = ("RisingWave's Rust compaction engine (PyPI iceberg-compaction, "
@@ -148,7 +178,11 @@ class RisingWaveEngine(EngineBase):
             "parallelism, grouping, delete thresholds, data_file_prefix, batch rows, closes, validation, prefetch, "
             "auto thresholds, max_auto_plans_per_run) select no partitions, and Compaction(catalog, table, config, "
             "to_branch, retry_config).run() takes no predicate: it plans over every partition"),
-        "partition-filter-deletes": "no partition filter at all (see partition-filter)"}
+        "partition-filter-deletes": "no partition filter at all (see partition-filter)",
+        "format-v3": (
+            f"iceberg-compaction {PINNED_VERSION} speaks only REST, and the harness serves its catalog over REST "
+            "through pyiceberg 0.12, which cannot write format-v3 metadata: on a Spark-written v3 table (deletion "
+            "vectors) its commit came back 501 'Writing V3 is not yet supported' (iceberg-python#1551)")}
     output_codecs: ClassVar[frozenset[str] | None] = frozenset({OUTPUT_CODEC})
     knobs: ClassVar[tuple[Knob, ...]] = KNOBS
 
@@ -188,7 +222,7 @@ class RisingWaveEngine(EngineBase):
             self._settings = settings
             self._catalog = ic.RestCatalog(settings.name, uri=settings.rest_uri, warehouse=warehouse,
                                            properties=self._properties)
-        if job.kind == "deletes":
+        if job.intent().applies_deletes:
             with clock.phase("inspector", "pyiceberg REST client, for counting live delete files afterwards"):
                 import pyiceberg.io.pyarrow  # noqa: F401
                 from pyiceberg.catalog.rest import RestCatalog
@@ -204,22 +238,25 @@ class RisingWaveEngine(EngineBase):
     def config_values(self, job: CompactionJob) -> tuple[dict[str, Any], list[str]]:
         """The CompactionConfig arguments for `job` and notes on where non-defaults came from."""
         opts = {k: v for k, v in self.options(job).model_dump().items() if v is not None}
-        parallelism = PARALLELISM_PER_CORE * max(1, int(job.cores))
-        values: dict[str, Any] = {"target_file_size_bytes": int(job.target_file_size_bytes),
-                                  "max_input_parallelism": parallelism, "max_output_parallelism": parallelism}
-        notes = [f"max_input_parallelism = max_output_parallelism = {PARALLELISM_PER_CORE} x "
-                 f"{job.cores} cores = {parallelism} (published: 64 on 16 cores)"]
-        if job.kind == "binpack":
-            values.update(strategy="small_files", grouping_strategy="bin_pack",
-                          small_file_threshold_bytes=int(job.small_file_threshold_bytes))
-            notes.append("small_file_threshold_bytes = the harness's threshold, the same for every engine")
-        else:
-            values.update(strategy="files_with_deletes", min_delete_file_count_threshold=1)
-            notes.append("min_delete_file_count_threshold = 1 (every data file with a delete file)")
+        values, notes = derived_values(job, opts.get("strategy"))
         values.update(opts)
         if opts:
             notes.append(f"from the scenario's options: {sorted(opts)}")
         return values, notes
+
+    def asked(self, job: CompactionJob) -> dict[str, Any]:
+        """What the engine is asked for `job` (derived_values), the scenario's explicit options over it (they
+        win; each one that differs from the derived value is recorded under `overridden`)."""
+        explicit = {k: v for k, v in self.options(job).model_dump().items() if v is not None}
+        derived, _ = derived_values(job)  # what the intent alone asks
+        values, notes = self.config_values(job)
+        steps = ["Compaction.run()"]
+        if job.intent().applies_deletes:
+            steps.append("a second pass (strategy full) where delete files are still live after the first")
+        return {"intent": job.intent().describe(), "stated_by": job.intent().stated_by, "config": values,
+                "steps": steps, "notes": notes,
+                "overridden": {k: {"derived": derived[k], "explicit": v} for k, v in explicit.items()
+                               if k in derived and derived[k] != v}}
 
     def _config(self, values: dict[str, Any]) -> Any:
         import iceberg_compaction as ic
@@ -281,7 +318,7 @@ class RisingWaveEngine(EngineBase):
         actions: list[str] = []
         with clock.phase("compaction", "one Compaction.run() call: plan, rewrite and commit"):
             result = _result(self._run(job, values, actions))
-        if job.kind == "deletes":
+        if job.intent().applies_deletes:
             self.finish_deletes(job, clock, values, actions, result)
         import iceberg_compaction as ic
 
@@ -293,6 +330,7 @@ class RisingWaveEngine(EngineBase):
             "memory_limit": "not configurable; enforced by the harness from outside",
             "memory_budget_bytes": job.memory_budget_bytes, "cores": job.cores, "notes": notes,
             "known_pitfalls": PITFALLS,
+            "work": {k: v for k, v in self.asked(job).items() if k != "config"},
         }
         versions = {DISTRIBUTION: importlib.metadata.version(DISTRIBUTION)}
         module_version = getattr(ic, "__version__", None)

@@ -68,7 +68,7 @@ def build_job(ctx: RunContext, slot: Slot, work: Path, branch: str | None = None
                          options=ctx.engine_options[slot.engine], memory_budget_bytes=ctx.budget, cores=ctx.cores,
                          work_dir=str(work), branch=branch or slot.branch or "main", strategy=sc.rewrite.strategy,
                          zorder_columns=list(sc.rewrite.zorder_columns), partition_filter=ctx.partition_filter,
-                         flush_dir=flush_dir(ctx), maintenance=list(maintenance))
+                         flush_dir=flush_dir(ctx), maintenance=list(maintenance), work=ctx.work)
 
 
 def record_engine(ctx: RunContext, r: RunResult, er: EngineRun) -> None:

@@ -32,7 +32,7 @@ from bench.core.table import live_files
 from bench.core.units import fmt_bytes
 from bench.engines import engine_class
 from bench.engines.base import EngineOutcome
-from bench.runner.context import RunContext, RunOptions, Slot, resolve, resolve_filter, schedule
+from bench.runner.context import RunContext, RunOptions, Slot, resolve, resolve_filter, resolve_work, schedule
 from bench.runner.engine_run import (
     build_job,
     harness_failed,
@@ -188,7 +188,8 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
                      settings=settings, integrity=integrity, strategy=sc.rewrite.strategy,
                      zorder_columns=list(sc.rewrite.zorder_columns), sort_order=tbl.sort_order(),
                      before_data_files=[e.data_file for e in inputs.data] if inputs and layout else None,
-                     partition_filter=ctx.partition_filter, input_files=inputs if partitioned else None)
+                     partition_filter=ctx.partition_filter, input_files=inputs if partitioned else None,
+                     work=ctx.work)
 
     def verify_and_outcome() -> tuple[TableStats, Verification]:
         """verify(), and a partitioned table's outcome per partition (read while a staged output exists)."""
@@ -271,6 +272,7 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
                 progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
                               f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
             ctx.partition_filter = resolve_filter(ctx)
+            ctx.work = resolve_work(ctx)
             if ctx.partition_filter:
                 progress.info(f"partition filter: {ctx.partition_filter} (only the partitions it selects are "
                               "compacted)")

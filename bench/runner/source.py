@@ -86,6 +86,7 @@ def prepare_clone(catalog: Catalog, settings: CatalogSettings, ref: SourceRef, s
     src = load_source(ref)
     snap = snapshot(src, ref.snapshot_id)
     name, key = clone_name(src, snap.snapshot_id)
+    sc.on_table(src.metadata.format_version)  # format v3: engines without the feature are recorded unsupported
     existing = reuse(catalog, settings, name)
     if existing is not None:
         return existing
@@ -246,6 +247,7 @@ def render(d: dict[str, Any]) -> str:
                   f"({fmt_bytes(s['small_data_bytes'])}) in {s['partitions_with_small_files']} partition(s), "
                   f"{s['partitions_with_two_or_more_small_files']} with two or more; {s['delete_files']} delete "
                   f"file(s) ({fmt_bytes(s['delete_bytes'])})"]
+    lines += _render_work(d)
     x = d.get("expected")
     if x and x["model"] is None:
         lines.append(f"expected time and memory: {x['note']}")
@@ -263,11 +265,82 @@ def render(d: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def fitting_scenarios(partitioned: bool, delete_files: int) -> list[str]:
+    """The compaction scenarios whose table is shaped like this one: a table with delete files is a
+    delete-compaction table (kind deletes), else a bin-packing one; partitioned or not like it; plain compactions
+    only (no live writer, streaming, partition filter or sort)."""
+    from bench.scenario import list_scenarios
+
+    kind = "deletes" if delete_files else "binpack"
+    plain = [s for s in list_scenarios() if s.kind == kind and s.live_writer is None and s.streaming is None
+             and s.partition_filter is None and s.rewrite.strategy == "binpack"]
+    same = [s.name for s in plain if (s.table.partitioning is not None) == partitioned]
+    return sorted(same or [s.name for s in plain])
+
+
+def asked_of_engines(sc: Scenario, tbl: Table, delete_files: int) -> dict[str, Any]:
+    """What each engine is asked under `sc` on this table: the scenario's work resolved against it (the intent
+    CompactionJob.work carries) and each engine's options derived from it, or why the engine cannot run."""
+    from bench.core.catalog import CatalogSettings
+    from bench.engines import REGISTRY, engine_class
+    from bench.engines.base import CompactionJob
+
+    sc.on_table(tbl.metadata.format_version)
+    work = sc.work_intent(delete_files > 0)
+    engines: dict[str, Any] = {}
+    for name in REGISTRY:
+        cls = engine_class(name)
+        why = [w for f in sorted(sc.needs()) if (w := cls.why_not(f))]
+        if why:
+            engines[name] = {"unsupported": "; ".join(why)}
+            continue
+        job = CompactionJob(table=".".join(tbl.name()), catalog=CatalogSettings(warehouse=tbl.location()),
+                            scenario=sc.name, kind=sc.kind, target_file_size_bytes=sc.target_file_size_bytes,
+                            small_file_threshold_bytes=sc.small_file_threshold(), output_codec=sc.output.codec,
+                            options=sc.options_for(name), strategy=sc.rewrite.strategy, work=work)
+        engines[name] = cls().asked(job)
+    return {"scenario": sc.name, "work": work.model_dump(), "describe": work.describe(), "engines": engines}
+
+
+def _render_work(d: dict[str, Any]) -> list[str]:
+    """`bench inspect`'s lines on which scenario fits and what each engine is asked."""
+    lines: list[str] = []
+    f = d.get("fits")
+    if f:
+        what = (f"a delete-compaction table ({f['delete_files']} delete files: applying them is part of the work)"
+                if f["kind"] == "deletes" else "a bin-packing table (no delete file)")
+        lines.append(f"fits: {what}; scenario(s): {', '.join(f['scenarios']) or 'none'}")
+    a = d.get("asked")
+    if a:
+        lines.append(f"asked under {a['scenario']} ({a['work']['stated_by']}): {a['describe']}")
+        for name, x in a["engines"].items():
+            if "unsupported" in x:
+                lines.append(f"  {name:<12} unsupported: {x['unsupported']}")
+                continue
+            opts = x.get("rewrite_data_files") or x.get("config")
+            told = ", ".join(f"{k}={v}" for k, v in opts.items()) if opts else x.get("note", "")
+            over = "; ".join(f"{k}={v['explicit']} (derived {v['derived']})"
+                             for k, v in (x.get("overridden") or {}).items())
+            lines.append(f"  {name:<12} {told}" + (f"; steps: {' -> '.join(x['steps'])}" if x.get("steps") else "")
+                         + (f"; the scenario's explicit options win: {over}" if over else ""))
+    return lines
+
+
 def inspect_source(ref: SourceRef, scenario: str | None) -> dict[str, Any]:
+    """`bench inspect`: the table, which scenarios fit it, and what each engine is asked under SCENARIO (or under
+    the first that fits)."""
     from bench.scenario import load_scenario
 
     sc = load_scenario(scenario) if scenario else None
-    return describe(load_source(ref), ref.snapshot_id, sc)
+    tbl = load_source(ref)
+    d = describe(tbl, ref.snapshot_id, sc)
+    deletes = d["delete_files"]["position"]["count"] + d["delete_files"]["equality"]["count"]
+    fits = fitting_scenarios(d["partition_spec"] != "unpartitioned", deletes)
+    d["fits"] = {"kind": "deletes" if deletes else "binpack", "delete_files": deletes, "scenarios": fits}
+    under = sc or (load_scenario(fits[0]) if fits else None)
+    if under is not None:
+        d["asked"] = asked_of_engines(under, tbl, deletes)
+    return d
 
 
 __all__ = ["check_source", "describe", "ground_truth", "inspect_source", "prepare_clone", "render",

@@ -13,8 +13,9 @@ Rules (stated in each result's `verification.rules` and in docs/method.md):
   staged as a scratch table (bench.verify.uncommitted) with every check above, except that instead of
   a new snapshot the real table must be unchanged (nothing committed to it);
 - every file the run wrote has the codec the scenario asks for;
-- bin-packing is complete: per partition at most one small file of the input (below the small-file
-  threshold) is still live (a remainder that cannot fill a target file), and there are at most
+- the compaction is complete as the scenario's work states it (bench.core.work, `VerifyInput.work`, the same
+  intent the engine's options were derived from): files small: per partition at most min_files - 1 small input
+  files (default: one, a remainder that cannot fill a target file) still live; files all: none; and there are at most
   ceil(logical bytes / target) + max(1, 10%) data files per partition, logical bytes being the Parquet
   uncompressed size of the live data files (engines split their output by input size, so a rewrite
   that compresses writes files smaller than the target: counting compressed bytes would fail them all);
@@ -51,6 +52,7 @@ from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import scope
 from bench.core.table.files import footers
 from bench.core.units import fmt_bytes
+from bench.core.work import WorkIntent, default_intent
 from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.integrity import IntegrityInput, commit_event, integrity_checks
 from bench.verify.partitions import file_partition_problems
@@ -61,12 +63,16 @@ from bench.verify.untouched import RULE as FILTER_RULE
 from bench.verify.untouched import Selected, selected_truth, untouched_check
 
 FILE_COUNT_SLACK_SHARE = 0.10  # data files may exceed ceil(bytes / target) by max(1, 10 %) per partition
+COMPLETE_RULE = ("complete, as the scenario's work states it (bench.core.work; the same intent each engine's options "
+                 "are derived from): files small: per partition at most min_files - 1 small input files (below the "
+                 "small-file threshold) still live (default 2: one, a remainder that cannot fill a target file); files "
+                 "all: no input data file live; files with-deletes (a delete compaction's default) and, unless the "
+                 "work keeps them, on a table with delete files: no delete file live")
 RULES = {
     "binpack": [
         "content: rows and checksum equal the generator's ground truth, read by column name "
         "(duckdb-read-parquet) and by Parquet field id (pyiceberg-scan)",
-        "complete: per partition at most one small file of the input (below the small-file threshold) still "
-        "live: a remainder that cannot fill a target file",
+        COMPLETE_RULE,
         f"file count: per partition at most ceil(logical bytes / target) + max(1, {FILE_COUNT_SLACK_SHARE:.0%}) "
         "data files (logical bytes = Parquet uncompressed bytes of the live data files)",
         "codec: every file the run wrote has the scenario's output codec",
@@ -78,6 +84,7 @@ RULES = {
         "Iceberg v2 delete rules (duckdb-merge-on-read), by Parquet field id (pyiceberg-scan) and by "
         "DuckDB's iceberg extension (duckdb-iceberg); at least two readers answered and all agree",
         "no live delete file (applying or dangling): every engine reaches the same end state",
+        COMPLETE_RULE,
         "codec: every file the run wrote has the scenario's output codec",
         "a new snapshot was committed; the input was the dataset, byte for byte",
         INTEGRITY_RULE,
@@ -131,6 +138,15 @@ class VerifyInput:
     before_data_files: list[DataFile] | None = None  # the input's live data files (for the overlap measure)
     partition_filter: str | None = None  # compact only the partitions it selects (bench.verify.untouched)
     input_files: LiveFiles | None = None  # the input's live files (with a partition filter)
+    # the work asked of the engine (bench.core.work): the same object its CompactionJob carried (job.work); None:
+    # the scenario's default work resolved against the input (intent())
+    work: WorkIntent | None = None
+
+    def intent(self) -> WorkIntent:
+        """The work the run is held to: `work`, or the default work on this input (its delete files applied)."""
+        if self.work is not None:
+            return self.work
+        return default_intent(self.kind, self.before.delete_files > 0 or self.kind == "deletes")
 
 
 def _gt_message(answer: dict, gt: GroundTruth) -> tuple[bool, str]:
@@ -228,9 +244,10 @@ def state_checks(vi: VerifyInput, after: TableStats, new: list[FileFacts], delet
                                 "scratch table" if same else
                                 f"an engine that says it commits nothing changed the table: metadata "
                                 f"{vi.before.metadata_location} -> {vi.source_metadata_location}"))
+    kept = vi.intent().delete_files and not vi.intent().applies_deletes  # work.deletes keep: not work, advisory
     return [
         commit,
-        Check(name="no_live_delete_files", ok=after.delete_files == deletes_outside,
+        Check(name="no_live_delete_files", ok=after.delete_files == deletes_outside, required=not kept,
               message=("no delete file is live" if after.delete_files == 0 else
                        f"no delete file is live in the partitions the filter selects ({deletes_outside} outside it "
                        "stay, as they must)" if after.delete_files == deletes_outside else
@@ -243,26 +260,44 @@ def state_checks(vi: VerifyInput, after: TableStats, new: list[FileFacts], delet
     ]
 
 
-def binpack_checks(vi: VerifyInput, files: LiveFiles, facts: list[FileFacts], after: TableStats,
-                   in_scope: Selected | None = None) -> list[Check]:
-    """Completeness: small input files left per partition, and the file count against the bytes (`in_scope`:
-    of the partitions a partition filter selects)."""
-    logical = {f.path: f.uncompressed_bytes for f in facts}
+def _complete(vi: VerifyInput, by_scope: dict[tuple, list]) -> Check:
+    """compaction_complete, as the intent states the work (bench.core.work): per partition at most min_files - 1
+    small input data files still live (files small), or none of the input's data files (files all)."""
+    work = vi.intent()
+    allowed = work.small_files_left_allowed()
+    if allowed is None:  # files with-deletes: complete when no delete file is live (no_live_delete_files)
+        return Check(name="compaction_complete", ok=True, message=f"{work.describe()} ({work.stated_by}): complete "
+                     "when no delete file is live (no_live_delete_files)")
+    small = work.files == "small"
+    threshold = vi.small_file_threshold_bytes
+    left = {k: [df for df in dfs if df.file_path in vi.before_paths
+                and (not small or df.file_size_in_bytes < threshold)] for k, dfs in by_scope.items()}
+    too_many = {k: v for k, v in left.items() if len(v) > allowed}
+    n_left = sum(len(v) for v in left.values())
+    what = f"small input file(s) (below {fmt_bytes(vi.small_file_threshold_bytes)})" if small else "input data file(s)"
+    msg = f"{work.describe()} ({work.stated_by}): {n_left} {what} still live in {len(by_scope)} partition(s)"
+    if too_many:
+        v = next(iter(too_many.values()))
+        msg += (f": {sum(len(v) for v in too_many.values())} in {len(too_many)} partition(s) were left uncompacted "
+                f"(e.g. {len(v)} files of {fmt_bytes(sum(df.file_size_in_bytes for df in v))} in one partition, at "
+                f"most {allowed} allowed): the compaction is partial")
+    return Check(name="compaction_complete", ok=not too_many, message=msg)
+
+
+def _by_scope(files: LiveFiles, in_scope: Selected | None) -> dict[tuple, list]:
     by_scope: dict[tuple, list] = {}
     for e in files.data:
         if in_scope is None or in_scope(scope(e.data_file)):
             by_scope.setdefault(scope(e.data_file), []).append(e.data_file)
-    left = {k: [df for df in dfs if df.file_path in vi.before_paths
-                and df.file_size_in_bytes < vi.small_file_threshold_bytes] for k, dfs in by_scope.items()}
-    too_many = {k: v for k, v in left.items() if len(v) > 1}
-    n_left = sum(len(v) for v in left.values())
-    complete_msg = (f"{n_left} small input file(s) (below {fmt_bytes(vi.small_file_threshold_bytes)}) still live in "
-                    f"{len(by_scope)} partition(s)")
-    if too_many:
-        v = next(iter(too_many.values()))
-        complete_msg += (f": {sum(len(v) for v in too_many.values())} in {len(too_many)} partition(s) were left "
-                         f"uncompacted (e.g. {len(v)} files of {fmt_bytes(sum(df.file_size_in_bytes for df in v))} "
-                         f"in one partition): the compaction is partial")
+    return by_scope
+
+
+def binpack_checks(vi: VerifyInput, files: LiveFiles, facts: list[FileFacts], after: TableStats,
+                   in_scope: Selected | None = None) -> list[Check]:
+    """Completeness: input files left per partition, as the intent says (`_complete`), and the file count against
+    the bytes (`in_scope`: of the partitions a partition filter selects)."""
+    logical = {f.path: f.uncompressed_bytes for f in facts}
+    by_scope = _by_scope(files, in_scope)
     allowed, total_logical = 0, 0
     for dfs in by_scope.values():
         size = sum(logical.get(df.file_path, df.file_size_in_bytes) for df in dfs)
@@ -278,7 +313,7 @@ def binpack_checks(vi: VerifyInput, files: LiveFiles, facts: list[FileFacts], af
         count_msg = (f"{n_after} data files in the {len(by_scope)} partition(s) the filter selects (of "
                      f"{after.data_files} in the table) for {fmt_bytes(total_logical)} logical")
     return [
-        Check(name="compaction_complete", ok=not too_many, message=complete_msg),
+        _complete(vi, by_scope),
         Check(name="file_count", ok=n_after <= allowed,
               message=f"{count_msg} at a target of {fmt_bytes(vi.target_file_size_bytes)}: at most {allowed} allowed"),
     ]
@@ -358,6 +393,8 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     checks = input_checks(vi) + content_checks(vi, within) + state_checks(vi, after, new, outside)
     if vi.kind == "binpack":
         checks += binpack_checks(vi, files, facts, after, selected)
+    elif vi.intent().small_files_left_allowed() is not None:  # files with-deletes: no_live_delete_files says it
+        checks.append(_complete(vi, _by_scope(files, selected)))
     partitioned = partition_checks(tbl, files, vi.before_paths)
     checks += partitioned
     checks += layout_checks(vi, tbl, files)

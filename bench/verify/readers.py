@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.table import Table
@@ -39,7 +40,9 @@ from bench.core.table import LiveFiles, live_files, local_path
 from bench.core.table.deletes import (
     DUCKDB_ICEBERG_EQ_WORK_LIMIT,
     classify,
+    dv_rows,
     equality_delete_work,
+    is_dv,
     is_global,
     scope,
 )
@@ -152,6 +155,28 @@ def read_merge_on_read(tbl: Table, snapshot_id: int | None, settings: CatalogSet
     return int(n), str(s)
 
 
+def _position_deletes(con: Any, entries: list) -> None:
+    """The temporary table pdel(file_path, pos, seq): the rows these position-delete entries delete, from
+    Parquet position-delete files and from deletion vectors (format v3: Puffin blobs, bench.core.table.deletes)."""
+    con.execute("CREATE TEMP TABLE pdel(file_path VARCHAR, pos BIGINT, seq BIGINT)")
+    parquet = [e for e in entries if not is_dv(e.data_file)]
+    if parquet:
+        con.execute("CREATE TEMP TABLE pfiles(local VARCHAR, seq BIGINT)")
+        con.executemany("INSERT INTO pfiles VALUES (?, ?)",
+                        [(local_path(e.data_file.file_path), e.sequence_number) for e in parquet])
+        con.execute("INSERT INTO pdel SELECT p.file_path, p.pos, f.seq FROM read_parquet(?, "
+                    "filename=true) p JOIN pfiles f ON p.filename = f.local",
+                    [[local_path(p) for p in LiveFiles.paths(parquet)]])
+    rows = dv_rows([e for e in entries if is_dv(e.data_file)])
+    if rows:
+        import pyarrow as pa
+
+        dvs = pa.table({"file_path": [r[0] for r in rows], "pos": [r[1] for r in rows], "seq": [r[2] for r in rows]})
+        con.register("dvs_", dvs)
+        con.execute("INSERT INTO pdel SELECT file_path, pos, seq FROM dvs_")
+        con.unregister("dvs_")
+
+
 @contextmanager
 def merge_on_read(tbl: Table, snapshot_id: int | None, only: Callable[[tuple], bool] | None = None):
     """A DuckDB connection and the table expression of the snapshot's live rows by the rules of
@@ -183,12 +208,7 @@ def merge_on_read(tbl: Table, snapshot_id: int | None, only: Callable[[tuple], b
                     f"filename=true, file_row_number=true, union_by_name=true) d JOIN dfiles f ON d.filename = f.local")
         conditions = []
         if files.position:
-            con.execute("CREATE TEMP TABLE pfiles(local VARCHAR, seq BIGINT)")
-            con.executemany("INSERT INTO pfiles VALUES (?, ?)",
-                            [(local_path(e.data_file.file_path), e.sequence_number) for e in files.position])
-            con.execute("CREATE TEMP TABLE pdel AS SELECT p.file_path, p.pos, f.seq FROM read_parquet(?, "
-                        "filename=true) p JOIN pfiles f ON p.filename = f.local",
-                        [[local_path(p) for p in LiveFiles.paths(files.position)]])
+            _position_deletes(con, files.position)
             conditions.append("NOT EXISTS (SELECT 1 FROM pdel p WHERE p.file_path = r._path "
                               "AND p.pos = r._pos AND p.seq >= r._seq)")
         groups: dict[tuple[int, ...], list] = {}

@@ -239,7 +239,9 @@ def test_binpack_records_settings_versions_actions(binpack_run):
     calls = [a for a in out["actions"] if a.startswith("CALL")]
     assert calls == ["CALL bench.system.rewrite_data_files(table => 'bench.bench.small', strategy => 'binpack', "
                      "options => map('target-file-size-bytes', '536870912', 'min-file-size-bytes', '402653184', "
-                     "'max-concurrent-file-group-rewrites', '2', 'partial-progress.enabled', 'false'))"]
+                     "'min-input-files', '2', 'max-concurrent-file-group-rewrites', '2', 'partial-progress.enabled', "
+                     "'false'))"]
+    assert s["work"]["intent"] == "rewrite small data files, in every partition holding 2 or more; no delete file"
 
 
 @pytest.mark.spark
@@ -315,10 +317,15 @@ def test_deletes_are_applied_and_no_delete_file_stays_live(deletes_run):
     assert len(after["data_files"]) == 1
     out = rec["outcome"]
     calls = [a for a in out["actions"] if a.startswith("CALL")]
-    assert [p["name"] for p in rec["phases"]][:3] == ["rewrite_data_files", "rewrite_position_delete_files",
+    # the intent of a delete compaction (bench.core.work): every data file with a delete file, dangling deletes
+    # removed by the procedure; the position deletes it leaves (their sequence number is the new files') go through
+    # rewrite_position_delete_files, then whatever still applies to nothing through the Java API
+    left = out["engine_result"]["delete_files_left_after_rewrite"]
+    assert left["position"] > 0 and left["equality"] == 0
+    assert [p["name"] for p in rec["phases"]][:4] == ["rewrite_data_files", "inspect", "rewrite_position_delete_files",
                                                       "remove dangling deletes"]
     assert len(calls) == 2
-    assert "'delete-file-threshold', '1'" in calls[0]
+    assert "'delete-file-threshold', '1'" in calls[0] and "'remove-dangling-deletes', 'true'" in calls[0]
     assert calls[1].startswith("CALL bench.system.rewrite_position_delete_files(")
     assert "'rewrite-all', 'true'" in calls[1]
     assert out["engine_result"]["rewritten_data_files_count"] == len(before["data_files"])

@@ -130,7 +130,10 @@ def test_a_partition_filter_compacts_only_the_partitions_it_selects(tmp_path, sh
             (where, 8, 3, 3, 5), part
         assert part["data_files_before"]["max"] > part["data_files_after"]["max"]
     assert "where => 'event_date >= \\'2025-12-29\\''" in " ".join(runs["spark"]["engine_actions"])
-    assert runs["spark"]["engine_options"]["rewrite_options"]["min-input-files"] == 2
+    # derived from the scenario's work (two small files make a partition work), not written in the scenario
+    assert "'min-input-files', '2'" in " ".join(runs["spark"]["engine_actions"])
+    assert "rewrite_options" not in runs["spark"]["engine_options"] or \
+        "min-input-files" not in runs["spark"]["engine_options"]["rewrite_options"]
     bad = runs["ignorefilter"]
     failed = [c["name"] for c in bad["verification"]["checks"] if not c["ok"]]
     assert not bad["verified"] and failed == ["untouched_partitions"], bad["verification"]["differences"]

@@ -44,6 +44,34 @@ def is_global(df: DataFile, specs: dict[int, Any]) -> bool:
     return spec is not None and spec.is_unpartitioned()
 
 
+def is_dv(df: DataFile) -> bool:
+    """A deletion vector (format v3): a blob in a Puffin file, its entry naming the one data file it applies to."""
+    fmt = df.file_format
+    return str(getattr(fmt, "value", fmt)).upper() == "PUFFIN"
+
+
+def puffin_dvs(path: str) -> list[Any]:
+    """The deletion vectors of a Puffin file (pyiceberg's DeletionVector: referenced_data_file, to_vector())."""
+    from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
+    from pyiceberg.table.puffin import PuffinFile
+
+    from bench.core.catalog.s3 import filesystem
+
+    fs, local = filesystem(path if "://" in path else "file://" + local_path(path))
+    with fs.open_input_stream(local) as f:
+        return deletion_vectors_from_puffin_file(PuffinFile(f.read()))
+
+
+def dv_rows(entries: list[ManifestEntry]) -> list[tuple[str, int, int]]:
+    """(data file, row position, sequence number) of every row the deletion vectors of these live entries delete.
+    pyiceberg reads a manifest entry without its v3 fields (referenced_data_file, content_offset), so each Puffin
+    file's blobs are taken whole: a blob superseded by a later deletion vector of the same data file holds a subset
+    of its rows (Iceberg merges a file's deletes into its new vector), so the union is the same."""
+    seqs = {e.data_file.file_path: seq(e) for e in entries}
+    return [(dv.referenced_data_file, int(pos), s) for path, s in seqs.items() for dv in puffin_dvs(path)
+            for pos in dv.to_vector().to_pylist()]
+
+
 def position_targets(df: DataFile) -> list[str] | None:
     """The data file(s) a position-delete file points at, from its file_path bounds when they are
     equal (None when the bounds do not say: the file must be read)."""
@@ -99,8 +127,13 @@ def classify(files: LiveFiles, specs: dict[int, Any]) -> DeleteClassification:
         k = scope(e.data_file)
         min_seq_by_scope[k] = min(min_seq_by_scope.get(k, seq(e)), seq(e))
     min_seq_all = min(data_seq.values()) if data_seq else None
-    unknown = [e.data_file.file_path for e in files.position if position_targets(e.data_file) is None]
+    unknown = [e.data_file.file_path for e in files.position
+               if position_targets(e.data_file) is None and not is_dv(e.data_file)]
     read = read_position_targets(unknown)
+    # deletion vectors: pyiceberg's entry lacks referenced_data_file, so a Puffin file's entries are taken together
+    # (targets: every blob's data file): dangling only when none of them is live, as removing by path removes all
+    read |= {p: [dv.referenced_data_file for dv in puffin_dvs(p)]
+             for p in {e.data_file.file_path for e in files.position if is_dv(e.data_file)}}
     out = DeleteClassification(position=len(files.position), equality=len(files.equality))
     for e in files.position:
         targets = position_targets(e.data_file) or read.get(e.data_file.file_path, [])

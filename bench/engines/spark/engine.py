@@ -183,6 +183,28 @@ def strategy_args(job: CompactionJob) -> str:
     return "strategy => 'binpack', "
 
 
+def derived_options(job: CompactionJob) -> dict[str, Scalar]:
+    """rewrite_data_files' options from the job's sizes and intent (bench.core.work): small files are work in a
+    partition holding `min_files` or more (min-input-files; Iceberg's default 5 would leave smaller partitions
+    uncompacted), or every file (rewrite-all); applying deletes (and files with-deletes): every data file with a
+    delete file is rewritten (delete-file-threshold 1) and the deletes left dangling are removed
+    (remove-dangling-deletes; with a partition filter the harness's own step instead, scoped to it).  With files
+    with-deletes Spark's size rule still packs small files too (in groups of min-input-files): it has no option
+    that selects only the files with deletes."""
+    work = job.intent()
+    options: dict[str, Scalar] = {"target-file-size-bytes": int(job.target_file_size_bytes),
+                                  "min-file-size-bytes": int(job.small_file_threshold_bytes)}
+    if work.files == "all":
+        options["rewrite-all"] = True
+    else:
+        options["min-input-files"] = work.min_files
+    if work.applies_deletes:
+        options["delete-file-threshold"] = 1
+        if not job.partition_filter:  # Iceberg's removal scans the whole table: with a filter, the harness's step
+            options["remove-dangling-deletes"] = True
+    return options
+
+
 class SparkEngine(EngineBase):
     name: ClassVar[str] = "spark"
     description: ClassVar[str] = ("Apache Spark 3.5 + Iceberg 1.10 rewrite_data_files (bin-pack, sort, z-order), "
@@ -201,9 +223,12 @@ class SparkEngine(EngineBase):
     # Iceberg 1.10's rewrite_data_files: strategy => 'sort' sorts each file group by the table's sort order
     # (range-partitioned: output files of a group do not overlap); sort_order => 'zorder(c1,c2)' z-orders;
     # rewrite_data_files and rewrite_position_delete_files take `where` (Iceberg 1.10.2's procedure parameters)
-    # and Iceberg's expire_snapshots(table, older_than, retain_last) and rewrite_manifests(table) procedures
+    # and Iceberg's expire_snapshots(table, older_than, retain_last) and rewrite_manifests(table) procedures;
+    # Iceberg 1.10 reads and writes format v3 (deletion vectors): verified on a Spark-written v3 table with one
+    # (tests/runner/test_work_intent.py)
     supports: ClassVar[frozenset[str]] = frozenset({"sort", "zorder", "partition-filter", "partition-filter-deletes",
-                                                    "maintenance", "expire-snapshots", "rewrite-manifests"})
+                                                    "maintenance", "expire-snapshots", "rewrite-manifests",
+                                                    "format-v3"})
     not_supported: ClassVar[dict[str, str]] = {"branch": (
         "Iceberg 1.10.2's rewrite_data_files cannot compact a branch: the action plans from the table's current "
         "snapshot (main); named as table => 'ns.t.branch_ingest', or with spark.wap.branch set, it silently "
@@ -348,7 +373,7 @@ class SparkEngine(EngineBase):
         with clock.phase("catalog warm-up", "SHOW TABLES: initializes Iceberg's JdbcCatalog, loads no table"):
             namespace = job.table.rsplit(".", 1)[0]
             self.spark.sql(f"SHOW TABLES IN {job.catalog.name}.{namespace}").collect()
-        if job.kind == "deletes":
+        if job.intent().applies_deletes:
             with clock.phase("inspector", "pyiceberg catalog client and the delete rules, for dangling deletes"):
                 import pyiceberg.io.pyarrow  # noqa: F401
 
@@ -486,11 +511,8 @@ class SparkEngine(EngineBase):
         # Fully qualified: the namespace "bench" is also the catalog's name, so 'bench.t' would be
         # read as table t in catalog bench.
         table = f"{cat.name}.{cat.qualified(job.table)}"
-        options: dict[str, Any] = {"target-file-size-bytes": int(job.target_file_size_bytes),
-                                   "min-file-size-bytes": int(job.small_file_threshold_bytes)}
-        if job.kind == "deletes":
-            options["delete-file-threshold"] = 1
-        options.update(opts.rewrite_options)
+        asked = self.asked(job)
+        options: dict[str, Any] = asked["rewrite_data_files"]
         result: dict[str, Any] = {}
         # a partition filter: both procedures take it as `where` (Spark SQL; pyiceberg's syntax is a subset)
         where = f", where => {spark_literal(job.partition_filter)}" if job.partition_filter else ""
@@ -499,20 +521,55 @@ class SparkEngine(EngineBase):
                 rows = self._sql(f"CALL {cat.name}.system.rewrite_data_files(table => {spark_literal(table)}, "
                                  f"{strategy_args(job)}options => {spark_map(options)}{where})")
             result = _row_dict(rows)
-            if job.kind == "deletes":
-                with clock.phase("rewrite_position_delete_files", "rewrite-all: drops dangling position deletes"):
-                    rows = self._sql(f"CALL {cat.name}.system.rewrite_position_delete_files("
-                                     f"table => {spark_literal(table)}, options => map('rewrite-all', 'true'){where})")
-                result["rewrite_position_delete_files"] = _row_dict(rows)
-                with clock.phase("remove dangling deletes", "metadata-only commit through Iceberg's Java API"):
-                    result["remove_dangling_deletes"] = self._remove_dangling_deletes(job, table)
+            if job.intent().applies_deletes:
+                self._finish_deletes(job, clock, table, where, result)
         except Exception as exc:  # noqa: BLE001 - classified below
             raise self._classify(exc) from exc
         settings = self._settings(job)
+        settings["work"] = {k: v for k, v in asked.items() if k != "rewrite_data_files"}
         deployment = self._deployment()
         deployment.writes_at_once = self._writes_at_once(opts.rewrite_options)
         return EngineOutcome(engine_result=result, settings=settings, versions=self._versions(),
                              actions=list(self.actions), deployment=deployment)
+
+    def asked(self, job: CompactionJob) -> dict[str, Any]:
+        """What Spark is asked for `job` (derived_options), the scenario's explicit rewrite_options over it
+        (they win; each one that differs from the derived value is recorded under `overridden`)."""
+        derived = derived_options(job)
+        explicit = dict(self.options(job).rewrite_options)
+        steps = ["rewrite_data_files"]
+        if job.intent().applies_deletes:
+            steps += ["rewrite_position_delete_files (rewrite-all), where position delete files are still live",
+                      "remove the delete files still live that apply to no live data file (Java API), where any"]
+        return {"intent": job.intent().describe(), "stated_by": job.intent().stated_by,
+                "rewrite_data_files": {**derived, **explicit}, "steps": steps,
+                "overridden": {k: {"derived": derived[k], "explicit": v} for k, v in explicit.items()
+                               if k in derived and derived[k] != v}}
+
+    def _finish_deletes(self, job: CompactionJob, clock: PhaseClock, table: str, where: str,
+                        result: dict[str, Any]) -> None:
+        """No delete file stays live: rewrite_data_files removed the dangling ones it can see (remove-dangling-
+        deletes); position deletes still live (on an unpartitioned table their sequence numbers can equal the new
+        files') go through rewrite_position_delete_files, and whatever still applies to no live data file is
+        removed through the Java API."""
+        with clock.phase("inspect", "count live delete files in the manifests (pyiceberg)"):
+            left = self._live_deletes(job)
+        result["delete_files_left_after_rewrite"] = {"position": left[0], "equality": left[1]}
+        if left[0]:
+            with clock.phase("rewrite_position_delete_files", "rewrite-all: drops dangling position deletes"):
+                rows = self._sql(f"CALL {job.catalog.name}.system.rewrite_position_delete_files("
+                                 f"table => {spark_literal(table)}, options => map('rewrite-all', 'true'){where})")
+            result["rewrite_position_delete_files"] = _row_dict(rows)
+        if sum(left):
+            with clock.phase("remove dangling deletes", "metadata-only commit through Iceberg's Java API"):
+                result["remove_dangling_deletes"] = self._remove_dangling_deletes(job, table)
+
+    def _live_deletes(self, job: CompactionJob) -> tuple[int, int]:
+        """(position, equality) delete files live in the table now."""
+        from bench.core.table import live_files
+
+        files = live_files(self._inspector.load_table(job.catalog.qualified(job.table)))
+        return len(files.position), len(files.equality)
 
     def _table(self, job: CompactionJob) -> str:
         return f"{job.catalog.name}.{job.catalog.qualified(job.table)}"
