@@ -13,7 +13,7 @@ from bench.core.cost import PRICE_DATE, PRICE_SOURCE
 from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
 from bench.core.fit import MIN_BUSY
-from reports import campaigns, charts, cluster, compare, confine, safety, streaming
+from reports import campaigns, charts, cluster, compare, confine, floorcheck, safety, streaming
 from reports.fmt import fmt_bytes, fmt_ratio, fmt_seconds, fmt_usd
 from reports.model import (
     STATUS_MEANING,
@@ -48,6 +48,7 @@ def _env() -> Environment:
     env.filters["r2"] = campaigns.fmt_r2
     env.globals["status_class"] = lambda s: STATUS_CLASS.get(s, "warn")
     env.globals["status_meaning"] = lambda s: STATUS_MEANING.get(s, "")
+    env.globals["bound_text"] = floorcheck.bound_text
     return env
 
 
