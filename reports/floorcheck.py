@@ -110,7 +110,9 @@ def bound_text(c: FloorCheck) -> str:
             f"{t.get('read_bytes', 0) / 1e6:.0f} MB at {rates.get('read_mb_s', 0):.0f} MB/s cold; CPU "
             f"{t.get('cpu_s', 0):.2f} s = decode {t.get('decode_cpu_s', 0):.2f} + encode {t.get('encode_cpu_s', 0):.2f}"
             f" + hash join {t.get('join_cpu_s', 0):.2f} CPU-s on {t.get('cores', 0):g} cores; rates of "
-            f"{rates.get('measured_at', '?')})")
+            f"{rates.get('measured_at', '?')})"
+            + (f"; {t['idle_seconds']:.2f} s with each core to itself (the rates per CPU-second)"
+               if t.get("idle_seconds") else ""))
 
 
 def summary_lines(c: FloorCheck) -> list[str]:

@@ -9,7 +9,9 @@ dataset manifests (`<state dir>/datasets/<table>.rates.json`).
 The bound is the least time the bytes and rows of one rewrite can take on `cores` cores at those rates,
 the device and the CPUs overlapping perfectly: max(bytes read / read rate, CPU seconds / cores), where
 the CPU seconds are decoding the input, encoding the output and (for deletes) building and probing one
-hash table per delete scope.  Nothing else (planning, listing, writing back to the device) is in it: no
+hash table per delete scope.  The rates are wall-clock rates of one thread, as the machine delivers them
+when measured (on a shared machine: with its load); `idle_seconds` is the same bound from the rates per
+CPU-second (a core to itself).  Nothing else (planning, listing, writing back to the device) is in it: no
 rewrite can be faster than it here, a floor should be close to it.
 """
 
@@ -39,6 +41,9 @@ class TableRates(BaseModel):
     encode_rows_s_per_core: dict[str, float] = Field(default_factory=dict)  # per output codec
     join_rows_s_per_core: float  # build + probe rows per second, one thread (the faster library measured)
     join_library: str = ""
+    # the same per CPU-second of the measuring process (decode_mb, encode_rows_<codec>, join_rows): what a core
+    # does when it is not shared, for the bound of an idle machine
+    cpu: dict[str, float] = Field(default_factory=dict)
     rounds: int = 1
     notes: list[str] = Field(default_factory=list)
 
@@ -72,7 +77,13 @@ def physical_bound(rates: TableRates, cores: float, read_bytes: int, data_bytes:
     encode_cpu = rows_out / enc
     join_cpu = join_rows / rates.join_rows_s_per_core
     cpu_s = (decode_cpu + encode_cpu + join_cpu) / cores
-    return {"seconds": max(read_s, cpu_s), "limited_by": "device read" if read_s >= cpu_s else "CPU",
+    c = rates.cpu
+    idle = None
+    if c.get("decode_mb") and c.get(f"encode_rows_{codec}") and c.get("join_rows"):
+        idle = max(read_s, (data_bytes / 1e6 / c["decode_mb"] + rows_out / c[f"encode_rows_{codec}"]
+                            + join_rows / c["join_rows"]) / cores)
+    return {"seconds": max(read_s, cpu_s), "idle_seconds": idle,
+            "limited_by": "device read" if read_s >= cpu_s else "CPU",
             "read_s": read_s, "cpu_s": cpu_s, "decode_cpu_s": decode_cpu, "encode_cpu_s": encode_cpu,
             "join_cpu_s": join_cpu, "cores": cores, "read_bytes": read_bytes, "data_bytes": data_bytes,
             "rows_out": rows_out, "join_rows": join_rows, "codec": codec,

@@ -56,27 +56,29 @@ def cold_read_mb_s(paths: list[str], readers: int) -> float:
     return total / 1e6 / (time.perf_counter() - t0)
 
 
-def decode(blobs: list[bytes]) -> tuple[float, float, list[Any]]:
-    """(on-disk MB/s, rows/s, the tables) decoding the files' bytes on one thread."""
+def decode(blobs: list[bytes]) -> tuple[float, float, list[Any], float]:
+    """(on-disk MB/s, rows/s, the tables, on-disk MB per CPU-second) decoding the files' bytes on one thread."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     tables = [pq.read_table(pa.BufferReader(b), use_threads=False) for b in blobs]
-    s = time.perf_counter() - t0
-    return sum(map(len, blobs)) / 1e6 / s, sum(t.num_rows for t in tables) / s, tables
+    s, cpu = time.perf_counter() - t0, time.process_time() - c0
+    mb = sum(map(len, blobs)) / 1e6
+    return mb / s, sum(t.num_rows for t in tables) / s, tables, mb / max(cpu, 1e-9)
 
 
-def encode_rows_s(table: Any, codec: str) -> float:
+def encode_rows_s(table: Any, codec: str) -> tuple[float, float]:
+    """(rows/s, rows per CPU-second) writing `table` to memory with `codec` on one thread."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     pq.write_table(table, pa.BufferOutputStream(), compression="none" if codec == "uncompressed" else codec)
-    return table.num_rows / (time.perf_counter() - t0)
+    return table.num_rows / (time.perf_counter() - t0), table.num_rows / max(time.process_time() - c0, 1e-9)
 
 
-def join_rows_s(table: Any, cols: list[str]) -> float:
+def join_rows_s(table: Any, cols: list[str]) -> tuple[float, float]:
     """(build + probe) rows/s of DuckDB's hash join on one thread: every row probed against a hash
     table of every tenth row's key (as an equality delete's keys are a share of the rows)."""
     import duckdb
@@ -87,11 +89,12 @@ def join_rows_s(table: Any, cols: list[str]) -> float:
     con.register("probe", probe)
     con.register("build", build)
     on = " AND ".join(f'p."{c}" IS NOT DISTINCT FROM b."{c}"' for c in cols)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     con.execute(f"SELECT count(*) FROM probe p ANTI JOIN build b ON {on}").fetchone()
-    s = time.perf_counter() - t0
+    s, cpu = time.perf_counter() - t0, time.process_time() - c0
     con.close()
-    return (probe.num_rows + build.num_rows) / s
+    rows = probe.num_rows + build.num_rows
+    return rows / s, rows / max(cpu, 1e-9)
 
 
 def _key_columns(tbl: Any, files: Any, table: Any) -> list[str]:
@@ -120,13 +123,17 @@ def measure_table(settings: CatalogSettings, ds: GeneratedTable, max_files: int,
 
     table = pa.concat_tables(decodes[0][2])
     cols = _key_columns(tbl, files, table)
+    enc = {c: [encode_rows_s(table, c) for _ in range(rounds)] for c in CODECS}
+    joins = [join_rows_s(table, cols) for _ in range(rounds)]
     return TableRates(
         table=ds.table, measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
         input_codec=str(ds.recipe.get("codec", "?")), files=len(paths), bytes=sum(map(len, blobs)), rows=table.num_rows,
         read_mb_s=max(reads), decode_mb_s_per_core=max(d[0] for d in decodes),
         decode_rows_s_per_core=max(d[1] for d in decodes),
-        encode_rows_s_per_core={c: max(encode_rows_s(table, c) for _ in range(rounds)) for c in CODECS},
-        join_rows_s_per_core=max(join_rows_s(table, cols) for _ in range(rounds)), join_library="duckdb",
+        encode_rows_s_per_core={c: max(w for w, _ in v) for c, v in enc.items()},
+        join_rows_s_per_core=max(w for w, _ in joins), join_library="duckdb",
+        cpu={"decode_mb": max(d[3] for d in decodes), "join_rows": max(c for _, c in joins),
+             **{f"encode_rows_{c}": max(x for _, x in v) for c, v in enc.items()}},
         rounds=rounds, notes=[f"cold read with O_DIRECT, {readers} files at a time; join keys {', '.join(cols)}"])
 
 

@@ -16,7 +16,8 @@ ENGINES = json.loads((Path(__file__).resolve().parent / "data" / "floor-variants
 FLOOR = "arrow-floor"
 RATES = TableRates(table="bench.t", measured_at="2026-11-27T06:00:00+00:00", input_codec="snappy", files=4,
                    bytes=4, rows=4, read_mb_s=400.0, decode_mb_s_per_core=100.0, decode_rows_s_per_core=1e6,
-                   encode_rows_s_per_core={"snappy": 1e6}, join_rows_s_per_core=1e7)
+                   encode_rows_s_per_core={"snappy": 1e6}, join_rows_s_per_core=1e7,
+                   cpu={"decode_mb": 200.0, "encode_rows_snappy": 2e6, "join_rows": 2e7})
 
 
 def _runs(engine_times: list[float], floor_times: list[float], bound: dict | None) -> list:
@@ -35,6 +36,7 @@ def test_an_engine_beyond_the_spread_marks_the_floor_and_the_bound_is_shown(tmp_
     # 200 MB read (0.5 s), 100 MB decoded (1 CPU-s), 2 M rows encoded (2 CPU-s), 10 M join rows (1 CPU-s): 2 s on 2
     bound = physical_bound(RATES, 2, 200_000_000, 100_000_000, 2_000_000, "snappy", 10_000_000)
     assert bound["seconds"] == 2.0 and bound["limited_by"] == "CPU"
+    assert bound["idle_seconds"] == 1.0  # each CPU-second rate twice the wall rate: half the CPU time
     runs = _runs([11.3, 12.0, 13.0], [19.6, 20.0, 20.9], bound)
     check = floor_check(runs, FLOOR)
     assert check.floor_s == 20.0 and check.bound_s == 2.0 and check.floor_over_bound == 10.0
@@ -46,6 +48,7 @@ def test_an_engine_beyond_the_spread_marks_the_floor_and_the_bound_is_shown(tmp_
     assert "data-floor-not-a-floor" in html and "Not a floor:" in html
     assert "risingwave takes 12.0 s, 0.60× of arrow-floor's 20.0 s, beyond the run's own spread of 1.15×" in html
     assert 'data-bound="2.0"' in html and "physical bound 2.00 s (CPU-limited" in html
+    assert "1.00 s with each core to itself" in html
     md = render_markdown([tmp_path / "fb"])
     assert "Engine, floor and bound: risingwave 12.00 s; floor arrow-floor 20.00 s; physical bound 2.00 s" in md
     assert "the floor takes 10.00× the bound" in md and "**Not a floor:** arrow-floor is NOT A FLOOR here" in md
