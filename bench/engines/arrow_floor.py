@@ -41,6 +41,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -91,6 +92,7 @@ class ArrowFloorEngine(EngineBase):
         self.plan: dict[str, Any] = {}
         self.out_dir: Path | None = None
         self.con: Any = None
+        self.catalog: Any = None
         self.rates: TableRates | None = None
 
     def requirements(self) -> list[Requirement]:
@@ -113,16 +115,21 @@ class ArrowFloorEngine(EngineBase):
             config["temp_directory"] = str(Path(job.work_dir) / "floor-spill")
         self.con = duckdb.connect(config=config)
         self.rates = load_rates(job.catalog.state_path, job.table)
+        # the catalog connected and pyiceberg imported here, as an engine starts its session (setup, untimed)
+        from bench.core.catalog import load_catalog
+        from bench.core.partition_filter import table_selector  # noqa: F401
+        from bench.core.table import live_files  # noqa: F401
+
+        self.catalog = load_catalog(job.catalog)
 
     def _list(self, job: CompactionJob) -> None:
         """The snapshot's live files, from its manifests through pyiceberg: timed, as the first phase of the
         compaction (the table is out of reach while an engine sets up)."""
-        from bench.core.catalog import load_catalog
         from bench.core.partition_filter import table_selector
         from bench.core.table import live_files, local_path
         from bench.core.table.deletes import is_global, scope
 
-        tbl = load_catalog(job.catalog).load_table(job.table)
+        tbl = self.catalog.load_table(job.table)
         files = live_files(tbl)
         specs, schema = tbl.specs(), tbl.schema()
         order = tbl.sort_order()
@@ -173,7 +180,7 @@ class ArrowFloorEngine(EngineBase):
             self._list(job)
         cores = max(1, int(job.cores))
         with clock.phase("read deletes", "position and equality delete files, with their sequence numbers"):
-            deletes = Deletes.read(self.plan)
+            deletes = Deletes.read(self.plan, cores)
         with clock.phase("select files", "bin-packing: files below the small-file threshold; deletes: files "
                                          "a delete file applies to (the engines' choice); of the partitions a "
                                          "partition filter selects"):
@@ -310,23 +317,28 @@ class Deletes:
             self._eq_max[sc] = max(self._eq_max[sc], max(t.column(SEQ).to_pylist(), default=-1))
 
     @classmethod
-    def read(cls, plan: dict) -> Deletes:
+    def read(cls, plan: dict, threads: int = 1) -> Deletes:
+        """Every delete file of `plan`, `threads` read at a time."""
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        def with_seq(t: Any, seq: int) -> Any:
+        def load(item: tuple[str, int, list[str]]) -> Any:
+            local, seq, cols = item
+            t = pq.read_table(local, columns=cols, use_threads=False)
             return t.append_column(SEQ, pa.array([seq] * t.num_rows, pa.int64()))
 
-        pos = [with_seq(pq.read_table(local, columns=["file_path", "pos"]), seq) for local, seq in plan["position"]]
+        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+            pos = list(pool.map(load, [(local, seq, ["file_path", "pos"]) for local, seq in plan["position"]]))
+            eqs = list(pool.map(load, [(local, seq, list(cols)) for local, seq, _, _, cols in plan["equality"]]))
         position = None
         if pos:
             position = pa.concat_tables(pos)  # the data files' URIs as local paths, as the query reads them
             position = position.set_column(0, "file_path", pc.replace_substring_regex(
                 position.column("file_path").cast(pa.string()), "^file:(//)?", ""))
         eq: dict[tuple, list] = defaultdict(list)
-        for local, seq, part, glob, cols in plan["equality"]:
-            eq[(None if glob else part, cols)].append(with_seq(pq.read_table(local, columns=list(cols)), seq))
+        for (_, _, part, glob, cols), t in zip(plan["equality"], eqs):
+            eq[(None if glob else part, cols)].append(t)
         return cls(position, {k: pa.concat_tables(v, promote_options="permissive") for k, v in eq.items()})
 
     def applies(self, d: dict) -> bool:
