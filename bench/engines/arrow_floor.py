@@ -194,14 +194,16 @@ class ArrowFloorEngine(EngineBase):
                 + (f", COMPRESSION_LEVEL {int(job.output_codec_level)}" if job.output_codec_level is not None else "")
                 + f", ROW_GROUP_SIZE {rows_per_group}, ROW_GROUPS_PER_FILE "
                   f"{max(1, round(rows_per_file / rows_per_group))}, FILENAME_PATTERN 'floor-{{i}}'")
-        written: list[str] = []
-        join_rows = 0
         self.out_dir.mkdir(parents=True, exist_ok=True)
         with clock.phase("read, apply deletes, write", f"DuckDB on {cores} threads: per partition one query "
-                                                       "(read, anti-join the deletes) COPY'd to Parquet"):
-            for k, members in enumerate(groups.values()):
-                join_rows += self._rewrite(job, deletes, members, self.out_dir / f"part-{k}", copy)
-                written += sorted(str(p) for p in (self.out_dir / f"part-{k}").glob("*.parquet"))
+                                                       "(read, anti-join the deletes) COPY'd to Parquet, up to "
+                                                       f"{cores} partitions at a time"), \
+                ThreadPoolExecutor(max_workers=max(1, min(cores, len(groups)))) as pool:
+            outs = [self.out_dir / f"part-{k}" for k in range(len(groups))]
+            tasks = [pool.submit(self._rewrite_cursor, job, deletes, members, out, k, copy)
+                     for k, (members, out) in enumerate(zip(groups.values(), outs))]
+            join_rows = sum(t.result() for t in tasks)
+            written = [str(p) for out in outs for p in sorted(out.glob("*.parquet"))]
             rows_out = sum(pq.read_metadata(f).num_rows for f in written)
         return EngineOutcome(
             engine_result={"files_rewritten": len(rewrite), "files_kept": len(kept), "files_written": len(written),
@@ -217,12 +219,25 @@ class ArrowFloorEngine(EngineBase):
             versions=self._versions(),
             actions=[self._action(job, rewrite, groups)],
             commits="none", deployment=Deployment(mode="embedded", cores=cores, writes_at_once={
-                "partitions written at once (one COPY after another)": 1, "partitions rewritten": len(groups)}),
+                "partitions written at once (one COPY each, on DuckDB's shared threads)": min(cores, len(groups)),
+                "partitions rewritten": len(groups)}),
             output_files=kept + [Path(os.path.abspath(p)).as_uri() for p in written])
 
-    def _rewrite(self, job: CompactionJob, deletes: Deletes, members: list[dict], out: Path, copy: str) -> int:
+    def _rewrite_cursor(self, job: CompactionJob, deletes: Deletes, members: list[dict], out: Path, k: int,
+                        copy: str) -> int:
+        """_rewrite on a cursor of its own (partitions rewritten at once share DuckDB's threads)."""
+        con = self.con.cursor()
+        try:
+            return self._rewrite(job, deletes, members, out, copy, con, f"_{k}")
+        finally:
+            con.close()
+
+    def _rewrite(self, job: CompactionJob, deletes: Deletes, members: list[dict], out: Path, copy: str,
+                 con: Any = None, tag: str = "") -> int:
         """One partition's files, deletes applied, COPY'd to `out`: the rows its hash joins built and probed."""
         import pyarrow.parquet as pq
+
+        con = self.con if con is None else con
 
         schema = pq.read_schema(members[0]["local"])  # the input's columns and field ids
         ids = {f.name: int(f.metadata[b"PARQUET:field_id"]) for f in schema if f.metadata
@@ -238,21 +253,21 @@ class ArrowFloorEngine(EngineBase):
         joins = []
         pos = deletes.position_table(members)
         if pos is not None:
-            self.con.register("floor_pos", pos)
-            joins.append(f"ANTI JOIN floor_pos p ON p.file_path = d.filename AND p.pos = d.file_row_number "
+            con.register(f"floor_pos{tag}", pos)
+            joins.append(f"ANTI JOIN floor_pos{tag} p ON p.file_path = d.filename AND p.pos = d.file_row_number "
                          f"AND p.{SEQ} >= d.{SEQ}")
         eq = deletes.equality_tables(members[0]["scope"])
         for j, (cols, keys) in enumerate(eq):
-            self.con.register(f"floor_eq{j}", keys)
+            con.register(f"floor_eq{tag}_{j}", keys)
             on = " AND ".join(f"d.{_q(c)} IS NOT DISTINCT FROM e{j}.{_q(c)}" for c in cols)
-            joins.append(f"LEFT JOIN floor_eq{j} e{j} ON {on}")
+            joins.append(f"LEFT JOIN floor_eq{tag}_{j} e{j} ON {on}")
             where.append(f"(e{j}.{SEQ} IS NULL OR e{j}.{SEQ} <= d.{SEQ})")
         query = (f"SELECT {', '.join('d.' + _q(f.name) for f in schema)} FROM ({reads}) d " + " ".join(joins)
                  + (f" WHERE {' AND '.join(where)}" if where else "") + self._order_by(job))
-        self.con.execute(f"COPY ({query}) TO {_lit(str(out))} ({copy}"
+        con.execute(f"COPY ({query}) TO {_lit(str(out))} ({copy}"
                          + (f", FIELD_IDS {field_ids}" if field_ids else "") + ")")
-        for name in ["floor_pos"] * (pos is not None) + [f"floor_eq{j}" for j in range(len(eq))]:
-            self.con.unregister(name)
+        for name in [f"floor_pos{tag}"] * (pos is not None) + [f"floor_eq{tag}_{j}" for j in range(len(eq))]:
+            con.unregister(name)
         probed = sum(d["rows"] for d in members) if (pos is not None or eq) else 0
         return probed + (pos.num_rows if pos is not None else 0) + sum(t.num_rows for _, t in eq)
 
