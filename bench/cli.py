@@ -440,6 +440,24 @@ def selfcheck_datagen(files, file_mb, codec, rounds):
         click.echo(line)
 
 
+@selfcheck.command("rates")
+@click.option("--warehouse", default=None, help="The warehouse whose datasets are measured (default: the local one).")
+@click.option("--table", "tables", multiple=True, help="A dataset table (repeatable; default: every dataset).")
+@click.option("--files", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Data files measured per table (the first, by path).")
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Rounds of each measurement; the best is kept.")
+@click.option("--readers", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Files read at a time for the device's cold read throughput.")
+@one_line_errors
+def selfcheck_rates(warehouse, tables, files, rounds, readers):
+    """This machine's rates on a dataset's files (cold read, decode, encode, hash join), for arrow-floor's bound."""
+    from bench.telemetry.rates import run_rates
+
+    for line in run_rates(warehouse, list(tables), max_files=files, rounds=rounds, readers=readers):
+        click.echo(line)
+
+
 @selfcheck.command("scaling")
 @click.option("--files", type=click.IntRange(min=2), default=87, show_default=True,
               help="Files of the table generated and read (87 = the local scale of bin-packing).")

@@ -27,6 +27,7 @@ from bench.core.fmt import fmt_bytes, fmt_value
 from bench.core.results import RunResult
 from bench.core.spread import Spread
 from bench.core.stats import floor_multiples, paired_speedup
+from reports.floorcheck import FloorCheck, floor_check
 from reports.model import EngineRow, LoadedRun, ResultSet, _median
 
 
@@ -83,6 +84,7 @@ class FloorView:
     same_set: bool
     rows: list[FloorRow]
     anchor: str = ""
+    check: FloorCheck | None = None  # engine, floor and bound; the floor's self-check (reports.floorcheck)
 
     @property
     def floor_row(self) -> FloorRow:
@@ -149,7 +151,9 @@ def floor_view(rs: ResultSet, source: ResultSet, floor: str) -> FloorView | None
             elif not same:  # different run sets: every run of the engine against every run of the floor
                 fr.spread = Spread.of(a / b for a in d.values for b in fl.row.stats.duration_s.values if b)
         rows.append(fr)
-    return FloorView(floor=floor, source=source, same_set=same, rows=rows, anchor=f"{rs.anchor}-floor-{floor}")
+    runs = [lr.r for lr in source.runs if lr.r.engine == floor] + [lr.r for lr in rs.runs if lr.r.engine in engines]
+    return FloorView(floor=floor, source=source, same_set=same, rows=rows, anchor=f"{rs.anchor}-floor-{floor}",
+                     check=floor_check(runs, floor))
 
 
 def floor_views(sets: list[ResultSet]) -> dict[str, list[FloorView]]:

@@ -26,6 +26,7 @@ from bench.core.fileio import write_atomic
 from bench.core.fmt import fmt_bytes, fmt_ratio, fmt_scale, fmt_seconds
 from bench.core.spread import Spread
 from bench.core.stats import floor_multiples
+from reports.floorcheck import floor_checks, summary_lines
 from reports.model import ResultSet, build, load_runs
 
 BLOCK = re.compile(r"^(<!-- BEGIN generated: (?P<src>[^>\n]*?) -->\n)(?P<body>.*?)^(<!-- END generated -->)",
@@ -62,6 +63,39 @@ def _files(values: list[int | None]) -> str:
     return str(vals[0]) if len(vals) == 1 else f"{vals[0]}–{vals[-1]}"
 
 
+def _engine_table(rs: ResultSet) -> list[str]:
+    """The engines' table (times, phases, memory, files, × each floor) and its caption."""
+    out: list[str] = []
+    multiples = {(m.engine, m.floor): m for m in floor_multiples([lr.r for lr in rs.runs])}
+    floor_cols = [f for f in rs.floor_labels if any(k[1] == f for k in multiples)]
+    header = ["engine", "verified", "compaction time", "phases (median)", "setup (median)", "time to result",
+              "peak RSS", "files in → out"] + [f"× {f}" for f in floor_cols]
+    out.append("| " + " | ".join(header) + " |")
+    out.append("|" + "---|" * len(header))
+    for row in rs.rows:
+        st = row.stats
+        good = [lr.r for lr in row.verified_runs]
+        if row.missing:
+            cells = [row.engine, row.status_text, row.missing, "", "", "", "", ""]
+        else:
+            phases = "; ".join(f"{p.name} {fmt_seconds(p.seconds.median)}" for p in row.phases if not p.setup)
+            cells = [row.engine, f"{st.verified} of {st.runs}" + (f" ({row.status_text})" if st.verified < st.runs
+                                                                    else ""),
+                     _spread(st.duration_s, fmt_seconds), phases or "—", fmt_seconds(st.setup_s.median),
+                     _spread(st.time_to_result_s, fmt_seconds), _spread(st.peak_rss_bytes, fmt_bytes),
+                     f"{_files([r.files_in for r in good])} → {_files([r.files_out for r in good])}"]
+        for f in floor_cols:
+            m = multiples.get((row.engine, f))
+            cells.append(_spread(m.ratio, fmt_ratio) if m is not None and m.ratio.n else "—")
+        out.append(_row(cells))
+    out += ["", "Times are the compaction (the sum of the phases; session start-up and catalog warm-up are the "
+                "setup column, outside it, while the table is out of the engine's reach; time to result is both), "
+                "medians with min–max over verified runs"
+            + (f"; × {', '.join(floor_cols)}: an engine's time as a multiple of the floor's, paired by repetition "
+               f"(a floor commits nothing and is in no speedup)" if floor_cols else "") + "."]
+    return out
+
+
 def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3) -> str:
     """One run set (scenario, scale, run): the headline, the per-engine table and the readers' table."""
     first = rs.first
@@ -96,33 +130,9 @@ def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3)
     elif len(rs.committing) >= 2:
         out.append("**No headline:** no repetition has a verified run of two committing engines.")
     out.append("")
-    multiples = {(m.engine, m.floor): m for m in floor_multiples([lr.r for lr in rs.runs])}
-    floor_cols = [f for f in rs.floor_labels if any(k[1] == f for k in multiples)]
-    header = ["engine", "verified", "compaction time", "phases (median)", "setup (median)", "time to result",
-              "peak RSS", "files in → out"] + [f"× {f}" for f in floor_cols]
-    out.append("| " + " | ".join(header) + " |")
-    out.append("|" + "---|" * len(header))
-    for row in rs.rows:
-        st = row.stats
-        good = [lr.r for lr in row.verified_runs]
-        if row.missing:
-            cells = [row.engine, row.status_text, row.missing, "", "", "", "", ""]
-        else:
-            phases = "; ".join(f"{p.name} {fmt_seconds(p.seconds.median)}" for p in row.phases if not p.setup)
-            cells = [row.engine, f"{st.verified} of {st.runs}" + (f" ({row.status_text})" if st.verified < st.runs
-                                                                    else ""),
-                     _spread(st.duration_s, fmt_seconds), phases or "—", fmt_seconds(st.setup_s.median),
-                     _spread(st.time_to_result_s, fmt_seconds), _spread(st.peak_rss_bytes, fmt_bytes),
-                     f"{_files([r.files_in for r in good])} → {_files([r.files_out for r in good])}"]
-        for f in floor_cols:
-            m = multiples.get((row.engine, f))
-            cells.append(_spread(m.ratio, fmt_ratio) if m is not None and m.ratio.n else "—")
-        out.append(_row(cells))
-    out += ["", "Times are the compaction (the sum of the phases; session start-up and catalog warm-up are the "
-                "setup column, outside it, while the table is out of the engine's reach; time to result is both), "
-                "medians with min–max over verified runs"
-            + (f"; × {', '.join(floor_cols)}: an engine's time as a multiple of the floor's, paired by repetition "
-               f"(a floor commits nothing and is in no speedup)" if floor_cols else "") + "."]
+    out += _engine_table(rs)
+    for check in floor_checks([lr.r for lr in rs.runs]):
+        out += [""] + summary_lines(check)
     if rs.reads is not None and rs.reads.rows and rs.reads.engines:
         rv = rs.reads
         out += ["", "What readers gained (median before → median after per engine; ratio = before / after, "

@@ -14,7 +14,7 @@ from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
 from bench.core.fit import MIN_BUSY
 from bench.core.fmt import fmt_bytes, fmt_gb, fmt_r2, fmt_ratio, fmt_scale, fmt_seconds, fmt_usd
-from reports import campaigns, charts, cluster, compare, confine, safety, streaming
+from reports import campaigns, charts, cluster, compare, confine, floorcheck, safety, streaming
 from reports.model import (
     STATUS_MEANING,
     Report,
@@ -47,6 +47,7 @@ def _env() -> Environment:
     env.filters["r2"] = fmt_r2
     env.globals["status_class"] = lambda s: STATUS_CLASS.get(s, "warn")
     env.globals["status_meaning"] = lambda s: STATUS_MEANING.get(s, "")
+    env.globals["bound_text"] = floorcheck.bound_text
     return env
 
 

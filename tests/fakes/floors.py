@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from bench.core.catalog import load_catalog
 from bench.engines.arrow_floor import ArrowFloorEngine
@@ -14,9 +14,8 @@ class LossyFloor(ArrowFloorEngine):
 
     name: ClassVar[str] = "lossyfloor"
 
-    @staticmethod
-    def _apply(t: Any, d: dict, positions: dict, equality: list) -> Any:
-        return ArrowFloorEngine._apply(t, d, positions, equality).slice(1)
+    def _extra_where(self) -> list[str]:
+        return ["d.file_row_number <> 0"]
 
 
 class CommittingFloor(ArrowFloorEngine):
@@ -48,5 +47,6 @@ class UnsortedFloor(ArrowFloorEngine):
 
     name: ClassVar[str] = "unsortedfloor"
 
-    def _sorted(self, t: Any) -> Any:
-        return ArrowFloorEngine._sorted(self, t)[::-1]
+    def _order_by(self, job: CompactionJob) -> str:
+        order = ArrowFloorEngine._order_by(self, job)
+        return order.replace(" ASC ", " __A ").replace(" DESC ", " ASC ").replace(" __A ", " DESC ")
