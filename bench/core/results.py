@@ -27,8 +27,9 @@ from bench.core.spread import Spread
 # RSS watchdog); heap-oom: the engine's own memory limit (e.g. the JVM heap) was hit below the
 # budget; timeout: the time limit was exceeded.
 Status = Literal["ok", "failed", "oom", "heap-oom", "timeout", "unsupported"]
+EngineStatus = Literal["ok", "failed", "oom", "heap-oom", "timeout"]  # how an engine's process ended
 # a streaming cycle's maintenance step: how its process ended, or none (the baseline runs no maintenance)
-MaintenanceStatus = Literal["ok", "failed", "oom", "heap-oom", "timeout", "none"]
+MaintenanceStatus = Literal[EngineStatus, "none"]
 STATUSES: tuple[str, ...] = ("ok", "failed", "oom", "heap-oom", "timeout")
 SCHEMA_VERSION = 2
 RUN_STATE_FILE = "run.json"

@@ -17,15 +17,19 @@ import os
 import traceback
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from pyiceberg.table.metadata import TableMetadata
 
+from bench.core.catalog import CatalogSettings
 from bench.core.results import RunResult
+from bench.core.work import WorkIntent
 from bench.engines import engine_class
 from bench.engines.base import CompactionJob, MaintenanceOp
 from bench.runner.context import RunContext, Slot, flush_dir
 from bench.runner.inputs import reset_input
 from bench.runner.process import LOG_TAIL_LINES, EngineRun, run_engine_process, storage_record, tail
+from bench.scenario import Scenario
 
 __all__ = ["build_job", "harness_failed", "record_engine", "record_unsupported", "restore_input", "run_engine_process",
            "why_unsupported"]
@@ -56,24 +60,32 @@ def restore_input(ctx: RunContext, r: RunResult) -> tuple[set[str], TableMetadat
     return before_paths, before_meta
 
 
+def scenario_job(sc: Scenario, table: str, catalog: CatalogSettings, options: dict[str, Any], target: int,
+                 threshold: int, work: WorkIntent | None, **run: Any) -> CompactionJob:
+    """The CompactionJob of `sc` on `table`: its target and threshold, codec, layout strategy and work, the
+    engine's options; `run` the engine run's own fields (budget, cores, work dir, branch, filter, ...)."""
+    return CompactionJob(table=table, catalog=catalog, scenario=sc.name, kind=sc.kind, target_file_size_bytes=target,
+                         small_file_threshold_bytes=threshold, output_codec=sc.output.codec,
+                         output_codec_level=sc.output.level, options=options, strategy=sc.rewrite.strategy,
+                         zorder_columns=list(sc.rewrite.zorder_columns), work=work, **run)
+
+
 def build_job(ctx: RunContext, slot: Slot, work: Path, branch: str | None = None,
               maintenance: Iterable[MaintenanceOp] = ()) -> CompactionJob:
-    """The one CompactionJob of an engine run: the scenario's target and threshold, codec, layout strategy,
-    partition filter, the engine's options, the memory budget and cores; a maintenance step when given."""
-    sc, ds = ctx.scenario, ctx.dataset
+    """The one CompactionJob of an engine run: the scenario's job (scenario_job) with the run's work (the same
+    WorkIntent the verifier gets), the memory budget and cores, partition filter; a maintenance step when given."""
+    ds = ctx.dataset
     assert ds is not None
-    return CompactionJob(table=ds.table, catalog=ctx.catalog_settings, scenario=sc.name, kind=sc.kind,
-                         target_file_size_bytes=ctx.target, small_file_threshold_bytes=ctx.threshold,
-                         output_codec=sc.output.codec, output_codec_level=sc.output.level,
-                         options=ctx.engine_options[slot.engine], memory_budget_bytes=ctx.budget, cores=ctx.cores,
-                         work_dir=str(work), branch=branch or slot.branch or "main", strategy=sc.rewrite.strategy,
-                         zorder_columns=list(sc.rewrite.zorder_columns), partition_filter=ctx.partition_filter,
-                         flush_dir=flush_dir(ctx), maintenance=list(maintenance), work=ctx.work)
+    return scenario_job(ctx.scenario, ds.table, ctx.catalog_settings, ctx.engine_options[slot.engine], ctx.target,
+                        ctx.threshold, ctx.work, memory_budget_bytes=ctx.budget, cores=ctx.cores,
+                        work_dir=str(work), branch=branch or slot.branch or "main",
+                        partition_filter=ctx.partition_filter, flush_dir=flush_dir(ctx),
+                        maintenance=list(maintenance))
 
 
 def record_engine(ctx: RunContext, r: RunResult, er: EngineRun) -> None:
     """What the engine process said and what was measured around it, into the run's result."""
-    r.status = er.status  # type: ignore[assignment]
+    r.status = er.status
     r.error = er.error
     r.process_wall_s = er.process_wall_s
     r.memory_enforcement = er.enforcement

@@ -22,7 +22,7 @@ from typing import Any
 from bench.core import children
 from bench.core.catalog.rest import ServedCatalog
 from bench.core.fileio import write_atomic
-from bench.core.results import CatalogServerUsage, CoreLimit, StorageCap
+from bench.core.results import CatalogServerUsage, CoreLimit, EngineStatus, StorageCap
 from bench.core.units import fmt_bytes
 from bench.engines.base import CompactionJob, WorkerRecord
 from bench.engines.worker import CONTROL_ENV
@@ -52,7 +52,7 @@ def kill_tree(proc: subprocess.Popen) -> None:
 
 @dataclass
 class EngineRun:
-    status: str
+    status: EngineStatus  # how the engine's process ended (classify)
     process_wall_s: float
     record: WorkerRecord | None
     log: Path
@@ -255,8 +255,8 @@ def spawn(ctx: RunContext, slot: Slot, files: tuple[Path, Path, Path], limiter: 
     return Spawned(proc, sampler, wall, timed_out, harness_error, server)
 
 
-def classify(ctx: RunContext, sp: Spawned, limiter: Limiter, out_file: Path) -> tuple[str, WorkerRecord | None,
-                                                                                         str | None]:
+def classify(ctx: RunContext, sp: Spawned, limiter: Limiter,
+             out_file: Path) -> tuple[EngineStatus, WorkerRecord | None, str | None]:
     """(status, the worker's record, error): timeout, oom (the kernel's or the watchdog's evidence), the
     worker's own status, or failed without an outcome; a harness error between setup and compaction wins."""
     record = None
@@ -267,6 +267,7 @@ def classify(ctx: RunContext, sp: Spawned, limiter: Limiter, out_file: Path) -> 
             record = None
     oom_evidence = limiter.evidence(sp.proc.returncode)
     error = record.error if record else None
+    status: EngineStatus
     if sp.timed_out:
         status, error = "timeout", f"time limit of {ctx.timeout_s} s exceeded; process tree killed"
     elif oom_evidence:

@@ -283,7 +283,7 @@ def asked_of_engines(sc: Scenario, tbl: Table, delete_files: int) -> dict[str, A
     CompactionJob.work carries) and each engine's options derived from it, or why the engine cannot run."""
     from bench.core.catalog import CatalogSettings
     from bench.engines import REGISTRY, engine_class
-    from bench.engines.base import CompactionJob
+    from bench.runner.engine_run import scenario_job
 
     sc.on_table(tbl.metadata.format_version)
     work = sc.work_intent(delete_files > 0)
@@ -294,10 +294,8 @@ def asked_of_engines(sc: Scenario, tbl: Table, delete_files: int) -> dict[str, A
         if why:
             engines[name] = {"unsupported": "; ".join(why)}
             continue
-        job = CompactionJob(table=".".join(tbl.name()), catalog=CatalogSettings(warehouse=tbl.location()),
-                            scenario=sc.name, kind=sc.kind, target_file_size_bytes=sc.target_file_size_bytes,
-                            small_file_threshold_bytes=sc.small_file_threshold(), output_codec=sc.output.codec,
-                            options=sc.options_for(name), strategy=sc.rewrite.strategy, work=work)
+        job = scenario_job(sc, ".".join(tbl.name()), CatalogSettings(warehouse=tbl.location()), sc.options_for(name),
+                           sc.target_file_size_bytes, sc.small_file_threshold(), work)
         engines[name] = cls().asked(job)
     return {"scenario": sc.name, "work": work.model_dump(), "describe": work.describe(), "engines": engines}
 

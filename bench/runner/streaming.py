@@ -332,7 +332,7 @@ def maintain(ctx: RunContext, r: RunResult, slot: Slot, cyc: CycleRecord, writer
 
 def record_cycle(ctx: RunContext, r: RunResult, cyc: CycleRecord, er: EngineRun) -> None:
     """What the maintenance step's process said and what was measured around it, into the cycle's record."""
-    cyc.maintenance_status, cyc.maintenance_error = er.status, er.error  # type: ignore[assignment]
+    cyc.maintenance_status, cyc.maintenance_error = er.status, er.error
     if er.record is not None:
         cyc.setup_s = er.record.setup_s
         cyc.phases = er.record.phases
