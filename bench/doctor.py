@@ -168,8 +168,8 @@ def _dataset_leftovers(settings, catalog) -> list[Leftover]:
 
         def repair(ds=ds, name=name, parked=parked) -> str:
             try:
-                deleted, _ = restore(catalog, ds.table, ds.metadata_location, ds.location, ds.table_files,
-                                     spare_dir(settings.state_path, name), parked)
+                deleted, _, _ = restore(catalog, ds.table, ds.metadata_location, ds.location, ds.table_files,
+                                        spare_dir(settings.state_path, name), parked)
             except RuntimeError as e:
                 return f"could not restore {ds.table}: {e}"
             return f"restored {ds.table} to its dataset byte for byte ({deleted} file(s) not in it deleted)"

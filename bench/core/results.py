@@ -127,6 +127,42 @@ class TableStats(BaseModel):
     content_reader: str = ""  # which reader produced rows/checksum
 
 
+class ReaderAnswer(BaseModel):
+    """One content reader's answer on a snapshot (bench.verify.readers): its rows and checksum, or why it could
+    not read (`unavailable`: it does not apply to this table; `error`: it failed on it)."""
+
+    reader: str
+    resolves: str = ""  # how it finds columns: field id, name, catalog
+    rows: int | None = None
+    checksum: str | None = None
+    unavailable: str | None = None
+    error: str | None = None
+    within: str | None = None  # read_selected: the partition filter it read under
+
+    @field_validator("checksum", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        return None if v is None else str(v)
+
+    @property
+    def answered(self) -> bool:
+        return self.rows is not None
+
+    @property
+    def why_not(self) -> str:
+        return self.unavailable or self.error or ""
+
+    @property
+    def content(self) -> tuple[int | None, str | None]:
+        return self.rows, self.checksum
+
+    def got(self) -> tuple[int, str]:
+        """(rows, checksum) of a reader that answered (ValueError otherwise)."""
+        if self.rows is None or self.checksum is None:
+            raise ValueError(f"{self.reader} did not answer: {self.why_not}")
+        return self.rows, self.checksum
+
+
 class Check(BaseModel):
     """One verification check: required checks decide `verified`; advisory ones are only shown."""
 
@@ -277,7 +313,7 @@ class LiveWriterRecord(BaseModel):
     interleaved: bool = False  # the writer's commit landed after the engine planned, before its commit
     expected_rows: int = 0
     expected_checksum: str = ""
-    readers: list[dict[str, Any]] = Field(default_factory=list)  # each reader's answer on the end state
+    readers: list[ReaderAnswer] = Field(default_factory=list)  # each reader's answer on the end state
     verdict: Literal["safe", "refused", "unsafe", "inconclusive", "unsupported"] = "inconclusive"
     reason: str = ""
     evidence: dict[str, Any] = Field(default_factory=dict)  # which rows, which snapshots
@@ -349,7 +385,7 @@ class CycleRecord(BaseModel):
     # verification against the generator
     expected_rows: int = 0
     expected_checksum: str = ""
-    readers: list[dict[str, Any]] = Field(default_factory=list)
+    readers: list[ReaderAnswer] = Field(default_factory=list)
     content_ok: bool = False
     verdict: Literal["safe", "unsafe", "inconclusive", "unsupported"] = "inconclusive"
     reason: str = ""

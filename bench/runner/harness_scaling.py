@@ -347,13 +347,13 @@ def child(job: dict[str, Any]) -> dict[str, Any]:
         with _clock(out):
             for name in _verification_readers():
                 answers.append(read(name, tbl, None, settings))
-        failed = [a for a in answers if "rows" not in a]
+        failed = [a for a in answers if not a.answered]
         if failed:
-            raise SystemExit("a reader could not read the table: " + "; ".join(
-                f"{a['reader']}: {a.get('unavailable') or a.get('error')}" for a in failed))
-        if len({(a["rows"], a["checksum"]) for a in answers}) != 1:
-            raise SystemExit(f"the readers disagree: {answers}")
-        facts |= {"rows": answers[0]["rows"], "readers": "+".join(a["reader"] for a in answers)}
+            raise SystemExit("a reader could not read the table: " + "; ".join(f"{a.reader}: {a.why_not}"
+                                                                                for a in failed))
+        if len({a.content for a in answers}) != 1:
+            raise SystemExit(f"the readers disagree: {[a.model_dump(exclude_none=True) for a in answers]}")
+        facts |= {"rows": answers[0].rows, "readers": "+".join(a.reader for a in answers)}
     else:
         raise SystemExit(f"unknown step {step!r}")
     out["facts"] = facts

@@ -50,22 +50,23 @@ def ground_truth(tbl: Table, snapshot_id: int, settings: CatalogSettings | None)
     answers = []
     for group in TRUTH_READERS:
         tried = [read(name, tbl, snapshot_id, settings) for name in group]
-        ok = next((a for a in tried if "rows" in a), None)
+        ok = next((a for a in tried if a.answered), None)
         if ok is None:
             types = sorted({str(f.field_type) for f in tbl.schema().fields})
-            why = " ".join("; ".join(f"{a['reader']}: {a.get('unavailable') or a.get('error')}" for a in tried).split())
+            why = " ".join("; ".join(f"{a.reader}: {a.why_not}" for a in tried).split())
             raise UserError(f"the verifier cannot checksum {'.'.join(tbl.name())} (column types "
                             f"{', '.join(types)}): {why}"[:800])
         answers.append(ok)
     a, b = answers
-    if (a["rows"], a["checksum"]) != (b["rows"], b["checksum"]):
-        raise UserError(f"the source snapshot reads differently by {a['reader']} ({a['rows']} rows, checksum "
-                        f"{a['checksum']}) and {b['reader']} ({b['rows']} rows, checksum {b['checksum']}): "
+    if a.content != b.content:
+        raise UserError(f"the source snapshot reads differently by {a.reader} ({a.rows} rows, checksum "
+                        f"{a.checksum}) and {b.reader} ({b.rows} rows, checksum {b.checksum}): "
                         "no ground truth to verify against")
     files = live_files(tbl, snapshot_id)
     data = [e.data_file for e in files.data]
+    rows, checksum = a.got()
     return GroundTruth(
-        rows=a["rows"], checksum=a["checksum"], computed_by=f"read: {a['reader']} + {b['reader']}",
+        rows=rows, checksum=checksum, computed_by=f"read: {a.reader} + {b.reader}",
         rows_written=sum(df.record_count for df in data), data_files=len(data),
         data_bytes=sum(df.file_size_in_bytes for df in data), position_delete_files=len(files.position),
         equality_delete_files=len(files.equality),

@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
@@ -47,7 +48,7 @@ from pyiceberg.table.sorting import SortOrder
 from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GroundTruth
 from bench.core.partition_filter import table_selector
-from bench.core.results import Check, CommitEvent, FileFacts, TableStats, Verification, difference
+from bench.core.results import Check, CommitEvent, FileFacts, ReaderAnswer, TableStats, Verification, difference
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import scope
 from bench.core.table.files import footers
@@ -128,7 +129,7 @@ class VerifyInput:
     input_fingerprint: str = ""
     input_identical: bool = False
     settings: CatalogSettings | None = None
-    answers: dict[str, dict] = field(default_factory=dict)
+    answers: dict[str, ReaderAnswer] = field(default_factory=dict)
     committed: bool = True  # False: `table` is the staged output of an engine that commits nothing
     source_metadata_location: str | None = None  # uncommitted: the real table's metadata after the run
     integrity: IntegrityInput | None = None  # the input's metadata: identity, history, commit kinds
@@ -149,16 +150,13 @@ class VerifyInput:
         return default_intent(self.kind, self.before.delete_files > 0 or self.kind == "deletes")
 
 
-def _gt_message(answer: dict, gt: GroundTruth) -> tuple[bool, str]:
-    if "rows" not in answer:
-        why = answer.get("unavailable") or answer.get("error")
-        return False, f"{answer['reader']} could not read the table: {why}"
-    ok = answer["rows"] == gt.rows and answer["checksum"] == gt.checksum
-    if ok:
-        return True, f"{answer['reader']} ({answer['resolves']}): {gt.rows} rows, checksum equal to the ground truth"
-    return False, (f"{answer['reader']} ({answer['resolves']}) reads {answer['rows']} rows "
-                   f"({answer['rows'] - gt.rows:+d}) / checksum {answer['checksum']}, ground truth {gt.rows} / "
-                   f"{gt.checksum}")
+def _gt_message(answer: ReaderAnswer, gt: GroundTruth) -> tuple[bool, str]:
+    if answer.rows is None:
+        return False, f"{answer.reader} could not read the table: {answer.why_not}"
+    if answer.content == (gt.rows, gt.checksum):
+        return True, f"{answer.reader} ({answer.resolves}): {gt.rows} rows, checksum equal to the ground truth"
+    return False, (f"{answer.reader} ({answer.resolves}) reads {answer.rows} rows ({answer.rows - gt.rows:+d}) / "
+                   f"checksum {answer.checksum}, ground truth {gt.rows} / {gt.checksum}")
 
 
 @dataclass
@@ -170,11 +168,11 @@ class Within:
     partitions: int  # partitions of the generator's truth the filter selects
     of: int  # partitions of the generator's truth
     truth: GroundTruth  # rows and checksum summed over the selected partitions
-    answers: dict[str, dict] = field(default_factory=dict)
+    answers: dict[str, ReaderAnswer] = field(default_factory=dict)
 
 
-def _answered(answers: dict[str, dict]) -> dict[str, tuple[int, str]]:
-    return {n: (a["rows"], a["checksum"]) for n, a in answers.items() if "rows" in a}
+def _answered(answers: dict[str, ReaderAnswer]) -> dict[str, tuple[int | None, str | None]]:
+    return {n: a.content for n, a in answers.items() if a.answered}
 
 
 def content_checks(vi: VerifyInput, within: Within | None = None) -> list[Check]:
@@ -187,7 +185,7 @@ def content_checks(vi: VerifyInput, within: Within | None = None) -> list[Check]
         a = vi.answers[name]
         ok, msg = _gt_message(a, vi.ground_truth)
         out.append(Check(name=f"content_{name.replace('-', '_')}", ok=ok, message=msg,
-                         required="unavailable" not in a))
+                         required=a.unavailable is None))
     if within is not None:
         ok, msg = _gt_message(within.answers["pyiceberg-scan"], within.truth)
         if not within.of:  # a dataset whose manifest predates the per-partition truth
@@ -384,9 +382,9 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     for name in READERS_FOR[vi.kind]:
         vi.answers[name] = read(name, tbl, None, vi.settings)
     after = table_stats(tbl, content=False, settings=vi.settings, files=files, facts=facts)
-    primary = next((a for a in vi.answers.values() if "rows" in a), None)
+    primary = next((a for a in vi.answers.values() if a.answered), None)
     if primary is not None:
-        after.rows, after.checksum, after.content_reader = primary["rows"], primary["checksum"], primary["reader"]
+        (after.rows, after.checksum), after.content_reader = primary.got(), primary.reader
     selected = table_selector(tbl, vi.partition_filter, vi.input_files or LiveFiles(), files)
     outside = sum(1 for e in files.deletes if not selected(scope(e.data_file))) if selected else 0
     within = _within(vi, tbl, selected) if vi.kind == "deletes" and selected is not None else None
@@ -412,16 +410,26 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
         rules=RULES[vi.kind] + ([PARTITION_RULE] if partitioned else []) + ([FILTER_RULE] if selected else [])
         + ([SELECTED_RULE] if within else []) + {"sort": [SORT_RULE], "zorder": [ZORDER_RULE]}.get(vi.strategy, [])
         + ([] if vi.committed else [UNCOMMITTED_RULE]),
-        reader=", ".join(a["reader"] for a in vi.answers.values() if "rows" in a), committed=committed,
-        readers={"ground_truth": {"rows": vi.ground_truth.rows, "checksum": vi.ground_truth.checksum},
-                 "input": {"reader": vi.before.content_reader, "rows": vi.before.rows,
-                           "checksum": vi.before.checksum},
-                 **vi.answers, "new_files": [f.model_dump() for f in new[:50]],
-                 **({"selected_partitions": {"where": within.where, "partitions": within.partitions, "of": within.of,
-                                             "ground_truth": {"rows": within.truth.rows,
-                                                              "checksum": within.truth.checksum},
-                                             **within.answers}} if within else {})})
+        reader=", ".join(a.reader for a in vi.answers.values() if a.answered), committed=committed,
+        readers=readers_record(vi, new, within))
     return after, v
+
+
+def readers_record(vi: VerifyInput, new: list[FileFacts], within: Within | None) -> dict[str, Any]:
+    """Verification.readers: the ground truth, the input, every reader's answer, the new files; the selected
+    partitions' truth and answers (a partition filter on a table with deletes)."""
+    def dumped(answers: dict[str, ReaderAnswer]) -> dict[str, Any]:
+        return {n: a.model_dump(exclude_none=True) for n, a in answers.items()}
+
+    out: dict[str, Any] = {"ground_truth": {"rows": vi.ground_truth.rows, "checksum": vi.ground_truth.checksum},
+                           "input": {"reader": vi.before.content_reader, "rows": vi.before.rows,
+                                     "checksum": vi.before.checksum},
+                           **dumped(vi.answers), "new_files": [f.model_dump() for f in new[:50]]}
+    if within is not None:
+        out["selected_partitions"] = {"where": within.where, "partitions": within.partitions, "of": within.of,
+                                      "ground_truth": {"rows": within.truth.rows, "checksum": within.truth.checksum},
+                                      **dumped(within.answers)}
+    return out
 
 
 def _within(vi: VerifyInput, tbl: Table, selected: Selected) -> Within:

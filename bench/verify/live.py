@@ -96,8 +96,8 @@ def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | 
     before_writer = [c for c in engine if writer is not None and (c.sequence_number or 0) < writer_seq]
     rec.interleaved = bool(rec.hold) and writer is not None and not before_writer
     rec.readers = [read(name, tbl, snapshot_id, settings) for name in LIVE_READERS]
-    answered = [a for a in rec.readers if "rows" in a]
-    wrong = [a for a in answered if (a["rows"], str(a["checksum"])) != (rec.expected_rows, rec.expected_checksum)]
+    answered = [a for a in rec.readers if a.answered]
+    wrong = [a for a in answered if a.content != (rec.expected_rows, rec.expected_checksum)]
     rec.evidence = {"snapshots": [c.model_dump() for c in rec.commits]}
     if engine_error:
         rec.evidence["engine_error"] = engine_error[:1000]
@@ -107,7 +107,7 @@ def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | 
             engine_error = causes[0]
     if wrong:
         rec.evidence.update(key_evidence(tbl, settings, appended, deleted, snapshot_id))
-        rec.evidence["row_difference"] = wrong[0]["rows"] - rec.expected_rows
+        rec.evidence["row_difference"] = (wrong[0].rows or 0) - rec.expected_rows
     if not rec.interleaved:
         why = ("the engine was never held (it wrote nothing under the table and sent no commit)" if not rec.hold
                else "the engine committed before the writer" if before_writer else "the writer did not commit")
@@ -118,7 +118,7 @@ def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | 
         rec.verdict, rec.reason = "inconclusive", "no reader could read the end state"
     elif wrong:
         a = wrong[0]
-        parts = [f"{a['reader']} reads {a['rows']} rows, expected {rec.expected_rows}"]
+        parts = [f"{a.reader} reads {a.rows} rows, expected {rec.expected_rows}"]
         if rec.evidence.get("deleted_rows_back"):
             parts.append(f"{rec.evidence['deleted_rows_back']} of the {len(deleted)} rows the writer deleted are back")
         if rec.evidence.get("appended_rows_missing"):
@@ -139,12 +139,13 @@ def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | 
         Check(name="interleaved", ok=rec.interleaved,
               message=f"held: {rec.hold or 'never'}; commit order: {' -> '.join(rec.order) or 'none'}"),
         Check(name="content_as_expected", ok=bool(answered) and not wrong,
-              message=(f"{len(answered)} reader(s): " + ", ".join(f"{a['reader']} {a['rows']} rows" for a in answered)
+              message=(f"{len(answered)} reader(s): " + ", ".join(f"{a.reader} {a.rows} rows" for a in answered)
                        + f"; expected {rec.expected_rows} rows, checksum {rec.expected_checksum}")),
         Check(name="engine_compaction_committed", ok=bool(engine),
               message=f"{len(engine)} engine snapshot(s) after the dataset's"),
     ]
     differences = [] if rec.verdict == "safe" else [f"live writer ({rec.case}): {rec.verdict}: {rec.reason}"]
     v = Verification(verified=rec.verdict == "safe", checks=checks, rules=list(RULES), differences=differences,
-                     reader=", ".join(a["reader"] for a in answered), readers={a["reader"]: a for a in rec.readers})
+                     reader=", ".join(a.reader for a in answered),
+                     readers={a.reader: a.model_dump(exclude_none=True) for a in rec.readers})
     return rec, v

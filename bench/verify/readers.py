@@ -35,6 +35,7 @@ from bench.core.catalog import CatalogSettings
 from bench.core.catalog.duck import duckdb_config, duckdb_connect, duckdb_connect_iceberg
 from bench.core.catalog.s3 import is_s3
 from bench.core.checksum import checksum_select
+from bench.core.results import ReaderAnswer
 from bench.core.sql import ident, idents, string_list
 from bench.core.table import LiveFiles, live_files, local_path
 from bench.core.table.deletes import (
@@ -243,46 +244,46 @@ READERS: dict[str, Reader] = {r.name: r for r in (
 )}
 
 
-def read(name: str, tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None) -> dict:
-    """One reader's answer as a record: {reader, resolves, rows, checksum} or {reader, unavailable} or
-    {reader, error}."""
+def read(name: str, tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None) -> ReaderAnswer:
+    """One reader's answer: its rows and checksum, or why it could not read."""
     return _answer(name, lambda: READERS[name].read(tbl, snapshot_id, settings))
 
 
 SELECTIVE = ("pyiceberg-scan", "duckdb-merge-on-read")  # the readers that read the selected partitions alone
 
 
-def read_selected(name: str, tbl: Table, where: str, selected: Callable[[tuple], bool]) -> dict:
+def read_selected(name: str, tbl: Table, where: str, selected: Callable[[tuple], bool]) -> ReaderAnswer:
     """One reader's answer over the partitions the partition filter `where` selects (`selected` says which,
     by partition key), at the table's current snapshot: pyiceberg-scan by its row filter, duckdb-merge-on-read
     by the data files of those partitions.  The record of `read`, with `within: where`."""
     how: dict[str, Callable[[], tuple[int, str]]] = {
         "pyiceberg-scan": lambda: read_pyiceberg_scan(tbl, None, row_filter=where),
         "duckdb-merge-on-read": lambda: read_merge_on_read(tbl, None, only=selected)}
-    return {**_answer(name, how[name]), "within": where}
+    return _answer(name, how[name]).model_copy(update={"within": where})
 
 
-def _answer(name: str, reading: Callable[[], tuple[int, str]]) -> dict:
-    out: dict = {"reader": name, "resolves": READERS[name].resolves}
+def _answer(name: str, reading: Callable[[], tuple[int, str]]) -> ReaderAnswer:
+    out = ReaderAnswer(reader=name, resolves=READERS[name].resolves)
     try:
-        out["rows"], out["checksum"] = reading()
+        out.rows, out.checksum = reading()
+        out.checksum = str(out.checksum)
     except ReaderUnavailable as e:
-        out["unavailable"] = str(e)
+        out.unavailable = str(e)
     except Exception as e:  # noqa: BLE001 - a reader failing on this table is a finding, not a crash
-        out["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:500]
+        out.error = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:500]
     return out
 
 
 def first_available(names: list[str], tbl: Table, snapshot_id: int | None,
-                    settings: CatalogSettings | None) -> dict:
+                    settings: CatalogSettings | None) -> ReaderAnswer:
     """The answer of the first reader in `names` that can read the table."""
     answers = []
     for name in names:
         a = read(name, tbl, snapshot_id, settings)
-        if "rows" in a:
+        if a.answered:
             return a
         answers.append(a)
-    reasons = "; ".join(f"{a['reader']}: {a.get('unavailable') or a.get('error')}" for a in answers)
+    reasons = "; ".join(f"{a.reader}: {a.why_not}" for a in answers)
     raise RuntimeError(f"no reader could read the table: {reasons}")
 
 

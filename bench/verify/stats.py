@@ -52,5 +52,5 @@ def table_stats(tbl: Table, snapshot_id: int | None = None, *, content: bool = T
         st.dangling_equality_delete_files = len(cls.dangling_equality)
     if content:
         answer = first_available(CONTENT_READERS, tbl, snapshot_id, settings)
-        st.content_reader, st.rows, st.checksum = answer["reader"], answer["rows"], answer["checksum"]
+        st.content_reader, (st.rows, st.checksum) = answer.reader, answer.got()
     return st

@@ -19,7 +19,7 @@ import time
 from pyiceberg.table import Table
 
 from bench.core.catalog import CatalogSettings
-from bench.core.results import CycleRecord
+from bench.core.results import CycleRecord, ReaderAnswer
 from bench.core.table import live_files, local_path
 from bench.core.table.deletes import equality_delete_work
 from bench.verify.live import key_evidence
@@ -74,18 +74,18 @@ def check_content(rec: CycleRecord, tbl: Table, snapshot_id: int | None, setting
     """Read `snapshot_id` back with every stream reader, compare with rec.expected_*, and give the verdict."""
     work = equality_delete_work(live_files(tbl, snapshot_id), tbl.specs())
     rec.readers = [read(name, tbl, snapshot_id, settings) if name != "duckdb-iceberg" or work <= STREAM_DUCKDB_WORK
-                   else {"reader": name, "unavailable": f"{work:.3g} row x equality-key comparisons, above "
-                                                         f"{STREAM_DUCKDB_WORK:.3g} for a streaming cycle"}
+                   else ReaderAnswer(reader=name, unavailable=f"{work:.3g} row x equality-key comparisons, above "
+                                                              f"{STREAM_DUCKDB_WORK:.3g} for a streaming cycle")
                    for name in STREAM_READERS]
-    answered = [a for a in rec.readers if "rows" in a]
-    wrong = [a for a in answered if (a["rows"], str(a["checksum"])) != (rec.expected_rows, rec.expected_checksum)]
+    answered = [a for a in rec.readers if a.answered]
+    wrong = [a for a in answered if a.content != (rec.expected_rows, rec.expected_checksum)]
     rec.content_ok = bool(answered) and not wrong
     if answered:
-        rec.table.rows, rec.table.checksum = answered[0]["rows"], str(answered[0]["checksum"])
-        rec.table.content_reader = answered[0]["reader"]
+        rec.table.rows, rec.table.checksum = answered[0].got()
+        rec.table.content_reader = answered[0].reader
     if not answered:
         rec.verdict, rec.reason = "inconclusive", "no reader could read the table: " + "; ".join(
-            f"{a['reader']}: {a.get('unavailable') or a.get('error')}" for a in rec.readers)
+            f"{a.reader}: {a.why_not}" for a in rec.readers)
         return
     if not wrong:
         rec.verdict = "safe"
@@ -93,9 +93,9 @@ def check_content(rec: CycleRecord, tbl: Table, snapshot_id: int | None, setting
         return
     a = wrong[0]
     rec.evidence.update(key_evidence(tbl, settings, [], deleted_keys, snapshot_id))
-    rec.evidence["row_difference"] = a["rows"] - rec.expected_rows
+    rec.evidence["row_difference"] = (a.rows or 0) - rec.expected_rows
     rec.evidence["snapshots"] = cycle_snapshots[-20:]
-    parts = [f"{a['reader']} reads {a['rows']} rows, expected {rec.expected_rows}"]
+    parts = [f"{a.reader} reads {a.rows} rows, expected {rec.expected_rows}"]
     if rec.evidence.get("deleted_rows_back"):
         parts.append(f"{rec.evidence['deleted_rows_back']} of the {len(deleted_keys)} keys the writer deleted "
                      "in this cycle are back")

@@ -161,14 +161,15 @@ def test_readers_agree_over_the_selected_partitions_where_the_whole_table_reads_
     before); with one, pyiceberg's and our reads of the selected partitions make the second reader, checked
     against the generator's truth summed over them, and must agree."""
     from bench.core.dataset import GroundTruth
+    from bench.core.results import ReaderAnswer
     from bench.verify.checks import Within, content_checks
 
     def ans(name, rows, checksum):
-        return {"reader": name, "resolves": "x", "rows": rows, "checksum": checksum}
+        return ReaderAnswer(reader=name, resolves="x", rows=rows, checksum=checksum)
 
     whole = {"duckdb-merge-on-read": ans("duckdb-merge-on-read", 10, "100"),
-             "pyiceberg-scan": {"reader": "pyiceberg-scan", "unavailable": "equality deletes apply"},
-             "duckdb-iceberg": {"reader": "duckdb-iceberg", "unavailable": "above its limit"}}
+             "pyiceberg-scan": ReaderAnswer(reader="pyiceberg-scan", unavailable="equality deletes apply"),
+             "duckdb-iceberg": ReaderAnswer(reader="duckdb-iceberg", unavailable="above its limit")}
     checks = {c.name: c for c in content_checks(_vi(whole))}
     assert not checks["independent_readers_agree"].ok and "content_pyiceberg_scan_selected" not in checks
 

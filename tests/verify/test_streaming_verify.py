@@ -58,11 +58,11 @@ def _cycle(ds, rows: int | None = None, checksum: str | None = None) -> CycleRec
 def test_check_content_is_safe_on_the_expected_table(base):
     rec = _cycle(base["ds"])
     check_content(rec, base["tbl"], base["ds"].snapshot_id, base["settings"], [], [])
-    answered = [a for a in rec.readers if "rows" in a]
-    assert [a["reader"] for a in rec.readers] == list(streaming.STREAM_READERS) and answered
+    answered = [a for a in rec.readers if a.answered]
+    assert [a.reader for a in rec.readers] == list(streaming.STREAM_READERS) and answered
     assert rec.verdict == "safe" and rec.content_ok and rec.evidence == {}
     assert (rec.table.rows, rec.table.checksum) == (rec.expected_rows, rec.expected_checksum)
-    assert rec.table.content_reader == answered[0]["reader"]
+    assert rec.table.content_reader == answered[0].reader
 
 
 @pytest.mark.parametrize("change", ["rows", "checksum"])
@@ -86,5 +86,5 @@ def test_check_content_is_inconclusive_when_no_reader_answers(base, monkeypatch)
     rec = _cycle(base["ds"])
     check_content(rec, base["tbl"], base["ds"].snapshot_id, base["settings"], [], [])
     assert rec.verdict == "inconclusive" and not rec.content_ok
-    assert len(rec.readers) == 1 and rec.readers[0]["unavailable"] and "rows" not in rec.readers[0]
+    assert len(rec.readers) == 1 and rec.readers[0].unavailable and not rec.readers[0].answered
     assert rec.table.rows == 0 and rec.table.checksum == ""  # nothing read
