@@ -56,3 +56,40 @@ def test_every_child_dies_with_a_killed_parent():
     finally:
         for p in psutil.Process(os.getpid()).children(recursive=True):
             p.kill()
+
+
+def test_a_failed_spawn_releases_the_engine_cgroup_and_pipes(monkeypatch, tmp_path):
+    """run_engine_process when the engine's process cannot even start: its memory cgroup is removed and the
+    handshake pipes are closed (before the fix a failed spawn leaked both)."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from bench.core.progress import Quiet
+    from bench.runner import process
+    from bench.telemetry.limits import _own_cgroup
+
+    own = _own_cgroup()
+    mine = (lambda: sorted(own[1].glob(f"bench-{os.getpid()}-*"))) if own else (lambda: [])
+    made = []
+    real_limiter = process.Limiter
+
+    def limiter(budget):
+        lim = real_limiter(budget)
+        made.append(lim.cgroup)
+        return lim
+
+    def cannot_start(*args, **kwargs):
+        raise OSError("exec format error (simulated)")
+    monkeypatch.setattr(process, "Limiter", limiter)
+    monkeypatch.setattr(process.children, "popen", cannot_start)
+    ctx = SimpleNamespace(budget=256 << 20, storage_cap=None, cap_device=None, cpus=None, cap_port=None,
+                          served=None, progress=Quiet(), timeout_s=10)
+    job = SimpleNamespace(model_dump_json=lambda indent=None: "{}")
+    fds = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(OSError, match="simulated"):
+        process.run_engine_process(ctx, SimpleNamespace(engine="x", tag="rep0"), job, tmp_path / "work")
+    assert len(os.listdir("/proc/self/fd")) == fds  # the four pipe ends closed
+    if own is not None:
+        assert made and made[0] is not None  # a cgroup was made for the run ...
+        assert not made[0].exists() and mine() == []  # ... and removed
