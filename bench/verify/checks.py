@@ -46,7 +46,7 @@ from pyiceberg.table.sorting import SortOrder
 from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GroundTruth
 from bench.core.partition_filter import table_selector
-from bench.core.results import Check, CommitEvent, FileFacts, TableStats, Verification, difference
+from bench.core.results import Check, CommitEvent, FileFacts, RowDifference, TableStats, Verification, difference
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import scope
 from bench.core.table.files import footers
@@ -55,6 +55,7 @@ from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.integrity import IntegrityInput, commit_event, integrity_checks
 from bench.verify.partitions import file_partition_problems
 from bench.verify.readers import SELECTIVE, read, read_selected
+from bench.verify.rows import row_difference
 from bench.verify.sortorder import file_sort_problem, files_per_probe, key_ranges, order_text, probes
 from bench.verify.stats import table_stats
 from bench.verify.untouched import RULE as FILTER_RULE
@@ -369,7 +370,8 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
         checks += more
         committed = [commit_event(x) for x in snaps]
     failed = [c for c in checks if not c.ok and c.required]
-    v = Verification(
+    rows = which_rows(vi, tbl, checks)
+    v = Verification(rows=rows,
         verified=not failed, checks=checks,
         differences=[difference(c) for c in checks if not c.ok],
         rules=RULES[vi.kind] + ([PARTITION_RULE] if partitioned else []) + ([FILTER_RULE] if selected else [])
@@ -385,6 +387,17 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
                                                               "checksum": within.truth.checksum},
                                              **within.answers}} if within else {})})
     return after, v
+
+
+def which_rows(vi: VerifyInput, tbl: Table, checks: list[Check]) -> RowDifference | None:
+    """When the content checks fail, the rows that came back or were lost against the input snapshot (a table
+    that committed: the same table's two snapshots); None when they pass or it cannot be read."""
+    if not vi.committed or all(c.ok for c in checks if c.name.startswith("content_")):
+        return None
+    try:
+        return row_difference(tbl, vi.before.snapshot_id, None)
+    except Exception:  # noqa: BLE001 - evidence is best effort: the checks stand on their own
+        return None
 
 
 def _within(vi: VerifyInput, tbl: Table, selected: Selected) -> Within:
