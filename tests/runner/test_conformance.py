@@ -10,7 +10,8 @@ from tests.helpers import run_bench
 
 def _result(status="ok", verified=False, checks=(), error=None, rows=None) -> RunResult:
     return RunResult(run_id="r", scenario="bin-packing", engine="e", scale=0.0, seed=0, status=status,
-                     verified=verified, error=error, verification=Verification(verified=verified, checks=list(checks), rows=rows))
+                     verified=verified, error=error,
+                     verification=Verification(verified=verified, checks=list(checks), rows=rows))
 
 
 def test_a_cells_verdict_comes_from_the_verifiers_checks():
