@@ -345,6 +345,31 @@ def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, e
 
 
 @main.command()
+@click.option("--engines", default="spark,risingwave", show_default=True, help="Comma-separated engines.")
+@click.option("--cases", default=None, help="Only these cases (comma-separated; default: every case of "
+              "scenarios/conformance/cases.yaml).")
+@click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
+              help="The matrix goes to DIR/<run-id>/conformance.json, each case's runs beside it.")
+@click.option("--warehouse", default=None, help="Warehouse directory (default ./warehouse); the cases' tables are "
+              "written under it once and reused.")
+@click.option("--run-id", default=None, help="Name of the run's directory (default: a timestamp).")
+@click.option("--timeout", "timeout_s", type=click.IntRange(min=1), default=600, show_default=True,
+              help="Time limit of one engine run, seconds.")
+@one_line_errors
+def conformance(engines, cases, results_dir, warehouse, run_id, timeout_s):
+    """Each engine's correctness on edge-case tables written by another engine: a matrix engine x case
+    (correct / wrong, with evidence / unsupported, with the engine's reason / harness-cannot)."""
+    from bench.conformance import ConformanceOptions, matrix_line
+    from bench.conformance import conformance as run_conformance
+
+    rec = run_conformance(ConformanceOptions(engines=engines, cases=cases.split(",") if cases else None,
+                                             results_dir=results_dir, warehouse=warehouse, run_id=run_id,
+                                             timeout_s=timeout_s), Progress())
+    for line in matrix_line(rec):
+        click.echo(line)
+
+
+@main.command()
 @click.argument("engine")
 @click.argument("scenario")
 @click.option("--scale", type=float, default=None, callback=positive_scale,

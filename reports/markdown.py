@@ -26,6 +26,7 @@ from bench.core.fileio import write_atomic
 from bench.core.fmt import fmt_bytes, fmt_ratio, fmt_scale, fmt_seconds
 from bench.core.spread import Spread
 from bench.core.stats import floor_multiples
+from reports.conformance import locate, matrix_markdown
 from reports.floorcheck import floor_checks, summary_lines
 from reports.model import ResultSet, build, load_runs
 
@@ -33,6 +34,7 @@ BLOCK = re.compile(r"^(<!-- BEGIN generated: (?P<src>[^>\n]*?) -->\n)(?P<body>.*
                    re.S | re.M)
 PAGES = ("README.md", "docs/*.md")
 CONFINEMENT = "confinement: "  # a block header's prefix: the runs' storage-cap and core-limit sections
+CONFORMANCE = "conformance: "  # a block header's prefix: the conformance matrix of a `bench conformance` run
 
 
 def _spread(s: Spread, fmt) -> str:
@@ -208,6 +210,7 @@ def _final_read(t, query: str) -> str:
 def render_markdown(paths, root: Path | None = None, one_per_scale: bool = False) -> str:
     """The Markdown tables of every run set under `paths`, sorted by scenario and scale.
     `one_per_scale`: refuse two runs of one scenario at one scale (the docs give each one headline)."""
+    matrices = "".join(matrix_markdown(v) + "\n" for v in locate(paths))
     report = build(load_runs(list(paths)))
     sets = sorted(report.sets, key=lambda rs: (rs.scenario_name, rs.scale, rs.run_id))
     if one_per_scale:
@@ -218,8 +221,8 @@ def render_markdown(paths, root: Path | None = None, one_per_scale: bool = False
                 raise UserError(f"two runs of {rs.scenario_name} at scale {fmt_scale(rs.scale)} ({seen[key]}, "
                                 f"{rs.run_id}): the docs give one scenario at one scale one headline; keep one")
             seen[key] = rs.run_id
-    return "\n".join(streaming_markdown(rs, root) if any(lr.r.streaming for lr in rs.runs) else
-                     result_set_markdown(rs, root) for rs in sets)
+    return matrices + "\n".join(streaming_markdown(rs, root) if any(lr.r.streaming for lr in rs.runs) else
+                                result_set_markdown(rs, root) for rs in sets)
 
 
 def confinement_markdown(paths, root: Path | None = None, level: int = 3) -> str:
@@ -287,6 +290,8 @@ def render_page(page: Path, root: Path) -> str:
         src = m.group("src")
         if src.startswith(CONFINEMENT):  # one block over many runs: the confined runs' sections
             body = confinement_markdown(_sources(src.removeprefix(CONFINEMENT), root, page), root=root)
+        elif src.startswith(CONFORMANCE):  # the matrix alone (its runs' own tables are not quoted)
+            body = "\n".join(matrix_markdown(v) for v in locate(_sources(src.removeprefix(CONFORMANCE), root, page)))
         else:
             body = render_markdown(_sources(src, root, page), root=root, one_per_scale=True)
         return m.group(1) + body + "\n" + m.group(4)  # a blank line: the table ends before the marker

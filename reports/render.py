@@ -14,7 +14,7 @@ from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
 from bench.core.fit import MIN_BUSY
 from bench.core.fmt import fmt_bytes, fmt_gb, fmt_r2, fmt_ratio, fmt_scale, fmt_seconds, fmt_usd
-from reports import campaigns, charts, cluster, compare, confine, floorcheck, safety, streaming
+from reports import campaigns, charts, cluster, compare, confine, conformance, floorcheck, safety, streaming
 from reports.model import (
     STATUS_MEANING,
     Report,
@@ -113,7 +113,8 @@ def _charts(rs: ResultSet, series) -> dict[str, Markup]:
 
 def render_html(paths, instance_type: str | None = None, title: str | None = None) -> str:
     located = campaigns.locate(paths)  # sweeps, frontiers and tunes: shown above the run sets they contain
-    loaded = load_runs(paths, allow_empty=bool(located))
+    matrices = conformance.locate(paths)
+    loaded = load_runs(paths, allow_empty=bool(located or matrices))
     report: Report = build(loaded, instance_type)
     camp = campaigns.build(located, report.sets, assign_colors(loaded.runs))
     env = _env()
@@ -163,6 +164,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         caps=caps, caps_model=confine.MODEL, cores=confine.core_sections(report.sets), min_busy=MIN_BUSY,
         safety=safety.safety_sections(report.sets), safety_meaning=safety.MEANING,
         streaming=streams, streaming_meaning=streaming.MEANING,
+        conformance=matrices, conformance_meaning=conformance.MEANING,
         sort_comparisons=compare.sort_comparisons(report.sets),
     )
 

@@ -191,6 +191,16 @@ def difference(c: Check) -> str:
     return f"{c.name}: {c.message}" + ("" if c.required else " (advisory)")
 
 
+class RowDifference(BaseModel):
+    """An output's rows against its input's (bench.verify.rows): how many came back (deleted rows resurrected,
+    or rows that were never there) and were lost, and a few of each."""
+
+    came_back: int = 0
+    lost: int = 0
+    came_back_rows: list[dict[str, Any]] = Field(default_factory=list)
+    lost_rows: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class Verification(BaseModel):
     verified: bool = False
     checks: list[Check] = Field(default_factory=list)
@@ -199,6 +209,8 @@ class Verification(BaseModel):
     reader: str = ""  # how the content was read back
     readers: dict[str, Any] = Field(default_factory=dict)  # every reader's answer (or why it could not)
     committed: list[CommitEvent] = Field(default_factory=list)  # the snapshots the run committed, in order
+    # the content differs from the input's: which rows came back and which were lost (bench.verify.rows)
+    rows: RowDifference | None = None
 
     @field_validator("checks", mode="before")
     @classmethod
@@ -805,6 +817,32 @@ class RunResult(BaseModel):
         live-writer run (judged, not timed: its time includes the writer's hold)."""
         return (not self.warmup and self.status == "ok" and self.verified and self.live_writer is None
                 and self.streaming is None)
+
+
+Verdict = Literal["correct", "wrong", "unsupported", "harness-cannot"]
+
+
+class ConformanceCell(BaseModel):
+    """One engine on one conformance case (bench.conformance.verdict says how the verdict is reached)."""
+
+    case: str
+    covers: list[str] = Field(default_factory=list)  # the table shapes the case touches
+    engine: str
+    verdict: Verdict
+    evidence: str = ""  # wrong: the failed checks; unsupported: the engine's reason; harness-cannot: why
+    run: str = ""  # the run's directory, relative to the conformance run's
+
+
+class ConformanceRecord(BaseModel):
+    """`conformance.json`: a `bench conformance` run, one cell per case and engine."""
+
+    run_id: str
+    started_at: str = ""
+    ended_at: str = ""
+    seconds: float | None = None
+    engines: list[str] = Field(default_factory=list)
+    cases: list[str] = Field(default_factory=list)
+    cells: list[ConformanceCell] = Field(default_factory=list)
 
 
 class RunState(BaseModel):

@@ -48,7 +48,16 @@ from pyiceberg.table.sorting import SortOrder
 from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GroundTruth
 from bench.core.partition_filter import table_selector
-from bench.core.results import Check, CommitEvent, FileFacts, ReaderAnswer, TableStats, Verification, difference
+from bench.core.results import (
+    Check,
+    CommitEvent,
+    FileFacts,
+    ReaderAnswer,
+    RowDifference,
+    TableStats,
+    Verification,
+    difference,
+)
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import scope
 from bench.core.table.files import footers
@@ -58,6 +67,7 @@ from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.integrity import IntegrityInput, commit_event, integrity_checks
 from bench.verify.partitions import file_partition_problems
 from bench.verify.readers import SELECTIVE, read, read_selected
+from bench.verify.rows import row_difference
 from bench.verify.sortorder import file_sort_problem, files_per_probe, key_ranges, order_text, probes
 from bench.verify.stats import table_stats
 from bench.verify.untouched import RULE as FILTER_RULE
@@ -404,7 +414,8 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
         checks += more
         committed = [commit_event(x) for x in snaps]
     failed = [c for c in checks if not c.ok and c.required]
-    v = Verification(
+    rows = which_rows(vi, tbl, checks)
+    v = Verification(rows=rows,
         verified=not failed, checks=checks,
         differences=[difference(c) for c in checks if not c.ok],
         rules=RULES[vi.kind] + ([PARTITION_RULE] if partitioned else []) + ([FILTER_RULE] if selected else [])
@@ -430,6 +441,17 @@ def readers_record(vi: VerifyInput, new: list[FileFacts], within: Within | None)
                                       "ground_truth": {"rows": within.truth.rows, "checksum": within.truth.checksum},
                                       **dumped(within.answers)}
     return out
+
+
+def which_rows(vi: VerifyInput, tbl: Table, checks: list[Check]) -> RowDifference | None:
+    """When the content checks fail, the rows that came back or were lost against the input snapshot (a table
+    that committed: the same table's two snapshots); None when they pass or it cannot be read."""
+    if not vi.committed or all(c.ok for c in checks if c.name.startswith("content_")):
+        return None
+    try:
+        return row_difference(tbl, vi.before.snapshot_id, None)
+    except Exception:  # noqa: BLE001 - evidence is best effort: the checks stand on their own
+        return None
 
 
 def _within(vi: VerifyInput, tbl: Table, selected: Selected) -> Within:
