@@ -75,7 +75,10 @@ def parquet_checksum(paths: list[str], columns: list[str]) -> tuple[int, str]:
         return 0, "0"
     con = _connect(paths)
     try:
-        n, s = con.execute(checksum_select(columns, "read_parquet(?)"), [[local_path(p) for p in paths]]).fetchone()
+        # hive_partitioning off: a column's values from the file, never from a Hive-style directory name (Iceberg's
+        # identity partitions are laid out as col=value/, which DuckDB would otherwise read back as text)
+        n, s = con.execute(checksum_select(columns, "read_parquet(?, hive_partitioning=false)"),
+                           [[local_path(p) for p in paths]]).fetchone()
     finally:
         con.close()
     return int(n), str(s)
@@ -165,7 +168,7 @@ def _position_deletes(con: Any, entries: list) -> None:
         con.execute("CREATE TEMP TABLE pfiles(local VARCHAR, seq BIGINT)")
         con.executemany("INSERT INTO pfiles VALUES (?, ?)",
                         [(local_path(e.data_file.file_path), e.sequence_number) for e in parquet])
-        con.execute("INSERT INTO pdel SELECT p.file_path, p.pos, f.seq FROM read_parquet(?, "
+        con.execute("INSERT INTO pdel SELECT p.file_path, p.pos, f.seq FROM read_parquet(?, hive_partitioning=false, "
                     "filename=true) p JOIN pfiles f ON p.filename = f.local",
                     [[local_path(p) for p in LiveFiles.paths(parquet)]])
     rows = dv_rows([e for e in entries if is_dv(e.data_file)])
@@ -206,7 +209,8 @@ def merge_on_read(tbl: Table, snapshot_id: int | None, only: Callable[[tuple], b
         data_list = string_list([local_path(p) for p in LiveFiles.paths(files.data)])
         con.execute(f"CREATE TEMP VIEW rows_ AS SELECT {idents(columns, 'd')}, d.file_row_number AS _pos, "
                     f"f.path AS _path, f.seq AS _seq, f.scope AS _scope FROM read_parquet({data_list}, "
-                    f"filename=true, file_row_number=true, union_by_name=true) d JOIN dfiles f ON d.filename = f.local")
+                    "hive_partitioning=false, filename=true, file_row_number=true, union_by_name=true) d "
+                    "JOIN dfiles f ON d.filename = f.local")
         conditions = []
         if files.position:
             _position_deletes(con, files.position)
@@ -225,7 +229,8 @@ def merge_on_read(tbl: Table, snapshot_id: int | None, only: Callable[[tuple], b
                             [(local_path(e.data_file.file_path), e.sequence_number, scope_id(e.data_file),
                               is_global(e.data_file, specs)) for e in entries])
             con.execute(f"CREATE TEMP TABLE edel{g} AS SELECT {idents(names, 'q')}, f.seq, f.scope, f.global_ "
-                        f"FROM read_parquet(?, filename=true, union_by_name=true) q JOIN efiles{g} f "
+                        f"FROM read_parquet(?, hive_partitioning=false, filename=true, union_by_name=true) q "
+                        f"JOIN efiles{g} f "
                         f"ON q.filename = f.local", [[local_path(e.data_file.file_path) for e in entries]])
             match = " AND ".join(f"e.{ident(n)} IS NOT DISTINCT FROM r.{ident(n)}" for n in names)
             conditions.append(f"NOT EXISTS (SELECT 1 FROM edel{g} e WHERE {match} AND e.seq > r._seq "
