@@ -206,6 +206,8 @@ def filesystem(uri: str):
         return S3Connection.from_env().pyarrow_s3(), f"{bucket}/{key}".rstrip("/")
     if "://" not in uri and not uri.startswith("file:"):
         return pafs.LocalFileSystem(), uri
-    if uri.startswith("file:") and not uri.startswith("file://"):
-        return pafs.LocalFileSystem(), uri[len("file:"):]
+    if uri.startswith("file:"):
+        # the path as Iceberg wrote it: never URI-decoded (a Hive-style directory of an identity partition holds
+        # escapes such as %3A literally, and a space is not a URI's), so not through FileSystem.from_uri
+        return pafs.LocalFileSystem(), uri[len("file://"):] if uri.startswith("file://") else uri[len("file:"):]
     return pafs.FileSystem.from_uri(uri)
