@@ -170,8 +170,9 @@ def streaming_markdown(rs: ResultSet, root: Path | None = None, level: int = 3) 
            f"maintenance step ({', '.join(v.maintenance)}); the baseline `none` runs none. Every cycle is "
            "verified against the generator.", "",
            "| engine | verified | safe cycles | maintenance | s per GB ingested | $ per GB ingested | write "
-           "amplification | files at the end (data + delete) | full scan at the end (× baseline) | point lookup "
-           "at the end (× baseline) | commit conflicts |", "|" + "---|" * 11]
+           "amplification | files at the end (data + delete) | stored at the end (every file under the table) | "
+           "full scan at the end (× baseline) | point lookup at the end (× baseline) | commit conflicts |",
+           "|" + "---|" * 12]
     for row in rows:
         t, cs = row.t, row.r.streaming.cycles  # type: ignore[union-attr]
         last = cs[-1] if cs else None
@@ -183,11 +184,15 @@ def streaming_markdown(rs: ResultSet, root: Path | None = None, level: int = 3) 
                          "—" if t.cost_usd_per_gb is None else f"${t.cost_usd_per_gb:.3f}",
                          "—" if t.write_amplification is None else f"{t.write_amplification:.2f}",
                          f"{last.table.data_files} + {last.table.delete_files}" if last else "—",
+                         f"{last.stored_files:,} files, {fmt_bytes(last.stored_bytes)}" if last else "—",
                          _final_read(t, "full-scan"), _final_read(t, "point-lookup"),
                          "—" if base else str(t.maintenance_conflicts)]))
     out += ["", "× baseline: the baseline's time over the engine's (above 1, readers are faster than without "
                 "maintenance). Cost: the maintenance seconds at the run's instance price. Write amplification: "
-                "bytes maintenance wrote over bytes ingested.", "",
+                "bytes maintenance wrote over bytes ingested. Stored: every file under the table's location, live "
+                "or not (Spark's snapshot expiry deletes the files it made unreachable; RisingWave's engine's "
+                "ExpireSnapshots removes snapshots only, and its RemoveOrphanFiles, which would delete them, is not "
+                "in this scenario's maintenance).", "",
             "Per cycle (full scan; live data + delete files; maintenance seconds), one column per engine:", "",
             "| cycle | " + " | ".join(row.engine for row in rows) + " |", "|---|" + "---|" * len(rows)]
     for n in range(1, max((len(row.r.streaming.cycles) for row in rows), default=0) + 1):  # type: ignore[union-attr]

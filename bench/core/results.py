@@ -390,6 +390,10 @@ class CycleRecord(BaseModel):
     manifests: int = 0
     snapshots: int = 0
     metadata_bytes: int = 0  # metadata.json + manifest list + manifests of the current snapshot
+    # every file under the table's location after the cycle (data/ and metadata/): what the table costs in storage,
+    # live or not (an expiry that deletes the files it made unreachable keeps it down; one that does not, not)
+    stored_files: int = 0
+    stored_bytes: int = 0
     planning_s: float | None = None  # pyiceberg's plan_files over the current snapshot
     reads: dict[str, float] = Field(default_factory=dict)  # query -> seconds (DuckDB iceberg, warm)
     reads_ok: bool = False  # every query answered as the generator says
@@ -430,6 +434,7 @@ class StreamingTotals(BaseModel):
     first_unsafe_cycle: int | None = None
     final_reads: dict[str, float] = Field(default_factory=dict)
     final_planning_s: float | None = None
+    final_stored_bytes: int | None = None  # every file under the table's location after the last cycle
     final_reads_vs_baseline: dict[str, float] = Field(default_factory=dict)  # baseline seconds / this run's
     max_main_lag_commits: int | None = None  # branch mode
 

@@ -365,8 +365,10 @@ def io_delta(ctx: RunContext, cyc: CycleRecord, writer: StreamWriter, before: Be
     writer_ids = {c.snapshot_id for c in writer.commits if c.landed}
     new = [s for s in tbl.metadata.snapshots if s.snapshot_id not in before.snapshots | writer_ids]
     cyc.maintenance_snapshots = len(new)
+    location = local_path(ds.location)
+    stored = {**_listing(f"{location}/data"), **_listing(f"{location}/metadata")}
+    cyc.stored_files, cyc.stored_bytes = len(stored), sum(stored.values())
     if measured:
-        location = local_path(ds.location)
         compacted = any(op.op == "compact" for op in cyc.op_results)
         cyc.maintenance_not_landed = int(cyc.maintenance_status != "ok" or (compacted and not new))
         after_live = _live_sizes(tbl, branch)
@@ -520,6 +522,7 @@ def totals(r: RunResult, baseline: RunResult | None) -> None:
         t.write_amplification = t.bytes_written / t.bytes_ingested
     if cs:
         t.final_reads, t.final_planning_s = dict(cs[-1].reads), cs[-1].planning_s
+        t.final_stored_bytes = cs[-1].stored_bytes
     lags = [c.main_lag_commits for c in cs if c.main_lag_commits is not None]
     t.max_main_lag_commits = max(lags) if lags else None
     base = baseline.streaming.totals.final_reads if baseline is not None and baseline.streaming else {}
