@@ -74,9 +74,10 @@ def run_case(opts: ConformanceOptions, case: Case, catalog: Path, engines: list[
         results = run_scenario(RunOptions(scenario=case.scenario, engines=",".join(engines), source=ref,
                                           warehouse=opts.warehouse, results_dir=str(run_dir / "runs"),
                                           run_id=case.name, timeout_s=opts.timeout_s, readers=False), progress)
-    except UserError as e:  # the harness refused the table: it cannot judge it
+    except Exception as e:  # noqa: BLE001 - the harness refused the table or failed on it: it cannot judge it
+        why = f"refused: {e}" if isinstance(e, UserError) else f"the harness failed: {type(e).__name__}: {e}"
         return [ConformanceCell(case=case.name, covers=case.covers, engine=e_, verdict="harness-cannot",
-                                evidence=f"refused: {e}") for e_ in engines]
+                                evidence=why[:2000]) for e_ in engines]
     cells = []
     for r in results:
         v, evidence = verdict(r)

@@ -111,7 +111,8 @@ class RunContext:
     reads_plan: tuple | None = None  # (queries, truth) from datagen, computed once per run
     partition_filter: str | None = None  # the scenario's filter resolved against the dataset (resolve_filter)
     # the work asked of every engine and checked by the verifier (bench.core.work): the scenario's intent resolved
-    # against the dataset (resolve_work); one object for the job and the verification, so they cannot disagree
+    # against the dataset on its first restore (engine_run.restore_input); one object for the job and the
+    # verification, so they cannot disagree
     work: WorkIntent | None = None
     source: SourceRef | None = None  # the user's own table: the dataset is its clone (bench.runner.source)
     source_before: SourceFingerprint | None = None  # the source's fingerprint before the run
@@ -322,16 +323,6 @@ def check_source_options(opts: RunOptions, sc: Scenario) -> None:
                         "rows into the table" + (" and its maintenance expires snapshots, whose files on a zero-copy "
                                                  "clone are your table's" if sc.streaming else "")
                         + "; use a compaction scenario (e.g. bin-packing) with --source-table")
-
-
-def resolve_work(ctx: RunContext) -> WorkIntent:
-    """The scenario's work on the dataset: whether its snapshot holds live delete files decides whether applying
-    them is work (Scenario.work_intent)."""
-    from bench.core.table import live_files
-
-    assert ctx.catalog is not None and ctx.dataset is not None
-    deletes = live_files(ctx.catalog.load_table(ctx.dataset.table), ctx.dataset.snapshot_id).deletes
-    return ctx.scenario.work_intent(bool(deletes))
 
 
 def resolve_filter(ctx: RunContext) -> str | None:

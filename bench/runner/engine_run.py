@@ -54,6 +54,8 @@ def restore_input(ctx: RunContext, r: RunResult) -> tuple[set[str], TableMetadat
     """The dataset restored byte for byte (bench.runner.inputs.reset_input), what the engine gets measured
     into `r`; returns the input's live file paths and its metadata (what verification compares with)."""
     r.input, r.before, before_paths, before_meta = reset_input(ctx)
+    if ctx.work is None:  # the dataset's own state: the same for every engine run of this run
+        ctx.work = ctx.scenario.work_intent(r.before.delete_files > 0)
     r.files_in = r.before.data_files + r.before.delete_files
     r.bytes_in = r.before.data_bytes + r.before.delete_bytes
     r.rows = r.before.rows

@@ -32,7 +32,7 @@ from bench.core.table import live_files
 from bench.core.units import fmt_bytes
 from bench.engines import engine_class
 from bench.engines.base import EngineOutcome
-from bench.runner.context import RunContext, RunOptions, Slot, resolve, resolve_filter, resolve_work, schedule
+from bench.runner.context import RunContext, RunOptions, Slot, resolve, resolve_filter, schedule
 from bench.runner.engine_run import (
     build_job,
     harness_failed,
@@ -272,7 +272,6 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
                 progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
                               f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
             ctx.partition_filter = resolve_filter(ctx)
-            ctx.work = resolve_work(ctx)
             if ctx.partition_filter:
                 progress.info(f"partition filter: {ctx.partition_filter} (only the partitions it selects are "
                               "compacted)")
