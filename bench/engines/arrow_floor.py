@@ -6,8 +6,8 @@ the way the engines must (Iceberg v2: a position delete of sequence number s rem
 files it names with sequence number <= s; an equality delete of s removes matching rows of data files
 with sequence number < s, in its partition or everywhere when its spec is unpartitioned; a null in a
 delete column matches a null row value), and writes target-sized Parquet files per partition with the
-scenario's codec, the input's column order and Parquet field ids and Iceberg's default row-group size
-(128 MiB).
+scenario's codec, the input's column order and Parquet field ids, in row groups of DuckDB's default
+122,880 rows (within Iceberg's default 128 MiB; smaller groups are encoded on more threads at once).
 
 How, on every core it is given (`job.cores` DuckDB threads): per partition one DuckDB query reads the
 data files (DuckDB's multi-threaded Parquet reader, each file's row positions alongside), anti-joins the
@@ -51,7 +51,10 @@ from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import Deployment
 from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
 
-ROW_GROUP_BYTES = 128 * 1024 * 1024  # Iceberg's write.parquet.row-group-size-bytes default
+ROW_GROUP_BYTES = 128 * 1024 * 1024  # Iceberg's write.parquet.row-group-size-bytes default: the cap
+# DuckDB's default row group (rows): its COPY encodes row groups in parallel, so smaller groups keep every thread
+# busy (bin-packing-zstd's files at 0.005, 2 threads: 24.1-26.0 s against 29.4-29.5 s with 128 MiB groups)
+ROW_GROUP_ROWS = 122_880
 DUCKDB_CODEC = {"none": "uncompressed"}
 OUTPUT_DIR = "floor-output"
 SEQ = "__floor_seq"  # the sequence-number column of the delete tables (and of the data rows)
@@ -188,7 +191,7 @@ class ArrowFloorEngine(EngineBase):
         in_bytes, in_rows = sum(d["bytes"] for d in rewrite), sum(d["rows"] for d in rewrite)
         bytes_per_row = in_bytes / max(in_rows, 1)
         rows_per_file = max(1, int(job.target_file_size_bytes / bytes_per_row))
-        rows_per_group = max(1, min(rows_per_file, int(ROW_GROUP_BYTES / bytes_per_row)))
+        rows_per_group = max(1, min(rows_per_file, int(ROW_GROUP_BYTES / bytes_per_row), ROW_GROUP_ROWS))
         codec = DUCKDB_CODEC.get(job.output_codec, job.output_codec)
         copy = (f"FORMAT parquet, COMPRESSION {codec}"
                 + (f", COMPRESSION_LEVEL {int(job.output_codec_level)}" if job.output_codec_level is not None else "")
