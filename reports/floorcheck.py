@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from bench.core.results import RunResult
+from bench.core.results import PhysicalBound, RunResult
 from bench.core.stats import floors, measured
 
 
@@ -38,7 +38,7 @@ class FloorCheck:
     bound_s: float | None = None  # median physical bound of the floor's runs
     bound_missing: str = ""  # why there is no bound
     limited_by: str = ""
-    bound_terms: dict = field(default_factory=dict)  # of the run whose bound is the median (read_s, cpu_s, ...)
+    bound_terms: PhysicalBound = field(default_factory=PhysicalBound)  # of the run whose bound is the median
     engines: dict[str, float] = field(default_factory=dict)  # committing engine -> median verified time
     beaten: list[Beat] = field(default_factory=list)
 
@@ -66,12 +66,12 @@ def _spread(values: list[float]) -> float:
     return max(values) / min(values) if values else 1.0
 
 
-def _bound(runs: list[RunResult], floor: str) -> tuple[dict | None, str]:
-    bounds = [r.engine_result.get("bound") for r in runs if r.engine == floor and r.counts]
-    have = sorted((b for b in bounds if isinstance(b, dict) and b.get("seconds")), key=lambda b: b["seconds"])
+def _bound(runs: list[RunResult], floor: str) -> tuple[PhysicalBound | None, str]:
+    bounds = [r.physical_bound for r in runs if r.engine == floor and r.counts and r.physical_bound is not None]
+    have = sorted((b for b in bounds if b.seconds), key=lambda b: b.seconds or 0.0)
     if have:
         return have[(len(have) - 1) // 2], ""
-    missing = next((b["missing"] for b in bounds if isinstance(b, dict) and b.get("missing")), "")
+    missing = next((b.missing for b in bounds if b.missing), "")
     return None, missing or "its results record no physical bound (older results, or no verified run)"
 
 
@@ -81,7 +81,7 @@ def floor_check(results: Iterable[RunResult], floor: str) -> FloorCheck:
     out = FloorCheck(floor=floor, floor_s=statistics.median(ftimes) if ftimes else None)
     bound, out.bound_missing = _bound(runs, floor)
     if bound is not None:
-        out.bound_s, out.limited_by = float(bound["seconds"]), str(bound.get("limited_by", ""))
+        out.bound_s, out.limited_by = bound.seconds, bound.limited_by
         out.bound_terms = bound
     for e in dict.fromkeys(r.engine for r in runs if r.commits != "none"):
         times = _verified_times(runs, e)
@@ -105,14 +105,12 @@ def bound_text(c: FloorCheck) -> str:
     if c.bound_s is None:
         return f"no physical bound: {c.bound_missing}"
     t = c.bound_terms
-    rates = t.get("rates", {})
-    return (f"physical bound {c.bound_s:.2f} s ({c.limited_by}-limited: device read {t.get('read_s', 0):.2f} s of "
-            f"{t.get('read_bytes', 0) / 1e6:.0f} MB at {rates.get('read_mb_s', 0):.0f} MB/s cold; CPU "
-            f"{t.get('cpu_s', 0):.2f} s = decode {t.get('decode_cpu_s', 0):.2f} + encode {t.get('encode_cpu_s', 0):.2f}"
-            f" + hash join {t.get('join_cpu_s', 0):.2f} CPU-s on {t.get('cores', 0):g} cores; rates of "
-            f"{rates.get('measured_at', '?')})"
-            + (f"; {t['idle_seconds']:.2f} s with each core to itself (the rates per CPU-second)"
-               if t.get("idle_seconds") else ""))
+    return (f"physical bound {c.bound_s:.2f} s ({c.limited_by}-limited: device read {t.read_s:.2f} s of "
+            f"{t.read_bytes / 1e6:.0f} MB at {t.rates.read_mb_s:.0f} MB/s cold; CPU "
+            f"{t.cpu_s:.2f} s = decode {t.decode_cpu_s:.2f} + encode {t.encode_cpu_s:.2f}"
+            f" + hash join {t.join_cpu_s:.2f} CPU-s on {t.cores:g} cores; rates of {t.rates.measured_at or '?'})"
+            + (f"; {t.idle_seconds:.2f} s with each core to itself (the rates per CPU-second)"
+               if t.idle_seconds else ""))
 
 
 def summary_lines(c: FloorCheck) -> list[str]:

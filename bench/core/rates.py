@@ -22,6 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from bench.core.fileio import write_atomic
+from bench.core.results import BoundRates, PhysicalBound
 
 RATES_SUFFIX = ".rates.json"
 
@@ -64,7 +65,7 @@ def load_rates(state_dir: str | Path, table: str) -> TableRates | None:
 
 
 def physical_bound(rates: TableRates, cores: float, read_bytes: int, data_bytes: int, rows_out: int,
-                   codec: str, join_rows: int = 0) -> dict:
+                   codec: str, join_rows: int = 0) -> PhysicalBound:
     """The least time (seconds) `read_bytes` read (all input: data and delete files), `data_bytes` of
     data files decoded, `rows_out` rows encoded with `codec` and `join_rows` rows built and probed can
     take on `cores` cores; with its terms."""
@@ -82,11 +83,10 @@ def physical_bound(rates: TableRates, cores: float, read_bytes: int, data_bytes:
     if c.get("decode_mb") and c.get(f"encode_rows_{codec}") and c.get("join_rows"):
         idle = max(read_s, (data_bytes / 1e6 / c["decode_mb"] + rows_out / c[f"encode_rows_{codec}"]
                             + join_rows / c["join_rows"]) / cores)
-    return {"seconds": max(read_s, cpu_s), "idle_seconds": idle,
-            "limited_by": "device read" if read_s >= cpu_s else "CPU",
-            "read_s": read_s, "cpu_s": cpu_s, "decode_cpu_s": decode_cpu, "encode_cpu_s": encode_cpu,
-            "join_cpu_s": join_cpu, "cores": cores, "read_bytes": read_bytes, "data_bytes": data_bytes,
-            "rows_out": rows_out, "join_rows": join_rows, "codec": codec,
-            "rates": {"read_mb_s": rates.read_mb_s, "decode_mb_s_per_core": rates.decode_mb_s_per_core,
-                      "encode_rows_s_per_core": enc, "join_rows_s_per_core": rates.join_rows_s_per_core,
-                      "measured_at": rates.measured_at, "table": rates.table}}
+    return PhysicalBound(
+        seconds=max(read_s, cpu_s), idle_seconds=idle, limited_by="device read" if read_s >= cpu_s else "CPU",
+        read_s=read_s, cpu_s=cpu_s, decode_cpu_s=decode_cpu, encode_cpu_s=encode_cpu, join_cpu_s=join_cpu,
+        cores=cores, read_bytes=read_bytes, data_bytes=data_bytes, rows_out=rows_out, join_rows=join_rows,
+        codec=codec, rates=BoundRates(read_mb_s=rates.read_mb_s, decode_mb_s_per_core=rates.decode_mb_s_per_core,
+                                      encode_rows_s_per_core=enc, join_rows_s_per_core=rates.join_rows_s_per_core,
+                                      measured_at=rates.measured_at, table=rates.table))

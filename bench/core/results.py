@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bench.core.fileio import write_atomic
 from bench.core.published import PUBLISHED_INSTANCE, PUBLISHED_MACHINE
@@ -189,6 +189,39 @@ class CommitEvent(BaseModel):
 def difference(c: Check) -> str:
     """How a failed check is listed in `Verification.differences`."""
     return f"{c.name}: {c.message}" + ("" if c.required else " (advisory)")
+
+
+class BoundRates(BaseModel):
+    """The rates a physical bound was built from (bench.core.rates.TableRates, measured on the table's files)."""
+
+    read_mb_s: float = 0.0
+    decode_mb_s_per_core: float = 0.0
+    encode_rows_s_per_core: float = 0.0
+    join_rows_s_per_core: float = 0.0
+    measured_at: str = ""
+    table: str = ""
+
+
+class PhysicalBound(BaseModel):
+    """The least time a rewrite's bytes and rows can take on the cores given, from this machine's measured rates
+    (bench.core.rates.physical_bound); or, `missing`, why there is none."""
+
+    seconds: float | None = None
+    idle_seconds: float | None = None  # with each core to itself (the rates per CPU-second)
+    limited_by: str = ""  # device read | CPU
+    read_s: float = 0.0
+    cpu_s: float = 0.0
+    decode_cpu_s: float = 0.0
+    encode_cpu_s: float = 0.0
+    join_cpu_s: float = 0.0
+    cores: float = 0.0
+    read_bytes: int = 0
+    data_bytes: int = 0
+    rows_out: int = 0
+    join_rows: int = 0
+    codec: str = ""
+    rates: BoundRates = Field(default_factory=BoundRates)
+    missing: str = ""
 
 
 class RowDifference(BaseModel):
@@ -770,8 +803,21 @@ class RunResult(BaseModel):
     partitions: PartitionOutcome | None = None  # a partitioned table's outcome per partition (None: unpartitioned)
     source: SourceRecord | None = None  # a run on the user's own table (None: a generated dataset)
 
-    engine_result: dict[str, Any] = Field(default_factory=dict)
+    engine_result: dict[str, Any] = Field(default_factory=dict)  # the engine's own result object: no reader decodes it
     engine_settings: dict[str, Any] = Field(default_factory=dict)  # for humans: no reader decodes its keys
+    # a floor's physical bound of the same rewrite (EngineOutcome.physical_bound; results of 2026-11-27 before it
+    # was typed kept it as engine_result["bound"]: read from there on load)
+    physical_bound: PhysicalBound | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bound_of_untyped_results(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("physical_bound") is None:
+            bound = (data.get("engine_result") or {}).get("bound")
+            if isinstance(bound, dict):
+                data = {**data, "physical_bound": bound}
+        return data
+
     deployment: Deployment | None = None  # how the engine ran, as it reported it (None: it reported nothing)
     engine_actions: list[str] = Field(default_factory=list)
     engine_color: str | None = None  # the engine's colour in charts (declared by the engine)

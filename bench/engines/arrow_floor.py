@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections import defaultdict
+from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 from bench.core.catalog import CatalogSettings
 from bench.core.rates import TableRates, load_rates, physical_bound
 from bench.core.requirements import Requirement, module_requirement
-from bench.core.results import Deployment
+from bench.core.results import Deployment, PhysicalBound
 from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
 
 ROW_GROUP_BYTES = 128 * 1024 * 1024  # Iceberg's write.parquet.row-group-size-bytes default: the cap
@@ -165,10 +165,17 @@ class ArrowFloorEngine(EngineBase):
         """(data files to rewrite, paths kept, the rewritten files by partition)."""
         data = self.plan["data"]
         candidates = [d for d in data if d["selected"]]
-        if job.kind == "binpack":
-            rewrite = [d for d in candidates if d["bytes"] < job.small_file_threshold_bytes]
+        work = job.intent()  # the same work the engines are asked (bench.core.work) and the verifier checks
+        if work.files == "all":
+            rewrite = candidates
+        elif work.files == "small":
+            small = [d for d in candidates if d["bytes"] < job.small_file_threshold_bytes]
+            per_scope = Counter(d["scope"] for d in small)
+            rewrite = [d for d in small if per_scope[d["scope"]] >= work.min_files]
         else:
             rewrite = [d for d in candidates if deletes.applies(d)]
+        if work.applies_deletes:  # a delete file applies: its data files are rewritten with it applied
+            rewrite += [d for d in candidates if deletes.applies(d) and d not in rewrite]
         chosen = {d["path"] for d in rewrite}
         groups: dict[tuple, list[dict]] = defaultdict(list)
         for d in rewrite:
@@ -212,8 +219,8 @@ class ArrowFloorEngine(EngineBase):
             engine_result={"files_rewritten": len(rewrite), "files_kept": len(kept), "files_written": len(written),
                            "rows_in": in_rows, "rows_written": rows_out, "partitions": len(groups),
                            "position_delete_files_read": len(self.plan["position"]),
-                           "equality_delete_files_read": len(self.plan["equality"]),
-                           "bound": self._bound(job, cores, in_bytes, rows_out, join_rows)},
+                           "equality_delete_files_read": len(self.plan["equality"])},
+            physical_bound=self._bound(job, cores, in_bytes, rows_out, join_rows),
             settings={"rows_per_file": rows_per_file, "rows_per_row_group": rows_per_group,
                       "row_group_bytes": ROW_GROUP_BYTES, "codec": codec, "codec_level": job.output_codec_level,
                       "duckdb_threads": cores, "copy_options": copy,
@@ -288,15 +295,16 @@ class ArrowFloorEngine(EngineBase):
         return " ORDER BY " + ", ".join(f"d.{_q(c)} {'ASC' if asc else 'DESC'} NULLS {'FIRST' if nf else 'LAST'}"
                                         for c, asc, nf in keys)
 
-    def _bound(self, job: CompactionJob, cores: int, data_bytes: int, rows_out: int, join_rows: int) -> dict:
+    def _bound(self, job: CompactionJob, cores: int, data_bytes: int, rows_out: int,
+               join_rows: int) -> PhysicalBound:
         """The physical bound of this rewrite from the rates measured on this table (bench.core.rates)."""
         if self.rates is None:
-            return {"missing": f"no rates measured for {job.table}: run `bench selfcheck rates`"}
+            return PhysicalBound(missing=f"no rates measured for {job.table}: run `bench selfcheck rates`")
         try:
             return physical_bound(self.rates, cores, data_bytes + self.plan["delete_bytes"], data_bytes, rows_out,
                                   job.output_codec, join_rows)
         except ValueError as e:
-            return {"missing": str(e)}
+            return PhysicalBound(missing=str(e))
 
     def _versions(self) -> dict[str, str]:
         import duckdb

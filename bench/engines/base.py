@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bench.core.catalog import CatalogSettings
 from bench.core.requirements import Requirement
-from bench.core.results import Deployment, MaintenanceResult, MemoryCap, Phase
+from bench.core.results import Deployment, MaintenanceResult, MemoryCap, Phase, PhysicalBound
 from bench.core.work import WorkIntent, default_intent
 
 Kind = Literal["binpack", "deletes"]
@@ -118,6 +118,7 @@ class EngineOutcome(BaseModel):
 
     engine_result: dict[str, Any] = Field(default_factory=dict)  # the engine's own result object
     maintenance: list[MaintenanceResult] = Field(default_factory=list)  # a maintenance step: each operation
+    physical_bound: PhysicalBound | None = None  # a floor: the least time this rewrite can take here
     settings: dict[str, Any] = Field(default_factory=dict)  # effective settings (heap granted, ...)
     versions: dict[str, str] = Field(default_factory=dict)  # engine-specific versions
     actions: list[str] = Field(default_factory=list)  # what was run (SQL, procedure calls, configs)

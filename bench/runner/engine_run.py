@@ -102,6 +102,7 @@ def record_engine(ctx: RunContext, r: RunResult, er: EngineRun) -> None:
         r.duration_s = rec.duration_s if r.status == "ok" else None
         if rec.outcome is not None:
             r.engine_result, r.engine_settings = rec.outcome.engine_result, rec.outcome.settings
+            r.physical_bound = rec.outcome.physical_bound
             r.engine_actions = rec.outcome.actions
             r.versions.update(rec.outcome.versions)
             r.deployment = rec.outcome.deployment

@@ -98,10 +98,10 @@ def test_physical_bound_is_the_slower_of_device_and_cpus():
     b = physical_bound(_rates(), cores=2, read_bytes=200_000_000, data_bytes=100_000_000, rows_out=4_000_000,
                        codec="snappy", join_rows=10_000_000)
     # read 200 MB at 100 MB/s = 2 s; CPU (100/50 + 4e6/2e6 + 1e7/1e7) = 5 CPU-s on 2 cores = 2.5 s
-    assert b["read_s"] == pytest.approx(2.0) and b["cpu_s"] == pytest.approx(2.5)
-    assert b["seconds"] == pytest.approx(2.5) and b["limited_by"] == "CPU"
+    assert b.read_s == pytest.approx(2.0) and b.cpu_s == pytest.approx(2.5)
+    assert b.seconds == pytest.approx(2.5) and b.limited_by == "CPU"
     fast_cpu = physical_bound(_rates(), cores=8, read_bytes=200_000_000, data_bytes=100_000_000, rows_out=4_000_000,
                               codec="snappy", join_rows=10_000_000)
-    assert fast_cpu["seconds"] == pytest.approx(2.0) and fast_cpu["limited_by"] == "device read"
+    assert fast_cpu.seconds == pytest.approx(2.0) and fast_cpu.limited_by == "device read"
     with pytest.raises(ValueError, match="zstd"):
         physical_bound(_rates(), cores=2, read_bytes=1, data_bytes=1, rows_out=1, codec="zstd")

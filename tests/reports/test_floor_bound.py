@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from bench.core.rates import TableRates, physical_bound
+from bench.core.results import PhysicalBound
 from reports.floorcheck import floor_check
 from reports.markdown import render_markdown
 from tests.reports.hand_built import make_result, render, write_results
@@ -27,7 +28,7 @@ def _runs(engine_times: list[float], floor_times: list[float], bound: dict | Non
         fields = {k: v for k, v in ENGINES["risingwave"].items() if k != "engine"}
         out.append(make_result("risingwave", rep, duration=e, run_id="fb", order=order, **fields))
         fields = {k: v for k, v in ENGINES[FLOOR].items() if k != "engine"}
-        fields["engine_result"] = {"bound": bound} if bound is not None else {}
+        fields["physical_bound"] = bound
         out.append(make_result(FLOOR, rep, duration=f, run_id="fb", order=order, **fields))
     return out
 
@@ -35,8 +36,8 @@ def _runs(engine_times: list[float], floor_times: list[float], bound: dict | Non
 def test_an_engine_beyond_the_spread_marks_the_floor_and_the_bound_is_shown(tmp_path):
     # 200 MB read (0.5 s), 100 MB decoded (1 CPU-s), 2 M rows encoded (2 CPU-s), 10 M join rows (1 CPU-s): 2 s on 2
     bound = physical_bound(RATES, 2, 200_000_000, 100_000_000, 2_000_000, "snappy", 10_000_000)
-    assert bound["seconds"] == 2.0 and bound["limited_by"] == "CPU"
-    assert bound["idle_seconds"] == 1.0  # each CPU-second rate twice the wall rate: half the CPU time
+    assert bound.seconds == 2.0 and bound.limited_by == "CPU"
+    assert bound.idle_seconds == 1.0  # each CPU-second rate twice the wall rate: half the CPU time
     runs = _runs([11.3, 12.0, 13.0], [19.6, 20.0, 20.9], bound)
     check = floor_check(runs, FLOOR)
     assert check.floor_s == 20.0 and check.bound_s == 2.0 and check.floor_over_bound == 10.0
@@ -55,7 +56,8 @@ def test_an_engine_beyond_the_spread_marks_the_floor_and_the_bound_is_shown(tmp_
 
 
 def test_within_the_spread_no_mark_and_no_bound_says_why(tmp_path):
-    runs = _runs([18.0, 24.0], [20.0, 21.0], {"missing": "no rates measured for bench.t: run `bench selfcheck rates`"})
+    runs = _runs([18.0, 24.0], [20.0, 21.0],
+                 PhysicalBound(missing="no rates measured for bench.t: run `bench selfcheck rates`"))
     check = floor_check(runs, FLOOR)
     assert check.engines == {"risingwave": 21.0} and not check.beaten  # 21.0 > 20.5: not even faster
     runs = _runs([18.0, 22.0], [20.0, 21.0], None)

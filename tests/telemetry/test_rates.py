@@ -25,8 +25,8 @@ def test_rates_of_a_dataset_and_the_bound_they_give(shared_warehouse):
     assert set(rates.encode_rows_s_per_core) == {"snappy", "zstd", "uncompressed"}
     b = physical_bound(rates, 2, rates.bytes, rates.bytes, rates.rows, "snappy")
     # the bound of the measured files: at least the cold read, at least the CPU work on 2 cores
-    assert b["seconds"] >= b["read_s"] > 0 and b["seconds"] >= b["cpu_s"] > 0
-    assert b["idle_seconds"] is not None and b["idle_seconds"] > 0
+    assert b.seconds >= b.read_s > 0 and b.seconds >= b.cpu_s > 0
+    assert b.idle_seconds is not None and b.idle_seconds > 0
 
     p = run_bench("selfcheck", "rates", "--warehouse", shared_warehouse, "--table", "bench.nope")
     assert p.returncode == 2 and p.stderr.strip().count("\n") == 0 and "no dataset 'nope'" in p.stderr
