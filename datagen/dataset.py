@@ -144,7 +144,7 @@ def prepare(catalog: Catalog, settings: CatalogSettings, recipe: Recipe, scale: 
     elapsed = time.perf_counter() - t0
     tbl = catalog.load_table(ident)
     prune_metadata(tbl)  # the dataset is what its current metadata needs, nothing a later commit may delete
-    vault(tbl.location(), list_files(tbl.location()), spare_dir(settings.state_path, name))  # what restores it
+    vault(tbl.location(), list_files(tbl.location()), spare_dir(settings.state_path, name), fresh=True)  # restores it
     snap = tbl.current_snapshot()
     assert snap is not None  # the generator has just committed
     ds = GeneratedTable(

@@ -101,7 +101,7 @@ def prepare_clone(catalog: Catalog, settings: CatalogSettings, ref: SourceRef, s
     tbl = catalog.load_table(ident)
     with progress.task("reading the source snapshot's ground truth (two readers)", unit="step"):
         truth = ground_truth(tbl, snap.snapshot_id, read_settings)
-    vault(tbl.location(), list_files(tbl.location()), spare_dir(settings.state_path, name))
+    vault(tbl.location(), list_files(tbl.location()), spare_dir(settings.state_path, name), fresh=True)
     entries = live_files(tbl).all
     ds = GeneratedTable(
         table=ident, kind=sc.kind, recipe_hash=key, scale=0.0, seed=0,

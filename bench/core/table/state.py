@@ -146,7 +146,7 @@ def restore(catalog: Catalog, ident: str, metadata_location: str, location: str,
 VAULT_INDEX = ".vault-index.json"
 
 
-def vault(location: str, files: dict[str, int], spare: Path) -> int:
+def vault(location: str, files: dict[str, int], spare: Path, fresh: bool = False) -> int:
     """Keep a restorable copy of each of `files` (relative path -> size) in `spare`, out of every engine's
     reach (beside the warehouse, not under the table's location), so that nothing a run does can destroy
     what the next run restores from: a snapshot expiry or orphan removal deletes the table's name for a
@@ -154,7 +154,10 @@ def vault(location: str, files: dict[str, int], spare: Path) -> int:
     never writes a file in place, and the index of each link's size and mtime, checked on the way back,
     would show one that was); across file systems, a copy.  On S3 the metadata files are copied (its data
     objects are never deleted by a run on S3: maintenance that expires snapshots needs a local warehouse).
-    Returns how many files were added to the vault."""
+    `fresh`: a new dataset's vault (what an earlier dataset of the same name kept is removed first).  Returns how
+    many files were added to the vault."""
+    if fresh:
+        shutil.rmtree(spare, ignore_errors=True)
     fs, root = filesystem(location)
     if not isinstance(fs, pafs.LocalFileSystem):
         return keep_spares(location, files, spare)
