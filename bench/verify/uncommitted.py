@@ -65,7 +65,7 @@ def _data_file(tbl: Table, path: str) -> DataFile:
     try:
         return parquet_file_to_data_file(tbl.io, tbl.metadata, path)
     except ValueError as exc:
-        if "non-linear" not in str(exc):
+        if "non-linear" not in str(exc) and not _optional_for_required(tbl, pq.ParquetFile(local_path(path))):
             raise
     meta, schema = tbl.metadata, tbl.metadata.schema()
     pf = pq.ParquetFile(local_path(path))
@@ -77,6 +77,33 @@ def _data_file(tbl: Table, path: str) -> DataFile:
         partition=rows_partition(pf, meta.spec(), schema), file_size_in_bytes=os.path.getsize(local_path(path)),
         sort_order_id=None, spec_id=meta.default_spec_id, equality_ids=None, key_metadata=None,
         **stats.to_serialized_dict())
+
+
+def _optional_for_required(tbl: Table, pf) -> bool:
+    """True when the file's schema is the table's but for top-level columns written optional for required fields
+    that hold no null in any row group (a writer that marks every column optional, e.g. DuckDB's COPY): every
+    reader reads it as the table says.  Any other difference stays a mismatch."""
+    import pyarrow as pa
+    from pyiceberg.io.pyarrow import _check_pyarrow_schema_compatible
+
+    schema, arrow = tbl.metadata.schema(), pf.schema_arrow
+    required = {f.name for f in schema.fields if f.required}
+    md = pf.metadata
+    names = [md.schema.column(i).path for i in range(md.num_columns)]
+
+    def no_nulls(name: str) -> bool:
+        cols = [i for i, p in enumerate(names) if p == name]
+        return bool(cols) and all(
+            (st := md.row_group(g).column(i).statistics) is not None and st.has_null_count and st.null_count == 0
+            for g in range(md.num_row_groups) for i in cols)
+
+    fields = [f.with_nullable(False) if f.name in required and f.nullable and no_nulls(f.name) else f for f in arrow]
+    try:
+        _check_pyarrow_schema_compatible(schema, pa.schema(fields, metadata=arrow.metadata),
+                                         format_version=tbl.metadata.format_version)
+    except ValueError:
+        return False
+    return True
 
 
 def remove_output(written: list[str], work_dir: Path) -> int:
