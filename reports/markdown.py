@@ -190,9 +190,8 @@ def streaming_markdown(rs: ResultSet, root: Path | None = None, level: int = 3) 
     out += ["", "× baseline: the baseline's time over the engine's (above 1, readers are faster than without "
                 "maintenance). Cost: the maintenance seconds at the run's instance price. Write amplification: "
                 "bytes maintenance wrote over bytes ingested. Stored: every file under the table's location, live "
-                "or not (Spark's snapshot expiry deletes the files it made unreachable; RisingWave's engine's "
-                "ExpireSnapshots removes snapshots only, and its RemoveOrphanFiles, which would delete them, is not "
-                "in this scenario's maintenance).", "",
+                "or not (an expiry that deletes the files it made unreachable keeps it down; one that only removes "
+                "snapshots from the metadata does not).", "",
             "Per cycle (full scan; live data + delete files; maintenance seconds), one column per engine:", "",
             "| cycle | " + " | ".join(row.engine for row in rows) + " |", "|---|" + "---|" * len(rows)]
     for n in range(1, max((len(row.r.streaming.cycles) for row in rows), default=0) + 1):  # type: ignore[union-attr]
