@@ -84,14 +84,3 @@ def matrix_markdown(v: MatrixView, level: int = 3) -> str:
 def _one_line(text: str, limit: int = 600) -> str:
     text = " ".join(text.split()).replace("|", "\\|")
     return text if len(text) <= limit else text[:limit] + " …"
-
-
-def touched(views: list[MatrixView], covers: set[str]) -> list[tuple[ConformanceCell, str]]:
-    """The conformance findings (not correct) on cases whose shapes a user's table has: (cell, the shape)."""
-    out = []
-    for v in views:
-        for c in v.findings:
-            hit = next((s for s in c.covers if s in covers), None)
-            if hit is not None:
-                out.append((c, hit))
-    return out

@@ -366,17 +366,17 @@ def io_delta(ctx: RunContext, cyc: CycleRecord, writer: StreamWriter, before: Be
     new = [s for s in tbl.metadata.snapshots if s.snapshot_id not in before.snapshots | writer_ids]
     cyc.maintenance_snapshots = len(new)
     location = local_path(ds.location)
-    stored = {**_listing(f"{location}/data"), **_listing(f"{location}/metadata")}
-    cyc.stored_files, cyc.stored_bytes = len(stored), sum(stored.values())
+    data, metadata = _listing(f"{location}/data"), _listing(f"{location}/metadata")
+    cyc.stored_files = len(data) + len(metadata)
+    cyc.stored_bytes = sum(data.values()) + sum(metadata.values())
     if measured:
         compacted = any(op.op == "compact" for op in cyc.op_results)
         cyc.maintenance_not_landed = int(cyc.maintenance_status != "ok" or (compacted and not new))
         after_live = _live_sizes(tbl, branch)
         cyc.bytes_read = sum(size for p, size in before.live.items() if p not in after_live)
-        cyc.bytes_written = sum(size for p, size in _listing(f"{location}/data").items()
+        cyc.bytes_written = sum(size for p, size in data.items()
                                 if p not in before.data and not os.path.basename(p).startswith(STREAM_PREFIX))
-        cyc.metadata_bytes_written = sum(size for p, size in _listing(f"{location}/metadata").items()
-                                         if p not in before.metadata)
+        cyc.metadata_bytes_written = sum(size for p, size in metadata.items() if p not in before.metadata)
     snaps = [{"snapshot_id": s.snapshot_id, "parent_id": s.parent_snapshot_id,
               "operation": s.summary.operation.value if s.summary else "",
               "who": "writer" if s.snapshot_id in writer_ids else "maintenance"}

@@ -171,12 +171,7 @@ def vault(location: str, files: dict[str, int], spare: Path, fresh: bool = False
         src = Path(root) / rel
         if not src.is_file() or src.stat().st_size != size:
             continue
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        dst.unlink(missing_ok=True)
-        try:
-            os.link(src, dst)
-        except OSError:  # another file system (or no hard links): a copy
-            shutil.copy2(src, dst)
+        _link(src, dst)
         st = dst.stat()
         index[rel] = [st.st_size, st.st_mtime_ns]
         added += 1
@@ -207,14 +202,18 @@ def _put_back(fs: pafs.FileSystem, root: str, rel: str, size: int, spare: Path) 
         raise RuntimeError(f"the dataset's file {rel} was changed in place since it was kept (size and mtime "
                            f"{kept} -> {[copy.stat().st_size, copy.stat().st_mtime_ns]}): generate the dataset "
                            "again (delete its manifest)")
-    dst = Path(root) / rel
+    _link(copy, Path(root) / rel)
+    return True
+
+
+def _link(src: Path, dst: Path) -> None:
+    """`dst` the same file as `src`: a hard link; a copy on another file system (or one without hard links)."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.unlink(missing_ok=True)
     try:
-        os.link(copy, dst)
+        os.link(src, dst)
     except OSError:
-        shutil.copy2(copy, dst)
-    return True
+        shutil.copy2(src, dst)
 
 
 def park(catalog: Catalog, ident: str, location: str, parked: Path, metadata_files: list[str] | None = None,
