@@ -25,7 +25,7 @@ from bench.core.errors import UserError
 from bench.core.progress import Progress, Quiet
 from bench.core.requirements import Requirement
 from bench.core.table import live_entries
-from bench.core.table.state import list_files, prune_metadata, unpark, vault
+from bench.core.table.state import list_files, prune_metadata, restore, unpark, vault
 from datagen import deletes, smallfiles
 from datagen.context import GenContext, Generated
 from datagen.partitions import reshape
@@ -116,9 +116,17 @@ def reuse(catalog: Catalog, settings: CatalogSettings, name: str) -> GeneratedTa
     try:
         catalog.load_table(existing.table)
     except (NoSuchTableError, FileNotFoundError):
-        # in the catalog under another metadata file (a run was killed mid-reset) is fine: the runner
-        # restores it; gone altogether (dropped, files deleted) means generating it again
+        # gone altogether (dropped, files deleted) means generating it again; out of the catalog (a run
+        # parked it and was killed) or its metadata file gone: restored, so that whoever reads the catalog
+        # next (a run, `bench selfcheck rates`) finds the dataset
         if not list_files(existing.location):
+            manifest_path(settings.state_path, name).unlink(missing_ok=True)
+            return None
+        try:
+            restore(catalog, existing.table, existing.metadata_location, existing.location,
+                    existing.table_files, spare=spare_dir(settings.state_path, name))
+        except RuntimeError:  # damaged beyond the vault: generated again
+            drop_incomplete(catalog, existing.table)
             manifest_path(settings.state_path, name).unlink(missing_ok=True)
             return None
     existing.reused = True

@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+from pyiceberg.exceptions import NoSuchTableError
+
 from bench.core.catalog import CatalogSettings, load_sql_catalog
 from bench.core.dataset import GeneratedTable, manifest_path
 from bench.core.errors import UserError
@@ -107,7 +109,11 @@ def _key_columns(tbl: Any, files: Any, table: Any) -> list[str]:
 
 def measure_table(settings: CatalogSettings, ds: GeneratedTable, max_files: int, rounds: int,
                   readers: int) -> TableRates:
-    tbl = load_sql_catalog(settings).load_table(ds.table)
+    try:
+        tbl = load_sql_catalog(settings).load_table(ds.table)
+    except (NoSuchTableError, FileNotFoundError):
+        raise UserError(f"{ds.table}: the dataset is not in the catalog (a run is under way, or was killed: "
+                        "`bench doctor --warehouse W --repair` restores it)") from None
     files = live_files(tbl, ds.snapshot_id)  # the dataset's files, as every run starts from them
     data = sorted(files.data, key=lambda e: e.data_file.file_path)[:max_files]
     if not data:

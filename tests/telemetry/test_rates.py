@@ -3,6 +3,7 @@ arrow-floor finds them (bench.core.rates); a table that is not a dataset is a on
 
 import json
 
+from bench.core.catalog import CatalogSettings, load_sql_catalog
 from bench.core.rates import TableRates, load_rates, physical_bound
 from tests.helpers import TINY, run_bench
 
@@ -12,6 +13,10 @@ def test_rates_of_a_dataset_and_the_bound_they_give(shared_warehouse):
     assert p.returncode == 0, p.stderr[-3000:]
     manifest = next(f for f in (shared_warehouse / "datasets").glob("smallfiles_*.json") if f.name.count(".") == 1)
     table = json.loads(manifest.read_text())["table"]
+    # a run killed while the table was out of the catalog (parked): the next datagen restores it
+    load_sql_catalog(CatalogSettings.for_warehouse(str(shared_warehouse))).drop_table(table)
+    p = run_bench("datagen", "bin-packing", "--scale", TINY, "--warehouse", shared_warehouse)
+    assert p.returncode == 0, p.stderr[-3000:]
     p = run_bench("selfcheck", "rates", "--warehouse", shared_warehouse, "--table", table, "--files", "4",
                   "--rounds", "1")
     assert p.returncode == 0, p.stderr[-3000:]
