@@ -1,7 +1,7 @@
 """`bench selfcheck rates`: this machine's rates measured on a dataset's own files, stored where
 arrow-floor finds them (bench.core.rates); a table that is not a dataset is a one-line error, exit 2."""
 
-import json
+import re
 
 from bench.core.catalog import CatalogSettings, load_sql_catalog
 from bench.core.rates import TableRates, load_rates, physical_bound
@@ -11,8 +11,8 @@ from tests.helpers import TINY, run_bench
 def test_rates_of_a_dataset_and_the_bound_they_give(shared_warehouse):
     p = run_bench("datagen", "bin-packing", "--scale", TINY, "--warehouse", shared_warehouse)
     assert p.returncode == 0, p.stderr[-3000:]
-    manifest = next(f for f in (shared_warehouse / "datasets").glob("smallfiles_*.json") if f.name.count(".") == 1)
-    table = json.loads(manifest.read_text())["table"]
+    # the dataset this datagen made (the shared warehouse holds other tests' datasets too)
+    table = re.search(r"dataset (bench\.smallfiles_\w+)", p.stderr + p.stdout).group(1)
     # a run killed while the table was out of the catalog (parked): the next datagen restores it
     load_sql_catalog(CatalogSettings.for_warehouse(str(shared_warehouse))).drop_table(table)
     p = run_bench("datagen", "bin-packing", "--scale", TINY, "--warehouse", shared_warehouse)
