@@ -124,10 +124,10 @@ class SparkOptions(BaseModel):
 
     @model_validator(mode="after")
     def _not_reserved(self) -> SparkOptions:
-        reserved = sorted(k for k in self.spark_conf if k in RESERVED_CONF or k in memory.PAPER_PROFILE)
+        reserved = sorted(k for k in self.spark_conf if k in RESERVED_CONF or k in memory.MEMORY_PROFILE_KEYS)
         if reserved:
-            raise ValueError(f"spark_conf may not set {reserved[0]}: it comes from the profile, the memory "
-                             f"budget or the job")
+            raise ValueError(f"spark_conf may not set {reserved[0]}: it comes from the profile's memory, the "
+                             f"memory budget or the job")
         if self.master is not None:
             parse_master(self.master)  # ValueError: spark://HOST:PORT
             if self.workers != 1:

@@ -56,6 +56,9 @@ PAPER_PROFILE: dict[str, str] = {
     "spark.sql.shuffle.partitions": "1000",
 }
 MEMORY_SIZE_KEYS = ("spark.executor.memory", "spark.executor.memoryOverhead", "spark.driver.memory")
+# what the memory rules below own (a scenario's spark_conf may not set them); the profile's shuffle partitions
+# it may (applied last, recorded with the run's settings)
+MEMORY_PROFILE_KEYS = tuple(k for k in PAPER_PROFILE if k != "spark.sql.shuffle.partitions")
 PROFILES = ("local", "paper")
 
 # Spark's UnifiedMemoryManager refuses a usable heap (Runtime.maxMemory) below 1.5 x its 300 MiB reserved
