@@ -166,9 +166,12 @@ def test_options_and_failure_classification():
     assert SparkOptions.model_validate({"mode": "standalone"}).mode == "standalone"
     with pytest.raises(ValueError):
         SparkOptions.model_validate({"mode": "yarn"})
-    for key in ("spark.cores.max", "spark.executor.instances", "spark.executor.extraJavaOptions"):
+    for key in ("spark.cores.max", "spark.executor.instances", "spark.executor.extraJavaOptions",
+                "spark.memory.fraction", "spark.executor.memory"):
         with pytest.raises(ValueError, match="spark_conf may not set"):
             SparkOptions.model_validate({"spark_conf": {key: "1"}})
+    # the profile's shuffle partitions are a scenario's to set (its memory is the budget's)
+    assert SparkOptions.model_validate({"spark_conf": {"spark.sql.shuffle.partitions": 2}}).spark_conf
     eng = SparkEngine()
     eng.mode = "standalone"
     task_oom = ("Job aborted due to stage failure: Task 0 in stage 0.0 failed 4 times, most recent failure: "

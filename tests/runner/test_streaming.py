@@ -27,6 +27,8 @@ local_scale: 0.005
 engines:
   spark:
     profile: local
+    spark_conf:  # the published 1000 shuffle partitions make a tiny table's expiry take 30 s of 2 cores
+      spark.sql.shuffle.partitions: 2
   risingwave:
     strategy: files_with_deletes
 streaming:
