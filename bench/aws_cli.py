@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING
 import click
 
 from bench.core.errors import UserError, one_line_errors
-from bench.core.storage import StorageOption, storage_option
 from bench.engines import default_engines
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: `bench` imports this module on every start (pydantic is slow to load)
     from bench.core.campaign import Plan
+    from bench.core.storage import StorageOption
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TF_DIR = PROJECT_ROOT / "terraform"
@@ -350,6 +350,8 @@ PUBLISHED_SCENARIOS = ["bin-packing", "bin-packing-zstd", "deletes-standard", "d
 def plan_storage(storage: str | None, max_disk: bool, warehouse_on_s3: bool) -> StorageOption:
     """The storage option (bench.core.storage) the plan models for Terraform's choice: S3 at the network's
     sustained baseline (a run of an hour outlasts the burst), gp3 at the instance's EBS maximum, or its baseline."""
+    from bench.core.storage import storage_option
+
     if storage == "s3" or (storage is None and warehouse_on_s3):
         return storage_option("s3-sustained")
     if storage == "gp3-max" or (storage is None and max_disk):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -11,11 +12,31 @@ from bench.aws_cli import aws
 from bench.core.cost import DEFAULT_INSTANCE, PRICES
 from bench.core.errors import UserError, one_line_errors
 from bench.core.progress import Progress
-from bench.core.storage import STORAGE_OPTIONS
+from bench.core.published import PUBLISHED_STORAGE_NAMES
 from bench.core.units import SCALE_HELP, check_scale
 from bench.engines import FLAGS, campaign_engines, default_engines
-from bench.telemetry.selfcheck import selfcheck_telemetry
 from reports.cli import docs_cmd, export_cmd, report_cmd
+
+# Every `bench` process imports this module: it imports click and light modules only (no pydantic, pyarrow,
+# pyiceberg, duckdb, psutil); each command imports what it needs when it runs (`python -X importtime`).
+
+
+class LazyGroup(click.Group):
+    """A group some of whose subcommands ("name": "module:attribute") are imported only when used (click's
+    "Lazily Loading Subcommands"); the group's help lists them with the others."""
+
+    def __init__(self, *args, lazy_subcommands: dict[str, str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy_subcommands = lazy_subcommands or {}
+
+    def list_commands(self, ctx):
+        return sorted({*super().list_commands(ctx), *self.lazy_subcommands})
+
+    def get_command(self, ctx, cmd_name):
+        if cmd_name in self.lazy_subcommands and cmd_name not in self.commands:
+            module, _, attribute = self.lazy_subcommands[cmd_name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attribute), cmd_name)
+        return super().get_command(ctx, cmd_name)
 
 
 def positive_scale(ctx, param, value):
@@ -413,7 +434,7 @@ def tune(engine, scenario, scale, budget_minutes, max_configs, reps, confirm_rep
 @click.option("--reps", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--from", "sources", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Where to look for sweeps, frontiers and runs with --cores 1|2 (default: ./results).")
-@click.option("--storage", type=click.Choice(list(STORAGE_OPTIONS)), default=None,
+@click.option("--storage", type=click.Choice(list(PUBLISHED_STORAGE_NAMES)), default=None,
               help="Where the table lives on the target (an m5.4xlarge's options; each states its assumption in "
                    "docs/method.md; default gp3-baseline).")
 @click.option("--storage-mb-s", type=float, default=None,
@@ -445,7 +466,7 @@ def plan(scenarios, scale, instance_type, reps, sources, storage, storage_mb_s, 
     click.echo(plan_table(p))
 
 
-@main.group()
+@main.group(cls=LazyGroup, lazy_subcommands={"telemetry": "bench.telemetry.selfcheck:selfcheck_telemetry"})
 def selfcheck():
     """Benchmarks of the harness itself."""
 
@@ -504,7 +525,6 @@ def selfcheck_scaling(files, file_mb, codec, rounds, results_dir, run_id, work_d
                             run_id=run_id, work_dir=work_dir), echo=click.echo)
 
 
-selfcheck.add_command(selfcheck_telemetry)
 main.add_command(aws)
 main.add_command(report_cmd)
 main.add_command(export_cmd)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from bench.core.errors import UserError
+from bench.core.published import PUBLISHED_STORAGE_NAMES
 
 MB = 1e6
 
@@ -74,6 +75,7 @@ M5_4XLARGE_STORAGE: list[StorageOption] = [
                              "a few minutes may get it all, a longer one falls back to the baseline"),
 ]
 STORAGE_OPTIONS = {o.name: o for o in M5_4XLARGE_STORAGE}
+assert tuple(STORAGE_OPTIONS) == PUBLISHED_STORAGE_NAMES, "the CLI offers PUBLISHED_STORAGE_NAMES: keep them alike"
 
 
 def storage_option(name: str) -> StorageOption:

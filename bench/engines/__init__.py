@@ -15,9 +15,12 @@ import importlib
 import os
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from bench.core.errors import UserError
-from bench.engines.base import Engine
+
+if TYPE_CHECKING:  # the registry stays light: the CLI reads it (FLAGS, the defaults) without loading engines
+    from bench.engines.base import Engine
 
 REGISTRY: dict[str, str] = {
     "spark": "bench.engines.spark:SparkEngine",
