@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bench.core.catalog import CatalogSettings, load_catalog
 from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
+from bench.core.results import TouchedCase
+from bench.core.table.shape import FACTS
 
 CASES_FILE = Path(__file__).resolve().parent.parent / "scenarios" / "conformance" / "cases.yaml"
 NAMESPACE = "conformance"
@@ -61,13 +63,24 @@ class Case(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
-    covers: list[str]  # the shapes it touches (a run on a user's table lists the cases its shape touches)
+    covers: list[str]  # the shapes it stands for, in words
+    # the table shape facts it stands for (bench.core.table.shape.FACTS): a run on a user's table whose shape
+    # has any of them lists this case, with each engine's verdict on it, beside its results
+    touches: list[str] = Field(min_length=1)
     scenario: str = "bin-packing"
     format_version: int = Field(2, ge=1, le=3)
     columns: str  # Spark SQL column definitions
     partitioned_by: str | None = None
     properties: dict[str, str] = Field(default_factory=dict)
     steps: list[Step] = Field(default_factory=list)
+
+    @field_validator("touches")
+    @classmethod
+    def _known_facts(cls, v: list[str]) -> list[str]:
+        unknown = [f for f in v if f not in FACTS]
+        if unknown:
+            raise ValueError(f"touches: unknown shape fact(s) {', '.join(unknown)} (bench.core.table.shape.FACTS)")
+        return v
 
     @property
     def table(self) -> str:
@@ -96,7 +109,20 @@ def load_cases(path: Path = CASES_FILE, names: list[str] | None = None) -> list[
 
 
 def case_digest(case: Case) -> str:
-    return hashlib.sha256(case.model_dump_json().encode()).hexdigest()[:12]
+    """Of what writes the table (not of which shapes it stands for)."""
+    return hashlib.sha256(case.model_dump_json(exclude={"touches"}).encode()).hexdigest()[:12]
+
+
+def touched(shape: dict[str, str], cases: list[Case]) -> tuple[list[TouchedCase], list[str]]:
+    """The cases a table of this shape (bench.core.table.shape.shape) touches: those standing for any of its
+    facts, in the cases' order; and its facts no case stands for."""
+    out = []
+    for c in cases:
+        because = [f"{f}: {shape[f]}" if shape[f] else f for f in c.touches if f in shape]
+        if because:
+            out.append(TouchedCase(case=c.name, covers=c.covers, because=because))
+    covered = {f for c in cases for f in c.touches}
+    return out, [f for f in shape if f not in covered]
 
 
 def catalog_file(root: Path) -> Path:

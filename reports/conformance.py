@@ -1,10 +1,12 @@
 """The conformance matrix (`bench conformance`'s conformance.json): engine x case, each cell's verdict, each
 wrong, unsupported or harness-cannot cell with its evidence; and, for a run on a user's table, the cases its
-shape touches.  From conformance.json files only."""
+shape touches (touch_notes): each engine's verdict on each case its record's `source.touches` lists, from one
+conformance record found by LOOKUP (the newest conformance.json in the run's own results directory, else the
+newest reference run under docs/reference/), which the note names.  From result files only."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -84,3 +86,123 @@ def matrix_markdown(v: MatrixView, level: int = 3) -> str:
 def _one_line(text: str, limit: int = 600) -> str:
     text = " ".join(text.split()).replace("|", "\\|")
     return text if len(text) <= limit else text[:limit] + " …"
+
+
+# ---- a run on a user's table: the conformance cases its shape touches, each engine's verdict on them ----------
+
+REPO = Path(__file__).resolve().parent.parent
+REFERENCE_GLOB = "docs/reference/*-conformance/" + FILE
+RANK = {"wrong": 0, "unsupported": 1, "harness-cannot": 2, "absent": 3, "correct": 4}
+LOOKUP = (f"the newest {FILE} (by its start) in the results directory the run is in (a run directory beside it, or "
+          f"a directory the run is under), else the newest reference run ({REFERENCE_GLOB})")
+
+
+def _read(paths) -> list[MatrixView]:
+    views = []
+    for f in dict.fromkeys(paths):
+        try:
+            views.append(MatrixView(ConformanceRecord.model_validate_json(f.read_text()), f))
+        except (OSError, ValidationError, ValueError):
+            continue  # a broken record beside the run: the next one, or the reference run, answers
+    return views
+
+
+def conformance_record(run_dirs, repo: Path = REPO) -> tuple[MatrixView | None, str]:
+    """The conformance record a run's note quotes (LOOKUP), and where it was found: "results" (the run's own
+    results directory) or "reference"."""
+    near = []
+    for d in map(Path, run_dirs):
+        near += sorted(d.parent.glob(f"*/{FILE}")) + [a / FILE for a in (d, *d.parents) if (a / FILE).is_file()]
+    for where, found in (("results", _read(near)), ("reference", _read(sorted(repo.glob(REFERENCE_GLOB))))):
+        if found:
+            return max(found, key=lambda v: (v.rec.started_at, v.rec.run_id, str(v.path))), where
+    return None, ""
+
+
+@dataclass
+class TouchVerdict:
+    engine: str
+    verdict: str  # a cell's verdict, or "absent": the engine or the case is not in the record
+    evidence: str = ""  # one line
+
+
+@dataclass
+class TouchRow:
+    case: str
+    covers: list[str]
+    because: list[str]
+    verdicts: list[TouchVerdict]
+
+    @property
+    def worst(self) -> str:
+        return min((v.verdict for v in self.verdicts), key=RANK.__getitem__, default="absent")
+
+
+@dataclass
+class TouchNote:
+    """The note beside a run on a user's table: per touched case, each engine's verdict in `record`."""
+
+    table: str
+    snapshot_id: int | None
+    record: MatrixView | None
+    where: str  # results | reference | "" (no record found)
+    rows: list[TouchRow]
+    untested: list[str]
+    shape_error: str = ""
+    absent_engines: list[str] = field(default_factory=list)  # the runs' engines the record has no cell of
+
+    @property
+    def path(self) -> str:
+        """The record's file, relative to the repository when it is one of its reference runs."""
+        if self.record is None:
+            return ""
+        p = self.record.path.resolve()
+        return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(p)
+
+    @property
+    def date(self) -> str:
+        return (self.record.rec.started_at or "?")[:10] if self.record else ""
+
+    def what(self, row: TouchRow) -> str:
+        """The case in words: its most specific covers ("equality deletes" left out beside "equality deletes with
+        NULL keys"), then its name."""
+        what = ", ".join(c for c in row.covers if not any(o.startswith(c + " ") for o in row.covers)) or row.case
+        return f"{what} (case {row.case})"
+
+    def line(self, row: TouchRow, v: TouchVerdict) -> str:
+        """E.g. "equality deletes with NULL keys (case equality-delete-null-key): ENGINE wrong in the conformance
+        suite of 2026-11-27: rows that came back: 2 ..."."""
+        said = (f"{v.engine} {v.verdict} in the conformance suite of {self.date}" if v.verdict != "absent"
+                else f"{v.engine}: no verdict on it in the conformance run used")
+        return f"{self.what(row)}: {said}" + (f": {v.evidence}" if v.evidence else "")
+
+
+def _verdicts(view: MatrixView | None, case: str, engines: list[str]) -> list[TouchVerdict]:
+    out = []
+    for e in engines:
+        cell = view.cell(case, e) if view else None
+        out.append(TouchVerdict(e, "absent") if cell is None else
+                   TouchVerdict(e, cell.verdict, "" if cell.verdict == "correct" else _one_line(cell.evidence, 300)))
+    return sorted(out, key=lambda v: RANK[v.verdict])
+
+
+def touch_notes(runs, repo: Path = REPO) -> list[TouchNote]:
+    """One note per source table among `runs` (LoadedRun: a result and its file) whose record lists the cases its
+    shape touches; engines are the runs' own (registry names), in their order."""
+    groups: dict[tuple, list] = {}
+    for lr in runs:
+        if lr.result.source is not None:
+            groups.setdefault((lr.result.source.table, lr.result.source.snapshot_id), []).append(lr)
+    notes = []
+    for (table, snap), mine in groups.items():
+        src = next((lr.result.source for lr in mine if lr.result.source.touches or lr.result.source.shape_error),
+                   mine[0].result.source)
+        if not src.touches and not src.shape_error and not src.shape:
+            continue  # written before shapes were recorded
+        view, where = conformance_record([lr.path.parent for lr in mine], repo)
+        ran = list(dict.fromkeys(lr.result.engine_name or lr.result.engine.split(":")[0] for lr in mine))
+        engines = [e for e in ran if view is not None and e in view.engines]
+        rows = [TouchRow(t.case, t.covers, t.because, _verdicts(view, t.case, engines)) for t in src.touches]
+        notes.append(TouchNote(table, snap, view, where, sorted(rows, key=lambda r: RANK[r.worst]), src.untested,
+                               src.shape_error, [e for e in ran if e not in engines]))
+    return notes

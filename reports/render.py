@@ -131,6 +131,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
                       "floor_charts": [Markup(charts.floor_chart(f.chart_rows(), {**f.source.colors, **rs.colors},
                                                                  f.floor, f.same_set)) for f in mine],
                       "variants": compare.variant_groups(rs),
+                      "touch": conformance.touch_notes(rs.runs),  # a run on a user's table: the cases it touches
                       # a set of streaming runs: its streaming section's number (its compaction sections left out)
                       "streaming": next((i for i, v in enumerate(streams, 1) if v.run_id == rs.run_id
                                          and all(lr.r.streaming for lr in rs.runs)), 0)})
@@ -164,7 +165,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         caps=caps, caps_model=confine.MODEL, cores=confine.core_sections(report.sets), min_busy=MIN_BUSY,
         safety=safety.safety_sections(report.sets), safety_meaning=safety.MEANING,
         streaming=streams, streaming_meaning=streaming.MEANING,
-        conformance=matrices, conformance_meaning=conformance.MEANING,
+        conformance=matrices, conformance_meaning=conformance.MEANING, touch_lookup=conformance.LOOKUP,
         sort_comparisons=compare.sort_comparisons(report.sets),
     )
 

@@ -705,6 +705,14 @@ class PartitionOutcome(BaseModel):
     most_files_left_selected: bool = True  # whether the filter selects it
 
 
+class TouchedCase(BaseModel):
+    """A conformance case the shape of a user's table touches (datagen.conformance.touched)."""
+
+    case: str
+    covers: list[str] = Field(default_factory=list)  # the case's shapes, in words
+    because: list[str] = Field(default_factory=list)  # the table's facts that touch it: "FACT: detail"
+
+
 class SourceRecord(BaseModel):
     """A run on a table the harness did not generate (`--source-table`): what was cloned, and the proof
     that the original did not change (its fingerprint before the run and after this engine run)."""
@@ -719,6 +727,12 @@ class SourceRecord(BaseModel):
     files: int = 0  # files the fingerprint covers
     unchanged: bool | None = None  # None: not checked (the run ended before)
     differences: list[str] = Field(default_factory=list)
+    # its shape (bench.core.table.shape: fact -> detail) and the conformance cases that shape touches
+    # (scenarios/conformance/cases.yaml `touches`); empty in results written before they were recorded
+    shape: dict[str, str] = Field(default_factory=dict)
+    touches: list[TouchedCase] = Field(default_factory=list)
+    untested: list[str] = Field(default_factory=list)  # shape facts of the table no conformance case stands for
+    shape_error: str = ""  # why the shape could not be read ("" = it was, or it was not asked)
 
 
 class StorageCap(BaseModel):

@@ -23,7 +23,7 @@ from bench.core.errors import UserError
 from bench.core.lock import WarehouseLock
 from bench.core.machine import DROP_CACHES, node_ram_bytes, usable_cores
 from bench.core.progress import Progress
-from bench.core.results import Environment
+from bench.core.results import Environment, SourceRecord
 from bench.core.source import SourceFingerprint, SourceRef, check_storage, load_source
 from bench.core.units import check_scale, parse_size
 from bench.core.work import WorkIntent
@@ -116,6 +116,7 @@ class RunContext:
     work: WorkIntent | None = None
     source: SourceRef | None = None  # the user's own table: the dataset is its clone (bench.runner.source)
     source_before: SourceFingerprint | None = None  # the source's fingerprint before the run
+    source_shape: SourceRecord | None = None  # its shape and the conformance cases it touches (source.source_shape)
     storage_cap: CapSpec | None = None  # --storage-cap, parsed
     cap_device: tuple[str, int, int] | None = None  # (name, major, minor) of the warehouse's disk
     cap_port: int | None = None  # --storage-cap on an S3 warehouse: its server's port on the loopback

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bench.core.catalog import load_catalog
 from bench.core.catalog.rest import serve
+from bench.core.dataset import GeneratedTable
 from bench.core.errors import UserError
 from bench.core.lock import WarehouseLock
 from bench.core.machine import HARNESS_PACKAGES, environment, package_versions
@@ -27,7 +28,7 @@ from bench.core.results import (
     now_iso,
     write_run_state,
 )
-from bench.core.source import fingerprint_source
+from bench.core.source import fingerprint_source, load_source
 from bench.core.table import live_files
 from bench.core.units import fmt_bytes
 from bench.engines import engine_class
@@ -47,7 +48,7 @@ from bench.runner.live import INGEST_BRANCH, EngineHold, judge, live_writer
 from bench.runner.process import EngineRun
 from bench.runner.reads import reads_after, reads_before
 from bench.runner.record import finish, new_result
-from bench.runner.source import check_source, prepare_clone, source_record
+from bench.runner.source import check_source, prepare_clone, source_record, source_shape
 from bench.runner.streaming import run_streaming
 from bench.telemetry.confine import fmt_rate, stale_parents
 from bench.telemetry.limits import remove_stale_cgroups
@@ -88,7 +89,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
     except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
         harness_failed(r, exc)
     if ctx.source is not None and ctx.source_before is not None:  # the original, after this engine run
-        r.source = source_record(ctx.source, ds, ctx.source_before)
+        r.source = source_record(ctx.source, ds, ctx.source_before, ctx.source_shape)
         if check_source(r, ctx.source, ctx.source_before):
             r.error = (r.error + "; " if r.error else "") + f"the source table changed: {r.source.differences[0]}"
     return finish(ctx, r, label)
@@ -259,13 +260,7 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
             ctx.served = stack.enter_context(serve(ctx.settings, log_file=log))
             ctx.catalog = load_catalog(ctx.settings)
             if ctx.source is not None:
-                ctx.source_before = fingerprint_source(ctx.source)
-                ds = ctx.dataset = prepare_clone(ctx.catalog, ctx.settings, ctx.source, ctx.scenario, progress,
-                                                 read_settings=ctx.catalog_settings)
-                progress.info(f"source {ctx.source.table} (snapshot {ds.snapshot_id}, fingerprint "
-                              f"{ctx.source_before.digest} over {len(ctx.source_before.files)} files): clone "
-                              f"{ds.table}, {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
-                              f"({'reused' if ds.reused else f'cloned and read in {ds.generation_s:.1f} s'})")
+                ds = use_source(ctx)
             else:
                 ds = ctx.dataset = prepare(ctx.catalog, ctx.settings, ctx.scenario.table, ctx.scale, ctx.seed,
                                            progress=progress)
@@ -291,6 +286,25 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     progress.block(summary_table(out, ctx.engines))
     progress.info(f"results: {ctx.run_dir}")
     return out
+
+
+def use_source(ctx: RunContext) -> GeneratedTable:
+    """--source-table: the source fingerprinted, its clone as the dataset, and its shape (the conformance cases
+    it touches, recorded with every result)."""
+    assert ctx.source is not None and ctx.catalog is not None
+    progress = ctx.progress
+    ctx.source_before = fingerprint_source(ctx.source)
+    ds = ctx.dataset = prepare_clone(ctx.catalog, ctx.settings, ctx.source, ctx.scenario, progress,
+                                     read_settings=ctx.catalog_settings)
+    shaped = ctx.source_shape = source_shape(load_source(ctx.source), ds.snapshot_id)
+    progress.info(f"source {ctx.source.table}: its shape touches {len(shaped.touches)} conformance case(s)"
+                  + (f": {', '.join(t.case for t in shaped.touches)}" if shaped.touches else "")
+                  + (f" (shape unknown: {shaped.shape_error})" if shaped.shape_error else ""))
+    progress.info(f"source {ctx.source.table} (snapshot {ds.snapshot_id}, fingerprint "
+                  f"{ctx.source_before.digest} over {len(ctx.source_before.files)} files): clone "
+                  f"{ds.table}, {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
+                  f"({'reused' if ds.reused else f'cloned and read in {ds.generation_s:.1f} s'})")
+    return ds
 
 
 def source_unchanged(ctx: RunContext) -> None:

@@ -31,11 +31,13 @@ from bench.core.source import (
 )
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import classify, scope
+from bench.core.table.shape import shape
 from bench.core.table.state import list_files, vault
 from bench.core.units import fmt_bytes
 from bench.scenario import Scenario
 from bench.verify import table_stats
 from bench.verify.readers import read
+from datagen.conformance import load_cases, touched
 from datagen.dataset import drop_incomplete, reuse
 
 # the ground truth: one reader resolving columns by field id (or through the catalog), one by name
@@ -116,11 +118,25 @@ def prepare_clone(catalog: Catalog, settings: CatalogSettings, ref: SourceRef, s
     return ds
 
 
-def source_record(ref: SourceRef, ds: GeneratedTable, before: SourceFingerprint) -> SourceRecord:
+def source_shape(tbl: Table, snapshot_id: int | None) -> SourceRecord:
+    """The source's shape facts at the snapshot and the conformance cases they touch (a SourceRecord with those
+    fields only); a shape that cannot be read is recorded as such, never failing the run."""
+    try:
+        facts = shape(tbl, snapshot_id)
+        touches, untested = touched(facts, load_cases())
+    except Exception as e:  # noqa: BLE001 - the shape is a note beside the results, not part of the measurement
+        return SourceRecord(shape_error=" ".join(f"{type(e).__name__}: {e}".split())[:300])
+    return SourceRecord(shape=facts, touches=touches, untested=untested)
+
+
+def source_record(ref: SourceRef, ds: GeneratedTable, before: SourceFingerprint,
+                  shaped: SourceRecord | None = None) -> SourceRecord:
     src = ds.recipe["source"]
+    shaped = shaped or SourceRecord()
     return SourceRecord(catalog_file=ref.catalog_file, table=ref.table, snapshot_id=src["snapshot_id"],
                         metadata_location=src["metadata_location"], clone=ds.table,
-                        fingerprint_before=before.digest, files=len(before.files))
+                        fingerprint_before=before.digest, files=len(before.files), shape=shaped.shape,
+                        touches=shaped.touches, untested=shaped.untested, shape_error=shaped.shape_error)
 
 
 def check_source(r: RunResult, ref: SourceRef, before: SourceFingerprint) -> list[str]:
@@ -248,6 +264,7 @@ def render(d: dict[str, Any]) -> str:
                   f"({fmt_bytes(s['small_data_bytes'])}) in {s['partitions_with_small_files']} partition(s), "
                   f"{s['partitions_with_two_or_more_small_files']} with two or more; {s['delete_files']} delete "
                   f"file(s) ({fmt_bytes(s['delete_bytes'])})"]
+    lines += _render_touches(d)
     lines += _render_work(d)
     x = d.get("expected")
     if x and x["model"] is None:
@@ -301,6 +318,22 @@ def asked_of_engines(sc: Scenario, tbl: Table, delete_files: int) -> dict[str, A
     return {"scenario": sc.name, "work": work.model_dump(), "describe": work.describe(), "engines": engines}
 
 
+def _render_touches(d: dict[str, Any]) -> list[str]:
+    """`bench inspect`'s lines on the conformance cases the table's shape touches, one a case."""
+    if d.get("shape_error"):
+        return [f"conformance cases its shape touches: unknown ({d['shape_error']})"]
+    if "touches" not in d:
+        return []
+    lines = [f"conformance cases its shape touches: {len(d['touches'])} (each engine's verdict on them: "
+             "`bench conformance`; the report of a run on this table lists them)"]
+    width = max([0, *(len(t["case"]) for t in d["touches"])])
+    lines += [f"  {t['case']:<{width}}  {', '.join(t['covers'])} (because {'; '.join(t['because'])})"
+              for t in d["touches"]]
+    if d.get("untested"):
+        lines.append(f"shape facts no conformance case stands for: {', '.join(d['untested'])}")
+    return lines
+
+
 def _render_work(d: dict[str, Any]) -> list[str]:
     """`bench inspect`'s lines on which scenario fits and what each engine is asked."""
     lines: list[str] = []
@@ -333,6 +366,11 @@ def inspect_source(ref: SourceRef, scenario: str | None) -> dict[str, Any]:
     sc = load_scenario(scenario) if scenario else None
     tbl = load_source(ref)
     d = describe(tbl, ref.snapshot_id, sc)
+    shaped = source_shape(tbl, ref.snapshot_id)
+    d["shape"], d["untested"] = shaped.shape, shaped.untested
+    d["touches"] = [t.model_dump() for t in shaped.touches]
+    if shaped.shape_error:
+        d["shape_error"] = shaped.shape_error
     deletes = d["delete_files"]["position"]["count"] + d["delete_files"]["equality"]["count"]
     fits = fitting_scenarios(d["partition_spec"] != "unpartitioned", deletes)
     d["fits"] = {"kind": "deletes" if deletes else "binpack", "delete_files": deletes, "scenarios": fits}
@@ -343,4 +381,4 @@ def inspect_source(ref: SourceRef, scenario: str | None) -> dict[str, Any]:
 
 
 __all__ = ["check_source", "describe", "ground_truth", "inspect_source", "prepare_clone", "render",
-           "source_record"]
+           "source_record", "source_shape"]

@@ -37,9 +37,15 @@ def test_inspect_describes_a_foreign_table_and_what_a_scenario_would_rewrite(for
     assert d["delete_files"]["position"]["dangling"] == 0 and d["manifests"]["by_content"] == {"data": 4, "deletes": 1}
     assert d["scenario"]["small_data_files"] == 12 and d["scenario"]["partitions_with_two_or_more_small_files"] == 3
     assert d["scenario"]["delete_files"] == 3
+    touched = [t["case"] for t in d["touches"]]  # the conformance cases its shape touches (cases.yaml `touches`)
+    assert {"identity-date", "primitive-types", "equality-delete-sequence",
+            "position-deletes-branch-tag"} <= set(touched)
+    assert d["shape"]["partition-identity-date"] == "placed_on" and d["shape"]["equality-deletes"] == "order_id"
     cli = CliRunner()  # in-process: the text and the bad inputs
     text = cli.invoke(main, ["inspect", "--source-catalog", str(cfg), "--source-table", "shop.orders"])
     assert text.exit_code == 0 and "partition spec: placed_on: identity(placed_on)" in text.output, text.output
+    assert "\n  identity-date  " in text.output
+    assert f"conformance cases its shape touches: {len(touched)} " in text.output
     for args, says in ((["--source-table", "shop.nope"], "not found"),
                        (["--source-table", "shop.orders", "--source-snapshot", "5"], "not a snapshot")):
         bad = cli.invoke(main, ["inspect", "--source-catalog", str(cfg), *args])
@@ -148,6 +154,8 @@ def test_frontier_on_the_clone(foreign):
     assert point["min_budget_bytes"] == 256 * 2**20 and len(point["probes"]) == 2  # the ceiling, then the floor
     runs = [json.loads(p.read_text()) for p in (root / "fr" / "fr").rglob("deletes-standard--*.json")]
     assert len(runs) == 2 and all(r["source"]["unchanged"] and r["verified"] and r["scale"] == 0 for r in runs)
+    # each result records the source's shape and the conformance cases it touches (the report's note)
+    assert all("equality-delete-sequence" in [t["case"] for t in r["source"]["touches"]] for r in runs)
     for cmd in (["frontier", "deletes-standard", "--scale", "0.1"], ["tune", "risingwave", "deletes-standard",
                                                                      "--scale", "0.1"]):
         bad = CliRunner().invoke(main, [*cmd, "--source-catalog", str(cfg), "--source-table", "shop.orders",
