@@ -191,7 +191,7 @@ def streaming_markdown(rs: ResultSet, root: Path | None = None, level: int = 3) 
                 "maintenance). Cost: the maintenance seconds at the run's instance price. Write amplification: "
                 "bytes maintenance wrote over bytes ingested. Stored: every file under the table's location, live "
                 "or not (an expiry that deletes the files it made unreachable keeps it down; one that only removes "
-                "snapshots from the metadata does not).", "",
+                "snapshots from the metadata does not).", "", _op_totals(rows), "",
             "Per cycle (full scan; live data + delete files; maintenance seconds), one column per engine:", "",
             "| cycle | " + " | ".join(row.engine for row in rows) + " |", "|---|" + "---|" * len(rows)]
     for n in range(1, max((len(row.r.streaming.cycles) for row in rows), default=0) + 1):  # type: ignore[union-attr]
@@ -204,6 +204,20 @@ def streaming_markdown(rs: ResultSet, root: Path | None = None, level: int = 3) 
                          + ("" if c.verdict == "safe" else f"; **{c.verdict}**"))
         out.append(_row(cells))
     return "\n".join(out) + "\n"
+
+
+def _op_totals(rows) -> str:
+    """Each engine's maintenance seconds per operation, summed over the cycles: where its time went."""
+    parts = []
+    for row in rows:
+        if row.r.streaming.baseline:
+            continue
+        tot: dict[str, float] = {}
+        for c in row.r.streaming.cycles:
+            for op, sec in c.op_seconds.items():
+                tot[op] = tot.get(op, 0.0) + sec
+        parts.append(f"{row.engine}: " + ", ".join(f"{op} {fmt_seconds(sec)}" for op, sec in tot.items()))
+    return "Maintenance by operation, over every cycle: " + "; ".join(parts) + "."
 
 
 def _final_read(t, query: str) -> str:
