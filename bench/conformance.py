@@ -10,7 +10,11 @@ the engine sets up, verified), and every cell's verdict comes from the verifier'
                     failed checks: rows and checksums against the source's, metadata, types, files)
     unsupported     the engine declares it cannot (its reason), or it failed on the table (its own error)
     harness-cannot  the harness could not judge: the case could not be written or cloned, its readers
-                    disagree, or the harness failed (must stay empty: each one is a harness defect)
+                    disagree and the reference reader (Iceberg's Java library) could not read it either, or
+                    the harness failed (must stay empty: each one is a harness defect)
+
+A reader that read otherwise than the reference reader is a reader finding (`ConformanceCell.findings`,
+also in the evidence): a fact about that reader, never the engine's verdict.
 
 The record goes to DIR/<run-id>/conformance.json (`ConformanceRecord`); `bench report DIR/<run-id>` renders
 the matrix, each wrong cell with its evidence.
@@ -53,17 +57,19 @@ def verdict(r: RunResult) -> tuple[str, str]:
         if (r.error or "").startswith("harness:"):
             return "harness-cannot", r.error or ""
         return "unsupported", f"{r.status}: {r.error or 'no error recorded'}"
+    found = "".join(f"reader finding: {f.text()}; " for f in r.verification.findings)
     if r.verified:
-        return "correct", ""
+        return "correct", found.removesuffix("; ")
     failed = [c for c in r.verification.checks if c.required and not c.ok]
-    content = [c for c in r.verification.checks if c.name.startswith("content_")]
-    if content and any(c.ok for c in content) and any(not c.ok for c in content):  # the readers disagree
+    # the readers that count (advisory ones aside: by name where names are ambiguous, or overruled by the reference)
+    content = [c for c in r.verification.checks if c.name.startswith("content_") and c.required]
+    if content and any(c.ok for c in content) and any(not c.ok for c in content):  # the reference could not decide
         return "harness-cannot", "readers disagree: " + "; ".join(f"{c.name}: {c.message}" for c in content)[:2000]
     rows = r.verification.rows
     which = "" if rows is None else (
         f"rows that came back: {rows.came_back} (e.g. {rows.came_back_rows}); rows lost: {rows.lost}"
         + (f" (e.g. {rows.lost_rows})" if rows.lost_rows else "") + "; ")
-    return "wrong", (which + "; ".join(f"{c.name}: {c.message}" for c in failed))[:3000] or "not verified"
+    return "wrong", (found + which + "; ".join(f"{c.name}: {c.message}" for c in failed))[:3000] or "not verified"
 
 
 def run_case(opts: ConformanceOptions, case: Case, catalog: Path, engines: list[str], run_dir: Path,
@@ -82,7 +88,8 @@ def run_case(opts: ConformanceOptions, case: Case, catalog: Path, engines: list[
     for r in results:
         v, evidence = verdict(r)
         cells.append(ConformanceCell(case=case.name, covers=case.covers, engine=r.engine, verdict=v,  # type: ignore[arg-type]
-                                     evidence=evidence, run=f"runs/{case.name}/{Path(r.engine).name}"))
+                                     evidence=evidence, run=f"runs/{case.name}/{Path(r.engine).name}",
+                                     findings=r.verification.findings))
     return cells
 
 

@@ -22,6 +22,9 @@ MEANING = {
     "harness-cannot": "the harness could not judge this case (a harness defect: this column must stay empty)",
 }
 ORDER = ("wrong", "unsupported", "harness-cannot")
+READER_FINDINGS = ("Reader findings: a reader the verifier asks that read a table otherwise than the reference reader "
+                   "(Iceberg's Java library), which decided the ground truth: a fact about that reader, not about "
+                   "the engine")
 
 
 @dataclass
@@ -48,6 +51,12 @@ class MatrixView:
     def counts(self, engine: str) -> dict[str, int]:
         got: list[str] = [c.verdict for c in self.rec.cells if c.engine == engine]
         return {v: got.count(v) for v in MEANING}
+
+    @property
+    def reader_findings(self) -> list[tuple[str, str]]:
+        """(case, finding) once per distinct finding of a case (the same source snapshot for every engine)."""
+        seen = {(c.case, f.text()): None for c in self.rec.cells for f in c.findings}
+        return list(seen)
 
     @property
     def findings(self) -> list[ConformanceCell]:
@@ -79,6 +88,9 @@ def matrix_markdown(v: MatrixView, level: int = 3) -> str:
     if v.findings:
         out += ["", "Every cell that is not `correct`, with its evidence:", ""]
         out += [f"- **{c.case}**, {c.engine}: {c.verdict}: {_one_line(c.evidence)}" for c in v.findings]
+    if v.reader_findings:
+        out += ["", READER_FINDINGS + ":", ""]
+        out += [f"- **{case}**: {_one_line(text)}" for case, text in v.reader_findings]
     out += ["", "Verdicts: " + "; ".join(f"`{k}`: {m}" for k, m in MEANING.items()) + "."]
     return "\n".join(out) + "\n"
 

@@ -166,6 +166,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         safety=safety.safety_sections(report.sets), safety_meaning=safety.MEANING,
         streaming=streams, streaming_meaning=streaming.MEANING,
         conformance=matrices, conformance_meaning=conformance.MEANING, touch_lookup=conformance.LOOKUP,
+        reader_findings_meaning=conformance.READER_FINDINGS,
         sort_comparisons=compare.sort_comparisons(report.sets),
     )
 

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.core.fileio import write_atomic
+from bench.core.results import ReaderFinding
 
 
 class PartitionTruth(BaseModel):
@@ -55,6 +56,8 @@ class GroundTruth(BaseModel):
     commits: int = 0
     partition_spec: str = ""  # e.g. "[1000: event_date: identity(12)]"; "" when unpartitioned
     partitions: dict[str, PartitionTruth] = Field(default_factory=dict)  # by partition path (datagen.partitions)
+    # a user's table (bench.runner.source): readers the reference reader (Iceberg's Java library) overruled
+    findings: list[ReaderFinding] = Field(default_factory=list)
 
 
 class GeneratedTable(BaseModel):
@@ -68,7 +71,7 @@ class GeneratedTable(BaseModel):
     recipe: dict[str, Any]  # the recipe as generated (validated model, dumped)
     scale: float
     seed: int
-    snapshot_id: int
+    snapshot_id: int | None  # None: a user's empty table (no snapshot), cloned as it is
     metadata_location: str  # the metadata file a reset restores
     location: str  # the table's location
     files: int  # live data + delete files

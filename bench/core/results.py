@@ -138,6 +138,8 @@ class ReaderAnswer(BaseModel):
     unavailable: str | None = None
     error: str | None = None
     within: str | None = None  # read_selected: the partition filter it read under
+    # why its answer is advisory (it resolved columns by name where the schema history makes names ambiguous)
+    advisory: str | None = None
 
     @field_validator("checksum", mode="before")
     @classmethod
@@ -161,6 +163,26 @@ class ReaderAnswer(BaseModel):
         if self.rows is None or self.checksum is None:
             raise ValueError(f"{self.reader} did not answer: {self.why_not}")
         return self.rows, self.checksum
+
+
+class ReaderFinding(BaseModel):
+    """A reader that disagreed with the reference reader (Iceberg's Java library) on a snapshot: a fact about that
+    reader (a limitation of a third-party reader), not a reason to refuse the table; the reference decided."""
+
+    reader: str
+    resolves: str = ""
+    on: str  # "the source snapshot" | "the output"
+    rows: int | None = None
+    checksum: str | None = None
+    error: str | None = None  # the reader failed on a table the reference read
+    reference_rows: int
+    reference_checksum: str
+
+    def text(self) -> str:
+        got = (f"failed ({self.error})" if self.error is not None else
+               f"reads {self.rows} rows (checksum {self.checksum})")
+        return (f"{self.reader} ({self.resolves}) {got} on {self.on}; the reference reader (Iceberg's Java library) "
+                f"reads {self.reference_rows} rows (checksum {self.reference_checksum})")
 
 
 class Check(BaseModel):
@@ -244,6 +266,7 @@ class Verification(BaseModel):
     committed: list[CommitEvent] = Field(default_factory=list)  # the snapshots the run committed, in order
     # the content differs from the input's: which rows came back and which were lost (bench.verify.rows)
     rows: RowDifference | None = None
+    findings: list[ReaderFinding] = Field(default_factory=list)  # readers the reference reader overruled
 
     @field_validator("checks", mode="before")
     @classmethod
@@ -896,6 +919,7 @@ class ConformanceCell(BaseModel):
     verdict: Verdict
     evidence: str = ""  # wrong: the failed checks; unsupported: the engine's reason; harness-cannot: why
     run: str = ""  # the run's directory, relative to the conformance run's
+    findings: list[ReaderFinding] = Field(default_factory=list)  # readers the reference reader overruled
 
 
 class ConformanceRecord(BaseModel):

@@ -93,7 +93,7 @@ def load_source(ref: SourceRef) -> Table:
     except Exception as e:  # noqa: BLE001 - NoSuchTableError, or the catalog's own error
         raise UserError(f"--source-table {ref.table}: not found in {ref.catalog_file} "
                         f"({type(e).__name__}: {_first_line(e)})") from None
-    snapshot(tbl, ref.snapshot_id)  # a bad snapshot id: UserError now
+    snapshot(tbl, ref.snapshot_id, empty_ok=True)  # a bad snapshot id: UserError now
     return tbl
 
 
@@ -102,9 +102,12 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0][:300] if text else ""
 
 
-def snapshot(tbl: Table, snapshot_id: int | None) -> Any:
-    """The snapshot to clone (default: the current one); UserError when there is none."""
+def snapshot(tbl: Table, snapshot_id: int | None, empty_ok: bool = False) -> Any:
+    """The snapshot to clone (default: the current one); UserError when there is none (`empty_ok`: None for a
+    table without a snapshot, an empty table, which is cloned as it is)."""
     snap = tbl.snapshot_by_id(snapshot_id) if snapshot_id is not None else tbl.current_snapshot()
+    if snap is None and snapshot_id is None and empty_ok:
+        return None
     if snap is None:
         if snapshot_id is not None:
             ids = ", ".join(str(s.snapshot_id) for s in tbl.metadata.snapshots[-5:])
@@ -204,15 +207,17 @@ def check_disjoint(clone_location: str, source_files: list[str]) -> None:
 
 
 def clone_metadata(tbl: Table, snap: Any, location: str) -> Any:
-    """The source's metadata with only `snap` (its manifests as they are), `location` as the table's
-    location and garbage collection off: a new table that references the source's files in place."""
+    """The source's metadata with only `snap` (its manifests as they are; None: no snapshot, an empty table),
+    `location` as the table's location and garbage collection off: a new table that references the source's
+    files in place."""
     md = tbl.metadata
     props = {k: v for k, v in md.properties.items() if k not in DROPPED_PROPERTIES} | CLONE_PROPERTIES
+    refs = {} if snap is None else {"main": SnapshotRef(**{"snapshot-id": snap.snapshot_id,
+                                                          "type": SnapshotRefType.BRANCH})}
     update: dict[str, Any] = dict(
         location=location, table_uuid=uuid.uuid4(), last_updated_ms=int(time.time() * 1000), properties=props,
-        snapshots=[snap], current_snapshot_id=snap.snapshot_id, snapshot_log=[], metadata_log=[],
-        refs={"main": SnapshotRef(**{"snapshot-id": snap.snapshot_id, "type": SnapshotRefType.BRANCH})},
-        statistics=[], partition_statistics=[])
+        snapshots=[] if snap is None else [snap], current_snapshot_id=None if snap is None else snap.snapshot_id,
+        snapshot_log=[], metadata_log=[], refs=refs, statistics=[], partition_statistics=[])
     return md.model_copy(update={k: v for k, v in update.items() if k in type(md).model_fields})
 
 
@@ -224,10 +229,11 @@ def clone_metadata_v3(tbl: Table, snap: Any, location: str) -> bytes:
         raw = f.read()
     doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
     props = {k: v for k, v in (doc.get("properties") or {}).items() if k not in DROPPED_PROPERTIES} | CLONE_PROPERTIES
+    sid = None if snap is None else snap.snapshot_id
     doc.update({"location": location, "table-uuid": str(uuid.uuid4()), "last-updated-ms": int(time.time() * 1000),
-                "properties": props, "current-snapshot-id": snap.snapshot_id, "snapshot-log": [], "metadata-log": [],
-                "snapshots": [x for x in doc.get("snapshots") or [] if x.get("snapshot-id") == snap.snapshot_id],
-                "refs": {"main": {"snapshot-id": snap.snapshot_id, "type": "branch"}},
+                "properties": props, "current-snapshot-id": -1 if sid is None else sid, "snapshot-log": [],
+                "metadata-log": [], "snapshots": [x for x in doc.get("snapshots") or [] if x.get("snapshot-id") == sid],
+                "refs": {} if sid is None else {"main": {"snapshot-id": sid, "type": "branch"}},
                 "statistics": [], "partition-statistics": []})
     return json.dumps(doc, indent=2).encode()
 

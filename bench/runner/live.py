@@ -141,6 +141,7 @@ def live_writer(ctx: RunContext, slot: Slot) -> Iterator[tuple[EngineHold, Write
         return
     sc, ds = ctx.scenario, ctx.dataset
     assert ds is not None and sc.live_writer is not None and ctx.catalog is not None
+    assert ds.snapshot_id is not None  # a generated dataset always has one
     commit = prepare_commit(ds, case, sc.live_writer.rows)
     branch = slot.branch or "main"
     if branch != "main":
@@ -182,6 +183,7 @@ def judge(ctx: RunContext, r: RunResult, hold: EngineHold, commit: WriterCommit,
                            writer_commit_s=hold.writer.commit_s, writer_snapshot_id=hold.writer.snapshot_id,
                            expected_rows=commit.expected.rows, expected_checksum=commit.expected.checksum)
     ref = tbl.metadata.refs.get(branch) if branch else None
+    assert ds.snapshot_id is not None  # a generated dataset always has one
     rec, r.verification = live_verdict(rec, tbl, ctx.catalog_settings, ds.snapshot_id, r.status, r.error,
                                        commit.appended_keys, commit.deleted_keys, r.log_tail,
                                        snapshot_id=ref.snapshot_id if ref is not None else None)

@@ -18,7 +18,7 @@ from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GeneratedTable, GroundTruth, save_manifest, spare_dir
 from bench.core.errors import UserError
 from bench.core.progress import Progress
-from bench.core.results import Check, RunResult, SourceRecord
+from bench.core.results import Check, ReaderAnswer, ReaderFinding, RunResult, SourceRecord
 from bench.core.source import (
     SourceFingerprint,
     SourceRef,
@@ -36,39 +36,71 @@ from bench.core.table.state import list_files, vault
 from bench.core.units import fmt_bytes
 from bench.scenario import Scenario
 from bench.verify import table_stats
-from bench.verify.readers import read
+from bench.verify.readers import REFERENCE, read
 from datagen.conformance import load_cases, touched
 from datagen.dataset import drop_incomplete, reuse
 
-# the ground truth: one reader resolving columns by field id (or through the catalog), one by name
+# the ground truth: one reader resolving columns by field id (or through the catalog), one of our own code path
+# (field id too: bench.verify.columns); when they disagree or one cannot read, the reference reader decides
 TRUTH_READERS = (("pyiceberg-scan", "duckdb-iceberg"), ("duckdb-read-parquet", "duckdb-merge-on-read"))
 HISTOGRAM = [(1 << 20, "< 1 MiB"), (8 << 20, "1-8 MiB"), (32 << 20, "8-32 MiB"), (128 << 20, "32-128 MiB"),
              (512 << 20, "128-512 MiB"), (None, ">= 512 MiB")]
 
 
-def ground_truth(tbl: Table, snapshot_id: int, settings: CatalogSettings | None) -> GroundTruth:
-    """Rows and checksum of the snapshot by two readers of different code paths, which must agree;
-    UserError (before any engine runs) when the checksum cannot be taken."""
-    answers = []
+def _first_answer(group: tuple[str, ...], tbl: Table, snapshot_id: int | None,
+                  settings: CatalogSettings | None) -> tuple[ReaderAnswer | None, list[ReaderAnswer]]:
+    """The first reader of `group` that answered and is not advisory, and every answer tried."""
+    tried = []
+    for name in group:
+        a = read(name, tbl, snapshot_id, settings)
+        tried.append(a)
+        if a.answered and not a.advisory:
+            return a, tried
+    return None, tried
+
+
+def findings_against(reference: ReaderAnswer, answers: list[ReaderAnswer], on: str) -> list[ReaderFinding]:
+    """The readers among `answers` that read otherwise than the reference reader, or failed where it read."""
+    ref_rows, ref_checksum = reference.got()
+    return [ReaderFinding(reader=a.reader, resolves=a.resolves, on=on, rows=a.rows, checksum=a.checksum,
+                          error=a.error if not a.answered else None, reference_rows=ref_rows,
+                          reference_checksum=ref_checksum)
+            for a in answers if (a.answered and a.content != reference.content) or a.error]
+
+
+def decide_truth(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None
+                 ) -> tuple[tuple[int, str], str, list[ReaderFinding]]:
+    """((rows, checksum), who read it, reader findings) of the snapshot: the two readers of TRUTH_READERS when they
+    agree; otherwise the reference reader's (Iceberg's Java library), each reader that disagreed with it (or failed
+    where it read) a finding; UserError (one line, before any engine runs) only when the reference cannot read it
+    either."""
+    picked, tried = [], []
     for group in TRUTH_READERS:
-        tried = [read(name, tbl, snapshot_id, settings) for name in group]
-        ok = next((a for a in tried if a.answered), None)
-        if ok is None:
-            types = sorted({str(f.field_type) for f in tbl.schema().fields})
-            why = " ".join("; ".join(f"{a.reader}: {a.why_not}" for a in tried).split())
-            raise UserError(f"the verifier cannot checksum {'.'.join(tbl.name())} (column types "
-                            f"{', '.join(types)}): {why}"[:800])
-        answers.append(ok)
-    a, b = answers
-    if a.content != b.content:
-        raise UserError(f"the source snapshot reads differently by {a.reader} ({a.rows} rows, checksum "
-                        f"{a.checksum}) and {b.reader} ({b.rows} rows, checksum {b.checksum}): "
-                        "no ground truth to verify against")
+        a, t = _first_answer(group, tbl, snapshot_id, settings)
+        tried += t
+        picked += [a] if a is not None else []
+    if len(picked) == 2 and picked[0].content == picked[1].content:
+        return picked[0].got(), f"read: {picked[0].reader} + {picked[1].reader}", []
+    ref = read(REFERENCE, tbl, snapshot_id, settings)
+    if not ref.answered:
+        said = "; ".join(f"{a.reader}: {a.rows} rows, checksum {a.checksum}" if a.answered else
+                         f"{a.reader}: {a.why_not[:160]}" for a in tried)
+        raise UserError(" ".join(f"the verifier cannot read {'.'.join(tbl.name())} (column types "
+                                 f"{', '.join(sorted({str(f.field_type) for f in tbl.schema().fields}))}): the "
+                                 f"reference reader (Iceberg's Java library) cannot read it either "
+                                 f"({ref.why_not[:300]}), and its readers disagree or fail ({said})".split())[:1200])
+    findings = findings_against(ref, tried, "the source snapshot")
+    agree = [a.reader for a in tried if a.answered and a.content == ref.content]
+    return ref.got(), f"read: {REFERENCE} (the reference reader; agreeing: {', '.join(agree) or 'none'})", findings
+
+
+def ground_truth(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None) -> GroundTruth:
+    """Rows and checksum of the snapshot (`decide_truth`), with the snapshot's file facts."""
+    (rows, checksum), computed_by, findings = decide_truth(tbl, snapshot_id, settings)
     files = live_files(tbl, snapshot_id)
     data = [e.data_file for e in files.data]
-    rows, checksum = a.got()
     return GroundTruth(
-        rows=rows, checksum=checksum, computed_by=f"read: {a.reader} + {b.reader}",
+        rows=rows, checksum=checksum, computed_by=computed_by, findings=findings,
         rows_written=sum(df.record_count for df in data), data_files=len(data),
         data_bytes=sum(df.file_size_in_bytes for df in data), position_delete_files=len(files.position),
         equality_delete_files=len(files.equality),
@@ -77,7 +109,7 @@ def ground_truth(tbl: Table, snapshot_id: int, settings: CatalogSettings | None)
         partition_spec="" if tbl.spec().is_unpartitioned() else str(tbl.spec()))
 
 
-def clone_name(src: Table, snap_id: int) -> tuple[str, str]:
+def clone_name(src: Table, snap_id: int | None) -> tuple[str, str]:
     """(table name, key) of the clone of (source metadata file, snapshot): a new source commit, a new clone."""
     key = hashlib.sha256(f"{'.'.join(src.name())}|{src.metadata_location}|{snap_id}".encode()).hexdigest()[:12]
     return f"clone_{key}", key
@@ -87,29 +119,30 @@ def prepare_clone(catalog: Catalog, settings: CatalogSettings, ref: SourceRef, s
                   progress: Progress, read_settings: CatalogSettings | None = None) -> GeneratedTable:
     """The clone of the source snapshot as the run's dataset (made, with its ground truth, unless it exists)."""
     src = load_source(ref)
-    snap = snapshot(src, ref.snapshot_id)
-    name, key = clone_name(src, snap.snapshot_id)
+    snap = snapshot(src, ref.snapshot_id, empty_ok=True)  # None: an empty table, cloned and judged as it is
+    snap_id = None if snap is None else snap.snapshot_id
+    name, key = clone_name(src, snap_id)
     sc.on_table(src.metadata.format_version)  # format v3: engines without the feature are recorded unsupported
     existing = reuse(catalog, settings, name)
     if existing is not None:
         return existing
     ident = f"{settings.namespace}.{name}"
     location = f"{settings.warehouse_uri.rstrip('/')}/{settings.namespace}/{name}"
-    check_disjoint(location, referenced_files(src, {snap.snapshot_id}))
+    check_disjoint(location, referenced_files(src, set() if snap_id is None else {snap_id}))
     drop_incomplete(catalog, ident)  # a clone left half-made: only its own location is deleted
     catalog.create_namespace_if_not_exists(settings.namespace)
     t0 = time.perf_counter()
     write_clone(catalog, ident, src, snap, location, settings.file_io_properties())
     tbl = catalog.load_table(ident)
     with progress.task("reading the source snapshot's ground truth (two readers)", unit="step"):
-        truth = ground_truth(tbl, snap.snapshot_id, read_settings)
+        truth = ground_truth(tbl, snap_id, read_settings)
     vault(tbl.location(), list_files(tbl.location()), spare_dir(settings.state_path, name), fresh=True)
     entries = live_files(tbl).all
     ds = GeneratedTable(
         table=ident, kind=sc.kind, recipe_hash=key, scale=0.0, seed=0,
-        recipe={"source": ref.model_dump(mode="json") | {"snapshot_id": snap.snapshot_id,
+        recipe={"source": ref.model_dump(mode="json") | {"snapshot_id": snap_id,
                                                          "metadata_location": src.metadata_location}},
-        snapshot_id=snap.snapshot_id, metadata_location=tbl.metadata_location, location=tbl.location(),
+        snapshot_id=snap_id, metadata_location=tbl.metadata_location, location=tbl.location(),
         files=len(entries), bytes=sum(e.data_file.file_size_in_bytes for e in entries), rows=truth.rows,
         live_files=sorted(LiveFiles.paths(entries)), table_files=list_files(tbl.location()), ground_truth=truth,
         created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), generation_s=time.perf_counter() - t0,

@@ -222,6 +222,7 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
         restore_input(ctx, r)
         branch = INGEST_BRANCH if st.mode == "branch" else "main"
         if branch != "main":
+            assert ds.snapshot_id is not None  # a generated dataset always has one
             ctx.catalog.load_table(ds.table).manage_snapshots().create_branch(ds.snapshot_id, branch).commit()
         _, truth = reads_plan(ds)
         shape = StreamShape(rows, st.update_share, st.delete_share, st.in_batch_delete_share, st.append_only_share)

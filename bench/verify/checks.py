@@ -53,6 +53,7 @@ from bench.core.results import (
     CommitEvent,
     FileFacts,
     ReaderAnswer,
+    ReaderFinding,
     RowDifference,
     TableStats,
     Verification,
@@ -66,7 +67,7 @@ from bench.core.work import WorkIntent, default_intent
 from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.integrity import IntegrityInput, commit_event, integrity_checks
 from bench.verify.partitions import file_partition_problems
-from bench.verify.readers import SELECTIVE, read, read_selected
+from bench.verify.readers import REFERENCE, SELECTIVE, read, read_selected
 from bench.verify.rows import row_difference
 from bench.verify.sortorder import file_sort_problem, files_per_probe, key_ranges, order_text, probes
 from bench.verify.stats import table_stats
@@ -182,7 +183,28 @@ class Within:
 
 
 def _answered(answers: dict[str, ReaderAnswer]) -> dict[str, tuple[int | None, str | None]]:
-    return {n: a.content for n, a in answers.items() if a.answered}
+    """The answers that count: answered, and not advisory (a by-name read where names are ambiguous, or a reader
+    the reference reader overruled)."""
+    return {n: a.content for n, a in answers.items() if a.answered and not a.advisory}
+
+
+def referee(vi: VerifyInput, tbl: Table) -> list[ReaderFinding]:
+    """When the readers that count disagree on the output, the reference reader (Iceberg's Java library) reads it
+    too (`vi.answers[REFERENCE]`, a required content check); each reader that read otherwise than it becomes
+    advisory and a reader finding.  Without a disagreement it is not asked (a JVM start costs seconds)."""
+    if len(set(_answered(vi.answers).values())) <= 1:
+        return []
+    ref = vi.answers[REFERENCE] = read(REFERENCE, tbl, None, vi.settings)
+    if not ref.answered:
+        return []
+    ref_rows, ref_checksum = ref.got()
+    out = []
+    for a in vi.answers.values():
+        if a.answered and not a.advisory and a.content != ref.content:
+            a.advisory = f"overruled by the reference reader ({ref_rows} rows, checksum {ref_checksum})"
+            out.append(ReaderFinding(reader=a.reader, resolves=a.resolves, on="the output", rows=a.rows,
+                                     checksum=a.checksum, reference_rows=ref_rows, reference_checksum=ref_checksum))
+    return out
 
 
 def content_checks(vi: VerifyInput, within: Within | None = None) -> list[Check]:
@@ -191,11 +213,12 @@ def content_checks(vi: VerifyInput, within: Within | None = None) -> list[Check]
     deletes): pyiceberg's scan of the selected partitions against their truth (required), and the agreement
     counts the readers of the selected partitions (see SELECTED_RULE)."""
     out = []
-    for name in READERS_FOR[vi.kind]:
+    for name in READERS_FOR[vi.kind] + ([REFERENCE] if REFERENCE in vi.answers else []):
         a = vi.answers[name]
         ok, msg = _gt_message(a, vi.ground_truth)
-        out.append(Check(name=f"content_{name.replace('-', '_')}", ok=ok, message=msg,
-                         required=a.unavailable is None))
+        out.append(Check(name=f"content_{name.replace('-', '_')}", ok=ok,
+                         message=msg + (f" (advisory: {a.advisory})" if a.advisory else ""),
+                         required=a.unavailable is None and a.advisory is None))
     if within is not None:
         ok, msg = _gt_message(within.answers["pyiceberg-scan"], within.truth)
         if not within.of:  # a dataset whose manifest predates the per-partition truth
@@ -238,13 +261,18 @@ def state_checks(vi: VerifyInput, after: TableStats, new: list[FileFacts], delet
     """`deletes_outside`: live delete files in partitions a partition filter does not select (they stay)."""
     codecs = Counter(c for f in new for c in f.codecs)
     wrong = [f for f in new if f.codecs != [vi.output_codec]]
+    # an empty input (no data or delete file: e.g. a user's table without a snapshot): nothing to compact, so
+    # neither a commit nor a file is owed; the engine is held to leaving the same table, nothing lost, no error
+    empty = vi.before.data_files == 0 and vi.before.delete_files == 0
     codec_msg = (f"{len(new)} new data file(s), all {vi.output_codec}" if new and not wrong else
+                 "no new data file: the input holds none, nothing to compact" if not new and empty else
                  "no new data file was written" if not new else
                  f"{len(wrong)} of {len(new)} new data file(s) are not {vi.output_codec} (codecs found: "
                  f"{dict(codecs)}), e.g. {wrong[0].path.rsplit('/', 1)[-1]}")
     if vi.committed:
-        commit = Check(name="new_snapshot", ok=after.snapshot_id != vi.before.snapshot_id,
-                       message=f"snapshot {vi.before.snapshot_id} -> {after.snapshot_id}")
+        commit = Check(name="new_snapshot", ok=after.snapshot_id != vi.before.snapshot_id or empty,
+                       message=f"snapshot {vi.before.snapshot_id} -> {after.snapshot_id}"
+                       + (" (the input holds no data file: nothing to compact, no commit owed)" if empty else ""))
     else:
         same = vi.source_metadata_location == vi.before.metadata_location
         commit = Check(name="nothing_committed", ok=same,
@@ -264,7 +292,7 @@ def state_checks(vi: VerifyInput, after: TableStats, new: list[FileFacts], delet
                        f"{after.dangling_equality_delete_files} of them dangling"
                        + (f"; {deletes_outside} of them outside the partition filter)" if deletes_outside
                           else ")"))),
-        Check(name="output_codec", ok=bool(new) and not wrong, message=codec_msg),
+        Check(name="output_codec", ok=(bool(new) or empty) and not wrong, message=codec_msg),
     ]
 
 
@@ -391,8 +419,9 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     new = [f for f in facts if f.path not in vi.before_paths]
     for name in READERS_FOR[vi.kind]:
         vi.answers[name] = read(name, tbl, None, vi.settings)
+    findings = vi.ground_truth.findings + referee(vi, tbl)
     after = table_stats(tbl, content=False, settings=vi.settings, files=files, facts=facts)
-    primary = next((a for a in vi.answers.values() if a.answered), None)
+    primary = next((a for a in vi.answers.values() if a.answered and not a.advisory), None)
     if primary is not None:
         (after.rows, after.checksum), after.content_reader = primary.got(), primary.reader
     selected = table_selector(tbl, vi.partition_filter, vi.input_files or LiveFiles(), files)
@@ -421,8 +450,8 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
         rules=RULES[vi.kind] + ([PARTITION_RULE] if partitioned else []) + ([FILTER_RULE] if selected else [])
         + ([SELECTED_RULE] if within else []) + {"sort": [SORT_RULE], "zorder": [ZORDER_RULE]}.get(vi.strategy, [])
         + ([] if vi.committed else [UNCOMMITTED_RULE]),
-        reader=", ".join(a.reader for a in vi.answers.values() if a.answered), committed=committed,
-        readers=readers_record(vi, new, within))
+        reader=", ".join(a.reader for a in vi.answers.values() if a.answered and not a.advisory),
+        committed=committed, readers=readers_record(vi, new, within), findings=findings)
     return after, v
 
 
@@ -446,7 +475,7 @@ def readers_record(vi: VerifyInput, new: list[FileFacts], within: Within | None)
 def which_rows(vi: VerifyInput, tbl: Table, checks: list[Check]) -> RowDifference | None:
     """When the content checks fail, the rows that came back or were lost against the input snapshot (a table
     that committed: the same table's two snapshots); None when they pass or it cannot be read."""
-    if not vi.committed or all(c.ok for c in checks if c.name.startswith("content_")):
+    if not vi.committed or all(c.ok for c in checks if c.name.startswith("content_") and c.required):
         return None
     try:
         return row_difference(tbl, vi.before.snapshot_id, None)

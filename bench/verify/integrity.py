@@ -146,11 +146,14 @@ def history_checks(ii: IntegrityInput, after: TableMetadata) -> list[Check]:
                          f"{now.snapshot_id}")
     kept = not lost and not moved
     before = len(chain) - 1 - chain.index(base) if base is not None and is_ancestor else 0
+    empty = base is None and not b.snapshots  # an empty input (no snapshot): no history to keep or travel to
     return [
-        Check(name="input_is_ancestor", ok=is_ancestor,
+        Check(name="input_is_ancestor", ok=is_ancestor or empty,
               message=(f"the input snapshot {base} is an ancestor of the new head {head} of {ii.branch} "
                        f"({before} snapshot(s) before it in a chain of {len(chain)})"
                        if is_ancestor else
+                       f"the input has no snapshot (an empty table): no time travel to keep (head of {ii.branch}: "
+                       f"{head})" if empty else
                        f"the input snapshot {base} is not an ancestor of the head {head} of {ii.branch} "
                        f"(its chain: {_ids(chain, 5) or 'none'}): time travel to the input is lost")),
         Check(name="history_kept", ok=kept,

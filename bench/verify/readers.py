@@ -1,7 +1,9 @@
 """Content readers: (rows, checksum) of a snapshot, each by its own code path.
 
-    duckdb-read-parquet   DuckDB read_parquet over the live data files, columns by NAME; only when no
-                          live delete file applies
+    duckdb-read-parquet   DuckDB read_parquet over the live data files, columns by FIELD ID (its `schema`
+                          map, bench.verify.columns; by name only for files without field ids, then
+                          advisory where the schema history makes names ambiguous); only when no live
+                          delete file applies
     pyiceberg-scan        pyiceberg's scan of the snapshot, columns by Parquet FIELD ID (a file whose
                           field ids are missing or wrong does not read back), streamed into DuckDB for
                           the checksum; applies position deletes, cannot apply equality deletes
@@ -10,7 +12,7 @@
                           unavailable above a work limit
     duckdb-merge-on-read  the Iceberg v2 delete rules applied by us in DuckDB SQL over the snapshot's
                           Parquet files (data, position and equality deletes with their sequence
-                          numbers from the manifests), columns by name
+                          numbers from the manifests), columns by field id as duckdb-read-parquet
 A reader that cannot read a table here raises ReaderUnavailable (with why); a reader that fails on a
 table it should read raises its own error, which the verifier reports as a failed check.
 
@@ -36,7 +38,7 @@ from bench.core.catalog.duck import duckdb_config, duckdb_connect, duckdb_connec
 from bench.core.catalog.s3 import is_s3
 from bench.core.checksum import checksum_select
 from bench.core.results import ReaderAnswer
-from bench.core.sql import ident, idents, string_list
+from bench.core.sql import ident, idents
 from bench.core.table import LiveFiles, live_files, local_path
 from bench.core.table.deletes import (
     DUCKDB_ICEBERG_EQ_WORK_LIMIT,
@@ -47,6 +49,9 @@ from bench.core.table.deletes import (
     is_global,
     scope,
 )
+from bench.verify.columns import Columns, columns_for
+from bench.verify.reference import NAME as REFERENCE
+from bench.verify.reference import RESOLVES, ReferenceUnavailable, read_reference
 
 
 class ReaderUnavailable(RuntimeError):
@@ -58,7 +63,8 @@ class Reader:
     name: str
     resolves: str  # "name" | "field id" | "catalog" (how columns are matched to the schema)
     deletes: str  # which deletes it applies
-    read: Callable[[Table, int | None, CatalogSettings | None], tuple[int, str]]
+    read: Callable[..., tuple[int, str]]  # (table, snapshot id, settings[, seen]) -> (rows, checksum)
+    parquet: bool = False  # reads the Parquet files itself (bench.verify.columns): takes `seen`
 
 
 def _columns(tbl: Table) -> list[str]:
@@ -69,30 +75,30 @@ def _connect(paths: list[str]):
     return duckdb_connect(remote=any(is_s3(p) for p in paths))
 
 
-def parquet_checksum(paths: list[str], columns: list[str]) -> tuple[int, str]:
-    """Rows and checksum of Parquet files, columns by name (DuckDB read_parquet)."""
+def parquet_checksum(tbl: Table, paths: list[str], seen: list[Columns] | None = None) -> tuple[int, str]:
+    """Rows and checksum of Parquet files of the table, its current columns by field id (DuckDB read_parquet)."""
     if not paths:
         return 0, "0"
     con = _connect(paths)
     try:
-        # hive_partitioning off: a column's values from the file, never from a Hive-style directory name (Iceberg's
-        # identity partitions are laid out as col=value/, which DuckDB would otherwise read back as text)
-        n, s = con.execute(checksum_select(columns, "read_parquet(?, hive_partitioning=false)"),
-                           [[local_path(p) for p in paths]]).fetchone()
+        cols = columns_for(tbl, con, paths)
+        if seen is not None:
+            seen.append(cols)
+        n, s = con.execute(checksum_select(cols.names, cols.source(paths))).fetchone()
     finally:
         con.close()
     return int(n), str(s)
 
 
-def read_parquet_by_name(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None = None,
-                         files: LiveFiles | None = None) -> tuple[int, str]:
-    files = files or live_files(tbl, snapshot_id)
+def read_parquet_files(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None = None,
+                       seen: list[Columns] | None = None) -> tuple[int, str]:
+    files = live_files(tbl, snapshot_id)
     if files.deletes:
         cls = classify(files, tbl.specs())
         if cls.applying_position or cls.applying_equality:
             raise ReaderUnavailable(f"{cls.applying_position} position and {cls.applying_equality} equality "
                                     f"delete files still apply")
-    return parquet_checksum(LiveFiles.paths(files.data), _columns(tbl))
+    return parquet_checksum(tbl, LiveFiles.paths(files.data), seen)
 
 
 def read_pyiceberg_scan(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None = None,
@@ -111,6 +117,10 @@ def read_pyiceberg_scan(tbl: Table, snapshot_id: int | None, settings: CatalogSe
         if applying:
             raise ReaderUnavailable(f"pyiceberg cannot apply equality deletes (its scan raises 'PyIceberg does not "
                                     f"yet support equality deletes'); {applying} equality delete files apply here")
+    current = tbl.current_snapshot()
+    if current is not None and snapshot_id == current.snapshot_id:
+        snapshot_id = None  # the current snapshot in the current schema (a scan at a snapshot id uses the schema
+        # that snapshot was written with: a column renamed since would not be found under its current name)
     reader = tbl.scan(snapshot_id=snapshot_id, row_filter=row_filter or AlwaysTrue()).to_arrow_batch_reader()
     con = duckdb.connect(config=duckdb_config())
     try:
@@ -145,14 +155,16 @@ def read_duckdb_iceberg(tbl: Table, snapshot_id: int | None,
 
 
 def read_merge_on_read(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None = None,
-                       only: Callable[[tuple], bool] | None = None) -> tuple[int, str]:
+                       seen: list[Columns] | None = None, only: Callable[[tuple], bool] | None = None
+                       ) -> tuple[int, str]:
     """A row of data file F (sequence number f) is deleted by a position delete (file_path = F's
     manifest path, pos = its row number, sequence number >= f) or an equality delete (equal on its
     equality columns, null-safe; sequence number > f; same partition unless the delete's spec is
-    unpartitioned).  Columns are matched by name.  `only`: the rows of the data files of the partitions
-    it selects (a partition key: bench.core.table.deletes.scope), every live delete file that may apply to
-    them applied (position deletes all, equality deletes of those partitions and of an unpartitioned spec)."""
-    with merge_on_read(tbl, snapshot_id, only) as (con, live):
+    unpartitioned).  Columns are matched by field id (bench.verify.columns).  `only`: the rows of the data
+    files of the partitions it selects (a partition key: bench.core.table.deletes.scope), every live delete
+    file that may apply to them applied (position deletes all, equality deletes of those partitions and of an
+    unpartitioned spec)."""
+    with merge_on_read(tbl, snapshot_id, only, seen) as (con, live):
         if con is None:
             return 0, "0"
         n, s = con.execute(checksum_select(_columns(tbl), live)).fetchone()
@@ -182,7 +194,8 @@ def _position_deletes(con: Any, entries: list) -> None:
 
 
 @contextmanager
-def merge_on_read(tbl: Table, snapshot_id: int | None, only: Callable[[tuple], bool] | None = None):
+def merge_on_read(tbl: Table, snapshot_id: int | None, only: Callable[[tuple], bool] | None = None,
+                  seen: list[Columns] | None = None):
     """A DuckDB connection and the table expression of the snapshot's live rows by the rules of
     `read_merge_on_read` (its delete files read into temporary tables); (None, "") without a data file."""
     files = live_files(tbl, snapshot_id)
@@ -206,10 +219,12 @@ def merge_on_read(tbl: Table, snapshot_id: int | None, only: Callable[[tuple], b
         con.executemany("INSERT INTO dfiles VALUES (?, ?, ?, ?)",
                         [(local_path(e.data_file.file_path), e.data_file.file_path, e.sequence_number,
                           scope_id(e.data_file)) for e in files.data])
-        data_list = string_list([local_path(p) for p in LiveFiles.paths(files.data)])
+        cols = columns_for(tbl, con, LiveFiles.paths(files.data))
+        if seen is not None:
+            seen.append(cols)
+        data = cols.source(LiveFiles.paths(files.data), "filename=true", "file_row_number=true")
         con.execute(f"CREATE TEMP VIEW rows_ AS SELECT {idents(columns, 'd')}, d.file_row_number AS _pos, "
-                    f"f.path AS _path, f.seq AS _seq, f.scope AS _scope FROM read_parquet({data_list}, "
-                    "hive_partitioning=false, filename=true, file_row_number=true, union_by_name=true) d "
+                    f"f.path AS _path, f.seq AS _seq, f.scope AS _scope FROM {data} d "
                     "JOIN dfiles f ON d.filename = f.local")
         conditions = []
         if files.position:
@@ -228,10 +243,12 @@ def merge_on_read(tbl: Table, snapshot_id: int | None, only: Callable[[tuple], b
             con.executemany(f"INSERT INTO efiles{g} VALUES (?, ?, ?, ?)",
                             [(local_path(e.data_file.file_path), e.sequence_number, scope_id(e.data_file),
                               is_global(e.data_file, specs)) for e in entries])
+            epaths = [e.data_file.file_path for e in entries]
+            ecols = columns_for(tbl, con, epaths)
+            if seen is not None:
+                seen.append(ecols)
             con.execute(f"CREATE TEMP TABLE edel{g} AS SELECT {idents(names, 'q')}, f.seq, f.scope, f.global_ "
-                        f"FROM read_parquet(?, hive_partitioning=false, filename=true, union_by_name=true) q "
-                        f"JOIN efiles{g} f "
-                        f"ON q.filename = f.local", [[local_path(e.data_file.file_path) for e in entries]])
+                        f"FROM {ecols.source(epaths, 'filename=true')} q JOIN efiles{g} f ON q.filename = f.local")
             match = " AND ".join(f"e.{ident(n)} IS NOT DISTINCT FROM r.{ident(n)}" for n in names)
             conditions.append(f"NOT EXISTS (SELECT 1 FROM edel{g} e WHERE {match} AND e.seq > r._seq "
                               f"AND (e.global_ OR e.scope = r._scope))")
@@ -241,17 +258,31 @@ def merge_on_read(tbl: Table, snapshot_id: int | None, only: Callable[[tuple], b
         con.close()
 
 
+def read_iceberg_java(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None = None) -> tuple[int, str]:
+    """The reference reader (bench.verify.reference): Iceberg's Java library through Spark SQL."""
+    try:
+        return read_reference(tbl, snapshot_id, settings)
+    except ReferenceUnavailable as e:
+        raise ReaderUnavailable(str(e)) from e
+
+
 READERS: dict[str, Reader] = {r.name: r for r in (
-    Reader("duckdb-read-parquet", "name", "none (only when no delete file applies)", read_parquet_by_name),
+    Reader("duckdb-read-parquet", "field id", "none (only when no delete file applies)", read_parquet_files,
+           parquet=True),
     Reader("pyiceberg-scan", "field id", "position (equality: refuses)", read_pyiceberg_scan),
     Reader("duckdb-iceberg", "catalog", "position and equality (through the REST catalog)", read_duckdb_iceberg),
-    Reader("duckdb-merge-on-read", "name", "position and equality (our SQL)", read_merge_on_read),
+    Reader("duckdb-merge-on-read", "field id", "position and equality (our SQL)", read_merge_on_read,
+           parquet=True),
+    Reader(REFERENCE, RESOLVES, "every delete, by Iceberg's own rules (the reference)", read_iceberg_java),
 )}
 
 
 def read(name: str, tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None) -> ReaderAnswer:
     """One reader's answer: its rows and checksum, or why it could not read."""
-    return _answer(name, lambda: READERS[name].read(tbl, snapshot_id, settings))
+    reader, seen = READERS[name], []  # type: ignore[var-annotated]
+    if not reader.parquet:
+        return _answer(name, lambda: reader.read(tbl, snapshot_id, settings))
+    return _answer(name, lambda: reader.read(tbl, snapshot_id, settings, seen), seen)
 
 
 SELECTIVE = ("pyiceberg-scan", "duckdb-merge-on-read")  # the readers that read the selected partitions alone
@@ -261,17 +292,23 @@ def read_selected(name: str, tbl: Table, where: str, selected: Callable[[tuple],
     """One reader's answer over the partitions the partition filter `where` selects (`selected` says which,
     by partition key), at the table's current snapshot: pyiceberg-scan by its row filter, duckdb-merge-on-read
     by the data files of those partitions.  The record of `read`, with `within: where`."""
+    seen: list[Columns] = []
     how: dict[str, Callable[[], tuple[int, str]]] = {
         "pyiceberg-scan": lambda: read_pyiceberg_scan(tbl, None, row_filter=where),
-        "duckdb-merge-on-read": lambda: read_merge_on_read(tbl, None, only=selected)}
-    return _answer(name, how[name]).model_copy(update={"within": where})
+        "duckdb-merge-on-read": lambda: read_merge_on_read(tbl, None, seen=seen, only=selected)}
+    return _answer(name, how[name], seen).model_copy(update={"within": where})
 
 
-def _answer(name: str, reading: Callable[[], tuple[int, str]]) -> ReaderAnswer:
+def _answer(name: str, reading: Callable[[], tuple[int, str]], seen: list[Columns] | None = None) -> ReaderAnswer:
+    """`seen`: how a Parquet reader resolved the columns (bench.verify.columns): by name where names are
+    ambiguous, its answer is advisory (`advisory`: why)."""
     out = ReaderAnswer(reader=name, resolves=READERS[name].resolves)
     try:
         out.rows, out.checksum = reading()
         out.checksum = str(out.checksum)
+        if seen:
+            out.resolves = "name" if any(not c.by_id for c in seen) else "field id"
+            out.advisory = next((c.unsafe for c in seen if c.unsafe), None)
     except ReaderUnavailable as e:
         out.unavailable = str(e)
     except Exception as e:  # noqa: BLE001 - a reader failing on this table is a finding, not a crash
@@ -292,5 +329,5 @@ def first_available(names: list[str], tbl: Table, snapshot_id: int | None,
     raise RuntimeError(f"no reader could read the table: {reasons}")
 
 
-__all__ = ["READERS", "SELECTIVE", "Reader", "ReaderUnavailable", "first_available", "merge_on_read",
+__all__ = ["READERS", "REFERENCE", "SELECTIVE", "Reader", "ReaderUnavailable", "first_available", "merge_on_read",
            "parquet_checksum", "read", "read_selected"]

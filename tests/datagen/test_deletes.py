@@ -20,7 +20,7 @@ from bench.core.table import live_entries, live_files, local_path
 from bench.core.table.deletes import classify
 from bench.scenario import load_scenario
 from bench.verify import VerifyInput, table_stats, verify
-from bench.verify.readers import ReaderUnavailable, read_duckdb_iceberg, read_merge_on_read, read_parquet_by_name
+from bench.verify.readers import ReaderUnavailable, read_duckdb_iceberg, read_merge_on_read, read_parquet_files
 from datagen import deletes
 from datagen.dataset import prepare
 from datagen.recipes import DeletesRecipe
@@ -144,7 +144,7 @@ def test_ground_truth_against_independent_readers(generated):
         st = table_stats(tbl, settings=served.settings)
     assert (st.rows, st.checksum, st.content_reader) == (*expected, "duckdb-iceberg")
     with pytest.raises(ReaderUnavailable):  # deletes apply: reading the data files alone is wrong
-        read_parquet_by_name(tbl, None)
+        read_parquet_files(tbl, None)
 
 
 @pytest.mark.spark

@@ -185,11 +185,15 @@ def test_a_changed_source_is_seen(foreign, tmp_path):
         fingerprint_source(SourceRef(catalog_file=str(tmp_path / "none.yaml"), table="shop.orders"))
 
 
-def test_a_table_the_verifier_cannot_checksum_is_one_line_before_any_engine(tmp_path):
-    """A column renamed after its files were written: the by-name readers cannot read the snapshot, so there
-    is no second reader to agree with the by-field-id one and no ground truth."""
+def test_a_renamed_column_reads_by_field_id_and_a_table_no_reader_can_read_is_one_line(tmp_path):
+    """A column renamed after its files were written: every reader resolves it by field id, so they agree on a
+    ground truth.  A data file gone from disk: no reader can read the snapshot, nor the reference reader (here
+    without catalog settings to open it with), and that alone is refused, in one line, before any engine."""
+    from pathlib import Path
+
     from bench.core.errors import UserError
     from bench.core.source import SourceRef, load_source
+    from bench.core.table import live_files, local_path
     from bench.runner.source import ground_truth
     from tests.runner.foreign import make_foreign_table
 
@@ -198,9 +202,13 @@ def test_a_table_the_verifier_cannot_checksum_is_one_line_before_any_engine(tmp_
     with tbl.update_schema() as update:
         update.rename_column("note", "remark")
     tbl = load_source(SourceRef(catalog_file=str(cfg), table="shop.orders"))
-    with pytest.raises(UserError, match="cannot checksum shop.orders") as e:
+    gt = ground_truth(tbl, tbl.current_snapshot().snapshot_id, None)
+    assert gt.rows == 20 and gt.computed_by == "read: pyiceberg-scan + duckdb-read-parquet" and not gt.findings
+    Path(local_path(live_files(tbl).data[0].data_file.file_path)).unlink()
+    with pytest.raises(UserError, match="cannot read shop.orders") as e:
         ground_truth(tbl, tbl.current_snapshot().snapshot_id, None)
-    assert "\n" not in str(e.value) and 'column "remark" not found' in str(e.value), str(e.value)
+    assert "\n" not in str(e.value) and "reference reader (Iceberg's Java library) cannot read it either" \
+        in str(e.value) and "No files found" in str(e.value), str(e.value)
 
 
 def _bucket_hashes(endpoint: str, prefix: str) -> dict[str, str]:
