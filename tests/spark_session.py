@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator
 
 from bench.core.catalog import CatalogSettings
+from bench.core.iceberg_java.spark_conf import session
 from bench.engines.spark.session import base_conf, log4j_option
 
 
@@ -15,14 +16,9 @@ from bench.engines.spark.session import base_conf, log4j_option
 def spark_session(settings: CatalogSettings, heap: str = "1g") -> Iterator:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
     conf = base_conf(settings, "local[1]", app_name="bench-test")
     conf.update({"spark.driver.memory": heap, "spark.driver.extraJavaOptions": log4j_option()})
-    builder = SparkSession.builder
-    for k, v in conf.items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    spark = session(conf)
     try:
         yield spark
     finally:

@@ -20,7 +20,7 @@ from bench.core.catalog import CATALOG_NAME, CatalogSettings
 from bench.core.checksum import arrow_checksum
 from bench.core.iceberg_java.gateway import catalog_properties
 from bench.core.iceberg_java.runtime import iceberg_jars
-from bench.core.iceberg_java.spark_conf import base_conf, log4j_option
+from bench.core.iceberg_java.spark_conf import base_conf, log4j_option, session
 from bench.core.machine import drop_page_cache, java_binary
 from bench.core.results import ReadQuery
 from bench.reads.queries import aggregate_answer, query_sql
@@ -87,13 +87,8 @@ def run_queries(settings: CatalogSettings, table: str, queries: list[ReadQuery],
 
 
 def _main(job_file: str, out_file: str) -> int:
-    from pyspark.sql import SparkSession
-
     job = json.loads(Path(job_file).read_text())
-    builder = SparkSession.builder
-    for k, v in job["conf"].items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    spark = session(job["conf"])
     try:
         ref = table_ref(job["table"], job["catalog"])
         spark.sql(f"SELECT 1 FROM {ref} LIMIT 0").collect()  # catalog and table metadata warm, untimed

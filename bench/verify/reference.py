@@ -24,7 +24,7 @@ from pyiceberg.table import Table
 from bench.core import children
 from bench.core.catalog import CatalogSettings
 from bench.core.checksum import checksum_select
-from bench.core.iceberg_java.spark_conf import base_conf, log4j_option
+from bench.core.iceberg_java.spark_conf import base_conf, log4j_option, session
 from bench.core.machine import java_binary
 from bench.core.sql import ident, string_list
 from bench.verify.columns import duckdb_types
@@ -97,13 +97,8 @@ def read_reference(tbl: Table, snapshot_id: int | None, settings: CatalogSetting
 
 
 def _main(job_file: str) -> int:
-    from pyspark.sql import SparkSession
-
     job = json.loads(Path(job_file).read_text())
-    builder = SparkSession.builder
-    for k, v in job["conf"].items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    spark = session(job["conf"])
     try:
         at = f" VERSION AS OF {int(job['snapshot_id'])}" if job["snapshot_id"] is not None else ""
         df = spark.sql(f"SELECT * FROM {job['table']}{at}")

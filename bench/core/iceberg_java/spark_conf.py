@@ -8,6 +8,11 @@ Maven Central with S3FileIO for an S3 warehouse).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 from bench.core.catalog import CatalogSettings
 from bench.core.iceberg_java.gateway import catalog_properties, quiet_log4j2_file
 from bench.core.iceberg_java.runtime import iceberg_jars
@@ -42,3 +47,13 @@ def base_conf(settings: CatalogSettings, master: str, app_name: str = "bench") -
 
 def log4j_option() -> str:
     return f"-Dlog4j2.configurationFile={quiet_log4j2_file().as_uri()}"
+
+
+def session(conf: dict[str, str]) -> SparkSession:
+    """The SparkSession (getOrCreate) with every key of `conf` set before its driver JVM starts."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    return builder.getOrCreate()

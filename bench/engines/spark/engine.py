@@ -47,6 +47,7 @@ from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.iceberg_java import runtime as iceberg_runtime
 from bench.core.iceberg_java.commit import remove_delete_files
+from bench.core.iceberg_java.spark_conf import session as spark_session
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import CapRole, Deployment, DeployMode, MemoryCap
 from bench.engines.base import CompactionJob, EngineBase, EngineOOM, EngineOutcome, Knob, MaintenanceOp, PhaseClock
@@ -353,13 +354,8 @@ class SparkEngine(EngineBase):
             conf["spark.master"] = self.master
             os.environ["SPARK_LOCAL_IP"] = self.driver_host
         with clock.phase("session start", f"driver JVM and SparkSession, {self.master}"):
-            from pyspark.sql import SparkSession
-
-            builder = SparkSession.builder
-            for k, v in conf.items():
-                builder = builder.config(k, v)
             self.conf = conf
-            self.spark = builder.getOrCreate()
+            self.spark = spark_session(conf)
             self.spark.sparkContext.setLogLevel("WARN")
             # the output codec, for Spark's writes (session conf beats the table default)
             self._set("spark.sql.iceberg.compression-codec", job.output_codec)
