@@ -14,7 +14,7 @@ RUN_ARGS ?=
 APT_PACKAGES := openjdk-17-jre-headless libjarjar-java libxerial-sqlite-jdbc-java
 TEST_APT_PACKAGES := chromium
 
-.PHONY: setup system-deps test-deps run test docs reference reference-plan clean-warehouse
+.PHONY: setup system-deps test-deps test-apt checkov run test docs reference reference-plan clean-warehouse
 
 # Debian packages: Java for Iceberg's JVMs, jarjar to repair the Iceberg runtime jar, the SQLite JDBC driver.
 system-deps:
@@ -43,13 +43,20 @@ run: setup
 	$(BIN)/bench run $(SCENARIO) --engines $(ENGINES) --run-id $(RUN_ID) --results-dir results $(RUN_ARGS)
 	$(BIN)/bench report results/$(RUN_ID)
 
-test-deps: setup
+# The test tools: the browser (a Debian package: after the harness's, apt installs one at a time) and checkov
+# (in its own virtualenv).  `test-deps` makes them beside `setup`: most of each is waiting on a package registry.
+test-apt: system-deps
 	@missing=""; for p in $(TEST_APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
+
+checkov:
 	bash terraform/ci/install-checkov.sh >/dev/null
+
+test-deps:
+	$(MAKE) --no-print-directory -j3 --output-sync=target setup test-apt checkov
 
 # The layer contract (import-linter), lint (ruff) and types (mypy), then the tests: the independent ones
 # on two workers (pytest-xdist), then the few marked `serial` (they time something) alone, so that no

@@ -33,7 +33,8 @@ from bench.core.results import ConformanceCell, ConformanceRecord, RunResult, no
 from bench.core.source import SourceRef
 from bench.engines import parse_engines
 from bench.runner import RunOptions, run_scenario
-from datagen.conformance import Case, catalog_file, load_cases, write_cases
+from bench.runner.session import SharedProcesses
+from datagen.conformance import Case, Written, catalog_file, load_cases, write_cases
 
 DEFAULT_ENGINES = "spark,risingwave"
 TABLES_DIR = "conformance-tables"  # under the warehouse: the cases' tables, reused while the cases are the same
@@ -73,13 +74,14 @@ def verdict(r: RunResult) -> tuple[str, str]:
 
 
 def run_case(opts: ConformanceOptions, case: Case, catalog: Path, engines: list[str], run_dir: Path,
-             progress: Progress) -> list[ConformanceCell]:
-    """One case through `bench run`'s path, one cell per engine."""
+             progress: Progress, shared: SharedProcesses | None = None) -> list[ConformanceCell]:
+    """One case through `bench run`'s path, one cell per engine (in the engines' shared processes when given)."""
     ref = SourceRef(catalog_file=str(catalog), table=case.table)
     try:
         results = run_scenario(RunOptions(scenario=case.scenario, engines=",".join(engines), source=ref,
                                           warehouse=opts.warehouse, results_dir=str(run_dir / "runs"),
-                                          run_id=case.name, timeout_s=opts.timeout_s, readers=False), progress)
+                                          run_id=case.name, timeout_s=opts.timeout_s, readers=False,
+                                          shared=shared), progress)
     except Exception as e:  # noqa: BLE001 - the harness refused the table or failed on it: it cannot judge it
         why = f"refused: {e}" if isinstance(e, UserError) else f"the harness failed: {type(e).__name__}: {e}"
         return [ConformanceCell(case=case.name, covers=case.covers, engine=e_, verdict="harness-cannot",
@@ -108,19 +110,25 @@ def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceReco
                        "the same)", unit="step"):
         written = write_cases(cases, warehouse / TABLES_DIR)
     catalog = catalog_file(warehouse / TABLES_DIR)
-    for i, case in enumerate(cases, 1):
-        progress.info(f"[conformance {i}/{len(cases)}] {case.name} ({', '.join(case.covers)})")
-        w = written.get(case.name)
-        if w is None or w.error:
-            why = w.error if w is not None else "not written"
-            rec.cells += [ConformanceCell(case=case.name, covers=case.covers, engine=e, verdict="harness-cannot",
-                                          evidence=f"the case's table could not be written: {why}") for e in engines]
-        else:
-            rec.cells += run_case(opts, case, catalog, engines, run_dir, progress)
-        write_atomic(run_dir / "conformance.json", rec.model_dump_json(indent=1))
+    with SharedProcesses() as shared:
+        for i, case in enumerate(cases, 1):
+            run_one_case(opts, rec, i, case, written.get(case.name), catalog, run_dir, progress, shared)
     rec.ended_at, rec.seconds = now_iso(), round(time.perf_counter() - t0, 1)
     write_atomic(run_dir / "conformance.json", rec.model_dump_json(indent=1))
     return rec
+
+
+def run_one_case(opts: ConformanceOptions, rec: ConformanceRecord, i: int, case: Case, w: Written | None,
+                 catalog: Path, run_dir: Path, progress: Progress, shared: SharedProcesses) -> None:
+    """One case's cells into `rec`, written after each case (a killed campaign keeps what it judged)."""
+    progress.info(f"[conformance {i}/{len(rec.cases)}] {case.name} ({', '.join(case.covers)})")
+    if w is None or w.error:
+        why = w.error if w is not None else "not written"
+        rec.cells += [ConformanceCell(case=case.name, covers=case.covers, engine=e, verdict="harness-cannot",
+                                      evidence=f"the case's table could not be written: {why}") for e in rec.engines]
+    else:
+        rec.cells += run_case(opts, case, catalog, rec.engines, run_dir, progress, shared)
+    write_atomic(run_dir / "conformance.json", rec.model_dump_json(indent=1))
 
 
 def matrix_line(rec: ConformanceRecord) -> list[str]:

@@ -826,6 +826,9 @@ class RunResult(BaseModel):
     setup_phases: list[Phase] = Field(default_factory=list)
     setup_io: SetupIO | None = None  # what setup could reach and read (None: older results)
     process_wall_s: float | None = None  # the whole engine subprocess, start to exit
+    # 0: the run had its own process; n: it was the n-th run of a process shared by several (bench conformance:
+    # correctness, not time); such a run never enters a statistic (bench.core.stats.measured)
+    shared_process: int = 0
     verify_s: float | None = None  # the harness's verification after the run (not the engine's time)
 
     files_in: int = 0
@@ -903,7 +906,8 @@ class RunResult(BaseModel):
     def counts(self) -> bool:
         """Does this run count in statistics?  Measured (not warm-up), ok and verified, and not a
         live-writer run (judged, not timed: its time includes the writer's hold)."""
-        return (not self.warmup and self.status == "ok" and self.verified and self.live_writer is None
+        return (not self.warmup and not self.shared_process and self.status == "ok" and self.verified
+                and self.live_writer is None
                 and self.streaming is None)
 
 

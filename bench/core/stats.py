@@ -50,7 +50,8 @@ class Speedup:
 
 
 def measured(results: Iterable[RunResult]) -> list[RunResult]:
-    return [r for r in results if not r.warmup]
+    """The runs a statistic may use: not a warm-up, not a run in a shared process (bench conformance)."""
+    return [r for r in results if not r.warmup and not r.shared_process]
 
 
 def _spread(runs: list[RunResult], get: Callable[[RunResult], float | None]) -> Spread:

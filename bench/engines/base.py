@@ -104,6 +104,9 @@ class CompactionJob(BaseModel):
     flush_dir: str | None = None
     # a maintenance step (engines that support 'maintenance'): these operations in order instead of compact()
     maintenance: list[MaintenanceOp] = Field(default_factory=list)
+    # the engine's process serves other jobs before and after this one (bench.runner.session): nothing it
+    # caches (a catalog's tables) may outlive the job
+    shared_process: bool = False
     # the work asked (bench.core.work): the scenario's intent resolved against the input (Scenario.work_intent);
     # every engine derives its options from it; None: the default intent of `kind` (see intent())
     work: WorkIntent | None = None

@@ -16,7 +16,9 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bench.core.fileio import WriteBack, flush_files, write_atomic
 from bench.engines import get_engine
@@ -24,6 +26,7 @@ from bench.engines.base import CompactionJob, EngineOOM, PhaseClock, WorkerRecor
 
 OOM_MARKERS = ("OutOfMemoryError", "Cannot allocate memory", "MemoryError", "memory allocation of")
 CONTROL_ENV = "BENCH_WORKER_CONTROL"  # "READY_FD,GO_FD": the runner's handshake pipes (absent: no handshake)
+SESSION_ENV = "BENCH_WORKER_SESSION"  # "IN_FD,OUT_FD": a shared worker's control pipes (serve)
 
 
 def wait_for_go() -> None:
@@ -49,13 +52,14 @@ def classify(exc: BaseException) -> str:
     return "heap-oom" if any(m in text for m in OOM_MARKERS) else "failed"
 
 
-def main(argv: list[str]) -> int:
-    job_path, out_path, engine_name = argv
-    job = CompactionJob.model_validate_json(Path(job_path).read_text())
+def run_job(job_path: str, engine_name: str, handshake: Callable[[], None],
+            engine: Any = None) -> tuple[Any, WorkerRecord]:
+    """One job: the engine's open (timed as setup), the handshake, its compaction or maintenance on the clock.
+    Returns the engine (opened, never closed here) and the record; every failure becomes the record's."""
     record = WorkerRecord(engine=engine_name)
-    engine = None
     try:
-        engine = get_engine(engine_name)
+        job = CompactionJob.model_validate_json(Path(job_path).read_text())
+        engine = engine or get_engine(engine_name)
         record.step = "open"
         setup = PhaseClock()
         t0 = time.perf_counter()
@@ -64,7 +68,7 @@ def main(argv: list[str]) -> int:
         record.setup_s = sum(p.seconds for p in record.setup_phases)
         record.memory_caps = engine.memory_caps()
         record.step = "wait"
-        wait_for_go()
+        handshake()
         record.step = "compact"
         clock = PhaseClock()
         t1, since = time.perf_counter(), time.time()
@@ -91,16 +95,60 @@ def main(argv: list[str]) -> int:
         if record.step != "compact":
             record.duration_s, record.phases = None, []
         traceback.print_exc()
+    return engine, record
+
+
+def close(engine: Any) -> None:
+    if engine is not None:
+        try:
+            engine.close()
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+
+
+def main(argv: list[str]) -> int:
+    job_path, out_path, engine_name = argv
+    engine = None
+    try:
+        engine, record = run_job(job_path, engine_name, wait_for_go)
     finally:
-        if engine is not None:
-            try:
-                engine.close()
-            except Exception:  # noqa: BLE001
-                traceback.print_exc()
+        close(engine)
     write_atomic(out_path, record.model_dump_json(indent=2))
     sys.stdout.flush()
     return 0 if record.status == "ok" else 1
 
 
+def serve(engine_name: str, fds: str) -> int:
+    """A shared worker (bench.runner.session, for `bench conformance`): one engine process, its session kept
+    between jobs.  The harness writes `job JOB.json OUT.json`, then `go` or `abort` after the worker's `ready`;
+    the worker writes the record to OUT.json and says `done STATUS`.  It ends on `quit`, at the end of its
+    input, or after a job that did not end ok (its process may be in any state: the next job gets a new one)."""
+    in_fd, out_fd = (int(x) for x in fds.split(","))
+    engine = None
+    with os.fdopen(in_fd, "rb") as inp:
+        def handshake() -> None:
+            os.write(out_fd, b"ready\n")
+            answer = inp.readline().strip()
+            if answer != b"go":
+                raise RuntimeError("the harness did not start the compaction after setup "
+                                   f"({answer.decode() or 'no answer'})")
+        try:
+            for line in inp:
+                words = line.decode().split()
+                if len(words) != 3 or words[0] != "job":
+                    break
+                engine, record = run_job(words[1], engine_name, handshake, engine)
+                write_atomic(words[2], record.model_dump_json(indent=2))
+                sys.stdout.flush()
+                os.write(out_fd, f"done {record.status}\n".encode())
+                if record.status != "ok":
+                    break
+        finally:
+            close(engine)
+    return 0
+
+
 if __name__ == "__main__":
+    if os.environ.get(SESSION_ENV):
+        sys.exit(serve(sys.argv[1], os.environ[SESSION_ENV]))
     sys.exit(main(sys.argv[1:]))

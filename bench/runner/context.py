@@ -78,6 +78,8 @@ class RunOptions(CommonOptions):
     cores: int | None = None  # --cores N: confine the engine to N cores and tell it N
     stream_mode: str | None = None  # --stream-mode: sequential | concurrent | branch over the scenario's
     cycles: int | None = None  # --cycles: a streaming scenario's cycles
+    # bench conformance: the engines' shared processes and served catalog (bench.runner.session), or None
+    shared: Any = None
 
 
 @dataclass
@@ -101,6 +103,7 @@ class RunContext:
     progress: Progress
     engine_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # label -> its options
     served: ServedCatalog | None = None
+    shared: Any = None  # bench.runner.session.SharedProcesses: the engine runs go to shared processes
     catalog: Catalog | None = None
     dataset: GeneratedTable | None = None
     environment: Environment = field(default_factory=Environment)
@@ -302,7 +305,8 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                      cache_mode=cache_mode, cache_requested=opts.cache or f"default ({cache_mode})",
                      instance_type=opts.instance_type, progress=progress, engine_options=engine_options,
                      readers=opts.readers and opts.source is None, reader=opts.reader, cow_branch=opts.cow_branch,
-                     source=opts.source, storage_cap=cap, cap_device=device, cap_port=port, cpus=cpus)
+                     source=opts.source, storage_cap=cap, cap_device=device, cap_port=port, cpus=cpus,
+                     shared=opts.shared)
     if opts.source is not None:
         # an unreadable catalog file, unknown table or snapshot, a source on other storage: UserError now
         check_storage(load_source(opts.source), settings.warehouse)

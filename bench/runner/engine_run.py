@@ -82,7 +82,7 @@ def build_job(ctx: RunContext, slot: Slot, work: Path, branch: str | None = None
                         ctx.threshold, ctx.work, memory_budget_bytes=ctx.budget, cores=ctx.cores,
                         work_dir=str(work), branch=branch or slot.branch or "main",
                         partition_filter=ctx.partition_filter, flush_dir=flush_dir(ctx),
-                        maintenance=list(maintenance))
+                        maintenance=list(maintenance), shared_process=ctx.shared is not None)
 
 
 def record_engine(ctx: RunContext, r: RunResult, er: EngineRun) -> None:
@@ -90,6 +90,7 @@ def record_engine(ctx: RunContext, r: RunResult, er: EngineRun) -> None:
     r.status = er.status
     r.error = er.error
     r.process_wall_s = er.process_wall_s
+    r.shared_process = er.shared_job
     r.memory_enforcement = er.enforcement
     r.storage_cap, r.core_limit = storage_record(er), er.core_limit
     r.telemetry = er.telemetry  # type: ignore[assignment]

@@ -64,6 +64,7 @@ class EngineRun:
     harness_error: str | None = None  # the runner's step between setup and compaction failed
     storage_cap: StorageCap | None = None
     core_limit: CoreLimit | None = None
+    shared_job: int = 0  # a shared process's n-th run (bench.runner.session), 0: its own process
 
 
 def storage_record(er: EngineRun) -> StorageCap | None:
@@ -287,7 +288,10 @@ def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Pa
     server), enforce the time and memory limits.  `companion` (e.g. the live writer's
     `bench.runner.live.EngineHold`) is attached to the engine's process while it runs.  `on_ready`
     (e.g. `bench.runner.inputs.SetupGuard.release`) runs when the engine has set up, before its
-    compaction starts.  The cgroups and traffic shaper are released however it ends."""
+    compaction starts.  The cgroups and traffic shaper are released however it ends.  With shared processes
+    (`ctx.shared`, bench conformance) the run goes to the engine's shared process instead."""
+    if ctx.shared is not None and companion is None:
+        return ctx.shared.run(ctx, slot, job, work, on_ready)
     work.mkdir(parents=True, exist_ok=True)
     files = job_file, out_file, log_file = work / "job.json", work / "outcome.json", work / "engine.log"
     write_atomic(job_file, job.model_dump_json(indent=2))

@@ -257,7 +257,8 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
         try:
             log = ctx.run_dir / "work" / "catalog-server.log"
             log.parent.mkdir(parents=True, exist_ok=True)
-            ctx.served = stack.enter_context(serve(ctx.settings, log_file=log))
+            ctx.served = (ctx.shared.serve(ctx.settings, log) if ctx.shared is not None
+                          else stack.enter_context(serve(ctx.settings, log_file=log)))
             ctx.catalog = load_catalog(ctx.settings)
             if ctx.source is not None:
                 ds = use_source(ctx)
@@ -330,6 +331,10 @@ def summary_table(results: list[RunResult], engines: list[str]) -> str:
         files = f"{r.files_in} -> {r.files_out if r.files_out is not None else '-'}"
         rows.append(f"{r.engine:<{width}} {'warmup' if r.warmup else r.rep:<7} {r.order_position + 1:<6} {r.status:<9} "
                     f"{dur:>10} {files:>18} {str(r.verified):>9}")
+    if results and all(r.shared_process for r in results):
+        rows.append("no speedup: the engines ran in shared processes (bench conformance judges correctness; a "
+                    "warm process's time is no measurement)")
+        return "\n".join(rows)
     no_commit = set(floors(results))
     compared = [e for e in engines if e not in no_commit]
     base = compared[0] if compared else ""

@@ -74,6 +74,13 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     assert cells[("equality-delete-partition-scoped", "spark")]["verdict"] == "correct", cells
     for case in ("rename-column", "quoted-names"):
         assert cells[(case, "spark")]["verdict"] == "correct", cells[(case, "spark")]
+    # the engines ran in shared processes: one Spark JVM for every case, no run timed into a statistic
+    runs = [json.loads(f.read_text()) for f in (results / "c" / "runs").glob("*/*--rep0.json")]
+    assert len(runs) == 2 * len(cases) and all(r["shared_process"] for r in runs)
+    spark_runs = [r for r in runs if r["engine"] == "spark"]
+    log = (results / "c" / "runs" / "shared-spark.log").read_text()
+    assert sorted(r["shared_process"] for r in spark_runs) == list(range(1, len(spark_runs) + 1))
+    assert log.count("Using an existing Spark session") == len(spark_runs) - 1, log[-3000:]
     p = run_bench("report", results / "c")
     assert p.returncode == 0, p.stderr[-2000:]
     html = (results / "c" / "report.html").read_text()

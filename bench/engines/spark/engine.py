@@ -280,6 +280,8 @@ class SparkEngine(EngineBase):
             local_dir = os.path.join(job.work_dir, "spark-local")
             os.makedirs(local_dir, exist_ok=True)
             conf["spark.local.dir"] = local_dir
+        if job.shared_process:  # the next job's table may have the same name: load every table afresh
+            conf[f"spark.sql.catalog.{job.catalog.name}.cache-enabled"] = "false"
         for k, v in opts.spark_conf.items():  # the scenario's Spark settings, applied last (recorded)
             conf[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
         return conf
