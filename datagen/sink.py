@@ -59,6 +59,7 @@ from datagen.writer import CODEC_PROPERTIES, write_rows
 SINK_FILE_BASE = 2**30  # the generator's file index of flush c's rows: SINK_FILE_BASE + c
 MIN_ROWS = 10
 SECOND_US = 1_000_000
+NO_RETRIES = ("commit.retry.num-retries", "0")  # pyiceberg's own retries of a commit (TableProperties)
 
 
 class AppendSink(BaseModel):
@@ -255,9 +256,17 @@ class AppendWriter:
             out += roll(p.rows.take(pa.array(idx)), write, self.shape.target_file_bytes)
         return out
 
+    def _load(self) -> Any:
+        """The table as the catalog has it, with pyiceberg's own commit retries off (in memory only: the catalog's
+        table is unchanged), so that a conflict is the sink's to retry (its policy, `commit_with_retry`)."""
+        tbl = self.catalog.load_table(self.ds.table)
+        tbl.metadata = tbl.metadata.model_copy(update={"properties": {**tbl.metadata.properties,
+                                                                      NO_RETRIES[0]: NO_RETRIES[1]}})
+        return tbl
+
     def _attempt(self, files: list[DataFile], index: int) -> int:
         """One fast_append of `files` on a freshly loaded table; its snapshot id."""
-        tbl = self.catalog.load_table(self.ds.table)
+        tbl = self._load()
         with tbl.transaction() as tx, tx.update_snapshot(snapshot_properties={SUMMARY_KEY: str(index)},
                                                          branch=self.branch).fast_append() as fa:
             for f in files:
