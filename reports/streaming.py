@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from markupsafe import Markup
 
 from bench.core.fmt import nbytes, seconds
-from bench.core.results import RunResult
+from bench.core.results import RunResult, SinkRecord
 from reports import charts
 from reports.model import ResultSet
 
@@ -45,6 +45,7 @@ class StreamView:
     commits_per_cycle: int
     rows_per_commit: int
     maintenance: list[str]
+    sink: SinkRecord | None = None  # the writer is an append sink
     rows: list[StreamRow] = field(default_factory=list)
     chart: Markup = Markup("")
     unsafe: list[str] = field(default_factory=list)  # "engine cycle n: reason"
@@ -83,7 +84,7 @@ def streaming_sections(sets: list[ResultSet]) -> list[StreamView]:
         first = next((r.streaming for r in runs if r.streaming and r.streaming.maintenance), runs[0].streaming)
         assert first is not None
         v = StreamView(rs.run_id, rs.scenario_name, rs.scale, first.mode, first.cycles_planned,
-                       first.commits_per_cycle, first.rows_per_commit, list(first.maintenance))
+                       first.commits_per_cycle, first.rows_per_commit, list(first.maintenance), first.sink)
         for r in sorted(runs, key=lambda r: (not (r.streaming and r.streaming.baseline), r.engine)):
             v.rows.append(StreamRow(r.engine, rs.colors.get(r.engine) or r.engine_color or charts.MUTED, r))
             for c in r.streaming.cycles if r.streaming else []:
