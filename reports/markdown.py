@@ -229,8 +229,8 @@ def sink_markdown(paths, root: Path | None = None, level: int = 3) -> str:
     for row in rows:
         t, s = row.t, row.sink
         none = row.baseline
-        out.append(_row([f"{row.preset} ({s.batch_size:,}, {s.flush_interval_s:g} s, {fmt_bytes(s.target_file_size_bytes)})",
-                         row.mode, row.engine, f"{s.flushes_per_cycle} × {s.rows_per_flush:,}",
+        preset = f"{row.preset} ({s.batch_size:,}, {s.flush_interval_s:g} s, {fmt_bytes(s.target_file_size_bytes)})"
+        out.append(_row([preset, row.mode, row.engine, f"{s.flushes_per_cycle} × {s.rows_per_flush:,}",
                          "—" if t.files_per_gb is None else f"{t.files_per_gb:,.0f}",
                          "—" if t.manifests_per_gb is None else f"{t.manifests_per_gb:,.0f}",
                          "—" if none or t.maintenance_s_per_gb is None else f"{t.maintenance_s_per_gb:,.0f} s",
