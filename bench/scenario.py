@@ -310,6 +310,8 @@ class Scenario(BaseModel):
             content.pop("rewrite")
         if self.streaming is None:  # likewise every scenario that is not a streaming one
             content.pop("streaming")
+        elif self.streaming.sink is None:  # and a streaming one with the CDC writer
+            content["streaming"].pop("sink")
         if self.work is None:  # and every scenario with the default work
             content.pop("work")
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
