@@ -733,6 +733,7 @@ def sink_chart(points, colors, markers: dict[str, str]) -> str:
     joined in order of files per GB.  points: {engine: [(files_per_gb, usd_per_gb, preset, marker)]}; markers:
     mode -> marker (the legend)."""
     from matplotlib.lines import Line2D
+    from matplotlib.ticker import LogLocator
 
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(7.2, 3.8), layout="constrained")
@@ -748,6 +749,9 @@ def sink_chart(points, colors, markers: dict[str, str]) -> str:
                     top = max(top, y)
         if points:
             ax.set_xscale("log")
+            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_ylim(0, (top or 1) * 1.2)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick(v, fmt_usd)))
         ax.yaxis.set_major_locator(MaxNLocator(5))
