@@ -172,3 +172,19 @@ def test_every_flush_lands_as_a_fast_append_and_the_table_is_what_the_writer_exp
     days = {r["partition"]["event_date"] for r in tbl.inspect.files().to_pylist()
             if "stream-t-" in r["file_path"]}
     assert len(days) == 2
+
+
+def test_the_schema_takes_a_sink_on_any_table_and_the_cdc_writer_on_a_deletes_table_only():
+    import yaml
+
+    from bench.scenario import SCENARIO_DIR, Scenario
+
+    sink = yaml.safe_load((SCENARIO_DIR / "sink-balanced.yaml").read_text())
+    assert Scenario.model_validate(sink).streaming.sink.preset == "balanced"
+    cdc_on_binpack = {**sink, "streaming": {k: v for k, v in sink["streaming"].items() if k != "sink"}}
+    with pytest.raises(ValueError, match="CDC writer needs a deletes table"):
+        Scenario.model_validate(cdc_on_binpack)
+    bad = {**sink, "streaming": {**sink["streaming"], "sink": {**sink["streaming"]["sink"], "batch_size": 0}}}
+    with pytest.raises(ValueError, match="batch_size"):
+        Scenario.model_validate(bad)
+    assert "sink" not in load_scenario("streaming-cdc").record().content["streaming"]  # its digest is kept
