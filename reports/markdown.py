@@ -218,10 +218,13 @@ def sink_markdown(paths, root: Path | None = None, level: int = 3) -> str:
     rows = sink_rows(report.sets)
     if not rows:
         raise UserError("no append-sink streaming run among " + ", ".join(_rel(Path(p), root) for p in paths))
-    runs = sorted({row.run_id for row in rows})
-    scales = sorted({rs.scale for rs in report.sets if any(row.run_id == rs.run_id for row in rows)})
+    sets = [rs for rs in report.sets if any(row.run_id == rs.run_id for row in rows)]
+    scales = sorted({rs.scale for rs in sets})
+    runs = [f"Run `{rs.run_id}` (`{_rel(rs.runs[0].path.parent, root)}`): {rs.scenario_name}, "
+            f"{next(row.mode for row in rows if row.run_id == rs.run_id)}, on {rs.machine}."
+            for rs in sorted(sets, key=lambda rs: rs.run_id)]
     out = [f"{'#' * level} Append-sink presets side by side, scale {', '.join(fmt_scale(s) for s in scales)}", "",
-           f"Runs {', '.join(f'`{r}`' for r in runs)}.", "",
+           *[f"- {r}" for r in runs], "",
            "| preset (batch, interval, roll at) | mode | engine | flushes per cycle × rows | data files per GB | "
            "manifests per GB | maintenance s per GB | $ per GB | write amplification | full scan at the end "
            "(× baseline) | planning at the end (× baseline) | writer conflicts; retries; failed | compactor commits "
