@@ -62,6 +62,8 @@ class LiveWriter(BaseModel):
 
 
 StreamMode = Literal["sequential", "concurrent", "branch"]
+CDC_ONLY = {"commits_per_cycle", "rows_per_commit", "update_share", "delete_share", "in_batch_delete_share",
+            "append_only_share", "cadence_s"}  # the CDC writer's fields (a sink has its own)
 
 
 class Streaming(BaseModel):
@@ -92,6 +94,10 @@ class Streaming(BaseModel):
     def _shares(self) -> Streaming:
         if self.update_share + self.delete_share > 1.0:
             raise ValueError("update_share + delete_share must not exceed 1")
+        cdc_only = sorted(self.model_fields_set & CDC_ONLY)
+        if self.sink is not None and cdc_only:
+            raise ValueError(f"{', '.join(cdc_only)}: the CDC writer's, not used with a sink (its flushes, rows and "
+                             "cadence come from its own figures)")
         return self
 
     def rows_at(self, scale: float, local_scale: float) -> int:

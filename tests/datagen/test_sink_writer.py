@@ -187,4 +187,7 @@ def test_the_schema_takes_a_sink_on_any_table_and_the_cdc_writer_on_a_deletes_ta
     bad = {**sink, "streaming": {**sink["streaming"], "sink": {**sink["streaming"]["sink"], "batch_size": 0}}}
     with pytest.raises(ValueError, match="batch_size"):
         Scenario.model_validate(bad)
+    cdc_field = {**sink, "streaming": {**sink["streaming"], "cadence_s": 0.5}}
+    with pytest.raises(ValueError, match="cadence_s: the CDC writer's, not used with a sink"):
+        Scenario.model_validate(cdc_field)
     assert "sink" not in load_scenario("streaming-cdc").record().content["streaming"]  # its digest is kept
