@@ -32,6 +32,7 @@ from bench.engines import REGISTRY, engine_class, split_label
 from bench.engines.base import MaintenanceOp
 from datagen.recipes import TIME_SPECS, TableRecipe
 from datagen.schema import PARTITIONED_SCHEMA
+from datagen.sink import AppendSink
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
 PROFILE_DIR = SCENARIO_DIR / "profiles"  # $BENCH_PROFILE_DIR instead when set (see profile_dir())
@@ -61,6 +62,8 @@ class LiveWriter(BaseModel):
 
 
 StreamMode = Literal["sequential", "concurrent", "branch"]
+CDC_ONLY = {"commits_per_cycle", "rows_per_commit", "update_share", "delete_share", "in_batch_delete_share",
+            "append_only_share", "cadence_s"}  # the CDC writer's fields (a sink has its own)
 
 
 class Streaming(BaseModel):
@@ -68,7 +71,9 @@ class Streaming(BaseModel):
     commits `commits_per_cycle` micro-batches, then each engine runs one maintenance step (`maintenance`, in
     order), for `cycles` cycles; the table is verified against the generator after every cycle.  Scale rule:
     `rows_per_commit` is for `local_scale` and grows linearly with --scale (at least 40); cycles, commits and
-    shares are not scaled."""
+    shares are not scaled.  With `sink`, the writer is an append sink (datagen.sink) instead of the CDC writer:
+    its flushes per cycle, rows per flush and cadence come from the sink's figures by its time-compression rule,
+    and the CDC fields (commits_per_cycle, rows_per_commit, the shares, cadence_s) are not used."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -81,6 +86,7 @@ class Streaming(BaseModel):
     append_only_share: float = Field(0.25, ge=0.0, le=1.0)  # commits with new rows only
     cadence_s: float = Field(0.5, ge=0.0)  # concurrent and branch modes: the writer's pause between commits
     mode: StreamMode = "sequential"  # `bench run --stream-mode` overrides
+    sink: AppendSink | None = None  # the writer: an append sink (datagen.sink); None: the CDC writer
     maintenance: list[MaintenanceOp] = Field(min_length=1, default_factory=lambda: [
         MaintenanceOp.model_validate({"op": op}) for op in ("expire_snapshots", "compact", "rewrite_manifests")])
 
@@ -88,11 +94,25 @@ class Streaming(BaseModel):
     def _shares(self) -> Streaming:
         if self.update_share + self.delete_share > 1.0:
             raise ValueError("update_share + delete_share must not exceed 1")
+        cdc_only = sorted(self.model_fields_set & CDC_ONLY)
+        if self.sink is not None and cdc_only:
+            raise ValueError(f"{', '.join(cdc_only)}: the CDC writer's, not used with a sink (its flushes, rows and "
+                             "cadence come from its own figures)")
         return self
 
     def rows_at(self, scale: float, local_scale: float) -> int:
-        """Rows per commit at `scale` (the scale rule)."""
+        """Rows per commit at `scale` (the scale rule; the sink's own with a sink)."""
+        if self.sink is not None:
+            return self.sink.at(scale).rows_per_flush
         return max(40, int(round(self.rows_per_commit * scale / local_scale)))
+
+    def commits_at(self, scale: float) -> int:
+        """The writer's commits per cycle (a sink's flushes per cycle)."""
+        return self.sink.at(scale).flushes_per_cycle if self.sink is not None else self.commits_per_cycle
+
+    def cadence_at(self, scale: float) -> float:
+        """Wall seconds between two writer commits in concurrent and branch modes."""
+        return self.sink.at(scale).cadence_s if self.sink is not None else self.cadence_s
 
 
 Strategy = Literal["binpack", "sort", "zorder"]
@@ -174,8 +194,11 @@ class Scenario(BaseModel):
                                                                       or self.work.files == "with-deletes"):
             raise ValueError("work.deletes keep: a deletes scenario's work (or files with-deletes) is applying "
                              "its delete files")
-        if self.streaming is not None and (self.kind != "deletes" or self.live_writer is not None):
-            raise ValueError("streaming needs a deletes table (its writer commits CDC deletes) and no live_writer")
+        if self.streaming is not None and self.live_writer is not None:
+            raise ValueError("streaming and live_writer are two writers: give one")
+        if self.streaming is not None and self.streaming.sink is None and self.kind != "deletes":
+            raise ValueError("streaming with the CDC writer needs a deletes table (its writer commits CDC deletes); "
+                             "an append sink (streaming.sink) writes to any table")
         pf, part = self.partition_filter, self.table.partitioning
         if pf is not None:
             if part is None:
@@ -293,6 +316,8 @@ class Scenario(BaseModel):
             content.pop("rewrite")
         if self.streaming is None:  # likewise every scenario that is not a streaming one
             content.pop("streaming")
+        elif self.streaming.sink is None:  # and a streaming one with the CDC writer
+            content["streaming"].pop("sink")
         if self.work is None:  # and every scenario with the default work
             content.pop("work")
         digest = hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]

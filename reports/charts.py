@@ -724,3 +724,46 @@ def cycle_panels_chart(panels, colors) -> str:
         if seen:
             fig.legend(handles=list(seen.values()), labels=list(seen), loc="outside lower left", ncols=len(seen))
         return _svg(fig)
+
+
+# --- append sinks: cost per GB ingested against files per GB ------------------------------------------
+def sink_chart(points, colors, markers: dict[str, str]) -> str:
+    """The append-sink presets: maintenance cost per GB ingested (y) against the data files the sink made per GB
+    (x, log), one colour per engine, each point labelled with its preset; the presets of one engine and mode
+    joined in order of files per GB.  points: {engine: [(files_per_gb, usd_per_gb, preset, marker)]}; markers:
+    mode -> marker (the legend)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import LogLocator
+
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(7.2, 3.8), layout="constrained")
+        top = 0.0
+        for eng, pts in points.items():
+            color = _color(colors, eng)
+            for marker in sorted({p[3] for p in pts}):
+                mine = sorted((p for p in pts if p[3] == marker), key=lambda p: p[0])
+                ax.plot([p[0] for p in mine], [p[1] for p in mine], color=color, lw=1.2, alpha=0.6, marker=marker,
+                        ms=6, zorder=3)
+                for x, y, label, _ in mine:
+                    ax.annotate(label, (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7.5, color=INK)
+                    top = max(top, y)
+        if points:
+            ax.set_xscale("log")
+            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_ylim(0, (top or 1) * 1.2)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: _tick(v, fmt_usd)))
+        ax.yaxis.set_major_locator(MaxNLocator(5))
+        ax.grid(color=GRID, lw=0.8, zorder=0)
+        ax.set_xlabel("data files the sink wrote per GB ingested", color=MUTED)
+        ax.set_ylabel("maintenance cost per GB ingested", color=MUTED)
+        ax.set_title("What each preset's files cost in maintenance, per engine")
+        handles = [Line2D([], [], color=_color(colors, e), lw=1.2, marker="o", label=e) for e in points]
+        if len(markers) > 1:
+            handles += [Line2D([], [], color=MUTED, ls="none", marker=m, label=mode) for mode, m in markers.items()]
+        if not points:
+            ax.text(0.5, 0.5, "no engine run with a cost per GB", transform=ax.transAxes, ha="center", color=MUTED)
+        if handles:
+            fig.legend(handles=handles, loc="outside lower center", ncols=min(6, len(handles)))
+        return _svg(fig)

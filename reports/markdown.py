@@ -35,6 +35,7 @@ BLOCK = re.compile(r"^(<!-- BEGIN generated: (?P<src>[^>\n]*?) -->\n)(?P<body>.*
 PAGES = ("README.md", "docs/*.md")
 CONFINEMENT = "confinement: "  # a block header's prefix: the runs' storage-cap and core-limit sections
 CONFORMANCE = "conformance: "  # a block header's prefix: the conformance matrix of a `bench conformance` run
+SINKS = "sinks: "  # a block header's prefix: the append-sink presets side by side over the runs it names
 
 
 def _spread(s: Spread, fmt) -> str:
@@ -206,6 +207,52 @@ def streaming_markdown(rs: ResultSet, root: Path | None = None, level: int = 3) 
     return "\n".join(out) + "\n"
 
 
+def sink_markdown(paths, root: Path | None = None, level: int = 3) -> str:
+    """The append-sink presets side by side over the runs under `paths` (the report's own view,
+    reports.streaming.sink_comparison): per preset, mode and engine, files and manifests per GB ingested,
+    maintenance seconds and cost per GB, write amplification, the final reads and planning against the baseline,
+    the writer's conflicts against the compactor's commits, and whether every cycle was safe."""
+    from reports.streaming import sink_rows
+
+    report = build(load_runs(list(paths)))
+    rows = sink_rows(report.sets)
+    if not rows:
+        raise UserError("no append-sink streaming run among " + ", ".join(_rel(Path(p), root) for p in paths))
+    sets = [rs for rs in report.sets if any(row.run_id == rs.run_id for row in rows)]
+    scales = sorted({rs.scale for rs in sets})
+    runs = [f"Run `{rs.run_id}` (`{_rel(rs.runs[0].path.parent, root)}`): {rs.scenario_name}, "
+            f"{next(row.mode for row in rows if row.run_id == rs.run_id)}, on {rs.machine}."
+            for rs in sorted(sets, key=lambda rs: rs.run_id)]
+    out = [f"{'#' * level} Append-sink presets side by side, scale {', '.join(fmt_scale(s) for s in scales)}", "",
+           *[f"- {r}" for r in runs], "",
+           "| preset (batch, interval, roll at) | mode | engine | flushes per cycle × rows | data files per GB | "
+           "manifests per GB | maintenance s per GB | $ per GB | write amplification | full scan at the end "
+           "(× baseline) | planning at the end (× baseline) | writer conflicts; retries; failed | compactor commits "
+           "| every cycle safe |", "|" + "---|" * 14]
+    for row in rows:
+        t, s = row.t, row.sink
+        none = row.baseline
+        preset = f"{row.preset} ({s.batch_size:,}, {s.flush_interval_s:g} s, {fmt_bytes(s.target_file_size_bytes)})"
+        out.append(_row([preset, row.mode, row.engine, f"{s.flushes_per_cycle} × {s.rows_per_flush:,}",
+                         "—" if t.files_per_gb is None else f"{t.files_per_gb:,.0f}",
+                         "—" if t.manifests_per_gb is None else f"{t.manifests_per_gb:,.0f}",
+                         "—" if none or t.maintenance_s_per_gb is None else f"{t.maintenance_s_per_gb:,.0f} s",
+                         "—" if none or t.cost_usd_per_gb is None else f"${t.cost_usd_per_gb:.3f}",
+                         "—" if none or t.write_amplification is None else f"{t.write_amplification:.2f}",
+                         _final_read(t, "full-scan"),
+                         "—" if t.final_planning_s is None else fmt_seconds(t.final_planning_s)
+                         + (f" ({fmt_ratio(row.planning_vs_baseline)})" if row.planning_vs_baseline and not none
+                            else ""),
+                         f"{t.writer_conflicts}; {t.writer_retries}; {t.commits_failed}",
+                         "—" if none else str(t.maintenance_commits),
+                         f"{'yes' if t.all_cycles_safe else 'no'} ({t.cycles - t.unsafe_cycles} of {t.cycles})"]))
+    out += ["", "Data files per GB: the files the sink committed over the GB (10^9 bytes) it committed; manifests per "
+                "GB: the manifest files written during the run (the sink's and the maintenance's). Files per GB depend "
+                "on the scale (each flush's volume shrinks with it, the flush count does not): compare presets at one "
+                "scale. × baseline: the baseline's time over the engine's."]
+    return "\n".join(out) + "\n"
+
+
 def _op_totals(rows) -> str:
     """Each engine's maintenance seconds per operation, summed over the cycles: where its time went."""
     parts = []
@@ -308,6 +355,8 @@ def render_page(page: Path, root: Path) -> str:
         src = m.group("src")
         if src.startswith(CONFINEMENT):  # one block over many runs: the confined runs' sections
             body = confinement_markdown(_sources(src.removeprefix(CONFINEMENT), root, page), root=root)
+        elif src.startswith(SINKS):  # one table over many runs: the sink presets side by side
+            body = sink_markdown(_sources(src.removeprefix(SINKS), root, page), root=root)
         elif src.startswith(CONFORMANCE):  # the matrix alone (its runs' own tables are not quoted)
             body = "\n".join(matrix_markdown(v) for v in locate(_sources(src.removeprefix(CONFORMANCE), root, page)))
         else:

@@ -164,7 +164,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         cluster_model=cluster.MODEL, cluster_assumptions=cluster.ASSUMPTIONS,
         caps=caps, caps_model=confine.MODEL, cores=confine.core_sections(report.sets), min_busy=MIN_BUSY,
         safety=safety.safety_sections(report.sets), safety_meaning=safety.MEANING,
-        streaming=streams, streaming_meaning=streaming.MEANING,
+        streaming=streams, streaming_meaning=streaming.MEANING, sinks=streaming.sink_comparison(report.sets),
         conformance=matrices, conformance_meaning=conformance.MEANING, touch_lookup=conformance.LOOKUP,
         reader_findings_meaning=conformance.READER_FINDINGS,
         sort_comparisons=compare.sort_comparisons(report.sets),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from markupsafe import Markup
 
 from bench.core.fmt import nbytes, seconds
-from bench.core.results import RunResult
+from bench.core.results import RunResult, SinkRecord
 from reports import charts
 from reports.model import ResultSet
 
@@ -45,6 +45,7 @@ class StreamView:
     commits_per_cycle: int
     rows_per_commit: int
     maintenance: list[str]
+    sink: SinkRecord | None = None  # the writer is an append sink
     rows: list[StreamRow] = field(default_factory=list)
     chart: Markup = Markup("")
     unsafe: list[str] = field(default_factory=list)  # "engine cycle n: reason"
@@ -83,7 +84,7 @@ def streaming_sections(sets: list[ResultSet]) -> list[StreamView]:
         first = next((r.streaming for r in runs if r.streaming and r.streaming.maintenance), runs[0].streaming)
         assert first is not None
         v = StreamView(rs.run_id, rs.scenario_name, rs.scale, first.mode, first.cycles_planned,
-                       first.commits_per_cycle, first.rows_per_commit, list(first.maintenance))
+                       first.commits_per_cycle, first.rows_per_commit, list(first.maintenance), first.sink)
         for r in sorted(runs, key=lambda r: (not (r.streaming and r.streaming.baseline), r.engine)):
             v.rows.append(StreamRow(r.engine, rs.colors.get(r.engine) or r.engine_color or charts.MUTED, r))
             for c in r.streaming.cycles if r.streaming else []:
@@ -96,3 +97,71 @@ def streaming_sections(sets: list[ResultSet]) -> list[StreamView]:
         v.chart = Markup(charts.cycle_panels_chart(panels, colors))
         views.append(v)
     return views
+
+
+# --- append sinks: the presets side by side -------------------------------------------------------------
+@dataclass
+class SinkRow:
+    """One engine's (or the baseline's) run of one sink preset in one mode."""
+
+    preset: str
+    mode: str
+    run_id: str
+    engine: str
+    color: str
+    baseline: bool
+    r: RunResult
+    planning_vs_baseline: float | None = None  # the baseline's final scan planning time over this run's
+
+    @property
+    def sink(self):
+        assert self.r.streaming is not None and self.r.streaming.sink is not None
+        return self.r.streaming.sink
+
+    @property
+    def t(self):
+        assert self.r.streaming is not None
+        return self.r.streaming.totals
+
+
+@dataclass
+class SinkView:
+    rows: list[SinkRow]
+    chart: Markup = Markup("")
+
+
+SINK_MARKERS = {"sequential": "o", "concurrent": "s", "branch": "^"}
+
+
+def sink_rows(sets: list[ResultSet]) -> list[SinkRow]:
+    """Every streaming run whose writer is an append sink, by preset (fewest rows per flush first), mode, the
+    baseline first, then engine."""
+    rows = []
+    for rs in sets:
+        base = next((lr.r for lr in rs.runs if lr.r.streaming and lr.r.streaming.baseline), None)
+        base_planning = base.streaming.totals.final_planning_s if base is not None and base.streaming else None
+        for lr in rs.runs:
+            st = lr.r.streaming
+            if st is None or st.sink is None:
+                continue
+            mine = st.totals.final_planning_s
+            rows.append(SinkRow(st.sink.preset or rs.scenario_name, st.mode, rs.run_id, lr.r.engine,
+                                rs.colors.get(lr.r.engine) or lr.r.engine_color or charts.MUTED, st.baseline, lr.r,
+                                round(base_planning / mine, 3) if base_planning and mine else None))
+    return sorted(rows, key=lambda x: (x.sink.rows_per_flush, x.preset, x.mode, not x.baseline, x.engine))
+
+
+def sink_comparison(sets: list[ResultSet]) -> SinkView | None:
+    """The append-sink presets side by side (a table and the chart of cost per GB ingested against files per
+    GB, per engine), or None without any sink run."""
+    rows = sink_rows(sets)
+    if not rows:
+        return None
+    points: dict[str, list[tuple[float, float, str, str]]] = {}
+    for row in rows:
+        if row.t.files_per_gb is not None and row.t.cost_usd_per_gb is not None:
+            points.setdefault(row.engine, []).append((row.t.files_per_gb, row.t.cost_usd_per_gb, row.preset,
+                                                      SINK_MARKERS.get(row.mode, "o")))
+    colors = {row.engine: row.color for row in rows}
+    modes = {row.mode for row in rows}
+    return SinkView(rows, Markup(charts.sink_chart(points, colors, {m: SINK_MARKERS.get(m, "o") for m in modes})))

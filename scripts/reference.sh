@@ -4,6 +4,8 @@
 # run of each scenario; then re-render the docs' measured tables (`bench docs`).
 #   scripts/reference.sh                      # the defaults below
 #   REF_SCALE=0.0002 REF_REPS=2 scripts/reference.sh bin-packing
+#   REF_SUFFIX=-concurrent REF_RUN_ARGS="--stream-mode concurrent" ...   # a second reference run of a scenario
+#     (run id <date>-<scenario><suffix>: it replaces only the earlier run with the same suffix)
 # Run it on a quiet machine: every number in docs/results.md comes from these runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,11 +19,11 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-reference.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
 for scenario in "${SCENARIOS[@]}"; do
-  run_id="$(date -u +%Y%m%d-%H%M%S)-$scenario"
+  run_id="$(date -u +%Y%m%d-%H%M%S)-$scenario${REF_SUFFIX:-}"
   "$BENCH" run "$scenario" --scale "$SCALE" --reps "$REPS" --engines "$ENGINES" \
     --run-id "$run_id" --results-dir "$WORK/results" ${REF_RUN_ARGS:-}
   # the new run replaces the earlier reference run of this scenario (one scenario, one headline)
-  for old in docs/reference/*-"$scenario"; do
+  for old in docs/reference/*-"$scenario${REF_SUFFIX:-}"; do
     [ -d "$old" ] && git rm -rq --ignore-unmatch "$old" && rm -rf "$old"
   done
   mkdir -p "docs/reference/$run_id"

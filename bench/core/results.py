@@ -417,6 +417,9 @@ class CycleRecord(BaseModel):
     writer_commit_s_max: float | None = None
     rows_ingested: int = 0  # rows in the data files the writer committed (new rows and new versions)
     bytes_ingested: int = 0  # data and delete files the writer committed
+    files_ingested: int = 0  # data and delete files the writer committed (in commits that landed)
+    writer_conflict_count: int = 0  # commit conflicts the writer met (each retried or, the last, failing its commit)
+    manifests_created: int = 0  # new manifest files under metadata/ in the cycle (the writer's and the maintenance's)
     # the maintenance step
     maintenance_status: MaintenanceStatus = "none"
     maintenance_error: str | None = None
@@ -474,9 +477,15 @@ class StreamingTotals(BaseModel):
     commits: int = 0
     commits_failed: int = 0
     writer_retries: int = 0
+    writer_conflicts: int = 0  # commit conflicts the writer met
     writer_commit_s_mean: float | None = None
     rows_ingested: int = 0
     bytes_ingested: int = 0
+    files_ingested: int = 0  # data and delete files the writer committed
+    manifests_created: int = 0  # manifest files written (the writer's and the maintenance's)
+    files_per_gb: float | None = None  # files_ingested per GB (1e9 bytes) ingested
+    manifests_per_gb: float | None = None  # manifests_created per GB ingested
+    maintenance_commits: int = 0  # snapshots the maintenance committed (the compactor's commits)
     maintenance_s: float = 0.0
     cost_usd: float = 0.0
     bytes_read: int = 0
@@ -488,11 +497,32 @@ class StreamingTotals(BaseModel):
     maintenance_conflicts: int = 0
     unsafe_cycles: int = 0
     first_unsafe_cycle: int | None = None
+    all_cycles_safe: bool = False  # every cycle ran and its verdict is safe
     final_reads: dict[str, float] = Field(default_factory=dict)
     final_planning_s: float | None = None
     final_stored_bytes: int | None = None  # every file under the table's location after the last cycle
     final_reads_vs_baseline: dict[str, float] = Field(default_factory=dict)  # baseline seconds / this run's
     max_main_lag_commits: int | None = None  # branch mode
+
+
+class SinkRecord(BaseModel):
+    """The append sink of a `sink-*` streaming scenario (datagen.sink), as run: its figures and what they are at
+    the run's scale (the time-compression rule)."""
+
+    preset: str = ""
+    batch_size: int = 0
+    flush_interval_s: float = 0.0
+    target_file_size_bytes: int = 0
+    codec: str = ""
+    events_per_s: float = 0.0
+    flush_s: float = 0.0  # stream seconds between flushes: min(flush interval, batch size / event rate)
+    cycle_s: float = 0.0  # stream seconds per cycle
+    rows_per_flush: int = 0  # at the run's scale
+    flushes_per_cycle: int = 0
+    target_file_bytes_at_scale: int = 0
+    cadence_s: float = 0.0  # wall seconds between flushes in concurrent and branch modes
+    partitioning: str = ""  # the table's partition spec
+    retry_backoff_ms: list[int] = Field(default_factory=list)
 
 
 class StreamingRecord(BaseModel):
@@ -505,6 +535,7 @@ class StreamingRecord(BaseModel):
     rows_per_commit: int = 0
     cadence_s: float = 0.0
     maintenance: list[str] = Field(default_factory=list)  # the operations, in order, as run
+    sink: SinkRecord | None = None  # the writer is an append sink (datagen.sink), not the CDC writer
     cycles: list[CycleRecord] = Field(default_factory=list)
     totals: StreamingTotals = Field(default_factory=StreamingTotals)
 

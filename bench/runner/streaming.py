@@ -62,19 +62,21 @@ from bench.runner.record import finish, new_result
 from bench.verify.readers import merge_on_read
 from bench.verify.streaming import RULES, check_content, measure_table
 from datagen.queries import reads_plan
+from datagen.sink import AppendWriter
 from datagen.streaming import StreamCommit, StreamShape, StreamWriter
 
 STREAM_PREFIX = "stream-"  # the writer's data files (datagen.streaming): not what maintenance wrote
 BASELINE = "none"  # the label of the run without maintenance
 BASELINE_COLOR = "#7B8794"
 GB = 1e9
+Writer = StreamWriter | AppendWriter  # the CDC writer or the append sink: the same interface
 
 
 class Cadence:
     """The writer committing on a thread at its cadence, from `start()` (the engine has set up) until
     `detach()` (the engine's process ended): the companion of the maintenance process."""
 
-    def __init__(self, writer: StreamWriter, first_index: int, cadence_s: float):
+    def __init__(self, writer: Writer, first_index: int, cadence_s: float):
         self.writer, self.index, self.cadence_s = writer, first_index, cadence_s
         self.landed: list[StreamCommit] = []
         self.error: str | None = None
@@ -154,6 +156,8 @@ def _writer_stats(rec: CycleRecord, commits: list[StreamCommit]) -> None:
     rec.commits_failed += len(commits) - len(landed)
     rec.writer_retries += sum(max(0, c.attempts - 1) for c in commits)
     rec.writer_conflicts += [x for c in commits for x in c.conflicts][:5]
+    rec.writer_conflict_count += sum(len(c.conflicts) for c in commits)
+    rec.files_ingested += sum(c.files for c in landed)
     rec.rows_ingested += sum(c.rows_inserted for c in landed)
     rec.bytes_ingested += sum(c.bytes for c in landed)
     times = [c.commit_s for c in landed if c.commit_s is not None]
@@ -161,7 +165,7 @@ def _writer_stats(rec: CycleRecord, commits: list[StreamCommit]) -> None:
         rec.writer_commit_s_mean, rec.writer_commit_s_max = round(sum(times) / len(times), 4), max(times)
 
 
-def _branch_lag(rec: CycleRecord, tbl, writer: StreamWriter, published_from: int | None) -> int:
+def _branch_lag(rec: CycleRecord, tbl, writer: Writer, published_from: int | None) -> int:
     """main's lag behind ingest, in writer commits and seconds; returns the index of main's newest writer commit."""
     landed = [c for c in writer.commits if c.landed]
     last = landed[-1] if landed else None
@@ -174,7 +178,7 @@ def _branch_lag(rec: CycleRecord, tbl, writer: StreamWriter, published_from: int
     return main_index
 
 
-def _newest_writer_commit(tbl, snapshot_id: int, writer: StreamWriter) -> int | None:
+def _newest_writer_commit(tbl, snapshot_id: int, writer: Writer) -> int | None:
     """The index of the newest writer commit in the ancestry of `snapshot_id`."""
     by_id = {c.snapshot_id: c.index for c in writer.commits if c.landed}
     return next((by_id[s.snapshot_id] for s in ancestors_of(tbl.metadata.snapshot_by_id(snapshot_id), tbl.metadata)
@@ -205,10 +209,11 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
     is_base = slot.engine == BASELINE
     label = f"[{slot.engine} streaming {st.mode}]"
     r = new_result(ctx, slot, BASELINE_COLOR if is_base else None)
-    rows = st.rows_at(ctx.scale, sc.local_scale)
+    rows, per_cycle = st.rows_at(ctx.scale, sc.local_scale), st.commits_at(ctx.scale)
     rec = StreamingRecord(mode=st.mode, baseline=is_base, cycles_planned=st.cycles,
-                          commits_per_cycle=st.commits_per_cycle, rows_per_commit=rows, cadence_s=st.cadence_s,
-                          maintenance=[] if is_base else [op.describe() for op in st.maintenance])
+                          commits_per_cycle=per_cycle, rows_per_commit=rows, cadence_s=st.cadence_at(ctx.scale),
+                          maintenance=[] if is_base else [op.describe() for op in st.maintenance],
+                          sink=st.sink.record(ctx.scale, _spec_text(ctx)) if st.sink is not None else None)
     r.streaming = rec
     why = None if is_base else why_unsupported(ctx, slot)
     if why:
@@ -217,17 +222,14 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
     work.mkdir(parents=True, exist_ok=True)
     try:
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state, then {st.cycles} cycles of "
-                          f"{st.commits_per_cycle} commits x {rows} rows"
+                          f"{per_cycle} commits x {rows} rows"
                           + ("" if is_base else f" and maintenance ({', '.join(rec.maintenance)})"))
         restore_input(ctx, r)
         branch = INGEST_BRANCH if st.mode == "branch" else "main"
         if branch != "main":
             assert ds.snapshot_id is not None  # a generated dataset always has one
             ctx.catalog.load_table(ds.table).manage_snapshots().create_branch(ds.snapshot_id, branch).commit()
-        _, truth = reads_plan(ds)
-        shape = StreamShape(rows, st.update_share, st.delete_share, st.in_batch_delete_share, st.append_only_share)
-        writer = StreamWriter(ds, ctx.catalog_settings, shape, file_label(slot.engine), truth, branch=branch,
-                              log_file=str(work / "writer-jvm.log"))
+        writer = make_writer(ctx, slot, rows, branch, work)
         with writer:
             cycles(ctx, r, slot, writer, branch, work)
         # a maintenance step that failed with the writer committing beside it is a finding of the mode (counted
@@ -262,6 +264,33 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
     return r
 
 
+def make_writer(ctx: RunContext, slot: Slot, rows: int, branch: str, work: Path) -> Writer:
+    """The scenario's writer: its append sink (datagen.sink) or the CDC writer (datagen.streaming)."""
+    ds, st = ctx.dataset, ctx.scenario.streaming
+    assert ds is not None and st is not None
+    _, truth = reads_plan(ds)
+    if st.sink is not None:
+        return AppendWriter(ds, ctx.catalog_settings, st.sink.at(ctx.scale), file_label(slot.engine), truth,
+                            branch=branch)
+    shape = StreamShape(rows, st.update_share, st.delete_share, st.in_batch_delete_share, st.append_only_share)
+    return StreamWriter(ds, ctx.catalog_settings, shape, file_label(slot.engine), truth, branch=branch,
+                        log_file=str(work / "writer-jvm.log"))
+
+
+def _spec_text(ctx: RunContext) -> str:
+    """The table's partition spec in one line, e.g. `identity(event_date)` (`unpartitioned` without one)."""
+    ds = ctx.dataset
+    assert ds is not None and ctx.catalog is not None
+    tbl = ctx.catalog.load_table(ds.table)
+    spec, schema = tbl.spec(), tbl.schema()
+    return ", ".join(f"{f.transform}({schema.find_column_name(f.source_id)})" for f in spec.fields) or "unpartitioned"
+
+
+def _manifests(root: str) -> set[str]:
+    """The manifest files under a table's metadata/ (Avro files that are not manifest lists)."""
+    return {p for p in _listing(root) if p.endswith(".avro") and not os.path.basename(p).startswith("snap-")}
+
+
 @dataclass
 class Before:
     """The table before a cycle's maintenance: what its I/O is measured against."""
@@ -272,27 +301,30 @@ class Before:
     metadata: dict[str, int]  # every file under metadata/ -> size
 
 
-def cycles(ctx: RunContext, r: RunResult, slot: Slot, writer: StreamWriter, branch: str, work: Path) -> None:
+def cycles(ctx: RunContext, r: RunResult, slot: Slot, writer: Writer, branch: str, work: Path) -> None:
     """The run's cycles: the writer's commits, the maintenance step (not for the baseline), what it read and
     wrote, the table verified against the generator, the reader queries; one CycleRecord each."""
     st, rec = ctx.scenario.streaming, r.streaming
     assert st is not None and rec is not None
     published_from: int | None = None
     index = 0
+    assert ctx.dataset is not None
+    metadata = f"{local_path(ctx.dataset.location)}/metadata"
     for n in range(1, st.cycles + 1):
         cyc = CycleRecord(cycle=n)
-        first = len(writer.commits)
-        for _ in range(st.commits_per_cycle):
+        first, manifests = len(writer.commits), _manifests(metadata)
+        for _ in range(st.commits_at(ctx.scale)):
             writer.commit(index)
             index += 1
             if st.mode != "sequential":
-                time.sleep(st.cadence_s)
+                time.sleep(st.cadence_at(ctx.scale))
         before = before_state(ctx, branch)
         if slot.engine != BASELINE:
             index = maintain(ctx, r, slot, cyc, writer, index, branch, work / f"cycle{n:03d}")
         this = writer.commits[first:]
         _writer_stats(cyc, this)
         tbl, snaps = io_delta(ctx, cyc, writer, before, branch, measured=slot.engine != BASELINE)
+        cyc.manifests_created = len(_manifests(metadata) - manifests)
         deleted = [k for c in this if c.landed for k in c.deleted_keys]
         published_from = verify_cycle(ctx, cyc, tbl, writer, branch, snaps, deleted, published_from)
         reads(ctx, cyc, writer, writer.expected().answers if branch == "main" else None)
@@ -308,7 +340,7 @@ def before_state(ctx: RunContext, branch: str) -> Before:
                   data=_listing(f"{location}/data"), metadata=_listing(f"{location}/metadata"))
 
 
-def maintain(ctx: RunContext, r: RunResult, slot: Slot, cyc: CycleRecord, writer: StreamWriter, index: int,
+def maintain(ctx: RunContext, r: RunResult, slot: Slot, cyc: CycleRecord, writer: Writer, index: int,
              branch: str, work: Path) -> int:
     """One maintenance step in the engine's own process (bench.runner.engine_run's path), the writer committing
     beside it unless sequential; returns the writer's next commit index."""
@@ -317,7 +349,7 @@ def maintain(ctx: RunContext, r: RunResult, slot: Slot, cyc: CycleRecord, writer
     paced = st.mode != "sequential"
     ctx.progress.info(f"[{slot.engine} cycle {cyc.cycle}/{st.cycles}] maintenance"
                       + (" with the writer committing" if paced else ""))
-    cadence = Cadence(writer, index, st.cadence_s) if paced else None
+    cadence = Cadence(writer, index, st.cadence_at(ctx.scale)) if paced else None
     job = build_job(ctx, slot, work, branch=branch, maintenance=[op for op in st.maintenance if op.due(cyc.cycle)])
     unix0 = time.time()
     er = run_engine_process(ctx, slot, job, work, companion=cadence, on_ready=cadence.start if cadence else None)
@@ -356,7 +388,7 @@ def record_cycle(ctx: RunContext, r: RunResult, cyc: CycleRecord, er: EngineRun)
     cyc.cost_usd = run_cost(cyc.maintenance_s, ctx.instance_type, ran_on=ctx.environment.instance_type).total_usd
 
 
-def io_delta(ctx: RunContext, cyc: CycleRecord, writer: StreamWriter, before: Before, branch: str,
+def io_delta(ctx: RunContext, cyc: CycleRecord, writer: Writer, before: Before, branch: str,
              measured: bool) -> tuple[Any, list[dict[str, Any]]]:
     """What the maintenance committed, read and wrote (when `measured`: not for the baseline); returns the
     table after it and the cycle's new snapshots, oldest first, each with who made it."""
@@ -386,7 +418,7 @@ def io_delta(ctx: RunContext, cyc: CycleRecord, writer: StreamWriter, before: Be
     return tbl, snaps
 
 
-def verify_cycle(ctx: RunContext, cyc: CycleRecord, tbl: Any, writer: StreamWriter, branch: str,
+def verify_cycle(ctx: RunContext, cyc: CycleRecord, tbl: Any, writer: Writer, branch: str,
                  snaps: list[dict[str, Any]], deleted: list, published_from: int | None) -> int | None:
     """The table after the cycle against the generator's (main; in branch mode after publishing, and the
     writer's branch too), `deleted` the keys the cycle's commits deleted; returns the index of main's newest
@@ -436,7 +468,7 @@ def describe(ctx: RunContext, slot: Slot, cyc: CycleRecord, branch: str) -> None
                                           else ""))
 
 
-def publish(ctx: RunContext, cyc: CycleRecord, tbl, writer: StreamWriter, branch: str,
+def publish(ctx: RunContext, cyc: CycleRecord, tbl, writer: Writer, branch: str,
             published_from: int | None) -> int | None:
     """Branch mode: main := the newest maintenance snapshot in the ancestry of `branch`'s head that has no live
     delete file (a clean snapshot; the harness's metadata-only step after the maintenance); returns the index of
@@ -479,7 +511,7 @@ def timed_queries(tbl, queries) -> dict[str, tuple[list[str], float]]:
     return out
 
 
-def reads(ctx: RunContext, cyc: CycleRecord, writer: StreamWriter, answers: dict[str, list[str]] | None) -> None:
+def reads(ctx: RunContext, cyc: CycleRecord, writer: Writer, answers: dict[str, list[str]] | None) -> None:
     """The reader queries on main (our merge-on-read reader: DuckDB's iceberg extension compares every row
     with every equality key, duckdb-iceberg#626, minutes on the baseline's tables), their answers checked
     against the generator's (not in branch mode: main is behind the writer there)."""
@@ -510,6 +542,12 @@ def totals(r: RunResult, baseline: RunResult | None) -> None:
     if means:
         t.writer_commit_s_mean = round(sum(m * k for m, k in means) / max(1, sum(k for _, k in means)), 4)
     t.rows_ingested, t.bytes_ingested = sum(c.rows_ingested for c in cs), sum(c.bytes_ingested for c in cs)
+    t.files_ingested, t.manifests_created = sum(c.files_ingested for c in cs), sum(c.manifests_created for c in cs)
+    t.writer_conflicts = sum(c.writer_conflict_count for c in cs)
+    t.maintenance_commits = sum(c.maintenance_snapshots for c in cs)
+    if t.bytes_ingested:
+        t.files_per_gb = round(t.files_ingested / (t.bytes_ingested / GB), 3)
+        t.manifests_per_gb = round(t.manifests_created / (t.bytes_ingested / GB), 3)
     t.maintenance_s = round(sum(c.maintenance_s or 0.0 for c in cs), 4)
     t.cost_usd = sum(c.cost_usd or 0.0 for c in cs)
     t.bytes_read, t.bytes_written = sum(c.bytes_read for c in cs), sum(c.bytes_written for c in cs)
@@ -517,6 +555,7 @@ def totals(r: RunResult, baseline: RunResult | None) -> None:
     t.maintenance_conflicts = sum(c.maintenance_conflicts for c in cs)
     unsafe = [c.cycle for c in cs if c.verdict == "unsafe"]
     t.unsafe_cycles, t.first_unsafe_cycle = len(unsafe), (unsafe[0] if unsafe else None)
+    t.all_cycles_safe = bool(cs) and len(cs) == rec.cycles_planned and all(c.verdict == "safe" for c in cs)
     if t.bytes_ingested and not rec.baseline:
         gb = t.bytes_ingested / GB
         t.maintenance_s_per_gb, t.cost_usd_per_gb = t.maintenance_s / gb, t.cost_usd / gb
