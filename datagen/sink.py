@@ -252,7 +252,7 @@ class AppendWriter:
 
             def write(rows: pa.Table, k: int, base: str = base, record: Record = record) -> DataFile:
                 return write_rows(f"{base}-{k:03d}.parquet", self.props, rows, self.schema,
-                                  spec_id=self.spec.spec_id, partition=tuple(record))
+                                  spec_id=self.spec.spec_id, partition=tuple(record))  # type: ignore[arg-type]
             out += roll(p.rows.take(pa.array(idx)), write, self.shape.target_file_bytes)
         return out
 
