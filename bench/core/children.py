@@ -101,7 +101,7 @@ def pool_initializer(parent: int | None = None) -> None:
     threading.Thread(target=_watch_parent, args=(parent,), name="watch-parent", daemon=True).start()
 
 
-def _start_time(pid: int) -> str | None:
+def start_time(pid: int) -> str | None:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[19]
@@ -142,7 +142,7 @@ def guard(pid: int, group: bool = False) -> None:
     if group:
         _reaper.send(f"+ g {pid}")
     else:
-        _reaper.send(f"+ p {pid} {_start_time(pid) or ''}")
+        _reaper.send(f"+ p {pid} {start_time(pid) or ''}")
 
 
 def unguard(pid: int, group: bool = False) -> None:

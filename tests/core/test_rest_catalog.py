@@ -5,12 +5,14 @@ its service without sockets, and the HTTP layer's chunked bodies, route table an
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
 import urllib.error
 import urllib.request
 from http.client import HTTPConnection
+from pathlib import Path
 
 import psutil
 import pyarrow as pa
@@ -426,3 +428,33 @@ def test_request_log_and_server_pid(tmp_path):
         assert isinstance(r["t"], float) and t0 <= r["t"] <= t1
         assert isinstance(r["ms"], float) and 0 <= r["ms"] <= (t1 - t0) * 1000
     assert mine[3]["error"] == "NoSuchTableException: Table does not exist: logged.nope"
+
+
+
+ORPHAN_PARENT = """
+import sys, time
+from bench.core.catalog import CatalogSettings
+from bench.core.catalog.rest import serve
+with serve(CatalogSettings(warehouse=sys.argv[1])) as s:
+    print(s.pid, flush=True)
+    time.sleep(3600)
+"""
+
+
+def test_a_killed_harness_leaves_neither_its_server_nor_its_scratch_directory(tmp_path):
+    """SIGKILL of the process that served the catalog (as the OOM killer would): its server dies with it, and the
+    scratch directory (ready file, stderr) it could not remove goes at the next server start."""
+    import subprocess
+    import sys
+
+    parent = subprocess.Popen([sys.executable, "-c", ORPHAN_PARENT, str(tmp_path / "wh")], stdout=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    server = psutil.Process(int(parent.stdout.readline()))
+    d = Path(os.readlink(f"/proc/{server.pid}/fd/2")).parent  # its stderr, in the scratch directory
+    assert d.name.startswith("bench-rest-") and (d / "ready").exists()
+    parent.kill()
+    parent.wait()
+    server.wait(timeout=10)  # raises if it outlives its harness
+    assert d.exists()  # nobody left to remove it ...
+    with serve(CatalogSettings(warehouse=str(tmp_path / "wh"))):
+        assert not d.exists()  # ... until the next server starts

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -75,6 +76,25 @@ def check_rest_uri(uri: str, timeout: float = 3.0) -> dict:
     raise UserError(f"catalog URI {uri} does not answer ({reason}): start it or drop --catalog-uri")
 
 
+# the scratch directory of one server (its ready file and stderr) in the temporary directory, and its owner (the
+# harness's pid and start time): a killed harness cannot remove it, the next server start does (sweep_scratch)
+SCRATCH_PREFIX = "bench-rest-"
+OWNER_FILE = "owner"
+
+
+def sweep_scratch() -> list[Path]:
+    """Remove the scratch directories of servers whose harness is gone (killed: it could not remove them)."""
+    gone = []
+    for d in Path(tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*"):
+        try:
+            pid, start = (d / OWNER_FILE).read_text().split()
+        except (OSError, ValueError):
+            continue  # being made, or not one this harness marks: not ours to judge
+        if children.start_time(int(pid)) != start:
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(d)
+    return gone
+
 @contextlib.contextmanager
 def serve(settings: CatalogSettings, *, log_file: str | os.PathLike | None = None,
           timeout_s: float = 30.0) -> Iterator[ServedCatalog]:
@@ -94,7 +114,9 @@ def serve(settings: CatalogSettings, *, log_file: str | os.PathLike | None = Non
         return
     settings.prepare_state()
     log_path = Path(log_file).absolute() if log_file else None
-    with tempfile.TemporaryDirectory(prefix="bench-rest-") as tmp:
+    sweep_scratch()
+    with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as tmp:
+        (Path(tmp) / OWNER_FILE).write_text(f"{os.getpid()} {children.start_time(os.getpid())}")
         ready = Path(tmp) / "ready"
         err_path = Path(tmp) / "stderr.log"
         cmd = [sys.executable, "-m", "bench.core.catalog.rest",
