@@ -79,7 +79,8 @@ def matrix_markdown(v: MatrixView, level: int = 3) -> str:
     rec = v.rec
     out = [f"{'#' * level} Conformance: {len(rec.cases)} cases x {len(rec.engines)} engines", "",
            f"Run `{rec.run_id}`, started {rec.started_at or '?'}"
-           + (f", {rec.seconds:.0f} s" if rec.seconds else "") + ". "
+           + (f", {rec.seconds:.0f} s" if rec.seconds else "")
+           + (f" ({rec.tables_s:.0f} s of it writing the cases' tables)" if rec.tables_s else "") + ". "
            + "; ".join(f"{e}: " + ", ".join(f"{n} {k}" for k, n in v.counts(e).items() if n) for e in rec.engines)
            + ".", "", "| case | covers | " + " | ".join(rec.engines) + " |", "|---|---|" + "---|" * len(rec.engines)]
     for case, covers, cells in v.rows:

@@ -963,7 +963,8 @@ class ConformanceRecord(BaseModel):
     run_id: str
     started_at: str = ""
     ended_at: str = ""
-    seconds: float | None = None
+    seconds: float | None = None  # the whole campaign: the cases' tables written (or reused), then the runs
+    tables_s: float | None = None  # of it, writing the cases' tables (near 0 when they were reused)
     engines: list[str] = Field(default_factory=list)
     cases: list[str] = Field(default_factory=list)
     cells: list[ConformanceCell] = Field(default_factory=list)
