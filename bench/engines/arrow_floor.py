@@ -40,9 +40,10 @@ explicit PRESERVE_ORDER "is not supported with these parameters"; the global pre
 dropped silently): the ORDER BY hands its output to its threads 122,880 rows at a time and each thread
 writes the row groups of its run as soon as they are encoded, so past one run a file's row groups came
 out of order (sorted-smallfiles at 0.005: keys 122,880-245,759 before 0-122,879 in one file; at tiny
-scales there is one run, so no sign of it).  The price, sorted-smallfiles at 0.005 on 2 cores, runs
-interleaved on a lightly loaded machine: the one COPY 9.6-9.7 s (its output not sorted), the table and
-one COPY per file 13.7-14.4 s.  Of the other ways tried (process CPU on the same data): the one COPY
+scales there is one run, so no sign of it).  The price, sorted-smallfiles at 0.005 on 2 cores: the one
+COPY 7.3 s (median of 3, its output not sorted), the table and one COPY per file 10.4 s, each on a quiet
+machine (docs/reference/*-sorted-smallfiles-floorcheck, before and after); 9.6-9.7 s against 13.7-14.4 s
+in runs interleaved on a lightly loaded one.  Of the other ways tried (process CPU on the same data): the one COPY
 12.5-14 CPU-s, the table and COPYs per file 17-20, DuckDB's result as one Arrow table COPY'd per file 21,
 streamed as Arrow batches 23, written by pyarrow 20.  Z-order is not supported: there is no
 z-order (interleaved-bits) ordering in DuckDB or pyarrow, and a hand-written one would be a second
