@@ -29,9 +29,23 @@ Results say `commits: none`.  With the rates `bench selfcheck rates` measured on
 the least time these bytes and rows can take on these cores.
 
 Sort (strategy sort, feature 'sort'): the same files are selected; per partition the query orders all
-rows by the table's sort order (each key's direction and null order) and COPY keeps that order: each
-output file is sorted and, within a partition, the files' key ranges do not overlap, as a global sort
-(Spark's range partitioning of a file group) leaves them.  Z-order is not supported: there is no
+rows by the table's sort order (each key's direction and null order) into a DuckDB table (the ORDER BY's
+order kept as it inserts, preserve_insertion_order: a row's rowid is its place in the sort), then each
+output file's rows_per_file consecutive rows (a rowid range) are COPY'd to a file of its own, up to
+`cores` files at a time, each COPY keeping its rows' order (a partition that fits one file: one COPY
+straight from the ORDER BY): each output file is sorted and, within a partition, the files' key ranges
+do not overlap, as a global sort (Spark's range partitioning of a file group) leaves them.  Not one COPY
+with ROW_GROUPS_PER_FILE as for bin-packing: DuckDB (1.5) rotates files only in its unordered COPY (an
+explicit PRESERVE_ORDER "is not supported with these parameters"; the global preserve_insertion_order is
+dropped silently): the ORDER BY hands its output to its threads 122,880 rows at a time and each thread
+writes the row groups of its run as soon as they are encoded, so past one run a file's row groups came
+out of order (sorted-smallfiles at 0.005: keys 122,880-245,759 before 0-122,879 in one file; at tiny
+scales there is one run, so no sign of it).  The price, sorted-smallfiles at 0.005 on 2 cores: the one
+COPY 7.3 s (median of 3, its output not sorted), the table and one COPY per file 10.4 s, each on a quiet
+machine (docs/reference/*-sorted-smallfiles-floorcheck, before and after); 9.6-9.7 s against 13.7-14.4 s
+in runs interleaved on a lightly loaded one.  Of the other ways tried (process CPU on the same data): the one COPY
+12.5-14 CPU-s, the table and COPYs per file 17-20, DuckDB's result as one Arrow table COPY'd per file 21,
+streamed as Arrow batches 23, written by pyarrow 20.  Z-order is not supported: there is no
 z-order (interleaved-bits) ordering in DuckDB or pyarrow, and a hand-written one would be a second
 implementation, not a floor of Iceberg's.
 """
@@ -199,18 +213,24 @@ class ArrowFloorEngine(EngineBase):
         bytes_per_row = in_bytes / max(in_rows, 1)
         rows_per_file = max(1, int(job.target_file_size_bytes / bytes_per_row))
         rows_per_group = max(1, min(rows_per_file, int(ROW_GROUP_BYTES / bytes_per_row), ROW_GROUP_ROWS))
+        if job.strategy == "sort":  # files of rows_per_file rows (one COPY each), in row groups of even size
+            rows_per_group = -(-rows_per_file // -(-rows_per_file // rows_per_group))
         codec = DUCKDB_CODEC.get(job.output_codec, job.output_codec)
         copy = (f"FORMAT parquet, COMPRESSION {codec}"
                 + (f", COMPRESSION_LEVEL {int(job.output_codec_level)}" if job.output_codec_level is not None else "")
-                + f", ROW_GROUP_SIZE {rows_per_group}, ROW_GROUPS_PER_FILE "
-                  f"{max(1, round(rows_per_file / rows_per_group))}, FILENAME_PATTERN 'floor-{{i}}'")
+                + f", ROW_GROUP_SIZE {rows_per_group}")
+        if job.strategy != "sort":  # DuckDB rotates the files (in no set order: bin-packing keeps none)
+            copy += (f", ROW_GROUPS_PER_FILE {max(1, round(rows_per_file / rows_per_group))}, "
+                     "FILENAME_PATTERN 'floor-{i}'")
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        written_how = ("sorted into a table, each file's rows COPY'd to Parquet" if job.strategy == "sort"
+                       else "COPY'd to Parquet")
         with clock.phase("read, apply deletes, write", f"DuckDB on {cores} threads: per partition one query "
-                                                       "(read, anti-join the deletes) COPY'd to Parquet, up to "
+                                                       f"(read, anti-join the deletes) {written_how}, up to "
                                                        f"{cores} partitions at a time"), \
                 ThreadPoolExecutor(max_workers=max(1, min(cores, len(groups)))) as pool:
             outs = [self.out_dir / f"part-{k}" for k in range(len(groups))]
-            tasks = [pool.submit(self._rewrite_cursor, job, deletes, members, out, k, copy)
+            tasks = [pool.submit(self._rewrite_cursor, job, deletes, members, out, k, copy, rows_per_file)
                      for k, (members, out) in enumerate(zip(groups.values(), outs))]
             join_rows = sum(t.result() for t in tasks)
             written = [str(p) for out in outs for p in sorted(out.glob("*.parquet"))]
@@ -230,21 +250,24 @@ class ArrowFloorEngine(EngineBase):
             actions=[self._action(job, rewrite, groups)],
             commits="none", deployment=Deployment(mode="embedded", cores=cores, writes_at_once={
                 "partitions written at once (one COPY each, on DuckDB's shared threads)": min(cores, len(groups)),
-                "partitions rewritten": len(groups)}),
+                "partitions rewritten": len(groups),
+                **({"files written at once per partition (strategy sort: one COPY each)": cores}
+                   if job.strategy == "sort" else {})}),
             output_files=kept + [Path(os.path.abspath(p)).as_uri() for p in written])
 
     def _rewrite_cursor(self, job: CompactionJob, deletes: Deletes, members: list[dict], out: Path, k: int,
-                        copy: str) -> int:
+                        copy: str, rows_per_file: int) -> int:
         """_rewrite on a cursor of its own (partitions rewritten at once share DuckDB's threads)."""
         con = self.con.cursor()
         try:
-            return self._rewrite(job, deletes, members, out, copy, con, f"_{k}")
+            return self._rewrite(job, deletes, members, out, copy, con, f"_{k}", rows_per_file)
         finally:
             con.close()
 
     def _rewrite(self, job: CompactionJob, deletes: Deletes, members: list[dict], out: Path, copy: str,
-                 con: Any = None, tag: str = "") -> int:
-        """One partition's files, deletes applied, COPY'd to `out`: the rows its hash joins built and probed."""
+                 con: Any = None, tag: str = "", rows_per_file: int = 0) -> int:
+        """One partition's files, deletes applied, COPY'd to `out` (strategy sort: sorted, in files of
+        `rows_per_file` rows): the rows its hash joins built and probed."""
         import pyarrow.parquet as pq
 
         con = self.con if con is None else con
@@ -274,12 +297,45 @@ class ArrowFloorEngine(EngineBase):
             where.append(f"(e{j}.{SEQ} IS NULL OR e{j}.{SEQ} <= d.{SEQ})")
         query = (f"SELECT {', '.join('d.' + _q(f.name) for f in schema)} FROM ({reads}) d " + " ".join(joins)
                  + (f" WHERE {' AND '.join(where)}" if where else "") + self._order_by(job))
-        con.execute(f"COPY ({query}) TO {_lit(str(out))} ({copy}"
-                         + (f", FIELD_IDS {field_ids}" if field_ids else "") + ")")
+        copy += f", FIELD_IDS {field_ids}" if field_ids else ""
+        if job.strategy == "sort":
+            self._write_sorted(job, con, query, out, copy, rows_per_file, tag, sum(d["rows"] for d in members))
+        else:
+            con.execute(f"COPY ({query}) TO {_lit(str(out))} ({copy})")
         for name in [f"floor_pos{tag}"] * (pos is not None) + [f"floor_eq{tag}_{j}" for j in range(len(eq))]:
             con.unregister(name)
         probed = sum(d["rows"] for d in members) if (pos is not None or eq) else 0
         return probed + (pos.num_rows if pos is not None else 0) + sum(t.num_rows for _, t in eq)
+
+    def _write_sorted(self, job: CompactionJob, con: Any, query: str, out: Path, copy: str, rows_per_file: int,
+                      tag: str, rows_in: int) -> None:
+        """Strategy sort: the partition's rows sorted into a table (in the ORDER BY's order: a row's rowid is
+        its place), then each run of `rows_per_file` rows COPY'd to a file of its own (floor-0, floor-1, ...
+        in key order), up to `job.cores` at a time, each on a cursor of its own; a partition of `rows_in`
+        rows that fit one file is COPY'd to it straight from the ORDER BY.  One COPY with
+        ROW_GROUPS_PER_FILE would not keep the order (see the module's docstring)."""
+        out.mkdir(parents=True, exist_ok=True)
+        if rows_in <= rows_per_file:  # one file: DuckDB's COPY to one file keeps the ORDER BY's order
+            con.execute(f"COPY ({query}) TO {_lit(str(out / 'floor-0.parquet'))} ({copy})")
+            return
+        table = f"floor_sorted{tag}"
+        try:
+            rows = con.execute(f"CREATE TABLE {table} AS {query}").fetchone()[0]  # the rows inserted
+            starts = range(0, rows, max(1, rows_per_file))
+
+            def write(i: int, start: int) -> None:
+                cur = self.con.cursor()
+                try:
+                    cur.execute(f"COPY (SELECT * FROM {table} WHERE rowid >= {start} AND rowid < "
+                                f"{start + rows_per_file}) TO {_lit(str(out / f'floor-{i}.parquet'))} ({copy})")
+                finally:
+                    cur.close()
+
+            with ThreadPoolExecutor(max_workers=max(1, min(int(job.cores), len(starts)))) as pool:
+                for task in [pool.submit(write, i, start) for i, start in enumerate(starts)]:
+                    task.result()
+        finally:
+            con.execute(f"DROP TABLE IF EXISTS {table}")
 
     def _extra_where(self) -> list[str]:
         """More conditions on the data rows `d` (none: a hook for tests' wrong floors)."""
@@ -318,7 +374,9 @@ class ArrowFloorEngine(EngineBase):
                 + (f" sorted by {', '.join(c for c, _, _ in self.plan['sort'])}" if job.strategy == "sort" else "")
                 + (f" (partition filter {job.partition_filter!r})" if job.partition_filter else "") + ", "
                 f"applying {len(self.plan['position'])} position and {len(self.plan['equality'])} equality "
-                f"delete files (one hash table per scope); COPY to {self.out_dir} (nothing committed)")
+                f"delete files (one hash table per scope); "
+                + ("sorted into a table, one COPY per output file" if job.strategy == "sort" else "COPY")
+                + f" to {self.out_dir} (nothing committed)")
 
     def close(self) -> None:
         self.plan = {}

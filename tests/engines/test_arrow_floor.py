@@ -48,3 +48,59 @@ def test_floor_is_verified_without_a_commit_and_wrong_floors_are_caught(tmp_path
     for r in res.values():  # whatever the floors did, every engine started from the dataset, byte for byte
         assert r["input"]["identical_to_dataset"] is True
     assert not list((tmp_path / "floor" / "work").rglob("floor-*.parquet"))
+
+
+def test_sorted_files_keep_the_sort_order_past_one_sorted_run(tmp_path):
+    """Strategy sort on a table of more rows than one of DuckDB's sorted runs (122,880 rows: the ORDER BY
+    hands its output to its threads a run at a time), output files of several row groups: each file sorted,
+    their key ranges apart.  The former one-COPY write (ROW_GROUPS_PER_FILE) lost the order there: DuckDB
+    rotates files only in its unordered COPY, where each thread writes the row groups of its own run as soon
+    as they are encoded (at scale 0.005: keys 122,880..245,759, then 0..122,879 in one file).  The
+    keys arrive as sorted-smallfiles' do: (a x i + b) mod n, a near n x 0.618, so every input file spans
+    the key range."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.schema import Schema
+    from pyiceberg.table.sorting import SortField, SortOrder
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import IntegerType, LongType, NestedField
+
+    from bench.core.catalog import CatalogSettings, load_sql_catalog
+    from bench.engines.arrow_floor import ArrowFloorEngine
+    from bench.engines.base import CompactionJob, PhaseClock
+    from bench.verify.sortorder import rows_out_of_order
+
+    n, files, a, b = 8 * 122_880, 8, 648_061, 12_345  # gcd(a, n) = 1: the keys are 0..n-1, each once
+    schema = Schema(NestedField(1, "v1", IntegerType(), required=False),
+                    NestedField(2, "v2", LongType(), required=False))
+    settings = CatalogSettings(warehouse=str(tmp_path / "warehouse"))
+    cat = load_sql_catalog(settings)
+    cat.create_namespace("bench")
+    tbl = cat.create_table("bench.t", schema, properties={"format-version": "2"}, sort_order=SortOrder(
+        SortField(source_id=2, transform=IdentityTransform())))
+    keys = (a * np.arange(n, dtype=np.int64) + b) % n
+    for part in np.array_split(keys, files):
+        tbl.append(pa.table({"v1": pa.array(part % 1000, pa.int32()), "v2": pa.array(part, pa.int64())}))
+    in_bytes = sum(task.file.file_size_in_bytes for task in tbl.scan().plan_files())
+    # three output files of ~2.7 sorted runs each (of 3 row groups: the former write's rows per file); then
+    # one file for all (a partition that fits one file is COPY'd straight from the ORDER BY)
+    for target, n_files in ((in_bytes * 34 // 100, 3), (in_bytes * 2, 1)):
+        job = CompactionJob(table="bench.t", catalog=settings, scenario="sorted-smallfiles", kind="binpack",
+                            target_file_size_bytes=target, small_file_threshold_bytes=in_bytes, cores=2,
+                            work_dir=str(tmp_path / f"work-{n_files}"), strategy="sort")
+        floor, clock = ArrowFloorEngine(), PhaseClock()
+        floor.open(job, clock)
+        try:
+            out = floor.compact(job, clock)
+        finally:
+            floor.close()
+        written = [pq.read_table(f.removeprefix("file://"), columns=["v2"]).column(0)
+                   for f in out.output_files]
+        assert out.engine_result["files_rewritten"] == files and sum(len(c) for c in written) == n
+        for col in written:  # each file in order (the verifier's sorted_output), its keys one run of the sort
+            assert rows_out_of_order([(col, True, True)]) == 0
+        assert len(written) == n_files
+        ranges = sorted((c[0].as_py(), c[-1].as_py(), len(c)) for c in written)
+        assert all(hi - lo + 1 == rows for lo, hi, rows in ranges)  # keys 0..n-1: a sorted file holds a run
+        assert all(prev[1] < nxt[0] for prev, nxt in zip(ranges, ranges[1:]))  # the files' key ranges apart
