@@ -108,6 +108,17 @@ def server_usage(served: ServedCatalog | None, sampler: Sampler | None, t0: floa
 OnReady = Callable[[int | None, int | None], object]  # its return value is not used
 
 
+def release_after_setup(sampler: Sampler, on_ready: OnReady) -> str | None:
+    """The worker said `ready`: `on_ready` with its tree's storage reads and read() bytes so far.  Returns the
+    harness's error (the engine must be told `abort`), or None (`go`)."""
+    row = sampler.mark()
+    try:
+        on_ready(row.get("read_bytes"), row.get("read_chars"))
+    except Exception as exc:  # noqa: BLE001 - recorded; the engine is told not to compact
+        return f"harness: making the table reachable after setup failed: {type(exc).__name__}: {exc}"
+    return None
+
+
 def _handshake(proc: subprocess.Popen, ready_r: int, go_w: int, deadline: float, on_ready: OnReady,
                sampler: Sampler) -> str | None:
     """Wait for the worker's `ready` (its setup done), call `on_ready` with the tree's storage reads and
@@ -120,14 +131,9 @@ def _handshake(proc: subprocess.Popen, ready_r: int, go_w: int, deadline: float,
                 continue
             if os.read(ready_r, 64).strip() != b"ready":
                 return None  # the worker closed the pipe: it ended
-            row = sampler.mark()
-            try:
-                on_ready(row.get("read_bytes"), row.get("read_chars"))
-            except Exception as exc:  # noqa: BLE001 - recorded; the engine is told not to compact
-                os.write(go_w, b"abort\n")
-                return f"harness: making the table reachable after setup failed: {type(exc).__name__}: {exc}"
-            os.write(go_w, b"go\n")
-            return None
+            error = release_after_setup(sampler, on_ready)
+            os.write(go_w, b"abort\n" if error else b"go\n")
+            return error
         return None
     except BrokenPipeError:
         return None

@@ -19,7 +19,6 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,11 +28,9 @@ from bench.core.catalog.rest import ServedCatalog, serve
 from bench.core.fileio import write_atomic
 from bench.engines.base import CompactionJob
 from bench.engines.worker import SESSION_ENV
-from bench.runner.process import EngineRun, Spawned, classify, kill_tree
+from bench.runner.process import EngineRun, OnReady, Spawned, classify, kill_tree, release_after_setup
 from bench.telemetry.limits import Limiter
 from bench.telemetry.sampler import Sampler
-
-OnReady = Callable[[int | None, int | None], object]
 
 
 def _key(engine: str, job: CompactionJob) -> str:
@@ -170,14 +167,8 @@ class SharedProcesses:
                     break
                 if said != "ready":
                     break  # done, or it ended
-                row = sampler.mark()
-                try:
-                    (on_ready or (lambda rb, rc: None))(row.get("read_bytes"), row.get("read_chars"))
-                    w.send("go")
-                except Exception as exc:  # noqa: BLE001 - recorded; the engine is told not to compact
-                    w.send("abort")
-                    harness_error = f"harness: making the table reachable after setup failed: " \
-                                    f"{type(exc).__name__}: {exc}"
+                harness_error = release_after_setup(sampler, on_ready or (lambda rb, rc: None))
+                w.send("abort" if harness_error else "go")
         finally:
             sampler.stop()
             ctx.progress.done()
