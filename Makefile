@@ -14,7 +14,7 @@ RUN_ARGS ?=
 APT_PACKAGES := openjdk-17-jre-headless libjarjar-java libxerial-sqlite-jdbc-java
 TEST_APT_PACKAGES := chromium
 
-.PHONY: setup system-deps test-deps test-apt checkov run test docs reference reference-plan clean-warehouse
+.PHONY: setup system-deps test-deps test-apt checkov checks run test docs reference reference-plan clean-warehouse
 
 # Debian packages: Java for Iceberg's JVMs, jarjar to repair the Iceberg runtime jar, the SQLite JDBC driver.
 system-deps:
@@ -58,13 +58,18 @@ checkov:
 test-deps:
 	$(MAKE) --no-print-directory -j3 --output-sync=target setup test-apt checkov
 
-# The layer contract (import-linter), lint (ruff) and types (mypy), then the tests: the independent ones
-# on two workers (pytest-xdist), then the few marked `serial` (they time something) alone, so that no
-# worker waits for them (a plain `pytest` runs all, serial ones under a lock: tests/conftest.py).
-test: test-deps
+# The layer contract (import-linter), lint (ruff) and types (mypy): they need the installed packages only, so
+# `make test` runs them beside the rest of the set-up (the harness's jars, the browser, checkov).
+checks: $(VENV)/.installed
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+
+# The set-up and the checks, then the tests: the independent ones on pytest-xdist's workers, then the few
+# marked `serial` (they time something) alone, so that no worker waits for them (a plain `pytest` runs all,
+# serial ones under a lock: tests/conftest.py).
+test:
+	$(MAKE) --no-print-directory -j4 --output-sync=target setup test-apt checkov checks
 	$(BIN)/pytest -q -m "not serial"
 	$(BIN)/pytest -q -m serial -n 0
 

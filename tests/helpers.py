@@ -1,10 +1,17 @@
 """What tests share that is not a fixture: the repository root, the tiny scale, the test-only engines
 and running the real `bench` CLI in a subprocess."""
 
+import atexit
+import json
 import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository
@@ -57,7 +64,88 @@ def bench_env(**extra) -> dict:
     return env
 
 
-def run_bench(*args, cwd=None, env=None, timeout=600) -> subprocess.CompletedProcess:
+def run_bench(*args, cwd=None, env=None, timeout=600, fresh=False) -> subprocess.CompletedProcess:
+    """`bench ARGS` to its end, its output captured: forked from the tests' pre-imported process (tests/zygote.py),
+    or, with `fresh` (or an environment that changes what the harness reads at import), a new interpreter."""
     exe = shutil.which("bench", path=str(Path(sys.executable).parent)) or "bench"
-    return subprocess.run([exe, *map(str, args)], cwd=cwd, env=env or bench_env(), capture_output=True,
-                          text=True, timeout=timeout)
+    argv, env = [exe, *map(str, args)], env or bench_env()
+    if not fresh and ZYGOTE.serves(env):
+        return ZYGOTE.run(argv, env, str(cwd or os.getcwd()), timeout)
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+class Zygote:
+    """This pytest process's `python -m tests.zygote`, started at its first command, one command at a time."""
+
+    IMPORT_TIME_ENV = ("BENCH_EXTRA_ENGINES", "BENCH_SETUP_READ_ALLOWANCE", "PYTHONPATH", "BENCH_ZYGOTE")
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.env: dict = {}
+        self.lock = threading.Lock()
+        self.buf = b""
+
+    def serves(self, env: dict) -> bool:
+        if os.environ.get("BENCH_ZYGOTE") == "off":
+            return False
+        base = self.env or bench_env()
+        return all(env.get(k) == base.get(k) for k in self.IMPORT_TIME_ENV)
+
+    def _line(self, timeout: float | None) -> bytes | None:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise RuntimeError("the tests' bench zygote ended")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line
+
+    def _start(self) -> None:
+        self.env = bench_env()
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.zygote"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=self.env, cwd=ROOT)
+        self.buf = b""
+        if self._line(120) != b"ready":
+            raise RuntimeError("the tests' bench zygote did not start")
+
+    def run(self, argv: list[str], env: dict, cwd: str, timeout: float) -> subprocess.CompletedProcess:
+        if not self.lock.acquire(blocking=False):  # a test running two commands at once: the second is fresh
+            return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+        try:
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            assert self.proc is not None and self.proc.stdin is not None
+            with tempfile.TemporaryDirectory(prefix="bench-zygote-") as d:
+                out, err = Path(d) / "out", Path(d) / "err"
+                out.touch()
+                err.touch()
+                req = {"exe": argv[0], "args": argv[1:], "env": env, "cwd": cwd, "out": str(out), "err": str(err)}
+                self.proc.stdin.write((json.dumps(req) + "\n").encode())
+                self.proc.stdin.flush()
+                pid = json.loads(self._line(60) or b"{}")["pid"]
+                line = self._line(timeout)
+                if line is None:  # as subprocess.run: the command killed, then TimeoutExpired
+                    os.kill(pid, signal.SIGKILL)
+                    self._line(60)
+                    raise subprocess.TimeoutExpired(argv, timeout, out.read_text(errors="replace"),
+                                                    err.read_text(errors="replace"))
+                rc = json.loads(line)["rc"]
+                return subprocess.CompletedProcess(argv, rc, out.read_text(errors="replace"),
+                                                   err.read_text(errors="replace"))
+        finally:
+            self.lock.release()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+ZYGOTE = Zygote()
+atexit.register(ZYGOTE.stop)

@@ -257,8 +257,9 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
         try:
             log = ctx.run_dir / "work" / "catalog-server.log"
             log.parent.mkdir(parents=True, exist_ok=True)
-            ctx.served = (ctx.shared.serve(ctx.settings, log) if ctx.shared is not None
-                          else stack.enter_context(serve(ctx.settings, log_file=log)))
+            if ctx.serving_reasons():
+                ctx.served = (ctx.shared.serve(ctx.settings, log) if ctx.shared is not None
+                              else stack.enter_context(serve(ctx.settings, log_file=log)))
             ctx.catalog = load_catalog(ctx.settings)
             if ctx.source is not None:
                 ds = use_source(ctx)

@@ -190,10 +190,14 @@ class CatalogSettings(BaseModel):
 def load_sql_catalog(settings: CatalogSettings):
     """pyiceberg SqlCatalog over the embedded SQLite database (created if missing)."""
     from pyiceberg.catalog.sql import SqlCatalog
+    from sqlalchemy.exc import OperationalError
 
     settings.prepare_state()
-    return SqlCatalog(settings.name, uri=settings.sqlalchemy_uri, warehouse=settings.warehouse_uri,
-                      **settings.file_io_properties())
+    try:
+        return SqlCatalog(settings.name, uri=settings.sqlalchemy_uri, warehouse=settings.warehouse_uri,
+                          **settings.file_io_properties())
+    except OperationalError as e:  # e.g. another process holds the SQLite file's lock: one line, not a traceback
+        raise UserError(f"cannot open the catalog {settings.sqlalchemy_uri}: {e.orig or e}") from e
 
 
 def load_catalog(settings: CatalogSettings):
