@@ -15,7 +15,7 @@ import pytest
 
 from bench.core.catalog import CatalogSettings, load_sql_catalog
 from bench.core.errors import UserError
-from bench.core.iceberg_java import runtime
+from bench.core.iceberg_java import gateway, runtime
 from bench.core.iceberg_java.gateway import JavaIceberg, catalog_properties
 
 # ------------------------------------------------------------------------------------------------
@@ -229,3 +229,25 @@ def test_plain_jvm_opens_the_catalog_and_commits(tmp_path):
     assert proc.poll() is not None  # the JVM is gone after the block
     assert cat.load_table("bench.t").current_snapshot().summary["bench.test"] == "yes"
     assert started < 30
+
+
+def test_the_gateway_writes_its_class_archive_once_and_maps_it_after(tmp_path, monkeypatch):
+    """Class-data sharing for the harness's own JVM: the first gateway of a cache writes the archive at its exit
+    (renamed into place whole), the next ones map it and load fewer classes from the jars; the same commits."""
+    list(runtime.provision())
+    monkeypatch.setattr(gateway, "archive_dir", lambda: tmp_path / "cds")
+    import pyarrow as pa
+
+    settings = CatalogSettings(warehouse=str(tmp_path / "wh"))
+    cat = load_sql_catalog(settings)
+    cat.create_namespace("bench")
+    tbl = cat.create_table("bench.t", pa.schema([("v1", pa.int32())]), properties={"format-version": "2"})
+    tbl.append(pa.table({"v1": pa.array([1, 2, 3], pa.int32())}))
+    for expect_archive_before in (False, True):
+        assert bool(list((tmp_path / "cds").glob("*.jsa"))) is expect_archive_before
+        with JavaIceberg(settings) as java:
+            opts = " ".join(java.proc.args)
+            assert ("-XX:ArchiveClassesAtExit=" in opts) is not expect_archive_before
+            assert java.load_table("bench.t").currentSnapshot().snapshotId() == tbl.current_snapshot().snapshot_id
+        archives = list((tmp_path / "cds").iterdir())
+        assert [a.suffix for a in archives] == [".jsa"] and archives[0].stat().st_size > 1 << 20  # no temporary left

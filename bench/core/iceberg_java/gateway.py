@@ -58,6 +58,38 @@ def catalog_properties(settings: CatalogSettings) -> dict[str, str]:
     return {**impl, **settings.java_catalog_properties()}
 
 
+def archive_dir() -> Path:
+    return runtime.cache_root() / "cds"
+
+
+def class_data_sharing(java: str, classpath: list[str]) -> tuple[list[str], Path | None]:
+    """JVM options mapping an archive of the classes this gateway loads (JDK class-data sharing), and the file the
+    JVM writes that archive to at its exit when there is none yet (renamed into place by `close`).
+
+    The gateway is the harness's own JVM (datagen's and the writers' commits), never an engine: its start-up
+    (about 3.5 s of CPU, most of it loading and verifying Iceberg's classes from the jars) is paid per table
+    generated and per writer.  The archive is made by the first gateway of a cache and keyed by the java binary
+    and the class path, so a changed JDK or jar makes a new one; a JVM that cannot map it runs without it."""
+    quiet = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+    h = hashlib.sha256()
+    for item in [os.path.realpath(java), *classpath]:
+        try:
+            st = os.stat(item)
+            h.update(f"{item}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        except OSError:
+            h.update(f"{item}\0missing\n".encode())
+    path = archive_dir() / f"iceberg-gateway-{h.hexdigest()[:16]}.jsa"
+    if path.is_file():
+        return [f"-XX:SharedArchiveFile={path}", *quiet], None
+    base = Path(os.path.realpath(java)).parents[1] / "lib" / "server" / "classes.jsa"
+    if not base.is_file():
+        return [], None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fresh = path.with_name(f"{path.stem}.{os.getpid()}.{id(path)}.tmp")
+    # the JDK's own base archive named: a SharedArchiveFile already in JAVA_TOOL_OPTIONS is not the base
+    return [f"-XX:SharedArchiveFile={base}", f"-XX:ArchiveClassesAtExit={fresh}", *quiet], fresh
+
+
 class JavaIceberg:
     """A py4j gateway to a JVM with Iceberg's Java library and the catalog of `settings` open."""
 
@@ -69,6 +101,7 @@ class JavaIceberg:
         self.jvm: Any = None
         self.catalog: Any = None
         self.proc: Any = None
+        self._archive: Path | None = None  # where this JVM writes the class archive at exit (class_data_sharing)
 
     def __enter__(self) -> JavaIceberg:
         from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
@@ -77,12 +110,13 @@ class JavaIceberg:
         if java is None:
             raise UserError(f"java not found: {runtime.JAVA_FIX}")
         classpath = runtime.iceberg_jars(remote=self.settings.is_remote) + [str(p) for p in runtime.hadoop_jars()]
+        cds, self._archive = class_data_sharing(java, classpath)
         err = open(self.log_file, "ab") if self.log_file else None  # noqa: SIM115 - lives with the JVM
         try:
             port, self.proc = launch_gateway(
                 classpath=os.pathsep.join(classpath), java_path=java, die_on_exit=True, return_proc=True,
                 javaopts=[f"-Xmx{self.heap}", f"-Dlog4j2.configurationFile={quiet_log4j2_file().as_uri()}",
-                          "-XX:+ExitOnOutOfMemoryError"],
+                          "-XX:+ExitOnOutOfMemoryError", *cds],
                 redirect_stderr=err, redirect_stdout=err)
         finally:
             if err is not None:
@@ -130,3 +164,8 @@ class JavaIceberg:
                 proc.kill()
                 proc.wait()
             children.unguard(proc.pid)
+        fresh, self._archive = self._archive, None
+        if fresh is not None:
+            if proc is not None and proc.returncode == 0 and fresh.is_file():
+                os.replace(fresh, fresh.parent / (fresh.name.split(".")[0] + ".jsa"))  # atomic: never half a file
+            fresh.unlink(missing_ok=True)
