@@ -24,7 +24,7 @@ import sys
 import traceback
 
 PRELOAD = ("bench.cli", "bench.runner.run", "bench.scenario", "bench.verify", "bench.campaigns", "datagen.dataset",
-           "reports.cli")
+           "reports.cli", "reports.render")  # the last: matplotlib, 0.8 s of each `bench report`
 
 
 def _child(req: dict) -> None:
