@@ -55,8 +55,9 @@ test-apt: system-deps
 checkov:
 	bash terraform/ci/install-checkov.sh >/dev/null
 
+TEST_DEPS := setup test-apt checkov
 test-deps:
-	$(MAKE) --no-print-directory -j3 --output-sync=target setup test-apt checkov
+	$(MAKE) --no-print-directory -j3 --output-sync=target $(TEST_DEPS)
 
 # The layer contract (import-linter), lint (ruff) and types (mypy): they need the installed packages only, so
 # `make test` runs them beside the rest of the set-up (the harness's jars, the browser, checkov).
@@ -69,7 +70,7 @@ checks: $(VENV)/.installed
 # marked `serial` (they time something) alone, so that no worker waits for them (a plain `pytest` runs all,
 # serial ones under a lock: tests/conftest.py).
 test:
-	$(MAKE) --no-print-directory -j4 --output-sync=target setup test-apt checkov checks
+	$(MAKE) --no-print-directory -j4 --output-sync=target $(TEST_DEPS) checks
 	$(BIN)/pytest -q -m "not serial"
 	$(BIN)/pytest -q -m serial -n 0
 

@@ -77,7 +77,7 @@ def run_bench(*args, cwd=None, env=None, timeout=600, fresh=False) -> subprocess
 class Zygote:
     """This pytest process's `python -m tests.zygote`, started at its first command, one command at a time."""
 
-    IMPORT_TIME_ENV = ("BENCH_EXTRA_ENGINES", "BENCH_SETUP_READ_ALLOWANCE", "PYTHONPATH", "BENCH_ZYGOTE")
+    IMPORT_TIME_ENV = ("BENCH_EXTRA_ENGINES", "BENCH_SETUP_READ_ALLOWANCE", "PYTHONPATH")
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
@@ -128,7 +128,10 @@ class Zygote:
                 req = {"exe": argv[0], "args": argv[1:], "env": env, "cwd": cwd, "out": str(out), "err": str(err)}
                 self.proc.stdin.write((json.dumps(req) + "\n").encode())
                 self.proc.stdin.flush()
-                pid = json.loads(self._line(60) or b"{}")["pid"]
+                started = self._line(60)
+                if started is None:
+                    raise RuntimeError(f"the tests' bench zygote did not fork {argv[1:]} within 60 s")
+                pid = json.loads(started)["pid"]
                 line = self._line(timeout)
                 if line is None:  # as subprocess.run: the command killed, then TimeoutExpired
                     os.kill(pid, signal.SIGKILL)

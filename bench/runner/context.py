@@ -134,20 +134,17 @@ class RunContext:
     def run_dir(self) -> Path:
         return self.results_dir / self.run_id
 
-    def serving_reasons(self) -> list[str]:
-        """Why this run serves its catalog over loopback REST (empty: nothing in it reaches the catalog that way, and
-        no server is started: about 2 s of CPU saved per run).  An engine that commits through REST, the reader
-        queries and every delete-aware check (DuckDB's iceberg extension reads through REST), a streaming or a
-        live-writer run (their verdicts read through it; the commit conflicts come from its log), a cloned table
-        (its truth readers), and an external REST catalog (probed, not started)."""
+    @property
+    def serves_catalog(self) -> bool:
+        """Whether this run serves its catalog over loopback REST (if not, no server is started: about 2 s of CPU
+        saved per run).  It does for an engine that commits through REST, the reader queries and every
+        delete-aware check (DuckDB's iceberg extension reads through REST), a streaming or a live-writer run (their
+        verdicts read through it; the commit conflicts come from its log), a cloned table (its truth readers), and
+        an external REST catalog (probed, not started)."""
         sc = self.scenario
-        why = [f"{e} commits through REST" for e in self.engines if engine_class(e).commits_through_rest]
-        why += [w for w, on in (("reader queries", self.readers), ("streaming", sc.streaming is not None),
-                                ("live writer", sc.live_writer is not None),
-                                ("a cloned table", self.source is not None),
-                                ("deletes", sc.kind == "deletes" or sc.table.kind != "smallfiles"),
-                                ("an external REST catalog", self.settings.external_rest)) if on]
-        return why
+        return (any(engine_class(e).commits_through_rest for e in self.engines) or self.readers
+                or sc.streaming is not None or sc.live_writer is not None or self.source is not None
+                or sc.kind == "deletes" or sc.table.kind != "smallfiles" or self.settings.external_rest)
 
     @property
     def catalog_settings(self) -> CatalogSettings:

@@ -257,7 +257,7 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
         try:
             log = ctx.run_dir / "work" / "catalog-server.log"
             log.parent.mkdir(parents=True, exist_ok=True)
-            if ctx.serving_reasons():
+            if ctx.serves_catalog:
                 ctx.served = (ctx.shared.serve(ctx.settings, log) if ctx.shared is not None
                               else stack.enter_context(serve(ctx.settings, log_file=log)))
             ctx.catalog = load_catalog(ctx.settings)

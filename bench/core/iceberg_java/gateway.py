@@ -62,17 +62,19 @@ def archive_dir() -> Path:
     return runtime.cache_root() / "cds"
 
 
-def class_data_sharing(java: str, classpath: list[str]) -> tuple[list[str], Path | None]:
-    """JVM options mapping an archive of the classes this gateway loads (JDK class-data sharing), and the file the
-    JVM writes that archive to at its exit when there is none yet (renamed into place by `close`).
+def class_data_sharing(java: str, classpath: list[str]) -> tuple[list[str], tuple[Path, Path] | None]:
+    """JVM options mapping an archive of the classes this gateway loads (JDK class-data sharing), and, when there
+    is none yet, (the file the JVM writes that archive to at its exit, the archive's path): `close` renames one to
+    the other.
 
     The gateway is the harness's own JVM (datagen's and the writers' commits), never an engine: its start-up
     (about 3.5 s of CPU, most of it loading and verifying Iceberg's classes from the jars) is paid per table
     generated and per writer.  The archive is made by the first gateway of a cache and keyed by the java binary
     and the class path, so a changed JDK or jar makes a new one; a JVM that cannot map it runs without it."""
     quiet = ["-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+    java = os.path.realpath(java)
     h = hashlib.sha256()
-    for item in [os.path.realpath(java), *classpath]:
+    for item in [java, *classpath]:
         try:
             st = os.stat(item)
             h.update(f"{item}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
@@ -81,13 +83,13 @@ def class_data_sharing(java: str, classpath: list[str]) -> tuple[list[str], Path
     path = archive_dir() / f"iceberg-gateway-{h.hexdigest()[:16]}.jsa"
     if path.is_file():
         return [f"-XX:SharedArchiveFile={path}", *quiet], None
-    base = Path(os.path.realpath(java)).parents[1] / "lib" / "server" / "classes.jsa"
+    base = Path(java).parents[1] / "lib" / "server" / "classes.jsa"
     if not base.is_file():
         return [], None
     path.parent.mkdir(parents=True, exist_ok=True)
     fresh = path.with_name(f"{path.stem}.{os.getpid()}.{id(path)}.tmp")
     # the JDK's own base archive named: a SharedArchiveFile already in JAVA_TOOL_OPTIONS is not the base
-    return [f"-XX:SharedArchiveFile={base}", f"-XX:ArchiveClassesAtExit={fresh}", *quiet], fresh
+    return [f"-XX:SharedArchiveFile={base}", f"-XX:ArchiveClassesAtExit={fresh}", *quiet], (fresh, path)
 
 
 class JavaIceberg:
@@ -101,7 +103,7 @@ class JavaIceberg:
         self.jvm: Any = None
         self.catalog: Any = None
         self.proc: Any = None
-        self._archive: Path | None = None  # where this JVM writes the class archive at exit (class_data_sharing)
+        self._archive: tuple[Path, Path] | None = None  # (written at exit, renamed to): class_data_sharing
 
     def __enter__(self) -> JavaIceberg:
         from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
@@ -164,8 +166,9 @@ class JavaIceberg:
                 proc.kill()
                 proc.wait()
             children.unguard(proc.pid)
-        fresh, self._archive = self._archive, None
-        if fresh is not None:
+        archive, self._archive = self._archive, None
+        if archive is not None:
+            fresh, path = archive
             if proc is not None and proc.returncode == 0 and fresh.is_file():
-                os.replace(fresh, fresh.parent / (fresh.name.split(".")[0] + ".jsa"))  # atomic: never half a file
+                os.replace(fresh, path)  # atomic: never half a file
             fresh.unlink(missing_ok=True)
