@@ -843,6 +843,7 @@ class RunResult(BaseModel):
     status: Status
     verified: bool = False
     error: str | None = None
+    error_causes: list[str] = Field(default_factory=list)  # the engine's failure chain, outermost first
     log_tail: list[str] = Field(default_factory=list)  # evidence for failed / oom / timeout
 
     started_at: str = ""

@@ -354,6 +354,7 @@ class WorkerRecord(BaseModel):
     status: Literal["ok", "failed", "heap-oom"] = "failed"
     step: str = "start"  # where it ended: start | open | wait | compact | close
     error: str | None = None
+    causes: list[str] = Field(default_factory=list)  # the failure's chain, outermost first (worker.exception_causes)
     setup_s: float | None = None
     setup_phases: list[Phase] = Field(default_factory=list)
     duration_s: float | None = None

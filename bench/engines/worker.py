@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import time
 import traceback
@@ -27,6 +28,33 @@ from bench.engines.base import CompactionJob, EngineOOM, PhaseClock, WorkerRecor
 OOM_MARKERS = ("OutOfMemoryError", "Cannot allocate memory", "MemoryError", "memory allocation of")
 CONTROL_ENV = "BENCH_WORKER_CONTROL"  # "READY_FD,GO_FD": the runner's handshake pipes (absent: no handshake)
 SESSION_ENV = "BENCH_WORKER_SESSION"  # "IN_FD,OUT_FD": a shared worker's control pipes (serve)
+# the header line of an exception in another runtime's stack trace carried in an exception's text (a JVM's,
+# through py4j): "org.apache.iceberg.exceptions.ValidationException: ..." or "Caused by: ..."
+FOREIGN_HEADER = re.compile(r"^(?:: )?(?:Caused by: )?([A-Za-z_$][\w$]*(?:\.[\w$]+)+(?:Exception|Error))(?::\s*(.*))?$")
+MAX_CAUSES = 8
+
+
+def exception_causes(exc: BaseException) -> list[str]:
+    """The chain of an engine's failure, outermost first, each "Type: message": Python's own chain
+    (__cause__ / __context__) and the exception headers of a foreign stack trace its text carries (a JVM
+    exception seen through py4j names its Java cause chain only in its text).  The runner reads these, never
+    the engine's log."""
+    out: list[str] = []
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen and len(out) < MAX_CAUSES:
+        seen.add(id(e))
+        try:
+            lines = str(e).strip().splitlines()
+        except Exception:  # noqa: BLE001 - a foreign exception's text may need a runtime that is gone
+            lines = []
+        out.append(f"{type(e).__name__}: {lines[0] if lines else ''}"[:500])
+        for ln in lines[1:]:
+            m = FOREIGN_HEADER.match(ln.strip())
+            if m and len(out) < MAX_CAUSES:
+                out.append(f"{m.group(1)}: {m.group(2) or ''}"[:500])
+        e = e.__cause__ or e.__context__
+    return out
 
 
 def wait_for_go() -> None:
@@ -90,8 +118,8 @@ def run_job(job_path: str, engine_name: str, handshake: Callable[[], None],
         record.step = "close"
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a recorded result
         record.status = classify(exc)  # type: ignore[assignment]
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        record.error = f"{type(exc).__name__}: {first}"[:2000]
+        record.causes = exception_causes(exc)
+        record.error = record.causes[0][:2000]
         if record.step != "compact":
             record.duration_s, record.phases = None, []
         traceback.print_exc()

@@ -99,6 +99,7 @@ def record_engine(ctx: RunContext, r: RunResult, er: EngineRun) -> None:
     rec = er.record
     if rec is not None:
         r.setup_s, r.setup_phases, r.memory_caps = rec.setup_s, rec.setup_phases, rec.memory_caps
+        r.error_causes = rec.causes
         r.phases = rec.phases
         r.duration_s = rec.duration_s if r.status == "ok" else None
         if rec.outcome is not None:

@@ -185,7 +185,7 @@ def judge(ctx: RunContext, r: RunResult, hold: EngineHold, commit: WriterCommit,
     ref = tbl.metadata.refs.get(branch) if branch else None
     assert ds.snapshot_id is not None  # a generated dataset always has one
     rec, r.verification = live_verdict(rec, tbl, ctx.catalog_settings, ds.snapshot_id, r.status, r.error,
-                                       commit.appended_keys, commit.deleted_keys, r.log_tail,
+                                       commit.appended_keys, commit.deleted_keys, r.error_causes,
                                        snapshot_id=ref.snapshot_id if ref is not None else None)
     if branch:
         publish(tbl, rec)

@@ -83,7 +83,7 @@ def key_evidence(tbl: Table, settings: CatalogSettings | None, appended: list[in
 
 def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | None, base_snapshot_id: int,
                  engine_status: str, engine_error: str | None, appended: list[int],
-                 deleted: list[int], log_tail: list[str] | None = None,
+                 deleted: list[int], causes: list[str] | None = None,
                  snapshot_id: int | None = None) -> tuple[LiveWriterRecord, Verification]:
     """Fill `rec` (case, hold, expected end state and writer snapshot already set) with the commits,
     the readers' answers on `snapshot_id` (a branch's head; None: the current snapshot), the verdict and
@@ -101,10 +101,10 @@ def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | 
     rec.evidence = {"snapshots": [c.model_dump() for c in rec.commits]}
     if engine_error:
         rec.evidence["engine_error"] = engine_error[:1000]
-        causes = [ln.strip() for ln in log_tail or [] if CAUSE.search(ln)]
-        if causes:
-            rec.evidence["engine_log"] = causes[:3]
-            engine_error = causes[0]
+        conflicts = [c for c in causes or [] if CAUSE.search(c)]
+        if conflicts:  # the engine's own failure chain names the conflict (a Java cause behind py4j's error)
+            rec.evidence["engine_causes"] = conflicts[:3]
+            engine_error = conflicts[0]
     if wrong:
         rec.evidence.update(key_evidence(tbl, settings, appended, deleted, snapshot_id))
         rec.evidence["row_difference"] = (wrong[0].rows or 0) - rec.expected_rows

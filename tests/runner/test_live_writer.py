@@ -78,7 +78,9 @@ def test_live_writer_cases_with_both_engines_get_verdicts_with_evidence(tmp_path
     # Spark (Iceberg Java) detects the new position delete on a file it replaced, and commits nothing
     spark = runs[("spark", "position-delete")].live_writer
     assert spark.verdict == "refused" and runs[("spark", "position-delete")].status == "failed"
-    assert any("ValidationException" in ln for ln in spark.evidence.get("engine_log", [])), spark.evidence
+    # the Java cause behind py4j's error, from the worker's typed record (never a grep of the engine's log)
+    assert any("ValidationException" in c for c in runs[("spark", "position-delete")].error_causes)
+    assert any("ValidationException" in ln for ln in spark.evidence.get("engine_causes", [])), spark.evidence
     # iceberg-compaction's retry re-applies its rewrite on top of the delete: the deleted rows are back
     rw = runs[("risingwave", "position-delete")].live_writer
     assert rw.verdict == "unsafe" and rw.evidence["deleted_rows_back"] == 100, rw.evidence
