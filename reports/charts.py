@@ -1,16 +1,22 @@
 """Charts as inline SVG (matplotlib, Agg-free SVG backend): no files, no external resources.
 
 Each function returns an SVG string ready to be placed in the HTML.  Element ids inside each SVG are
-prefixed with a unique chart id, so several SVGs can live in one document without clashing.  Engine
+prefixed with a unique chart id, so several SVGs can live in one document without clashing.  A chart is a pure
+function of its arguments: one drawn again with the same arguments in the same process is the drawing kept
+(`chart`), under a new id prefix.  Engine
 colours come from the results (`RunResult.engine_color`, resolved by reports.model.assign_colors):
 every chart takes them as a dict engine -> colour.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
 import itertools
+import pickle
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -37,6 +43,39 @@ BAD = "#B42318"
 SETUP = "#CBD2D9"
 
 _counter = itertools.count(1)
+ID_SLOT = "cQZXQ-"  # the id prefix of a drawn chart until `chart` gives it its unique one
+MEMO_SIZE = 128
+_memo: OrderedDict[bytes, str] = OrderedDict()
+_depth = 0
+
+
+def chart(fn: Callable[..., str]) -> Callable[..., str]:
+    """A public chart: drawn once per distinct arguments in a process (matplotlib's layout and SVG writing are
+    most of a report's time, and a report rendered again draws the same charts), every returned copy with
+    its own id prefix.  Arguments that cannot be pickled are drawn every time."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> str:
+        global _depth
+        try:
+            key: bytes | None = hashlib.sha256(pickle.dumps((fn.__qualname__, args, kwargs), protocol=5)).digest()
+        except Exception:  # noqa: BLE001 - a lambda or an open handle among the arguments: no memo
+            key = None
+        text = _memo.get(key) if key is not None else None
+        if text is None:
+            _depth += 1
+            try:
+                text = fn(*args, **kwargs)
+            finally:
+                _depth -= 1
+            if key is not None:
+                _memo[key] = text
+                while len(_memo) > MEMO_SIZE:
+                    _memo.popitem(last=False)
+        elif key is not None:
+            _memo.move_to_end(key)
+        # a chart drawn inside another keeps the slot: the outer one is memoized with it, then prefixed
+        return text if _depth else text.replace(ID_SLOT, f"c{next(_counter)}-")
+    return wrapper
 
 STYLE: dict[RcKeyType, Any] = {
     "svg.fonttype": "none",  # text stays text: selectable, crisp in print, small
@@ -77,7 +116,7 @@ def _svg(fig) -> str:
     plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg"):]  # drop the XML prolog and DOCTYPE: it is inline SVG
-    prefix = f"c{next(_counter)}-"
+    prefix = ID_SLOT
     ids = set(re.findall(r'\bid="([^"]+)"', text))
     for old in sorted(ids, key=len, reverse=True):
         new = prefix + old
@@ -176,16 +215,19 @@ def _hbar(rows, value_fmt, title, xlabel, colors, *, marker_rows=None, line=None
         return _svg(fig)
 
 
+@chart
 def duration_chart(rows, colors, missing_text=None) -> str:
     return _hbar(rows, _fmt_seconds, "Compaction time (verified runs: median, min–max, dots = reps)", None,
                  colors, missing_text=missing_text)
 
 
+@chart
 def cost_chart(rows, colors, instance_label: str, missing_text=None) -> str:
     return _hbar(rows, fmt_usd, f"Cost per compaction at {instance_label} on-demand (verified runs)", None,
                  colors, missing_text=missing_text)
 
 
+@chart
 def floor_chart(rows, colors, floor: str, paired: bool = True) -> str:
     """Each engine's compaction time as a multiple of the floor's (an engine that commits nothing).
     rows: [(engine, multiple, min, max, per-pair multiples)], the floor itself at 1×; paired: the range
@@ -196,6 +238,7 @@ def floor_chart(rows, colors, floor: str, paired: bool = True) -> str:
                  missing_text=lambda _e: "no multiple: needs verified runs of both")
 
 
+@chart
 def memory_chart(rows, hwm_rows, colors, budget: int | None, excluded_points=None, missing_text=None) -> str:
     label = f"budget {_fmt_bytes(budget)}" if budget else None
     return _hbar(rows, _fmt_bytes, "Peak memory per engine (process-tree RSS; | = largest VmHWM)", None,
@@ -203,6 +246,7 @@ def memory_chart(rows, hwm_rows, colors, budget: int | None, excluded_points=Non
                  missing_text=missing_text)
 
 
+@chart
 def phases_chart(rows, colors, missing_text=None) -> str:
     """Stacked bars, one per engine: its setup (hatched grey: session start-up and catalog warm-up,
     excluded from the compaction time), then the median seconds of each of its compaction phases.
@@ -273,6 +317,7 @@ def phases_chart(rows, colors, missing_text=None) -> str:
         return _svg(fig)
 
 
+@chart
 def timeline_chart(series, colors, *, column: str, title: str, ylabel: str, fmt, hline=None,
                    hline_label=None, smooth: int = 1) -> str:
     """series: [(engine, label, highlight, counts, DataFrame of samples)] overlaid on one time axis;
@@ -314,12 +359,14 @@ def timeline_chart(series, colors, *, column: str, title: str, ylabel: str, fmt,
         return _svg(fig)
 
 
+@chart
 def cores_chart(rows, p95_rows, colors, cores: int | None, missing_text=None) -> str:
     return _hbar(rows, lambda v: f"{v:.2f}", "Cores busy per engine (mean over the run; | = p95)", None,
                  colors, marker_rows=p95_rows, line=cores,
                  line_label=f"{cores} cores on this node" if cores else None, missing_text=missing_text)
 
 
+@chart
 def memory_timeline(series, colors, budget=None) -> str:
     peak = max((float(df["rss_bytes"].max()) for *_, df in series
                 if df is not None and not df.empty and "rss_bytes" in df), default=0)
@@ -329,6 +376,7 @@ def memory_timeline(series, colors, budget=None) -> str:
                           hline_label="budget")
 
 
+@chart
 def cpu_timeline(series, colors, cores: int | None) -> str:
     return timeline_chart(series, colors, column="cores", title="CPU over time (cores, 0.5 s mean)", ylabel="cores",
                           fmt=lambda v: f"{v:g}", hline=cores,
@@ -391,6 +439,7 @@ def _finish_gb_axes(ax, top: float, byte_axis: bool, value_fmt, x_right: float, 
     ax.set_xlabel(axis.label, color=MUTED, fontsize=8)
 
 
+@chart
 def scaling_chart(series, colors, *, title: str, value_fmt, byte_axis: bool = False, axis: XAxis = GB_AXIS) -> str:
     """One quantity against input size (or `axis`), per engine.  series: [(engine, [(gb, median, min, max)],
     fit or None)] (median None: no verified run at that size, drawn as a red × on the axis); points are medians with
@@ -434,6 +483,7 @@ def scaling_chart(series, colors, *, title: str, value_fmt, byte_axis: bool = Fa
         return _svg(fig)
 
 
+@chart
 def speedup_scaling_chart(series, colors) -> str:
     """The speedup against input size.  series: [(ref, other, [(gb, median, min, max)])] with the ratio
     oriented as other's time ÷ ref's time (above 1: ref is faster), min–max over verified pairs."""
@@ -472,6 +522,7 @@ def speedup_scaling_chart(series, colors) -> str:
         return _svg(fig)
 
 
+@chart
 def frontier_chart(series, colors, node_ram: int | None, node_label: str = "", axis: XAxis = GB_AXIS) -> str:
     """The smallest budget that passed, against input size (or `axis`).  series: [(engine, [(gb, min_budget or None,
     max_failed or None, ceiling)], fit or None)]: a thin bracket from the largest failing budget up to the
@@ -539,6 +590,7 @@ def frontier_chart(series, colors, node_ram: int | None, node_label: str = "", a
 
 
 # --- campaigns: a tuning search -----------------------------------------------------------------------
+@chart
 def tune_chart(points, color: str, baseline: float | None) -> str:
     """The configurations a search ran, in order, against their median compaction time.  points:
     [(index, label, median or None, min, max, kept, best)]: kept configurations filled, the others
@@ -593,6 +645,7 @@ def tune_chart(points, color: str, baseline: float | None) -> str:
         return _svg(fig)
 
 
+@chart
 def cluster_chart(series, colors, reference: tuple[str, float, str] | None, models=()) -> str:
     """Compaction time against the number of nodes.  series: label -> [(nodes, median, min, max)];
     reference: (label, time, colour) of the single-node reference, a dashed line; models: (label, fixed,
@@ -646,6 +699,7 @@ def _time_chart_end(fig, ax, handles, top: float, xlabel: str, ylabel: str, titl
     return _svg(fig)
 
 
+@chart
 def cap_chart(series, colors, models, read_models=None) -> str:
     """Compaction time against the storage cap.  series: label -> [(cap MiB/s or None, median, min, max)]; a None
     cap (no limit) is a dashed line across; models: label -> [(cap MiB/s, model seconds)], dotted; read_models: the
@@ -690,6 +744,7 @@ def cap_chart(series, colors, models, read_models=None) -> str:
 
 
 # --- streaming runs: one value per cycle ------------------------------------------------------------
+@chart
 def cycle_panels_chart(panels, colors) -> str:
     """Small multiples over the cycles of a streaming run: panels [(title, fmt, {engine: [(cycle, value)]})],
     one line per engine (the baseline `none` dashed), a panel with no value at all left out."""
@@ -727,6 +782,7 @@ def cycle_panels_chart(panels, colors) -> str:
 
 
 # --- append sinks: cost per GB ingested against files per GB ------------------------------------------
+@chart
 def sink_chart(points, colors, markers: dict[str, str]) -> str:
     """The append-sink presets: maintenance cost per GB ingested (y) against the data files the sink made per GB
     (x, log), one colour per engine, each point labelled with its preset; the presets of one engine and mode

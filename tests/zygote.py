@@ -24,7 +24,8 @@ import sys
 import traceback
 
 PRELOAD = ("bench.cli", "bench.runner.run", "bench.scenario", "bench.verify", "bench.campaigns", "datagen.dataset",
-           "reports.cli", "reports.render")  # the last: matplotlib, 0.8 s of each `bench report`
+           "reports.cli", "reports.render",  # matplotlib, 0.8 s of each `bench report`
+           "pyiceberg.catalog.sql", "sqlalchemy.dialects.sqlite")  # the SQLite catalog every command opens
 
 
 def _child(req: dict) -> None:

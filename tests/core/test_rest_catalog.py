@@ -441,17 +441,23 @@ with serve(CatalogSettings(warehouse=sys.argv[1])) as s:
 """
 
 
-def test_a_killed_harness_leaves_neither_its_server_nor_its_scratch_directory(tmp_path):
+def test_a_killed_harness_leaves_neither_its_server_nor_its_scratch_directory(tmp_path, monkeypatch):
     """SIGKILL of the process that served the catalog (as the OOM killer would): its server dies with it, and the
     scratch directory (ready file, stderr) it could not remove goes at the next server start."""
     import subprocess
     import sys
+    import tempfile
 
+    # a temporary directory of its own: another worker's server start would sweep the dead scratch directory first
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private))
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
     parent = subprocess.Popen([sys.executable, "-c", ORPHAN_PARENT, str(tmp_path / "wh")], stdout=subprocess.PIPE,
                               text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     server = psutil.Process(int(parent.stdout.readline()))
     d = Path(os.readlink(f"/proc/{server.pid}/fd/2")).parent  # its stderr, in the scratch directory
-    assert d.name.startswith("bench-rest-") and (d / "ready").exists()
+    assert d.name.startswith("bench-rest-") and (d / "ready").exists() and d.parent == private
     parent.kill()
     parent.wait()
     server.wait(timeout=10)  # raises if it outlives its harness
