@@ -92,6 +92,7 @@ class ArrowFloorEngine(EngineBase):
     color: ClassVar[str] = "#0F9D8A"
     packages: ClassVar[tuple[str, ...]] = ("pyarrow", "duckdb")
     # a partition filter: only data files of the partitions it selects are candidates; the others are kept
+    commits_table: ClassVar[bool] = False
     supports: ClassVar[frozenset[str]] = frozenset({"sort", "partition-filter"})
     not_supported: ClassVar[dict[str, str]] = {
         "zorder": ("arrow-floor: neither DuckDB nor pyarrow has a z-order (interleaved-bits) ordering; the floor "

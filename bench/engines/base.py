@@ -198,6 +198,9 @@ class Engine(Protocol):
     knobs: ClassVar[tuple[Knob, ...]]  # what `bench tune` varies, in order (coordinate descent)
     # it commits through the job's REST catalog (so the harness's commit gate can hold its commit)
     commits_through_rest: ClassVar[bool]
+    # False: it writes files and commits nothing (a floor: EngineOutcome.commits "none"), so readers after it
+    # would read the input unchanged, and the runner times no reads around it
+    commits_table: ClassVar[bool]
     # what it can do beyond a plain compaction of main (FEATURES); a run that needs a feature it lacks
     # is recorded `unsupported` with `why_not(feature)`, never run
     supports: ClassVar[frozenset[str]]
@@ -259,6 +262,7 @@ class EngineBase:
     min_budget_bytes: ClassVar[int] = 64 * 1024 * 1024  # the smallest memory budget it can start in
     knobs: ClassVar[tuple[Knob, ...]] = ()
     commits_through_rest: ClassVar[bool] = False
+    commits_table: ClassVar[bool] = True
     supports: ClassVar[frozenset[str]] = frozenset()
     not_supported: ClassVar[dict[str, str]] = {}
     sets_properties: ClassVar[frozenset[str]] = frozenset()

@@ -71,8 +71,9 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state (position {slot.position + 1} of "
                           f"{len(slot.order)}: {' -> '.join(slot.order)})")
         before_paths, before_meta = restore_input(ctx, r)
-        # the dataset snapshot, before the engine's own cache policy (a live-writer run changes the content: no reads)
-        r.reads = reads_before(ctx) if not slot.case else None
+        # the dataset snapshot, before the engine's own cache policy (a live-writer run changes the content, and
+        # after an engine that commits nothing readers would read the input unchanged: no reads)
+        r.reads = reads_before(ctx) if not slot.case and engine_class(slot.engine).commits_table else None
         work = ctx.run_dir / "work" / f"{ctx.scenario.name}--{file_label(slot.engine)}--{slot.tag}"
         integrity = IntegrityInput(before=before_meta, branch=slot.branch or "main",
                                    declared_properties=frozenset(ctx.scenario.output.sets_properties)

@@ -270,6 +270,8 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
     assert floor["engine_result"]["files_rewritten"] > 0 and floor["engine_result"]["equality_delete_files_read"] == 4
     assert {c["name"] for c in floor["verification"]["checks"] if c["ok"]} >= {
         "content_duckdb_merge_on_read", "content_pyiceberg_scan", "independent_readers_agree", "nothing_committed"}
+    assert floor["reads"] is None  # readers would read the input unchanged after it: none timed around it
+    assert records["leaky"]["reads"]["reader"] == "duckdb-iceberg"  # an engine that commits: timed around it
     # the same, without the second pass: not verified, and the failed check says why
     leaky = records["leaky"]
     assert leaky["status"] == "ok" and leaky["verified"] is False
