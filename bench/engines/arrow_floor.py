@@ -91,8 +91,8 @@ class ArrowFloorEngine(EngineBase):
                                   "committed (output verified, then removed)")
     color: ClassVar[str] = "#0F9D8A"
     packages: ClassVar[tuple[str, ...]] = ("pyarrow", "duckdb")
-    # a partition filter: only data files of the partitions it selects are candidates; the others are kept
     commits_table: ClassVar[bool] = False
+    # a partition filter: only data files of the partitions it selects are candidates; the others are kept
     supports: ClassVar[frozenset[str]] = frozenset({"sort", "partition-filter"})
     not_supported: ClassVar[dict[str, str]] = {
         "zorder": ("arrow-floor: neither DuckDB nor pyarrow has a z-order (interleaved-bits) ordering; the floor "
@@ -249,7 +249,8 @@ class ArrowFloorEngine(EngineBase):
                                 "by input bytes", "output_dir": str(self.out_dir)},
             versions=self._versions(),
             actions=[self._action(job, rewrite, groups)],
-            commits="none", deployment=Deployment(mode="embedded", cores=cores, writes_at_once={
+            commits="table" if self.commits_table else "none",
+            deployment=Deployment(mode="embedded", cores=cores, writes_at_once={
                 "partitions written at once (one COPY each, on DuckDB's shared threads)": min(cores, len(groups)),
                 "partitions rewritten": len(groups),
                 **({"files written at once per partition (strategy sort: one COPY each)": cores}

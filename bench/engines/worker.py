@@ -32,6 +32,7 @@ SESSION_ENV = "BENCH_WORKER_SESSION"  # "IN_FD,OUT_FD": a shared worker's contro
 # through py4j): "org.apache.iceberg.exceptions.ValidationException: ..." or "Caused by: ..."
 FOREIGN_HEADER = re.compile(r"^(?:: )?(?:Caused by: )?([A-Za-z_$][\w$]*(?:\.[\w$]+)+(?:Exception|Error))(?::\s*(.*))?$")
 MAX_CAUSES = 8
+MAX_CAUSE_CHARS = 2000  # the run's error is the first cause, as long as it always was
 
 
 def exception_causes(exc: BaseException) -> list[str]:
@@ -48,11 +49,11 @@ def exception_causes(exc: BaseException) -> list[str]:
             lines = str(e).strip().splitlines()
         except Exception:  # noqa: BLE001 - a foreign exception's text may need a runtime that is gone
             lines = []
-        out.append(f"{type(e).__name__}: {lines[0] if lines else ''}"[:500])
+        out.append(f"{type(e).__name__}: {lines[0] if lines else ''}"[:MAX_CAUSE_CHARS])
         for ln in lines[1:]:
             m = FOREIGN_HEADER.match(ln.strip())
             if m and len(out) < MAX_CAUSES:
-                out.append(f"{m.group(1)}: {m.group(2) or ''}"[:500])
+                out.append(f"{m.group(1)}: {m.group(2) or ''}"[:MAX_CAUSE_CHARS])
         e = e.__cause__ or e.__context__
     return out
 
@@ -119,7 +120,7 @@ def run_job(job_path: str, engine_name: str, handshake: Callable[[], None],
     except BaseException as exc:  # noqa: BLE001 - every failure becomes a recorded result
         record.status = classify(exc)  # type: ignore[assignment]
         record.causes = exception_causes(exc)
-        record.error = record.causes[0][:2000]
+        record.error = record.causes[0]
         if record.step != "compact":
             record.duration_s, record.phases = None, []
         traceback.print_exc()
