@@ -12,7 +12,9 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository
 TINY = "0.00005"  # 16 files, ~10 MB: seconds per scenario
@@ -84,6 +86,7 @@ class Zygote:
         self.env: dict = {}
         self.lock = threading.Lock()
         self.buf = b""
+        self.stderr: IO[bytes] | None = None
 
     def serves(self, env: dict) -> bool:
         if os.environ.get("BENCH_ZYGOTE") == "off":
@@ -108,30 +111,60 @@ class Zygote:
 
     def _start(self) -> None:
         self.env = bench_env()
+        if self.stderr is not None:
+            self.stderr.close()
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - its complaints, for the message if it ends
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.zygote"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=self.env, cwd=ROOT)
+                                     stdout=subprocess.PIPE, stderr=self.stderr, env=self.env, cwd=ROOT)
         self.buf = b""
         if self._line(120) != b"ready":
             raise RuntimeError("the tests' bench zygote did not start")
+
+    def _ended(self) -> str:
+        """How the zygote ended: its exit status and the end of its stderr."""
+        assert self.proc is not None
+        try:
+            rc: int | None = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        assert self.stderr is not None
+        self.stderr.seek(0)
+        tail = self.stderr.read().decode(errors="replace").strip().splitlines()[-5:]
+        return f"exit status {rc}" + (f"; its stderr ends: {' | '.join(tail)}" if tail else "")
+
+    def _fork(self, req: dict) -> int:
+        """Send the request; the pid of the command it forked.  A zygote that ended before it forked (it did
+        not take the request: nothing ran) is started again once, with a warning that says how it ended."""
+        for attempt in (1, 2):
+            if self.proc is None or self.proc.poll() is not None:
+                self._start()
+            assert self.proc is not None and self.proc.stdin is not None
+            try:
+                self.proc.stdin.write((json.dumps(req) + "\n").encode())
+                self.proc.stdin.flush()
+                started = self._line(60)
+            except (RuntimeError, BrokenPipeError) as e:
+                how, self.proc = self._ended(), None
+                if attempt == 2:
+                    raise RuntimeError(f"the tests' bench zygote ended twice before forking: {how}") from e
+                warnings.warn(f"the tests' bench zygote ended before forking {req['args']}: {how}; started again",
+                              stacklevel=3)
+                continue
+            if started is None:
+                raise RuntimeError(f"the tests' bench zygote did not fork {req['args']} within 60 s")
+            return int(json.loads(started)["pid"])
+        raise AssertionError("unreachable")
 
     def run(self, argv: list[str], env: dict, cwd: str, timeout: float) -> subprocess.CompletedProcess:
         if not self.lock.acquire(blocking=False):  # a test running two commands at once: the second is fresh
             return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
         try:
-            if self.proc is None or self.proc.poll() is not None:
-                self._start()
-            assert self.proc is not None and self.proc.stdin is not None
             with tempfile.TemporaryDirectory(prefix="bench-zygote-") as d:
                 out, err = Path(d) / "out", Path(d) / "err"
                 out.touch()
                 err.touch()
-                req = {"exe": argv[0], "args": argv[1:], "env": env, "cwd": cwd, "out": str(out), "err": str(err)}
-                self.proc.stdin.write((json.dumps(req) + "\n").encode())
-                self.proc.stdin.flush()
-                started = self._line(60)
-                if started is None:
-                    raise RuntimeError(f"the tests' bench zygote did not fork {argv[1:]} within 60 s")
-                pid = json.loads(started)["pid"]
+                pid = self._fork({"exe": argv[0], "args": argv[1:], "env": env, "cwd": cwd, "out": str(out),
+                                  "err": str(err)})
                 line = self._line(timeout)
                 if line is None:  # as subprocess.run: the command killed, then TimeoutExpired
                     os.kill(pid, signal.SIGKILL)
@@ -148,6 +181,8 @@ class Zygote:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        if self.stderr is not None:
+            self.stderr.close()
 
 
 ZYGOTE = Zygote()
