@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.jvm_cds import QUIET as CDS_QUIET
-from tests.jvm_cds import ensure_archive
+from tests.jvm_cds import TEST_JAVA_TOOL_OPTIONS, ensure_archive
 from tests.schedule import DurationRecorder, LongestFileFirst
 
 
@@ -34,7 +34,7 @@ def shared_warehouse(tmp_path_factory) -> Path:
 # C1 only: a tiny-scale run is mostly JVM start-up, where the C2 compiler's threads are a third of the CPU
 # of a whole `bench run` with Spark (22 s -> 15 s measured).  What the JVMs compute is the same; the
 # harness's settings (heap, direct memory, ...) are untouched.  A JAVA_TOOL_OPTIONS already set is kept.
-TEST_JAVA_TOOL_OPTIONS = "-XX:TieredStopAtLevel=1"
+# (TEST_JAVA_TOOL_OPTIONS lives in tests/jvm_cds.py, beside the archive trained with them.)
 # ... and maps one archive of the classes a Spark driver loads, made once per cache (tests/jvm_cds.py: a tiny
 # Spark run 14 s instead of 19-24 s).
 

@@ -7,7 +7,9 @@ class path is not the archive's (the Iceberg Java gateway, Spark's launcher) use
 silently.  Benchmarks never use it (the harness sets no such flag): it is the tests' shared JVM state, like
 their shared warehouse.
 
-    python -m tests.jvm_cds PATH    # trains: a Spark session on an Iceberg table, the archive written at exit
+    python -m tests.jvm_cds PATH      # trains: a Spark session on an Iceberg table, the archive written at exit
+    python -m tests.jvm_cds --ensure  # the archive the tests will map, trained when missing (`make test` runs
+                                      # it beside the checks, so the tests' first step does not wait for it)
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # a class-path mismatch only disables the archive: say nothing
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+# the C1 compiler only: tests/conftest.py says why (an archive is trained with the options it is used with)
+TEST_JAVA_TOOL_OPTIONS = "-XX:TieredStopAtLevel=1"  # a class-path mismatch only disables the archive: say nothing
 
 
 def archive_path() -> Path | None:
@@ -94,7 +98,10 @@ def _train(out: str) -> None:
         spark.stop()  # the JVM exits when the gateway closes: the archive is written then
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1:] == ["--ensure"]:
+    if "JAVA_TOOL_OPTIONS" not in os.environ:  # else the tests keep the options they are given, and no archive
+        print(f"tests' class data sharing archive: {ensure_archive(TEST_JAVA_TOOL_OPTIONS) or 'none (no java)'}")
+elif __name__ == "__main__":
     _train(sys.argv[1])
     from pyspark import SparkContext
 
