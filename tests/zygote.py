@@ -86,6 +86,9 @@ def main() -> int:
 
     for name in PRELOAD:
         importlib.import_module(name)
+    from reports.render import template
+
+    template()  # compiled once here, not in every `bench report` (0.35 s)
     reply = os.fdopen(os.dup(1), "w", buffering=1)
     requests = os.fdopen(os.dup(0), "r")
     null = os.open(os.devnull, os.O_RDWR)
