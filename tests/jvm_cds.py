@@ -21,9 +21,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # a class-path mismatch only disables the archive: say nothing
 # the C1 compiler only: tests/conftest.py says why (an archive is trained with the options it is used with)
-TEST_JAVA_TOOL_OPTIONS = "-XX:TieredStopAtLevel=1"  # a class-path mismatch only disables the archive: say nothing
+TEST_JAVA_TOOL_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 def archive_path() -> Path | None:
