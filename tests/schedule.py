@@ -6,7 +6,7 @@ runs the second-to-last test of the current one.  A file of three tests that tak
 starts near the end, or queues behind a long last test, while the other worker runs dry.  Here a
 worker gets the longest remaining file (by the seconds in tests/durations.json; a file not in there
 counts DEFAULT_TEST_S per test) and only when it has nothing else left to start: longest-processing-
-time-first, which keeps the two workers' ends close together.
+time-first, which keeps the workers' ends close together.
 
 Refresh the table after adding slow tests: `pytest -m "not serial" --record-durations tests/durations.json`
 (the seconds of setup, call and teardown, summed per file; only the files that ran are replaced).
