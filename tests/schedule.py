@@ -3,7 +3,7 @@
 `--dist loadfile` keeps a file on one worker (its module fixtures - servers, JVMs, tables - are built
 once), but xdist hands the files out largest-count-first and gives a worker its next file while it still
 runs the second-to-last test of the current one.  A file of three tests that takes two minutes then
-starts near the end, or queues behind a long last test, while the other worker runs dry.  Here a
+starts near the end, or queues behind a long last test, while another worker runs dry.  Here a
 worker gets the longest remaining file (by the seconds in tests/durations.json; a file not in there
 counts DEFAULT_TEST_S per test) and only when it has nothing else left to start: longest-processing-
 time-first, which keeps the workers' ends close together.
@@ -47,7 +47,7 @@ class LongestFileFirst(LoadFileScheduling):
     def _reschedule(self, node) -> None:
         # A worker holds its last test until it knows the next one (or is told to stop): with one test
         # pending it is idle, with two it runs one.  So a new file goes to a worker that is idle, never
-        # queued behind a test that may run for minutes while the other worker could have started it.
+        # queued behind a test that may run for minutes while another worker could have started it.
         if node.shutting_down:
             return
         if self.workqueue and self._pending_of(self.assigned_work[node]) > 1:
