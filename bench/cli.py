@@ -368,7 +368,9 @@ def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, e
 @main.command()
 @click.option("--engines", default="spark,risingwave", show_default=True, help="Comma-separated engines.")
 @click.option("--cases", default=None, help="Only these cases (comma-separated; default: every case of "
-              "scenarios/conformance/cases.yaml).")
+              "the cases file).")
+@click.option("--cases-file", default=None, type=click.Path(dir_okay=False),
+              help="The cases file (default scenarios/conformance/cases.yaml; schema: datagen.conformance.Case).")
 @click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="The matrix goes to DIR/<run-id>/conformance.json, each case's runs beside it.")
 @click.option("--warehouse", default=None, help="Warehouse directory (default ./warehouse); the cases' tables are "
@@ -376,18 +378,30 @@ def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, e
 @click.option("--run-id", default=None, help="Name of the run's directory (default: a timestamp).")
 @click.option("--timeout", "timeout_s", type=click.IntRange(min=1), default=600, show_default=True,
               help="Time limit of one engine run, seconds.")
+@click.option("--fail-on", default=None, metavar="VERDICTS",
+              help="Exit 1 (after writing the record and printing the matrix) when any cell has one of these "
+                   "verdicts, comma-separated: wrong (= wrong-rows and wrong-metadata), wrong-rows, wrong-metadata, "
+                   "failed, unsupported, harness-cannot. A gate for an engine upgrade.")
 @one_line_errors
-def conformance(engines, cases, results_dir, warehouse, run_id, timeout_s):
-    """Each engine's correctness on edge-case tables written by another engine: a matrix engine x case
-    (correct / wrong, with evidence / unsupported, with the engine's reason / harness-cannot)."""
-    from bench.conformance import ConformanceOptions, matrix_line
+def conformance(engines, cases, cases_file, results_dir, warehouse, run_id, timeout_s, fail_on):
+    """Each engine's correctness on edge-case tables that state the rows they must end with (today written by
+    Spark SQL with Iceberg's Java library: for Spark its own library, its cells marked self-written): a matrix
+    engine x case (correct / wrong-rows / wrong-metadata, with evidence / failed, with the engine's error /
+    unsupported, with its reason / harness-cannot, the harness's defect), with the versions it comes from."""
+    from bench.conformance import ConformanceOptions, failing, matrix_line, parse_fail_on
     from bench.conformance import conformance as run_conformance
 
+    gate = parse_fail_on(fail_on)
     rec = run_conformance(ConformanceOptions(engines=engines, cases=cases.split(",") if cases else None,
                                              results_dir=results_dir, warehouse=warehouse, run_id=run_id,
-                                             timeout_s=timeout_s), Progress())
+                                             timeout_s=timeout_s, cases_file=cases_file), Progress())
     for line in matrix_line(rec):
         click.echo(line)
+    bad = failing(rec, gate)
+    if bad:
+        click.echo(f"--fail-on {fail_on}: {len(bad)} cell(s): "
+                   + ", ".join(f"{c.case} {c.engine} {c.verdict}" for c in bad), err=True)
+        sys.exit(1)
 
 
 @main.command()

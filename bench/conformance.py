@@ -1,42 +1,67 @@
 """`bench conformance`: each engine's correctness on edge-case tables, as a matrix (engine x case).
 
-A campaign of ordinary runs: the cases' tables (datagen.conformance, written by Spark SQL and Iceberg's Java
-API, never by the engines measured) are each run through `bench run`'s own path (`run_scenario` with the
-table as a --source-table: a zero-copy clone, restored before every engine, the table out of reach while
-the engine sets up, verified), and every cell's verdict comes from the verifier's checks:
+A campaign of ordinary runs: the cases' tables (datagen.conformance: today every one written by Spark SQL with
+Iceberg's Java library, equality deletes by pyarrow and Iceberg's Java API; so for the Spark engine they are written
+by its own library, and its cells are marked self-written) are each run through `bench run`'s own path
+(`run_scenario` with the table as a --source-table: a zero-copy clone, restored before every engine, the table out of
+reach while the engine sets up, verified).  Each case states the rows its operations leave by the Iceberg spec
+(`expected`, reasoned by its author): the table as written is held to it first (`case_table_holds_expected`, a
+harness check), then every engine's output (`expected_rows`), and each reader's answer is a witness against it.
 
-    correct         the run is verified
-    wrong           the engine ran and a required check failed that every reader agrees on (evidence: the
-                    failed checks: rows and checksums against the source's, metadata, types, files)
-    unsupported     the engine declares it cannot (its reason), or it failed on the table (its own error)
-    harness-cannot  the harness could not judge: the case could not be written or cloned, its readers
-                    disagree and the reference reader (Iceberg's Java library) could not read it either, or
-                    the harness failed (must stay empty: each one is a harness defect)
+Every cell's verdict comes from whose checks failed (each check declares it: `Check.whose`, `Check.about`):
 
-A reader that read otherwise than the reference reader is a reader finding (`ConformanceCell.findings`,
-also in the evidence): a fact about that reader, never the engine's verdict.
+    correct         the run is verified, or only readers disagreed with the case's expected rows (reader findings)
+    wrong-rows      the engine's output does not hold the expected rows, or every reader reads content other
+                    than the source's (evidence: the rows that came back or were lost, a few of each)
+    wrong-metadata  the rows are right, something else about the output is not: snapshot summary, stats, schema,
+                    properties, refs, files (codec, count, live deletes), Parquet types (evidence: the fields)
+    failed          the engine crashed, ran out of memory, timed out or panicked (its own error)
+    unsupported     the engine's own declared refusal, or its own error saying it does not support the shape
+                    (Engine.refusal_pattern)
+    harness-cannot  the harness could not: write or clone the table, serve it (Engine.harness_cannot, e.g. a catalog
+                    that cannot commit v3), read it, or a harness-side check failed (the table as written against
+                    its expected rows, input_identical, input_matches_generator, setup_out_of_reach): each one is
+                    a harness defect, never the engine's verdict
 
-The record goes to DIR/<run-id>/conformance.json (`ConformanceRecord`); `bench report DIR/<run-id>` renders
-the matrix, each wrong cell with its evidence.
+A reader that disagreed with the reference reader or with the case's expected rows is a reader finding
+(`ConformanceCell.findings`, also in the evidence): a fact about that reader, never the engine's verdict.
+
+The record goes to DIR/<run-id>/conformance.json (`ConformanceRecord`, with the versions the verdicts come from);
+`bench report DIR/<run-id>` renders the matrix, each cell that is not correct with its evidence.  `--fail-on`
+turns chosen verdicts into exit status 1 (a gate for an engine upgrade).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
+from bench.core.iceberg_java.runtime import ICEBERG_VERSION
+from bench.core.machine import HARNESS_PACKAGES, package_versions
 from bench.core.progress import Progress
-from bench.core.results import ConformanceCell, ConformanceRecord, RunResult, now_iso
-from bench.core.source import SourceRef
-from bench.engines import parse_engines
+from bench.core.results import (
+    WRONG,
+    Check,
+    ConformanceCase,
+    ConformanceCell,
+    ConformanceRecord,
+    RunResult,
+    now_iso,
+)
+from bench.core.source import SourceRef, load_source
+from bench.engines import REGISTRY, engine_class, parse_engines
+from bench.engines.base import HARNESS_CANNOT
 from bench.runner import RunOptions, run_scenario
 from bench.runner.session import SharedProcesses
-from datagen.conformance import Case, Written, catalog_file, load_cases, write_cases
+from bench.verify.expected import expected_check
+from datagen.conformance import CASES_FILE, Case, Written, catalog_file, load_cases, write_cases
 
 DEFAULT_ENGINES = "spark,risingwave"
+READER_PACKAGES = ("pyiceberg", "pyarrow", "duckdb", "duckdb-extension-iceberg")  # the harness's readers
 TABLES_DIR = "conformance-tables"  # under the warehouse: the cases' tables, reused while the cases are the same
 
 
@@ -48,63 +73,125 @@ class ConformanceOptions:
     warehouse: str | None = None
     run_id: str | None = None
     timeout_s: int = 600
+    cases_file: str | None = None  # another cases file (default: scenarios/conformance/cases.yaml)
 
 
-def verdict(r: RunResult) -> tuple[str, str]:
-    """A cell's verdict and its evidence, from one engine run's result."""
+FAIL_ON = {"wrong": WRONG, "wrong-rows": ("wrong-rows", "wrong"), "wrong-metadata": ("wrong-metadata",),
+           "failed": ("failed",), "unsupported": ("unsupported",), "harness-cannot": ("harness-cannot",)}
+EXPECTED_CHECK = "expected_rows"  # the output against the case's expected rows (bench.verify.checks.verify)
+TABLE_CHECK = "case_table_holds_expected"  # the table as written against them, before any engine runs
+
+
+def parse_fail_on(text: str | None) -> tuple[str, ...]:
+    """--fail-on VERDICT[,VERDICT...]: the verdicts (wrong = both wrong kinds) that make the run exit 1."""
+    if not text:
+        return ()
+    asked = [v.strip() for v in text.split(",") if v.strip()]
+    bad = [v for v in asked if v not in FAIL_ON]
+    if bad or not asked:
+        raise UserError(f"--fail-on: unknown verdict(s) {', '.join(bad) or repr(text)}; choose from "
+                        f"{', '.join(FAIL_ON)} (comma-separated)")
+    return tuple(dict.fromkeys(v for a in asked for v in FAIL_ON[a]))
+
+
+def _listed(checks: list[Check]) -> str:
+    return "; ".join(f"{c.name}: {c.message}" for c in checks)
+
+
+def _engine_error(r: RunResult, refuses: str) -> tuple[str, str]:
+    """A run that did not end ok: unsupported when the engine's own error says so, else failed; the harness's
+    failure (its error starts with HARNESS_CANNOT) is harness-cannot."""
+    err = r.error or ""
+    if err.startswith(HARNESS_CANNOT):
+        return "harness-cannot", err
     if r.status == "unsupported":
-        return "unsupported", (r.error or "").removeprefix("unsupported: ")
-    if r.status != "ok":
-        if (r.error or "").startswith("harness:"):
-            return "harness-cannot", r.error or ""
-        return "unsupported", f"{r.status}: {r.error or 'no error recorded'}"
+        return "unsupported", err.removeprefix("unsupported: ")
+    said = " | ".join([err, *r.error_causes])
+    if refuses and re.search(refuses, said):
+        return "unsupported", f"its own error says it does not support this: {r.status}: {err}"
+    return "failed", f"{r.status}: {err or 'no error recorded'}"
+
+
+def verdict(r: RunResult, refuses: str = "") -> tuple[str, str]:
+    """A cell's verdict and its evidence, from one engine run's result: from whose required checks failed (the
+    harness's first, then the engine's rows, then the rest of its output); `refuses`: the engine's pattern for its
+    own errors that say it does not support a shape (Engine.refusal_pattern)."""
+    if r.status != "ok" or (r.error or "").startswith(HARNESS_CANNOT):
+        return _engine_error(r, refuses)
+    checks = r.verification.checks
+    failed = [c for c in checks if c.required and not c.ok]
+    harness = [c for c in failed if c.whose == "harness"]
+    if harness:
+        return "harness-cannot", "a harness-side check failed: " + _listed(harness)[:3000]
+    readers = [c for c in failed if c.whose == "reader"]
+    rows = [c for c in failed if c.whose == "engine" and c.about == "rows"]
+    held = next((c for c in checks if c.name == EXPECTED_CHECK), None)
+    others = [c for c in checks if c.required and c.about == "rows" and c.whose == "engine" and c is not held]
+    if rows and any(c.ok for c in others):  # the readers of the output disagree
+        if held is None:
+            return "harness-cannot", "readers disagree and no expected rows decide: " + _listed(others)[:2000]
+        if held.ok:  # the case's expected rows side with the readers that passed: the others are reader findings
+            readers, rows = readers + rows, []
     found = "".join(f"reader finding: {f.text()}; " for f in r.verification.findings)
-    if r.verified:
-        return "correct", found.removesuffix("; ")
-    failed = [c for c in r.verification.checks if c.required and not c.ok]
-    # the readers that count (advisory ones aside: by name where names are ambiguous, or overruled by the reference)
-    content = [c for c in r.verification.checks if c.name.startswith("content_") and c.required]
-    if content and any(c.ok for c in content) and any(not c.ok for c in content):  # the reference could not decide
-        return "harness-cannot", "readers disagree: " + "; ".join(f"{c.name}: {c.message}" for c in content)[:2000]
-    rows = r.verification.rows
-    which = "" if rows is None else (
-        f"rows that came back: {rows.came_back} (e.g. {rows.came_back_rows}); rows lost: {rows.lost}"
-        + (f" (e.g. {rows.lost_rows})" if rows.lost_rows else "") + "; ")
-    return "wrong", (found + which + "; ".join(f"{c.name}: {c.message}" for c in failed))[:3000] or "not verified"
+    found += "".join(f"reader check {c.name}: {c.message}; " for c in readers)
+    if rows:
+        diff = r.verification.rows
+        which = "" if diff is None else (
+            f"rows that came back: {diff.came_back} (e.g. {diff.came_back_rows}); rows lost: {diff.lost}"
+            + (f" (e.g. {diff.lost_rows})" if diff.lost_rows else "") + "; ")
+        return "wrong-rows", (which + _listed(rows) + "; " + found)[:3000].removesuffix("; ")
+    meta = [c for c in failed if c.whose == "engine" and c.about == "metadata"]
+    if meta:
+        return "wrong-metadata", (_listed(meta) + "; " + found)[:3000].removesuffix("; ")
+    return "correct", found.removesuffix("; ")
 
 
 def run_case(opts: ConformanceOptions, case: Case, catalog: Path, engines: list[str], run_dir: Path,
-             progress: Progress, shared: SharedProcesses | None = None) -> list[ConformanceCell]:
+             progress: Progress, shared: SharedProcesses | None = None,
+             written: Written | None = None) -> tuple[list[ConformanceCell], list[RunResult]]:
     """One case through `bench run`'s path, one cell per engine (in the engines' shared processes when given)."""
     ref = SourceRef(catalog_file=str(catalog), table=case.table)
     try:
         results = run_scenario(RunOptions(scenario=case.scenario, engines=",".join(engines), source=ref,
                                           warehouse=opts.warehouse, results_dir=str(run_dir / "runs"),
                                           run_id=case.name, timeout_s=opts.timeout_s, readers=False,
-                                          shared=shared), progress)
+                                          shared=shared, expected=case.expected), progress)
     except Exception as e:  # noqa: BLE001 - the harness refused the table or failed on it: it cannot judge it
         why = f"refused: {e}" if isinstance(e, UserError) else f"the harness failed: {type(e).__name__}: {e}"
         return [ConformanceCell(case=case.name, covers=case.covers, engine=e_, verdict="harness-cannot",
-                                evidence=why[:2000]) for e_ in engines]
+                                evidence=why[:2000]) for e_ in engines], []
     cells = []
     for r in results:
-        v, evidence = verdict(r)
+        cls = engine_class(r.engine_base)
+        v, evidence = verdict(r, cls.refusal_pattern)
+        mine = bool(written and set(written.packages) & set(cls.packages))
         cells.append(ConformanceCell(case=case.name, covers=case.covers, engine=r.engine, verdict=v,  # type: ignore[arg-type]
                                      evidence=evidence, run=f"runs/{case.name}/{Path(r.engine).name}",
-                                     findings=r.verification.findings))
-    return cells
+                                     findings=r.verification.findings, self_written=mine))
+    return cells, results
+
+
+def table_check(case: Case, catalog: Path) -> Check:
+    """The case's table as written against what the case states (a harness check: a table that does not hold it
+    is the harness's defect, and no engine is judged on it)."""
+    try:
+        tbl = load_source(SourceRef(catalog_file=str(catalog), table=case.table))
+    except UserError as e:
+        return Check(name=TABLE_CHECK, ok=False, whose="harness", about="rows", message=f"cannot load it: {e}")
+    return expected_check(tbl, None, case.expected, TABLE_CHECK, "harness", "the case's table as written")
 
 
 def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceRecord:
     engines = parse_engines(opts.engines)
-    cases = load_cases(names=opts.cases)
+    cases = load_cases(path=Path(opts.cases_file) if opts.cases_file else CASES_FILE, names=opts.cases)
     warehouse = Path(opts.warehouse or "warehouse")
     run_id = opts.run_id or time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-conformance"
     run_dir = Path(opts.results_dir) / run_id
     if run_dir.exists():
         raise UserError(f"{run_dir} exists: choose another --run-id")
     run_dir.mkdir(parents=True)
-    rec = ConformanceRecord(run_id=run_id, started_at=now_iso(), engines=engines, cases=[c.name for c in cases])
+    rec = ConformanceRecord(run_id=run_id, started_at=now_iso(), engines=engines,
+                            cases=[ConformanceCase(name=c.name, covers=c.covers, expected=c.expected) for c in cases])
     t0 = time.perf_counter()
     with progress.task(f"writing {len(cases)} conformance tables with Spark SQL (each reused while its case is "
                        "the same)", unit="step"):
@@ -113,35 +200,81 @@ def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceReco
     catalog = catalog_file(warehouse / TABLES_DIR)
     with SharedProcesses() as shared:
         for i, case in enumerate(cases, 1):
-            run_one_case(opts, rec, i, case, written.get(case.name), catalog, run_dir, progress, shared)
+            results = run_one_case(opts, rec, i, case, written.get(case.name), catalog, run_dir, progress, shared)
+            record_versions(rec, results)
+    rec.versions.setdefault("writer", writer_versions())
     rec.ended_at, rec.seconds = now_iso(), round(time.perf_counter() - t0, 1)
     write_atomic(run_dir / "conformance.json", rec.model_dump_json(indent=1))
     return rec
 
 
 def run_one_case(opts: ConformanceOptions, rec: ConformanceRecord, i: int, case: Case, w: Written | None,
-                 catalog: Path, run_dir: Path, progress: Progress, shared: SharedProcesses) -> None:
+                 catalog: Path, run_dir: Path, progress: Progress, shared: SharedProcesses) -> list[RunResult]:
     """One case's cells into `rec`, written after each case (a killed campaign keeps what it judged)."""
     progress.info(f"[conformance {i}/{len(rec.cases)}] {case.name} ({', '.join(case.covers)})")
+    entry = rec.case(case.name)
+    assert entry is not None
+    results: list[RunResult] = []
     if w is None or w.error:
         why = w.error if w is not None else "not written"
         rec.cells += [ConformanceCell(case=case.name, covers=case.covers, engine=e, verdict="harness-cannot",
                                       evidence=f"the case's table could not be written: {why}") for e in rec.engines]
     else:
-        rec.cells += run_case(opts, case, catalog, rec.engines, run_dir, progress, shared)
+        entry.written_by = w.written_by
+        entry.table_check = table_check(case, catalog)
+        if not entry.table_check.ok:  # the harness's defect: no engine is judged on a table that is not the case
+            rec.cells += [ConformanceCell(case=case.name, covers=case.covers, engine=e, verdict="harness-cannot",
+                                          evidence=f"{TABLE_CHECK}: {entry.table_check.message}")
+                          for e in rec.engines]
+        else:
+            cells, results = run_case(opts, case, catalog, rec.engines, run_dir, progress, shared, w)
+            rec.cells += cells
     write_atomic(run_dir / "conformance.json", rec.model_dump_json(indent=1))
+    return results
+
+
+def record_versions(rec: ConformanceRecord, results: list[RunResult]) -> None:
+    """The versions the verdicts come from, from the results (each result records them): per engine its own
+    distributions and what it reported (e.g. Spark's, Java's and Iceberg's versions), and the readers'."""
+    engine_packages = {p for e in REGISTRY for p in engine_class(e).packages}
+    for r in results:
+        cls = engine_class(r.engine_base)
+        rec.versions.setdefault(r.engine, {}).update(
+            {k: v for k, v in r.versions.items() if k in cls.packages or (k not in HARNESS_PACKAGES
+                                                                          and k not in engine_packages)})
+        rec.versions.setdefault("readers", {}).update(
+            {k: r.versions[k] for k in READER_PACKAGES if k in r.versions}
+            | {"iceberg (Java, the reference reader through Spark SQL)": ICEBERG_VERSION,
+               "pyspark (the reference reader)": r.versions.get("pyspark")})
+
+
+def writer_versions() -> dict[str, str | None]:
+    """The cases' writer (datagen.conformance: Spark SQL with Iceberg's Java library, pyarrow's delete files)."""
+    return package_versions(("pyspark", "pyarrow")) | {"iceberg (Java)": ICEBERG_VERSION}
+
+
+def failing(rec: ConformanceRecord, verdicts: tuple[str, ...]) -> list[ConformanceCell]:
+    """The cells whose verdict is among `verdicts` (--fail-on)."""
+    return [c for c in rec.cells if c.verdict in verdicts]
 
 
 def matrix_line(rec: ConformanceRecord) -> list[str]:
-    """The matrix as the terminal shows it: a line per case, then per engine its counts, then where it went."""
-    width = max([4, *(len(c) for c in rec.cases)])
-    out = [f"{'case':<{width}}  " + "  ".join(f"{e:<14}" for e in rec.engines)]
-    for case in rec.cases:
-        cells = {c.engine: c.verdict for c in rec.cells if c.case == case}
-        out.append(f"{case:<{width}}  " + "  ".join(f"{cells.get(e, '-'):<14}" for e in rec.engines))
+    """The matrix as the terminal shows it: a line per case, then per engine its counts, the versions, then where
+    it went.  A self-written cell (the engine's own library wrote the table) is marked with a *."""
+    names = rec.case_names
+    width = max([4, *(len(c) for c in names)])
+    out = [f"{'case':<{width}}  " + "  ".join(f"{e:<15}" for e in rec.engines)]
+    for case in names:
+        cells = {c.engine: c.verdict + ("*" if c.self_written else "") for c in rec.cells if c.case == case}
+        out.append(f"{case:<{width}}  " + "  ".join(f"{cells.get(e, '-'):<15}" for e in rec.engines))
     for e in rec.engines:
         got = [c.verdict for c in rec.cells if c.engine == e]
         out.append(f"{e}: " + ", ".join(f"{got.count(v)} {v}" for v in dict.fromkeys(got)))
+    if any(c.self_written for c in rec.cells):
+        out.append("* self-written: the engine's own library wrote the case's table (the case's expected rows, "
+                   "not that library, decide the cell)")
+    for who, v in rec.versions.items():
+        out.append(f"versions, {who}: " + ", ".join(f"{k} {x}" for k, x in v.items()))
     out.append(f"conformance: {Path(rec.run_id)}/conformance.json ({rec.seconds or 0:.0f} s"
                + (f", {rec.tables_s:.0f} s of it writing the cases' tables" if rec.tables_s else "") + ")")
     return out

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bench.core.catalog import CatalogSettings, load_catalog
 from bench.core.errors import UserError
+from bench.core.expected import Expected
 from bench.core.fileio import write_atomic
 from bench.core.results import TouchedCase
 from bench.core.table.shape import FACTS
@@ -73,6 +74,9 @@ class Case(BaseModel):
     partitioned_by: str | None = None
     properties: dict[str, str] = Field(default_factory=dict)
     steps: list[Step] = Field(default_factory=list)
+    # what its steps leave by the Iceberg spec's rules (rows, and the key column's values): the table as written is
+    # held to it before any engine runs, then every engine's output
+    expected: Expected
 
     @field_validator("touches")
     @classmethod
@@ -92,6 +96,10 @@ class Written(BaseModel):
     digest: str = ""  # of the case's definition: a changed case is written again
     table: str | None = None
     error: str | None = None
+    written_by: str = ""  # the libraries and versions that wrote it, e.g. "Spark 3.5.9 + Iceberg 1.10.2 (Java)"
+    # the distributions that wrote it: an engine that ships one of them (Engine.packages) judged on the table is
+    # judged on a table its own library wrote (its conformance cell is marked self-written)
+    packages: list[str] = Field(default_factory=list)
 
 
 def load_cases(path: Path = CASES_FILE, names: list[str] | None = None) -> list[Case]:
@@ -110,7 +118,7 @@ def load_cases(path: Path = CASES_FILE, names: list[str] | None = None) -> list[
 
 def case_digest(case: Case) -> str:
     """Of what writes the table (not of which shapes it stands for)."""
-    return hashlib.sha256(case.model_dump_json(exclude={"touches"}).encode()).hexdigest()[:12]
+    return hashlib.sha256(case.model_dump_json(exclude={"touches", "expected"}).encode()).hexdigest()[:12]
 
 
 def touched(shape: dict[str, str], cases: list[Case]) -> tuple[list[TouchedCase], list[str]]:
@@ -144,7 +152,8 @@ def write_cases(cases: list[Case], root: Path) -> dict[str, Written]:
         have = {w["case"]: Written.model_validate(w) for w in json.loads(done.read_text())}
     except (OSError, ValueError, KeyError, TypeError):
         have = {}
-    todo = [c for c in cases if have.get(c.name) is None or have[c.name].digest != case_digest(c)]
+    todo = [c for c in cases if have.get(c.name) is None or have[c.name].digest != case_digest(c)
+            or not (have[c.name].written_by or have[c.name].error)]  # one written before writers were recorded
     if todo:
         root.mkdir(parents=True, exist_ok=True)
         spec, log = root / "todo.json", root / "writer.log"
@@ -213,6 +222,20 @@ def _write_case(spark: Any, settings: CatalogSettings, case: Case) -> None:
                 _equality_delete(spark, settings, case, step.equality_delete)
 
 
+def _writers(spark: Any, case: Case) -> dict[str, Any]:
+    """Written.written_by and .packages of a case this process wrote: Spark SQL with Iceberg's Java library, and
+    for an equality delete pyarrow's file committed through Iceberg's Java API."""
+    import pyarrow as pa
+
+    iceberg = str(spark.sparkContext._jvm.org.apache.iceberg.IcebergBuild.version())
+    by = f"Spark {spark.version} + Iceberg {iceberg} (Java)"
+    packages = ["pyspark", "snowpark-connect-deps-iceberg"]  # Spark and the Iceberg runtime jar it loads
+    if any(step.equality_delete is not None for step in case.steps):
+        by += f"; equality-delete files: pyarrow {pa.__version__}, committed by Iceberg {iceberg}'s Java API"
+        packages.append("pyarrow")
+    return {"written_by": by, "packages": packages}
+
+
 def main(spec: str, root: str) -> int:
     from pyspark.sql import SparkSession
 
@@ -233,7 +256,8 @@ def main(spec: str, root: str) -> int:
         for case in cases:
             try:
                 _write_case(spark, settings, case)
-                written.append(Written(case=case.name, digest=case_digest(case), table=case.table))
+                written.append(Written(case=case.name, digest=case_digest(case), table=case.table,
+                                       **_writers(spark, case)))
             except Exception as e:  # noqa: BLE001 - a case Spark cannot write is recorded, the others go on
                 msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 written.append(Written(case=case.name, digest=case_digest(case),

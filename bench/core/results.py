@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bench.core.expected import Expected
 from bench.core.fileio import write_atomic
 from bench.core.published import PUBLISHED_INSTANCE, PUBLISHED_MACHINE
 from bench.core.spread import Spread
@@ -177,21 +178,33 @@ class ReaderFinding(BaseModel):
     error: str | None = None  # the reader failed on a table the reference read
     reference_rows: int
     reference_checksum: str
+    # whom it disagreed with: the reference reader, or a conformance case's expected rows (its checksum then "")
+    against: str = "the reference reader (Iceberg's Java library)"
 
     def text(self) -> str:
         got = (f"failed ({self.error})" if self.error is not None else
-               f"reads {self.rows} rows (checksum {self.checksum})")
-        return (f"{self.reader} ({self.resolves}) {got} on {self.on}; the reference reader (Iceberg's Java library) "
-                f"reads {self.reference_rows} rows (checksum {self.reference_checksum})")
+               f"reads {self.rows} rows" + (f" (checksum {self.checksum})" if self.reference_checksum else ""))
+        return (f"{self.reader} ({self.resolves}) {got} on {self.on}; {self.against} "
+                + (f"reads {self.reference_rows} rows (checksum {self.reference_checksum})" if self.reference_checksum
+                   else f"state {self.reference_rows} rows"))
+
+
+Whose = Literal["engine", "harness", "reader"]
+About = Literal["rows", "metadata"]
 
 
 class Check(BaseModel):
-    """One verification check: required checks decide `verified`; advisory ones are only shown."""
+    """One verification check: required checks decide `verified`; advisory ones are only shown.  A check declares
+    whose fault its failure is (`whose`: the engine's output, the harness's own work - its input, clone, catalog,
+    setup rule -, or a reader's answer) and what it is about (`about`: the rows, or the rest of the output: snapshot
+    summary, stats, types, refs, files), so a conformance verdict names the culprit without guessing from names."""
 
     name: str
     ok: bool
     message: str = ""  # what was compared; on failure, what differs
     required: bool = True
+    whose: Whose = "engine"
+    about: About = "metadata"
 
 
 class CommitEvent(BaseModel):
@@ -943,7 +956,9 @@ class RunResult(BaseModel):
                 and self.streaming is None)
 
 
-Verdict = Literal["correct", "wrong", "unsupported", "harness-cannot"]
+# records written before 2026-11-29 said "wrong" for both wrong kinds (and "unsupported" for engine failures)
+Verdict = Literal["correct", "wrong-rows", "wrong-metadata", "failed", "unsupported", "harness-cannot", "wrong"]
+WRONG = ("wrong-rows", "wrong-metadata", "wrong")
 
 
 class ConformanceCell(BaseModel):
@@ -953,9 +968,25 @@ class ConformanceCell(BaseModel):
     covers: list[str] = Field(default_factory=list)  # the table shapes the case touches
     engine: str
     verdict: Verdict
-    evidence: str = ""  # wrong: the failed checks; unsupported: the engine's reason; harness-cannot: why
+    # wrong-*: the failed checks (rows: examples; metadata: the fields); failed: the engine's error; unsupported: its
+    # reason; harness-cannot: what the harness could not do
+    evidence: str = ""
     run: str = ""  # the run's directory, relative to the conformance run's
-    findings: list[ReaderFinding] = Field(default_factory=list)  # readers the reference reader overruled
+    findings: list[ReaderFinding] = Field(default_factory=list)  # readers overruled by the reference or the case
+    # the table was written by this engine's own library (e.g. Spark on a Spark-written case): the case's expected
+    # rows, not that library, decide the cell
+    self_written: bool = False
+
+
+class ConformanceCase(BaseModel):
+    """A case as the run judged it: what it stands for, what it states it leaves, who wrote its table, and whether
+    the table as written holds what it states (checked before any engine runs)."""
+
+    name: str
+    covers: list[str] = Field(default_factory=list)
+    expected: Expected | None = None
+    written_by: str = ""  # library and version that wrote the table
+    table_check: Check | None = None  # the table as written against `expected` (a harness check)
 
 
 class ConformanceRecord(BaseModel):
@@ -967,8 +998,24 @@ class ConformanceRecord(BaseModel):
     seconds: float | None = None  # the whole campaign: the cases' tables written (or reused), then the runs
     tables_s: float | None = None  # of it, writing the cases' tables (near 0 when they were reused)
     engines: list[str] = Field(default_factory=list)
-    cases: list[str] = Field(default_factory=list)
+    # the versions the verdicts come from: per engine its own, "readers" the harness's readers (pyiceberg, DuckDB,
+    # its iceberg extension, Iceberg's Java library through Spark: the reference reader), "writer" the cases' writer
+    versions: dict[str, dict[str, str | None]] = Field(default_factory=dict)
+    cases: list[ConformanceCase] = Field(default_factory=list)
     cells: list[ConformanceCell] = Field(default_factory=list)
+
+    @field_validator("cases", mode="before")
+    @classmethod
+    def _named_cases(cls, v: Any) -> Any:
+        """Records before 2026-11-29 listed the cases' names only."""
+        return [{"name": c} if isinstance(c, str) else c for c in v] if isinstance(v, list) else v
+
+    @property
+    def case_names(self) -> list[str]:
+        return [c.name for c in self.cases]
+
+    def case(self, name: str) -> ConformanceCase | None:
+        return next((c for c in self.cases if c.name == name), None)
 
 
 class RunState(BaseModel):

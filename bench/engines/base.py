@@ -50,6 +50,9 @@ FEATURES = {
 }
 # An untimed gap in compact() longer than this becomes a phase "other" (so the phases add up).
 UNTIMED_MIN_S = 0.001
+# a reason that is the harness's, not the engine's (Engine.harness_cannot; a run's error starting with it is the
+# harness's failure: bench.runner.engine_run.harness_failed says it the same way)
+HARNESS_CANNOT = "harness: "
 
 
 class MaintenanceOp(BaseModel):
@@ -205,6 +208,13 @@ class Engine(Protocol):
     # is recorded `unsupported` with `why_not(feature)`, never run
     supports: ClassVar[frozenset[str]]
     not_supported: ClassVar[dict[str, str]]  # feature -> why this engine cannot (its version, its API)
+    # feature -> why the harness cannot serve this engine the feature (e.g. the catalog it serves the engine cannot
+    # commit it): not the engine's refusal; why_not says it with HARNESS_CANNOT before it, and a conformance cell
+    # on it is harness-cannot
+    harness_cannot: ClassVar[dict[str, str]]
+    # a regular expression matching its own errors that say it does not support what it met (a conformance cell
+    # on such a failure is unsupported, any other failure of its own is failed); "" when it has none
+    refusal_pattern: ClassVar[str]
     # table properties its compaction sets (the integrity check `same_properties` does not compare them)
     sets_properties: ClassVar[frozenset[str]]
     # a regular expression matching the lines of its own log that report a commit conflict or a commit retry
@@ -265,6 +275,8 @@ class EngineBase:
     commits_table: ClassVar[bool] = True
     supports: ClassVar[frozenset[str]] = frozenset()
     not_supported: ClassVar[dict[str, str]] = {}
+    harness_cannot: ClassVar[dict[str, str]] = {}
+    refusal_pattern: ClassVar[str] = ""
     sets_properties: ClassVar[frozenset[str]] = frozenset()
     conflict_log_pattern: ClassVar[str] = ""
 
@@ -274,6 +286,8 @@ class EngineBase:
     @classmethod
     def why_not(cls, feature: str) -> str | None:
         """None when the engine supports `feature`, else why not."""
+        if feature in cls.harness_cannot:
+            return HARNESS_CANNOT + cls.harness_cannot[feature]
         if feature in cls.supports:
             return None
         return cls.not_supported.get(feature) or f"{cls.name} does not declare support for {FEATURES[feature]}"

@@ -20,6 +20,7 @@ from bench.core.catalog.s3 import S3Connection
 from bench.core.cost import parse_instance
 from bench.core.dataset import GeneratedTable
 from bench.core.errors import UserError
+from bench.core.expected import Expected
 from bench.core.lock import WarehouseLock
 from bench.core.machine import DROP_CACHES, node_ram_bytes, usable_cores
 from bench.core.progress import Progress
@@ -80,6 +81,7 @@ class RunOptions(CommonOptions):
     cycles: int | None = None  # --cycles: a streaming scenario's cycles
     # bench conformance: the engines' shared processes and served catalog (bench.runner.session), or None
     shared: Any = None
+    expected: Expected | None = None  # bench conformance: the rows the case states its table holds
 
 
 @dataclass
@@ -104,6 +106,7 @@ class RunContext:
     engine_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # label -> its options
     served: ServedCatalog | None = None
     shared: Any = None  # bench.runner.session.SharedProcesses: the engine runs go to shared processes
+    expected: Expected | None = None  # a conformance case's expected rows: every output is held to them
     catalog: Catalog | None = None
     dataset: GeneratedTable | None = None
     environment: Environment = field(default_factory=Environment)
@@ -318,7 +321,7 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                      instance_type=opts.instance_type, progress=progress, engine_options=engine_options,
                      readers=opts.readers and opts.source is None, reader=opts.reader, cow_branch=opts.cow_branch,
                      source=opts.source, storage_cap=cap, cap_device=device, cap_port=port, cpus=cpus,
-                     shared=opts.shared)
+                     shared=opts.shared, expected=opts.expected)
     if opts.source is not None:
         # an unreadable catalog file, unknown table or snapshot, a source on other storage: UserError now
         check_storage(load_source(opts.source), settings.warehouse)

@@ -25,7 +25,7 @@ from bench.core.catalog import CatalogSettings
 from bench.core.results import RunResult
 from bench.core.work import WorkIntent
 from bench.engines import engine_class
-from bench.engines.base import CompactionJob, MaintenanceOp
+from bench.engines.base import HARNESS_CANNOT, CompactionJob, MaintenanceOp
 from bench.runner.context import RunContext, Slot, flush_dir
 from bench.runner.inputs import reset_input
 from bench.runner.process import LOG_TAIL_LINES, EngineRun, run_engine_process, storage_record, tail
@@ -39,12 +39,15 @@ def why_unsupported(ctx: RunContext, slot: Slot, needs: Iterable[str] = ()) -> s
     """Why `slot.engine` cannot run this scenario (the features it needs, a branch, and `needs`), or None."""
     features = sorted(ctx.scenario.needs() | ({"branch"} if slot.branch else set()) | set(needs))
     why = [w for w in (engine_class(slot.engine).why_not(f) for f in features) if w]
-    return "; ".join(why) or None
+    # the harness's reasons first: a run the harness cannot serve is its failure, whatever the engine lacks too
+    return "; ".join(sorted(why, key=lambda w: not w.startswith(HARNESS_CANNOT))) or None
 
 
 def record_unsupported(r: RunResult, why: str) -> RunResult:
-    """A run the engine cannot do (e.g. compact a branch): recorded, not run."""
-    r.status, r.verified, r.error = "unsupported", False, f"unsupported: {why}"
+    """A run the engine cannot do (e.g. compact a branch), or the harness cannot serve it (`why` starts with
+    HARNESS_CANNOT, and so does the recorded error): recorded, not run."""
+    r.status, r.verified = "unsupported", False
+    r.error = why if why.startswith(HARNESS_CANNOT) else f"unsupported: {why}"
     if r.live_writer is not None:
         r.live_writer.verdict, r.live_writer.reason = "unsupported", why
     return r
@@ -116,5 +119,5 @@ def record_engine(ctx: RunContext, r: RunResult, er: EngineRun) -> None:
 def harness_failed(r: RunResult, exc: BaseException) -> None:
     """A failure on the harness's side of an engine run: recorded as the run's result, with its traceback."""
     r.status, r.verified = "failed", False
-    r.error = f"harness: {type(exc).__name__}: {exc}"
+    r.error = f"{HARNESS_CANNOT}{type(exc).__name__}: {exc}"
     r.log_tail = traceback.format_exc().splitlines()[-LOG_TAIL_LINES:]

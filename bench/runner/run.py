@@ -169,7 +169,7 @@ def setup_check(r: RunResult) -> None:
                f"{io.max_share:.0%})" + ("" if ok else ": work moved outside the clock, the run does not count"))
     else:
         msg = f"the table was {io.parked}, so nothing of it could be read; {reads}"
-    if not r.verification.add(Check(name="setup_out_of_reach", ok=ok, message=msg)):
+    if not r.verification.add(Check(name="setup_out_of_reach", ok=ok, message=msg, whose="harness")):
         r.verified = False
 
 
@@ -191,7 +191,7 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
                      zorder_columns=list(sc.rewrite.zorder_columns), sort_order=tbl.sort_order(),
                      before_data_files=[e.data_file for e in inputs.data] if inputs and layout else None,
                      partition_filter=ctx.partition_filter, input_files=inputs if partitioned else None,
-                     work=ctx.work)
+                     work=ctx.work, expected=ctx.expected)
 
     def verify_and_outcome() -> tuple[TableStats, Verification]:
         """verify(), and a partitioned table's outcome per partition (read while a staged output exists)."""

@@ -185,7 +185,7 @@ def check_source(r: RunResult, ref: SourceRef, before: SourceFingerprint) -> lis
     msg = (f"the source {ref.table} is unchanged: current snapshot, metadata file (sha256) and its "
            f"{len(before.files)} referenced files (sizes) as before the run" if not diffs else
            f"THE SOURCE TABLE {ref.table} CHANGED during the run: {len(diffs)} difference(s), e.g. {diffs[0]}")
-    if not r.verification.add(Check(name="source_unchanged", ok=not diffs, message=msg)):
+    if not r.verification.add(Check(name="source_unchanged", ok=not diffs, message=msg, whose="harness")):
         r.verified = False
     return diffs
 

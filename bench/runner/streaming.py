@@ -241,7 +241,8 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
     except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
         harness_failed(r, exc)
     totals(r, baseline)
-    checks = [Check(name=f"cycle_{c.cycle}_content", ok=c.content_ok, message=f"{c.verdict}: {c.reason}")
+    checks = [Check(name=f"cycle_{c.cycle}_content", ok=c.content_ok, message=f"{c.verdict}: {c.reason}",
+                    about="rows")
               for c in rec.cycles]
     if len(rec.cycles) != st.cycles:
         checks.append(Check(name="all_cycles_ran", ok=False, message=f"{len(rec.cycles)} of {st.cycles} cycles ran"))

@@ -47,6 +47,7 @@ from pyiceberg.table.sorting import SortOrder
 
 from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GroundTruth
+from bench.core.expected import Expected
 from bench.core.partition_filter import table_selector
 from bench.core.results import (
     Check,
@@ -64,6 +65,7 @@ from bench.core.table.deletes import scope
 from bench.core.table.files import footers
 from bench.core.units import fmt_bytes
 from bench.core.work import WorkIntent, default_intent
+from bench.verify.expected import expected_check, witnesses
 from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.integrity import IntegrityInput, commit_event, integrity_checks
 from bench.verify.partitions import file_partition_problems
@@ -153,6 +155,9 @@ class VerifyInput:
     # the work asked of the engine (bench.core.work): the same object its CompactionJob carried (job.work); None:
     # the scenario's default work resolved against the input (intent())
     work: WorkIntent | None = None
+    # a conformance case's expected rows (bench.core.expected): the output is held to them (expected_rows), and each
+    # reader whose count differs from them while the output holds them is a finding about that reader
+    expected: Expected | None = None
 
     def intent(self) -> WorkIntent:
         """The work the run is held to: `work`, or the default work on this input (its delete files applied)."""
@@ -216,14 +221,15 @@ def content_checks(vi: VerifyInput, within: Within | None = None) -> list[Check]
     for name in READERS_FOR[vi.kind] + ([REFERENCE] if REFERENCE in vi.answers else []):
         a = vi.answers[name]
         ok, msg = _gt_message(a, vi.ground_truth)
+        required = a.unavailable is None and a.advisory is None
         out.append(Check(name=f"content_{name.replace('-', '_')}", ok=ok,
                          message=msg + (f" (advisory: {a.advisory})" if a.advisory else ""),
-                         required=a.unavailable is None and a.advisory is None))
+                         required=required, about="rows", whose="engine" if required else "reader"))
     if within is not None:
         ok, msg = _gt_message(within.answers["pyiceberg-scan"], within.truth)
         if not within.of:  # a dataset whose manifest predates the per-partition truth
             ok, msg = False, "the dataset records no per-partition ground truth to compare with: generate it again"
-        out.append(Check(name="content_pyiceberg_scan_selected", ok=ok,
+        out.append(Check(name="content_pyiceberg_scan_selected", ok=ok, about="rows",
                          message=f"over the {within.partitions} of {within.of} partition(s) the filter "
                                  f"{within.where!r} selects (ground truth: the generator's, summed over them): {msg}"))
     if vi.kind == "deletes":
@@ -239,7 +245,7 @@ def content_checks(vi: VerifyInput, within: Within | None = None) -> list[Check]
             msg = (f"{len(selected)} readers answered over the {within.partitions} selected partition(s) "
                    f"({', '.join(selected)}) and {len(answered)} over the whole table ({', '.join(answered)})"
                    + ("" if agree else f"; answers: selected partitions {selected}, whole table {answered}"))
-        out.append(Check(name="independent_readers_agree", ok=agree, message=msg))
+        out.append(Check(name="independent_readers_agree", ok=agree, message=msg, whose="reader", about="rows"))
     return out
 
 
@@ -247,10 +253,10 @@ def input_checks(vi: VerifyInput) -> list[Check]:
     gt, b = vi.ground_truth, vi.before
     ok = b.rows == gt.rows and b.checksum == gt.checksum
     return [
-        Check(name="input_identical", ok=vi.input_identical,
+        Check(name="input_identical", ok=vi.input_identical, whose="harness",
               message=f"input fingerprint {vi.input_fingerprint}: the dataset's files and metadata, byte for byte"
               if vi.input_identical else f"input fingerprint {vi.input_fingerprint} differs from the dataset's"),
-        Check(name="input_matches_generator", ok=ok,
+        Check(name="input_matches_generator", ok=ok, whose="harness",
               message=(f"input ({b.content_reader}): {b.rows} rows, checksum equal to the ground truth" if ok else
                        f"input reads {b.rows} rows / checksum {b.checksum} ({b.content_reader}), the ground truth "
                        f"({gt.computed_by}) is {gt.rows} / {gt.checksum}")),
@@ -428,6 +434,10 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     outside = sum(1 for e in files.deletes if not selected(scope(e.data_file))) if selected else 0
     within = _within(vi, tbl, selected) if vi.kind == "deletes" and selected is not None else None
     checks = input_checks(vi) + content_checks(vi, within) + state_checks(vi, after, new, outside)
+    if vi.expected is not None:
+        held = expected_check(tbl, None, vi.expected, "expected_rows", "engine", "the output")
+        checks.append(held)
+        findings += witnesses(vi.answers, vi.expected, "the output") if held.ok else []
     if vi.kind == "binpack":
         checks += binpack_checks(vi, files, facts, after, selected)
     elif vi.intent().small_files_left_allowed() is not None:  # files with-deletes: no_live_delete_files says it
@@ -475,7 +485,7 @@ def readers_record(vi: VerifyInput, new: list[FileFacts], within: Within | None)
 def which_rows(vi: VerifyInput, tbl: Table, checks: list[Check]) -> RowDifference | None:
     """When the content checks fail, the rows that came back or were lost against the input snapshot (a table
     that committed: the same table's two snapshots); None when they pass or it cannot be read."""
-    if not vi.committed or all(c.ok for c in checks if c.name.startswith("content_") and c.required):
+    if not vi.committed or all(c.ok for c in checks if c.about == "rows" and c.whose == "engine" and c.required):
         return None
     try:
         return row_difference(tbl, vi.before.snapshot_id, None)

@@ -138,7 +138,7 @@ def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | 
     checks = [
         Check(name="interleaved", ok=rec.interleaved,
               message=f"held: {rec.hold or 'never'}; commit order: {' -> '.join(rec.order) or 'none'}"),
-        Check(name="content_as_expected", ok=bool(answered) and not wrong,
+        Check(name="content_as_expected", ok=bool(answered) and not wrong, about="rows",
               message=(f"{len(answered)} reader(s): " + ", ".join(f"{a.reader} {a.rows} rows" for a in answered)
                        + f"; expected {rec.expected_rows} rows, checksum {rec.expected_checksum}")),
         Check(name="engine_compaction_committed", ok=bool(engine),

@@ -213,6 +213,8 @@ class SparkEngine(EngineBase):
                                   "(one JVM) or standalone mode (a master, one worker and one executor on "
                                   "127.0.0.1; option mode), JDBC (SQLite) catalog")
     color: ClassVar[str] = "#E25A1C"
+    # Iceberg Java's and Spark's own refusals (UnsupportedOperationException: "Cannot ... unsupported ...")
+    refusal_pattern: ClassVar[str] = r"UnsupportedOperationException|[Nn]ot (yet )?supported"
     packages: ClassVar[tuple[str, ...]] = ("pyspark", "snowpark-connect-deps-iceberg")
     # Iceberg Java's commit retries (Tasks) and the exceptions a lost commit race raises
     conflict_log_pattern: ClassVar[str] = r"Retrying task after failure|CommitFailedException|ValidationException"

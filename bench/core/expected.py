@@ -1,0 +1,68 @@
+"""What a conformance case's own operations leave, by the Iceberg spec's rules, as its author reasoned it out
+(scenarios/conformance/cases.yaml `expected`): the row count and, where the table has a key-like column, the
+multiset of that column's values.  The table as written is held to it first (a case whose table does not hold what
+it states is a harness defect), then every engine's output; each reader is a witness against it.  Pure data and
+comparison here; reading the rows is bench.verify.expected's."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SHOWN = 5  # differing keys named in a message
+
+
+class Expected(BaseModel):
+    """What the case's own operations leave, by the Iceberg spec's rules (reasoned by the case's author)."""
+
+    model_config = ConfigDict(extra="forbid")
+    rows: int = Field(ge=0)  # the row count
+    key: str | None = None  # a top-level column whose values identify the rows
+    keys: list[Any] | None = None  # the values of `key` over the rows left (a multiset; null = SQL NULL), any order
+    why: str = ""  # the spec rules applied, in words
+
+    @model_validator(mode="after")
+    def _keys_fit(self) -> Expected:
+        if (self.key is None) != (self.keys is None):
+            raise ValueError("expected: give key and keys together")
+        if self.keys is not None and len(self.keys) != self.rows:
+            raise ValueError(f"expected: {len(self.keys)} keys for {self.rows} rows")
+        return self
+
+
+def canonical(v: Any) -> Any:
+    """A key value as both sides compare it: None, bool and int as they are, NaN as 'NaN', other values as text
+    (a YAML date and a DuckDB date both read '2022-03-01')."""
+    if v is None or isinstance(v, (bool, int)):
+        return v
+    if isinstance(v, float):
+        return "NaN" if math.isnan(v) else int(v) if v.is_integer() else v
+    return str(v)
+
+
+def _few(c: Counter) -> str:
+    items = sorted(c.items(), key=lambda kv: (str(type(kv[0])), str(kv[0])))
+    shown = ", ".join(f"{'NULL' if k is None else repr(k)}" + (f" x{n}" if n > 1 else "") for k, n in items[:SHOWN])
+    return shown + (f", ... ({sum(c.values())} in all)" if len(items) > SHOWN else "")
+
+
+def difference(expected: Expected, rows: int, keys: list[Any] | None) -> str:
+    """'' when `rows` (and `keys`, the values of expected.key read from the table) hold what `expected` states;
+    else the difference in words: the count, the keys that came back (read, not expected) and those lost."""
+    out = [] if rows == expected.rows else [f"{rows} rows, expected {expected.rows}"]
+    if expected.keys is not None and keys is not None:
+        got, want = Counter(map(canonical, keys)), Counter(map(canonical, expected.keys))
+        extra, lost = got - want, want - got
+        if extra:
+            out.append(f"{expected.key} values read but not expected: {_few(extra)}")
+        if lost:
+            out.append(f"{expected.key} values expected but not read: {_few(lost)}")
+    return "; ".join(out)
+
+
+def stated(expected: Expected) -> str:
+    """What `expected` states, in words."""
+    return f"{expected.rows} rows" + (f", {expected.key} values as the case states them" if expected.key else "")

@@ -1,0 +1,50 @@
+"""A table's content against the rows a conformance case states (bench.core.expected.Expected): the row count and
+the key column's values, read by the harness's merge-on-read reader (the Iceberg delete rules applied in DuckDB SQL,
+columns by field id, bench.verify.readers.merge_on_read: the same reader the row evidence uses, not a new one); and
+each reader's answer as a witness against the expected count (a reader that disagrees is a finding about it)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pyiceberg.table import Table
+
+from bench.core.expected import Expected, difference, stated
+from bench.core.results import Check, ReaderAnswer, ReaderFinding
+from bench.core.sql import ident
+from bench.verify.readers import merge_on_read
+
+READER = "duckdb-merge-on-read"
+
+
+def read_keys(tbl: Table, snapshot_id: int | None, key: str | None) -> tuple[int, list | None]:
+    """(rows, values of `key` or None) of the snapshot's live rows."""
+    with merge_on_read(tbl, snapshot_id) as (con, live):
+        if con is None:
+            return 0, [] if key else None
+        if key is None:
+            return int(con.execute(f"SELECT count(*) FROM {live}").fetchone()[0]), None  # type: ignore[index]
+        values = [r[0] for r in con.execute(f"SELECT {ident(key)} FROM {live}").fetchall()]
+        return len(values), values
+
+
+def expected_check(tbl: Table, snapshot_id: int | None, expected: Expected, name: str,
+                   whose: Literal["engine", "harness"], on: str) -> Check:
+    """A required check: the snapshot (None: the current one) holds the rows `expected` states."""
+    try:
+        rows, keys = read_keys(tbl, snapshot_id, expected.key)
+    except Exception as e:  # noqa: BLE001 - a table the harness cannot read is the harness's to answer for
+        return Check(name=name, ok=False, whose="harness", about="rows",
+                     message=f"{READER} could not read {on}: {type(e).__name__}: {e}"[:1000])
+    diff = difference(expected, rows, keys)
+    return Check(name=name, ok=not diff, whose=whose, about="rows",
+                 message=(f"{on} ({READER}): {stated(expected)}" if not diff else
+                          f"{on} ({READER}) does not hold the case's expected rows: {diff}"))
+
+
+def witnesses(answers: dict[str, ReaderAnswer], expected: Expected, on: str) -> list[ReaderFinding]:
+    """Each reader that answered a row count other than the expected one: a finding about that reader."""
+    return [ReaderFinding(reader=a.reader, resolves=a.resolves, on=on, rows=a.rows, checksum=a.checksum,
+                          reference_rows=expected.rows, reference_checksum="",
+                          against="the case's expected rows (by the Iceberg spec)")
+            for a in answers.values() if a.rows is not None and a.rows != expected.rows]
