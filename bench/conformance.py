@@ -135,6 +135,7 @@ def verdict(r: RunResult, refuses: str = "") -> tuple[str, str]:
     found = "".join(f"reader finding: {f.text()}; " for f in r.verification.findings)
     found += "".join(f"reader check {c.name}: {c.message}; " for c in readers)
     if rows:
+        rows.sort(key=lambda c: c is not held)  # the case's expected rows first: what they say is the verdict
         diff = r.verification.rows
         which = "" if diff is None else (
             f"rows that came back: {diff.came_back} (e.g. {diff.came_back_rows}); rows lost: {diff.lost}"

@@ -1,15 +1,18 @@
 """The conformance suite's tables: small edge-case tables (every partition transform, every type, NaN and
 nulls, equality deletes with NULL keys, across sequence numbers and scoped to a partition, position deletes
 with a branch and a tag, schema and partition evolution, formats v1 to v3, a sort order, an empty and a
-single-file table, names that need quoting), each written by another engine than the ones measured:
-Spark SQL with Iceberg's Java writer, and Iceberg's Java API for what SQL cannot write (equality deletes).
+single-file table, names that need quoting), each written by Spark SQL with Iceberg's Java writer, and by
+pyarrow and Iceberg's Java API for what SQL cannot write (equality deletes).  For RisingWave's engine that is
+another writer; for the Spark engine it is its own library (its cells are marked self-written, `Written.packages`):
+each case states the rows its operations leave by the Iceberg spec (`expected`, bench.core.expected.Expected), and
+those, not any library, decide a cell.
 
 The cases are declarative (`scenarios/conformance/cases.yaml`, validated by `Case`): a table's columns,
 partitioning and properties, then its steps, each a Spark SQL statement (`{t}` the table, `{n}` the step's
 repetition) or an equality delete (key columns and rows, optionally scoped to one partition).  One Spark
 session in its own process (`python -m datagen.conformance CASES ROOT`: its JVM never lives in the harness)
 writes every case into one SQLite catalog under ROOT, deterministically; `written.json` records, per case,
-the table or why it could not be written.
+the table and who wrote it (library and version), or why it could not be written.
 """
 
 from __future__ import annotations

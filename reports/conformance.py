@@ -16,21 +16,32 @@ from bench.core.results import ConformanceCell, ConformanceRecord
 
 FILE = "conformance.json"
 MEANING = {
-    "correct": "the run is verified: the same rows and content as the source, the same table, compacted",
-    "wrong": "the engine ran and a required check failed that every reader agrees on (the evidence says which)",
-    "unsupported": "the engine declares it cannot, or failed on the table (its own reason)",
-    "harness-cannot": "the harness could not judge this case (a harness defect: this column must stay empty)",
+    "correct": "the output holds the case's expected rows and passes every check the verifier makes",
+    "wrong-rows": "the engine's output lost rows or brought deleted rows back against the case's expected rows (the "
+                  "evidence gives examples)",
+    "wrong-metadata": "the rows are right, the rest of the output is not: snapshot summary, stats, schema, types "
+                      "(Parquet types against Iceberg's mapping), refs or files (the evidence names the fields)",
+    "failed": "the engine crashed, ran out of memory, timed out or panicked (its own error)",
+    "unsupported": "the engine's own declared refusal, or its own error saying it does not support the shape",
+    "harness-cannot": "the harness could not write, clone, serve or read the table, or a harness-side check failed: a "
+                      "harness defect, never the engine's verdict (this column must stay empty)",
 }
-ORDER = ("wrong", "unsupported", "harness-cannot")
-READER_FINDINGS = ("Reader findings: a reader the verifier asks that read a table otherwise than the reference reader "
-                   "(Iceberg's Java library), which decided the ground truth: a fact about that reader, not about "
-                   "the engine")
+OLD = {"wrong": "(a record before 2026-11-29) a required check failed: rows or metadata"}
+ORDER = ("wrong-rows", "wrong-metadata", "wrong", "failed", "unsupported", "harness-cannot")
+BAD = ("wrong-rows", "wrong-metadata", "wrong", "failed", "harness-cannot")  # shown red
+READER_FINDINGS = ("Reader findings: a reader the verifier asks that read a table otherwise than the case's expected "
+                   "rows or the reference reader (Iceberg's Java library): a fact about that reader, not about the "
+                   "engine")
+SELF_WRITTEN = ("self-written: the engine's own library wrote the case's table (today Spark SQL with Iceberg's Java "
+                "library wrote every case); the case's expected rows, reasoned from the Iceberg spec, decide the cell, "
+                "not that library")
 
 
 @dataclass
 class MatrixView:
     rec: ConformanceRecord
     path: Path
+    case_runs: int = 0  # the engine runs under the conformance run (shown as the matrix's cells, not as run sets)
 
     @property
     def engines(self) -> list[str]:
@@ -42,7 +53,7 @@ class MatrixView:
     @property
     def rows(self) -> list[tuple[str, list[str], list[ConformanceCell | None]]]:
         out = []
-        for case in self.rec.cases:
+        for case in self.rec.case_names:
             cells = [self.cell(case, e) for e in self.engines]
             covers = next((c.covers for c in cells if c is not None), [])
             out.append((case, covers, cells))
@@ -50,7 +61,15 @@ class MatrixView:
 
     def counts(self, engine: str) -> dict[str, int]:
         got: list[str] = [c.verdict for c in self.rec.cells if c.engine == engine]
-        return {v: got.count(v) for v in MEANING}
+        return {v: got.count(v) for v in (*MEANING, *OLD)}
+
+    @property
+    def self_written(self) -> bool:
+        return any(c.self_written for c in self.rec.cells)
+
+    @property
+    def title(self) -> str:
+        return f"Conformance: {len(self.rec.cases)} cases x {len(self.engines)} engines"
 
     @property
     def reader_findings(self) -> list[tuple[str, str]]:
@@ -75,24 +94,52 @@ def locate(paths) -> list[MatrixView]:
     return views
 
 
+def case_run_sets(sets, views: list[MatrixView]) -> tuple[list, list]:
+    """The result sets that are a conformance run's own engine runs (under its directory), and the others; each
+    view's `case_runs` counts its own.  A case's runs are judged, not timed: the matrix shows them, not an
+    Overview row of 'no verified run' at scale 0."""
+    dirs = [(v, v.path.parent.resolve()) for v in views]
+    mine, others = [], []
+    for rs in sets:
+        owner = next((v for v, d in dirs if any(lr.path.resolve().is_relative_to(d) for lr in rs.runs)), None)
+        if owner is None:
+            others.append(rs)
+        else:
+            owner.case_runs += len(rs.runs)
+            mine.append(rs)
+    return mine, others
+
+
+def versions_line(rec: ConformanceRecord) -> str:
+    """The versions the verdicts come from, in one line."""
+    return "; ".join(f"{who}: " + ", ".join(f"{k} {x}" for k, x in v.items()) for who, v in rec.versions.items())
+
+
 def matrix_markdown(v: MatrixView, level: int = 3) -> str:
     rec = v.rec
-    out = [f"{'#' * level} Conformance: {len(rec.cases)} cases x {len(rec.engines)} engines", "",
+    out = [f"{'#' * level} {v.title}", "",
            f"Run `{rec.run_id}`, started {rec.started_at or '?'}"
            + (f", {rec.seconds:.0f} s" if rec.seconds else "")
            + (f" ({rec.tables_s:.0f} s of it writing the cases' tables)" if rec.tables_s else "") + ". "
            + "; ".join(f"{e}: " + ", ".join(f"{n} {k}" for k, n in v.counts(e).items() if n) for e in rec.engines)
-           + ".", "", "| case | covers | " + " | ".join(rec.engines) + " |", "|---|---|" + "---|" * len(rec.engines)]
+           + ".", ""]
+    if rec.versions:
+        out += [f"Versions: {versions_line(rec)}.", ""]
+    out += ["| case | covers | " + " | ".join(rec.engines) + " |", "|---|---|" + "---|" * len(rec.engines)]
     for case, covers, cells in v.rows:
-        marks = ["—" if c is None else f"**{c.verdict}**" if c.verdict == "wrong" else c.verdict for c in cells]
+        marks = ["—" if c is None else (f"**{c.verdict}**" if c.verdict in BAD else c.verdict)
+                 + (" (self-written)" if c.self_written else "") for c in cells]
         out.append(f"| {case} | {', '.join(covers)} | " + " | ".join(marks) + " |")
+    if v.self_written:
+        out += ["", SELF_WRITTEN + "."]
     if v.findings:
         out += ["", "Every cell that is not `correct`, with its evidence:", ""]
         out += [f"- **{c.case}**, {c.engine}: {c.verdict}: {_one_line(c.evidence)}" for c in v.findings]
     if v.reader_findings:
         out += ["", READER_FINDINGS + ":", ""]
         out += [f"- **{case}**: {_one_line(text)}" for case, text in v.reader_findings]
-    out += ["", "Verdicts: " + "; ".join(f"`{k}`: {m}" for k, m in MEANING.items()) + "."]
+    said = {**MEANING, **{k: m for k, m in OLD.items() if any(c.verdict == k for c in rec.cells)}}
+    out += ["", "Verdicts: " + "; ".join(f"`{k}`: {m}" for k, m in said.items()) + "."]
     return "\n".join(out) + "\n"
 
 
@@ -105,7 +152,8 @@ def _one_line(text: str, limit: int = 600) -> str:
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE_GLOB = "docs/reference/*-conformance/" + FILE
-RANK = {"wrong": 0, "unsupported": 1, "harness-cannot": 2, "absent": 3, "correct": 4}
+RANK = {"wrong-rows": 0, "wrong": 0, "wrong-metadata": 1, "failed": 2, "unsupported": 3, "harness-cannot": 4,
+        "absent": 5, "correct": 6}
 LOOKUP = (f"the newest {FILE} (by its start) in the results directory the run is in (a run directory beside it, or "
           f"a directory the run is under), else the newest reference run ({REFERENCE_GLOB})")
 

@@ -26,7 +26,7 @@ from bench.core.fileio import write_atomic
 from bench.core.fmt import fmt_bytes, fmt_ratio, fmt_scale, fmt_seconds
 from bench.core.spread import Spread
 from bench.core.stats import floor_multiples
-from reports.conformance import locate, matrix_markdown
+from reports.conformance import case_run_sets, locate, matrix_markdown
 from reports.floorcheck import floor_checks, summary_lines
 from reports.model import ResultSet, build, load_runs
 
@@ -275,9 +275,11 @@ def _final_read(t, query: str) -> str:
 def render_markdown(paths, root: Path | None = None, one_per_scale: bool = False) -> str:
     """The Markdown tables of every run set under `paths`, sorted by scenario and scale.
     `one_per_scale`: refuse two runs of one scenario at one scale (the docs give each one headline)."""
-    matrices = "".join(matrix_markdown(v) + "\n" for v in locate(paths))
-    report = build(load_runs(list(paths)))
-    sets = sorted(report.sets, key=lambda rs: (rs.scenario_name, rs.scale, rs.run_id))
+    views = locate(paths)
+    matrices = "".join(matrix_markdown(v) + "\n" for v in views)
+    report = build(load_runs(list(paths), allow_empty=bool(views)))
+    _, others = case_run_sets(report.sets, views)  # a conformance run's own runs are its matrix's cells
+    sets = sorted(others, key=lambda rs: (rs.scenario_name, rs.scale, rs.run_id))
     if one_per_scale:
         seen: dict[tuple[str, float], str] = {}
         for rs in sets:

@@ -125,6 +125,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
     matrices = conformance.locate(paths)
     loaded = load_runs(paths, allow_empty=bool(located or matrices))
     report: Report = build(loaded, instance_type)
+    _, report.sets = conformance.case_run_sets(report.sets, matrices)  # a conformance run's own runs: its cells
     camp = campaigns.build(located, report.sets, assign_colors(loaded.runs))
     tpl = template()
     css = (TEMPLATES / "report.css").read_text()
@@ -163,7 +164,9 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         engines = list(dict.fromkeys([e for v in camp.all for e in v.engines] +
                                      [e for rs in report.sets for e in rs.engines]))
         title = (f"{', '.join(names)}: {' vs '.join(engines)}" if engines else
-                 f"{', '.join(names)}: incomplete run" if names else campaigns.HARNESS_TITLE)
+                 f"{', '.join(names)}: incomplete run" if names else
+                 "; ".join(f"{v.title} (run {v.rec.run_id})" for v in matrices) if matrices else
+                 campaigns.HARNESS_TITLE)
     return tpl.render(
         title=title, css=Markup(css), views=views, sets=report.sets, incomplete_only=report.incomplete_only,
         generated=_dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -174,7 +177,8 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         safety=safety.safety_sections(report.sets), safety_meaning=safety.MEANING,
         streaming=streams, streaming_meaning=streaming.MEANING, sinks=streaming.sink_comparison(report.sets),
         conformance=matrices, conformance_meaning=conformance.MEANING, touch_lookup=conformance.LOOKUP,
-        reader_findings_meaning=conformance.READER_FINDINGS,
+        reader_findings_meaning=conformance.READER_FINDINGS, conformance_bad=conformance.BAD,
+        self_written_meaning=conformance.SELF_WRITTEN, conformance_versions=conformance.versions_line,
         sort_comparisons=compare.sort_comparisons(report.sets),
     )
 

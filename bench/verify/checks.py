@@ -65,9 +65,12 @@ from bench.core.table.deletes import scope
 from bench.core.table.files import footers
 from bench.core.units import fmt_bytes
 from bench.core.work import WorkIntent, default_intent
+from bench.verify.expected import RULE as EXPECTED_RULE
 from bench.verify.expected import expected_check, witnesses
 from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.integrity import IntegrityInput, commit_event, integrity_checks
+from bench.verify.parquet_types import RULE as PARQUET_TYPES_RULE
+from bench.verify.parquet_types import parquet_types_check
 from bench.verify.partitions import file_partition_problems
 from bench.verify.readers import REFERENCE, SELECTIVE, read, read_selected
 from bench.verify.rows import row_difference
@@ -442,6 +445,8 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
         checks += binpack_checks(vi, files, facts, after, selected)
     elif vi.intent().small_files_left_allowed() is not None:  # files with-deletes: no_live_delete_files says it
         checks.append(_complete(vi, _by_scope(files, selected)))
+    if new:
+        checks.append(parquet_types_check([f.path for f in new], tbl.schema()))
     partitioned = partition_checks(tbl, files, vi.before_paths)
     checks += partitioned
     checks += layout_checks(vi, tbl, files)
@@ -459,7 +464,8 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
         differences=[difference(c) for c in checks if not c.ok],
         rules=RULES[vi.kind] + ([PARTITION_RULE] if partitioned else []) + ([FILTER_RULE] if selected else [])
         + ([SELECTED_RULE] if within else []) + {"sort": [SORT_RULE], "zorder": [ZORDER_RULE]}.get(vi.strategy, [])
-        + ([] if vi.committed else [UNCOMMITTED_RULE]),
+        + ([] if vi.committed else [UNCOMMITTED_RULE]) + ([PARQUET_TYPES_RULE] if new else [])
+        + ([EXPECTED_RULE] if vi.expected is not None else []),
         reader=", ".join(a.reader for a in vi.answers.values() if a.answered and not a.advisory),
         committed=committed, readers=readers_record(vi, new, within), findings=findings)
     return after, v

@@ -15,6 +15,8 @@ from bench.core.sql import ident
 from bench.verify.readers import merge_on_read
 
 READER = "duckdb-merge-on-read"
+RULE = ("expected rows (a conformance case): the output holds the rows the case states by the Iceberg spec's rules "
+        "(count and key values, read by duckdb-merge-on-read); a reader whose count differs while it does is a finding")
 
 
 def read_keys(tbl: Table, snapshot_id: int | None, key: str | None) -> tuple[int, list | None]:
@@ -23,7 +25,7 @@ def read_keys(tbl: Table, snapshot_id: int | None, key: str | None) -> tuple[int
         if con is None:
             return 0, [] if key else None
         if key is None:
-            return int(con.execute(f"SELECT count(*) FROM {live}").fetchone()[0]), None  # type: ignore[index]
+            return int(con.execute(f"SELECT count(*) FROM {live}").fetchone()[0]), None
         values = [r[0] for r in con.execute(f"SELECT {ident(key)} FROM {live}").fetchall()]
         return len(values), values
 

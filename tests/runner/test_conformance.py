@@ -1,10 +1,16 @@
-"""Issue 31: `bench conformance`, each engine's correctness on edge-case tables written by another engine
-(Spark SQL and Iceberg's Java API), through the ordinary run path, as a matrix with evidence."""
+"""Issues 31 and 39: `bench conformance`, each engine's correctness on edge-case tables (written by Spark SQL and
+Iceberg's Java API) that state the rows they must end with, through the ordinary run path, as a matrix whose verdicts
+say whose fault, with evidence, versions and a gate."""
 
 import json
 
-from bench.conformance import verdict
+import pytest
+import yaml
+
+from bench.conformance import parse_fail_on, verdict
+from bench.core.errors import UserError
 from bench.core.results import Check, ReaderFinding, RowDifference, RunResult, Verification
+from datagen.conformance import CASES_FILE
 from tests.helpers import run_bench
 
 
@@ -15,30 +21,55 @@ def _result(status="ok", verified=False, checks=(), error=None, rows=None, findi
                                                findings=list(findings)))
 
 
-def test_a_cells_verdict_comes_from_the_verifiers_checks():
-    bad = Check(name="content_pyiceberg_scan", ok=False, message="6 rows, ground truth 4")
-    good = Check(name="content_duckdb_merge_on_read", ok=True, message="4 rows")
+def test_a_cells_verdict_says_whose_fault_from_the_checks_own_declarations():
+    bad = Check(name="content_pyiceberg_scan", ok=False, message="6 rows, ground truth 4", about="rows")
+    good = Check(name="content_duckdb_merge_on_read", ok=True, message="4 rows", about="rows")
+    held = Check(name="expected_rows", ok=True, about="rows", message="the output: 4 rows")
+    missed = Check(name="expected_rows", ok=False, about="rows", message="6 rows, expected 4; k values read but "
+                   "not expected: NULL x2")
     rows = RowDifference(came_back=2, came_back_rows=[{"k": None, "v": "x"}])
     assert verdict(_result(verified=True)) == ("correct", "")
-    v, evidence = verdict(_result(checks=[bad, Check(name="content_duckdb_iceberg", ok=False, message="6")],
+    v, evidence = verdict(_result(checks=[bad, Check(name="content_duckdb_iceberg", ok=False, about="rows"), missed],
                                   rows=rows))
-    assert v == "wrong" and "came back: 2" in evidence and "'k': None" in evidence and "6 rows" in evidence
-    assert verdict(_result(checks=[bad, good]))[0] == "harness-cannot"  # readers disagree, no reference: cannot tell
-    # the reference reader decided: the reader it overruled is advisory, a finding, and the verdict stands
-    overruled = Check(name="content_duckdb_iceberg", ok=False, required=False, message="4 rows (advisory: overruled)")
+    assert v == "wrong-rows" and "came back: 2" in evidence and "'k': None" in evidence and "NULL x2" in evidence
+    # readers disagree: without expected rows nobody can tell; with them, the readers they contradict are findings
+    assert verdict(_result(checks=[bad, good]))[0] == "harness-cannot"
+    v, evidence = verdict(_result(checks=[bad, good, held]))
+    assert v == "correct" and "reader check content_pyiceberg_scan: 6 rows" in evidence, evidence
     finding = ReaderFinding(reader="duckdb-iceberg", resolves="catalog", on="the source snapshot", rows=4,
                             checksum="1", reference_rows=6, reference_checksum="2")
-    v, evidence = verdict(_result(verified=True, checks=[good, overruled], findings=[finding]))
+    v, evidence = verdict(_result(verified=True, checks=[good], findings=[finding]))
     assert v == "correct" and "reader finding: duckdb-iceberg (catalog) reads 4 rows" in evidence, evidence
-    assert verdict(_result(checks=[bad, overruled, Check(name="content_iceberg_java", ok=False, message="6")]))[0] \
-        == "wrong"  # the reference agrees with the reader that failed: the output is wrong
-    assert verdict(_result(checks=[Check(name="summary_totals", ok=False, message="states 0 delete files")]))[0] \
-        == "wrong"
-    assert verdict(_result(status="unsupported", error="unsupported: cannot commit v3")) == \
-        ("unsupported", "cannot commit v3")
+    # the rows are right, the summary is not: wrong-metadata, naming the fields
+    summary = Check(name="summary_totals", ok=False, message="total-delete-files 0 (manifests: 1)")
+    assert verdict(_result(checks=[good, held, summary])) == \
+        ("wrong-metadata", "summary_totals: total-delete-files 0 (manifests: 1)")
+    types = Check(name="parquet_types", ok=False, message="field 2 'u' (uuid) is FIXED_LEN_BYTE_ARRAY without a "
+                  "logical type")
+    assert verdict(_result(checks=[good, held, types]))[0] == "wrong-metadata"
+    # a harness-side check that failed is never the engine's verdict, whatever else failed with it
+    for name in ("input_identical", "input_matches_generator", "setup_out_of_reach"):
+        harness = Check(name=name, ok=False, whose="harness", message="differs")
+        v, evidence = verdict(_result(checks=[good, held, harness, summary]))
+        assert v == "harness-cannot" and name in evidence and "summary_totals" not in evidence, (v, evidence)
+    # the engine's declared refusal, the harness's limit, the engine's own failure and its own "not supported"
+    assert verdict(_result(status="unsupported", error="unsupported: cannot sort")) == ("unsupported", "cannot sort")
+    assert verdict(_result(status="unsupported", error="harness: the catalog cannot commit v3"))[0] == \
+        "harness-cannot"
     assert verdict(_result(status="failed", error="harness: RuntimeError: x"))[0] == "harness-cannot"
-    assert verdict(_result(status="failed", error="PanicException: unsupported type")) == \
-        ("unsupported", "failed: PanicException: unsupported type")
+    assert verdict(_result(status="failed", error="PanicException: index out of bounds"), "FeatureUnsupported") == \
+        ("failed", "failed: PanicException: index out of bounds")
+    assert verdict(_result(status="timeout", error="no answer in 600 s"))[0] == "failed"
+    assert verdict(_result(status="failed", error="FeatureUnsupported => v3 manifests"), "FeatureUnsupported")[0] \
+        == "unsupported"
+
+
+def test_fail_on_takes_verdicts_and_refuses_others():
+    assert set(parse_fail_on("wrong")) == {"wrong-rows", "wrong-metadata", "wrong"}
+    assert set(parse_fail_on("failed,harness-cannot")) == {"failed", "harness-cannot"}
+    assert parse_fail_on(None) == ()
+    with pytest.raises(UserError, match="--fail-on: unknown verdict"):
+        parse_fail_on("wrong,bogus")
 
 
 def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path):
@@ -52,18 +83,28 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     results = tmp_path / "results"
     cases = ["equality-delete-null-key", "equality-delete-partition-scoped", "rename-column", "quoted-names",
              "empty-table"]
-    p = run_bench("conformance", "--cases", ",".join(cases), "--engines", "spark,risingwave",
+    p = run_bench("conformance", "--cases", ",".join(cases), "--engines", "spark,risingwave", "--fail-on", "wrong",
                   "--warehouse", tmp_path / "warehouse", "--results-dir", results, "--run-id", "c", timeout=1500)
-    assert p.returncode == 0, p.stderr[-3000:]
+    # the gate: a wrong cell exits 1, after the record is written and the matrix printed
+    assert p.returncode == 1, p.stderr[-3000:]
+    assert "--fail-on wrong: 1 cell(s): equality-delete-null-key risingwave wrong-rows" in p.stderr, p.stderr[-2000:]
+    assert "equality-delete-null-key" in p.stdout and "versions, spark: " in p.stdout and "iceberg 1.10.2" in p.stdout
     rec = json.loads((results / "c" / "conformance.json").read_text())
-    assert sorted(rec["cases"]) == sorted(cases)  # in the suite's order
+    assert sorted(c["name"] for c in rec["cases"]) == sorted(cases)  # in the suite's order
+    for case in rec["cases"]:  # each with what it states, who wrote it, and the table as written held to it
+        assert case["expected"]["rows"] >= 0 and case["written_by"].startswith("Spark 3.5.9 + Iceberg 1.10.2"), case
+        assert case["table_check"]["ok"] and case["table_check"]["whose"] == "harness", case
+    assert rec["versions"]["spark"]["iceberg"] == "1.10.2" and rec["versions"]["risingwave"]["iceberg-compaction"]
+    assert rec["versions"]["readers"]["duckdb"] and rec["versions"]["readers"]["pyiceberg"]
     cells = {(c["case"], c["engine"]): c for c in rec["cells"]}
     assert len(cells) == 2 * len(cases)
     assert not [c for c in rec["cells"] if c["verdict"] == "harness-cannot"], rec["cells"]
     assert cells[("equality-delete-null-key", "spark")]["verdict"] == "correct", cells
+    assert all(c["self_written"] == (c["engine"] == "spark") for c in rec["cells"])  # Spark wrote every table
     rw = cells[("equality-delete-null-key", "risingwave")]
-    assert rw["verdict"] == "wrong" and "rows that came back: 2" in rw["evidence"], rw
+    assert rw["verdict"] == "wrong-rows" and "rows that came back: 2" in rw["evidence"], rw
     assert "'k': None" in rw["evidence"] and "null key" in rw["evidence"]
+    assert "k values read but not expected: NULL x2" in rw["evidence"], rw  # against the case's expected rows
     assert "equality deletes with NULL keys" in rw["covers"]
     for engine in ("spark", "risingwave"):
         scoped = cells[("equality-delete-partition-scoped", engine)]
@@ -85,10 +126,22 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     assert p.returncode == 0, p.stderr[-2000:]
     html = (results / "c" / "report.html").read_text()
     assert 'data-section="conformance"' in html and 'data-section="reader-findings"' in html
-    assert 'data-engine="risingwave" data-verdict="wrong"' in html
+    assert 'data-engine="risingwave" data-verdict="wrong-rows"' in html
     assert 'data-engine="spark" data-verdict="correct"' in html
     p = run_bench("report", results / "c", "--markdown", "-")
     assert p.returncode == 0, p.stderr[-2000:]
-    assert "| equality-delete-null-key | equality deletes, equality deletes with NULL keys | correct | **wrong** |" \
-        in p.stdout
+    assert ("| equality-delete-null-key | equality deletes, equality deletes with NULL keys | "
+            "correct (self-written) | **wrong-rows** |") in p.stdout, p.stdout
     assert "- **equality-delete-partition-scoped**: duckdb-iceberg" in p.stdout
+    # a case whose table does not hold what it states: the harness's defect, named, and no engine judged on it
+    wrong = tmp_path / "wrong-cases.yaml"
+    case = next(c for c in yaml.safe_load(CASES_FILE.read_text())["cases"] if c["name"] == "rename-column")
+    case["expected"] = {**case["expected"], "rows": 7, "keys": [*case["expected"]["keys"], 99]}
+    wrong.write_text(yaml.safe_dump({"cases": [case]}))
+    p = run_bench("conformance", "--cases-file", wrong, "--engines", "spark,risingwave", "--fail-on", "wrong",
+                  "--warehouse", tmp_path / "warehouse", "--results-dir", results, "--run-id", "w")
+    assert p.returncode == 0, p.stderr[-3000:]  # harness-cannot is not what the gate asked about
+    rec = json.loads((results / "w" / "conformance.json").read_text())
+    assert [c["verdict"] for c in rec["cells"]] == ["harness-cannot", "harness-cannot"], rec["cells"]
+    assert "6 rows, expected 7; id values expected but not read: 99" in rec["cells"][0]["evidence"], rec["cells"]
+    assert not (results / "w" / "runs").exists()  # no engine ran on it
