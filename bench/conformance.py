@@ -18,10 +18,10 @@ Every cell's verdict comes from whose checks failed (each check declares it: `Ch
     failed          the engine crashed, ran out of memory, timed out or panicked (its own error)
     unsupported     the engine's own declared refusal, or its own error saying it does not support the shape
                     (Engine.refusal_pattern)
-    harness-cannot  the harness could not: write or clone the table, serve it (Engine.harness_cannot, e.g. a catalog
-                    that cannot commit v3), read it, or a harness-side check failed (the table as written against
-                    its expected rows, input_identical, input_matches_generator, setup_out_of_reach): each one is
-                    a harness defect, never the engine's verdict
+    harness-cannot  the harness could not: write or clone the table, serve it (Engine.harness_cannot: e.g. a
+                    catalog that cannot commit what the engine writes), read it, or a harness-side check failed (the
+                    table as written against its expected rows, input_identical, input_matches_generator,
+                    setup_out_of_reach): each one is a harness defect, never the engine's verdict
 
 A reader that disagreed with the reference reader or with the case's expected rows is a reader finding
 (`ConformanceCell.findings`, also in the evidence): a fact about that reader, never the engine's verdict.

@@ -188,13 +188,15 @@ class CatalogSettings(BaseModel):
 
 
 def load_sql_catalog(settings: CatalogSettings):
-    """pyiceberg SqlCatalog over the embedded SQLite database (created if missing)."""
-    from pyiceberg.catalog.sql import SqlCatalog
+    """pyiceberg SqlCatalog over the embedded SQLite database (created if missing); it writes format v3 metadata
+    too (bench.core.catalog.v3)."""
     from sqlalchemy.exc import OperationalError
+
+    from bench.core.catalog.v3 import V3SqlCatalog
 
     settings.prepare_state()
     try:
-        return SqlCatalog(settings.name, uri=settings.sqlalchemy_uri, warehouse=settings.warehouse_uri,
+        return V3SqlCatalog(settings.name, uri=settings.sqlalchemy_uri, warehouse=settings.warehouse_uri,
                           **settings.file_io_properties())
     except OperationalError as e:  # e.g. another process holds the SQLite file's lock: one line, not a traceback
         raise UserError(f"cannot open the catalog {settings.sqlalchemy_uri}: {e.orig or e}") from e
