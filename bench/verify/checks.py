@@ -69,6 +69,8 @@ from bench.verify.expected import RULE as EXPECTED_RULE
 from bench.verify.expected import expected_check, witnesses
 from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.integrity import IntegrityInput, commit_event, integrity_checks
+from bench.verify.lineage import RULE as LINEAGE_RULE
+from bench.verify.lineage import lineage_check
 from bench.verify.parquet_types import RULE as PARQUET_TYPES_RULE
 from bench.verify.parquet_types import parquet_types_check
 from bench.verify.partitions import file_partition_problems
@@ -447,6 +449,8 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
         checks.append(_complete(vi, _by_scope(files, selected)))
     if new:
         checks.append(parquet_types_check([f.path for f in new], tbl.schema()))
+    if new and tbl.metadata.format_version >= 3:
+        checks.append(lineage_check([f.path for f in new]))
     partitioned = partition_checks(tbl, files, vi.before_paths)
     checks += partitioned
     checks += layout_checks(vi, tbl, files)
@@ -465,7 +469,8 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
         rules=RULES[vi.kind] + ([PARTITION_RULE] if partitioned else []) + ([FILTER_RULE] if selected else [])
         + ([SELECTED_RULE] if within else []) + {"sort": [SORT_RULE], "zorder": [ZORDER_RULE]}.get(vi.strategy, [])
         + ([] if vi.committed else [UNCOMMITTED_RULE]) + ([PARQUET_TYPES_RULE] if new else [])
-        + ([EXPECTED_RULE] if vi.expected is not None else []),
+        + ([EXPECTED_RULE] if vi.expected is not None else [])
+        + ([LINEAGE_RULE] if new and tbl.metadata.format_version >= 3 else []),
         reader=", ".join(a.reader for a in vi.answers.values() if a.answered and not a.advisory),
         committed=committed, readers=readers_record(vi, new, within), findings=findings)
     return after, v
