@@ -23,6 +23,9 @@ Rules (stated in each result's `verification.rules` and in docs/method.md):
   (bench.verify.sortorder), and the overlap of files' key ranges is measured before and after (advisory);
   z-order (strategy zorder): only measured, per z-order column (advisory): nothing about a z-order is
   checked beyond the rules every compaction is held to.
+- the files the run wrote have the Parquet physical and logical types Iceberg's type mapping asks
+  (bench.verify.parquet_types), and on a v3 table carry their moved rows' lineage (bench.verify.lineage);
+- a conformance case's output holds the rows the case states by the spec (bench.verify.expected);
 - with a partition filter (bench.verify.untouched): the partitions outside it are untouched, and the
   completeness, file-count and no-live-delete-file rules count the selected partitions only;
 - with a partition filter on a table with deletes, whose equality deletes outside the filter stay live
