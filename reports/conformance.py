@@ -32,9 +32,9 @@ BAD = ("wrong-rows", "wrong-metadata", "wrong", "failed", "harness-cannot")  # s
 READER_FINDINGS = ("Reader findings: a reader the verifier asks that read a table otherwise than the case's expected "
                    "rows or the reference reader (Iceberg's Java library): a fact about that reader, not about the "
                    "engine")
-SELF_WRITTEN = ("self-written: the engine's own library wrote the case's table (today Spark SQL with Iceberg's Java "
-                "library wrote every case); the case's expected rows, reasoned from the Iceberg spec, decide the cell, "
-                "not that library")
+SELF_WRITTEN = ("self-written: the engine's own library wrote the case's table (each case's writer is in its "
+                "`written_by`); the case's expected rows, reasoned from the Iceberg spec, decide the cell, not that "
+                "library")
 
 
 @dataclass
