@@ -238,6 +238,7 @@ def record_versions(rec: ConformanceRecord, results: list[RunResult]) -> None:
     """The versions the verdicts come from, from the results (each result records them): per engine its own
     distributions and what it reported (e.g. Spark's, Java's and Iceberg's versions), and the readers'."""
     engine_packages = {p for e in REGISTRY for p in engine_class(e).packages}
+    reference = package_versions(("pyspark",))["pyspark"]  # the reference reader's Spark, whichever engines ran
     for r in results:
         cls = engine_class(r.engine_base)
         rec.versions.setdefault(r.engine, {}).update(
@@ -246,7 +247,7 @@ def record_versions(rec: ConformanceRecord, results: list[RunResult]) -> None:
         rec.versions.setdefault("readers", {}).update(
             {k: r.versions[k] for k in READER_PACKAGES if k in r.versions}
             | {"iceberg (Java, the reference reader through Spark SQL)": ICEBERG_VERSION,
-               "pyspark (the reference reader)": r.versions.get("pyspark")})
+               "pyspark (the reference reader)": reference})
 
 
 def writer_versions() -> dict[str, str | None]:
