@@ -19,7 +19,8 @@ Every cell's verdict comes from whose checks failed (each check declares it: `Ch
     unsupported     the engine's own declared refusal, or its own error saying it does not support the shape
                     (Engine.refusal_pattern)
     harness-cannot  the harness could not: write or clone the table, serve it (Engine.harness_cannot: e.g. a
-                    catalog that cannot commit what the engine writes), read it, or a harness-side check failed (the
+                    catalog that cannot commit what the engine writes; or its REST catalog answered a 5xx during a
+                    run that then failed), read it, or a harness-side check failed (the
                     table as written against its expected rows, input_identical, input_matches_generator,
                     setup_out_of_reach): each one is a harness defect, never the engine's verdict
 
@@ -106,6 +107,10 @@ def _engine_error(r: RunResult, refuses: str) -> tuple[str, str]:
         return "harness-cannot", err
     if r.status == "unsupported":
         return "unsupported", err.removeprefix("unsupported: ")
+    served = r.catalog_server.server_errors if r.catalog_server else []
+    if served:  # the harness's own catalog server failed it: not the engine's failure
+        return "harness-cannot", (f"the harness's REST catalog answered {len(served)} server error(s) during the run "
+                                  f"({', '.join(served[:3])}); the engine then ended {r.status}: {err}")[:2000]
     said = " | ".join([err, *r.error_causes])
     if refuses and re.search(refuses, said):
         return "unsupported", f"its own error says it does not support this: {r.status}: {err}"

@@ -329,6 +329,9 @@ class CatalogServerUsage(BaseModel):
     commits: int = 0  # POST .../tables/{t} (a table commit)
     commit_s: float = 0.0  # time the server spent answering commits
     request_s: float = 0.0  # time the server spent answering all requests
+    # the server's own failures during the run, e.g. "POST /v1/namespaces/n/tables/t 501": a run that failed after
+    # one failed on the harness's side (a conformance cell on it is harness-cannot, not the engine's failure)
+    server_errors: list[str] = Field(default_factory=list)
 
 
 class CacheState(BaseModel):

@@ -81,12 +81,12 @@ def storage_record(er: EngineRun) -> StorageCap | None:
 def server_usage(served: ServedCatalog | None, sampler: Sampler | None, t0: float,
                  t1: float) -> CatalogServerUsage | None:
     """What the loopback catalog server did between unix times t0 and t1: CPU and peak RSS from its
-    samples, requests and commits from its request log."""
-    if served is None or served.pid is None or sampler is None:
+    samples (none without a sampler: a shared process's run), requests, commits and its 5xx answers from its
+    request log."""
+    if served is None or served.pid is None:
         return None
-    s = sampler.summary
-    rows = sampler.samples
-    use = CatalogServerUsage(pid=served.pid, peak_rss_bytes=s.peak_rss_bytes,
+    rows = sampler.samples if sampler is not None else []
+    use = CatalogServerUsage(pid=served.pid, peak_rss_bytes=sampler.summary.peak_rss_bytes if sampler else None,
                              cpu_s=round(rows[-1]["cpu_s"], 3) if rows else None)
     if served.log_file and served.log_file.exists():
         for line in served.log_file.read_text(errors="replace").splitlines():
@@ -98,6 +98,8 @@ def server_usage(served: ServedCatalog | None, sampler: Sampler | None, t0: floa
                 continue
             use.requests += 1
             use.request_s += e.get("ms", 0.0) / 1000
+            if int(e.get("status", 0)) >= 500:
+                use.server_errors.append(f"{e.get('method')} {e.get('path')} {e.get('status')}")
             if e.get("method") == "POST" and re.fullmatch(r"/v1/namespaces/[^/]+/tables/[^/]+", e.get("path", "")):
                 use.commits += 1
                 use.commit_s += e.get("ms", 0.0) / 1000

@@ -28,7 +28,15 @@ from bench.core.catalog.rest import ServedCatalog, serve
 from bench.core.fileio import write_atomic
 from bench.engines.base import CompactionJob
 from bench.engines.worker import SESSION_ENV
-from bench.runner.process import EngineRun, OnReady, Spawned, classify, kill_tree, release_after_setup
+from bench.runner.process import (
+    EngineRun,
+    OnReady,
+    Spawned,
+    classify,
+    kill_tree,
+    release_after_setup,
+    server_usage,
+)
 from bench.telemetry.limits import Limiter
 from bench.telemetry.sampler import Sampler
 
@@ -154,7 +162,7 @@ class SharedProcesses:
         log = ctx.run_dir.parent / f"shared-{slot.engine.replace('/', '_')}.log"
         w = self._worker(slot.engine, job, ctx.budget, log)
         w.jobs += 1
-        t0 = time.perf_counter()
+        t0, unix0 = time.perf_counter(), time.time()
         deadline = time.monotonic() + ctx.timeout_s
         sampler = Sampler(w.proc.pid, interval_s=0.1, on_sample=w.limiter.on_sample).start()
         harness_error, timed_out = None, False
@@ -184,5 +192,6 @@ class SharedProcesses:
         description = w.limiter.description
         if ended or status != "ok":
             self.workers.pop(slot.engine).stop()
-        return EngineRun(status, wall, record, log, sampler.summary, str(samples), description, error, None,
+        server = server_usage(ctx.served, None, unix0, time.time())  # its requests and 5xx answers (no samples)
+        return EngineRun(status, wall, record, log, sampler.summary, str(samples), description, error, server,
                          harness_error, shared_job=w.jobs)

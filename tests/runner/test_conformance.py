@@ -9,7 +9,7 @@ import yaml
 
 from bench.conformance import parse_fail_on, verdict
 from bench.core.errors import UserError
-from bench.core.results import Check, ReaderFinding, RowDifference, RunResult, Verification
+from bench.core.results import CatalogServerUsage, Check, ReaderFinding, RowDifference, RunResult, Verification
 from datagen.conformance import CASES_FILE
 from tests.helpers import run_bench
 
@@ -62,6 +62,11 @@ def test_a_cells_verdict_says_whose_fault_from_the_checks_own_declarations():
     assert verdict(_result(status="timeout", error="no answer in 600 s"))[0] == "failed"
     assert verdict(_result(status="failed", error="FeatureUnsupported => v3 manifests"), "FeatureUnsupported")[0] \
         == "unsupported"
+    # the engine failed after the harness's own REST catalog answered 501: the harness's failure, not the engine's
+    served = _result(status="failed", error="CommitFailed: unexpected status 501")
+    served.catalog_server = CatalogServerUsage(server_errors=["POST /v1/namespaces/n/tables/t 501"])
+    v, evidence = verdict(served)
+    assert v == "harness-cannot" and "POST /v1/namespaces/n/tables/t 501" in evidence, evidence
 
 
 def test_fail_on_takes_verdicts_and_refuses_others():
