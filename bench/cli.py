@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from bench.aws_cli import aws
+from bench.rehearse.command import rehearse
 from bench.core.cost import DEFAULT_INSTANCE, PRICES
 from bench.core.errors import UserError, one_line_errors
 from bench.core.progress import Progress
@@ -525,6 +526,7 @@ def selfcheck_scaling(files, file_mb, codec, rounds, results_dir, run_id, work_d
                             run_id=run_id, work_dir=work_dir), echo=click.echo)
 
 
+aws.add_command(rehearse)
 main.add_command(aws)
 main.add_command(report_cmd)
 main.add_command(export_cmd)
