@@ -68,5 +68,6 @@ def rehearse(results_dir, scenarios, scale, engines, port, boot, storage, nodes,
     except RehearsalFailed as e:
         click.echo(f"rehearsal failed: {e}", err=True)
         sys.exit(1)
-    click.echo(f"rehearsal ok in {summary['seconds']:.0f} s: {results_dir}/report.html; its record: "
+    what = f"{results_dir}/report.html" if boot else "applied and destroyed (--no-boot)"
+    click.echo(f"rehearsal ok in {summary['seconds']:.0f} s: {what}; its record: "
                f"{results_dir}/rehearsal/rehearsal.json")

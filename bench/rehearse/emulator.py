@@ -103,6 +103,10 @@ class Emulator:
         self.stop()
         raise UserError(f"the emulator did not answer on {self.endpoint} within {timeout:.0f} s")
 
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 

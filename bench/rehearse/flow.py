@@ -113,10 +113,11 @@ class Rehearsal:
         from bench.aws_cli import terraform_bin
 
         tf = terraform_bin()
+        emulator = Emulator(self.tmp, self.opts.port)  # moto installed, the port free
         plugins = plugin_dir()
         version = local_provider(plugins)
-        self.emulator = Emulator(self.tmp, self.opts.port)
-        self.emulator.start()
+        self.emulator = emulator
+        emulator.start()
         self.copy = copy_module(TF_DIR, self.tmp, self.emulator.endpoint, self.emulator.cert, version,
                                 placement_group=False)
         base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "TF_"))}
@@ -124,7 +125,8 @@ class Rehearsal:
                     "BENCH_AWS_STATE_DIR": str(self.tmp / "state")}
         self.summary["versions"] = {"terraform": tf_version(tf), "hashicorp/aws": version,
                                     "moto": self.emulator.version}
-        self.say_phase("emulator", f"moto {self.emulator.version} on {self.emulator.endpoint}; module copied to "
+        self.say_phase("emulator", f"moto {self.emulator.version} (pid {self.emulator.pid}) on "
+                       f"{self.emulator.endpoint}; module copied to "
                        f"{self.copy} with the provider override (hashicorp/aws {version} from {plugins})")
         for gap in gaps.met(spark_workers=self.opts.spark_workers, spot=self.opts.spot):
             self.summary["gaps"].append(gap)
