@@ -65,7 +65,7 @@ class Rehearsal:
         command is stopped and the rehearsal fails with one line."""
         log = self.tmp / "logs" / f"{phase}.log"
         log.parent.mkdir(exist_ok=True)
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), _children_cpu()
         with log.open("ab") as out:
             proc = children.popen(cmd, env=env or self.env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, start_new_session=True)
@@ -75,7 +75,8 @@ class Rehearsal:
                 _kill_group(proc)
                 children.release(proc, group=True)
         secs = round(time.monotonic() - t0, 1)
-        self.summary["phases"][phase] = {"exit_code": rc, "seconds": secs}
+        cpu = round(_children_cpu() - cpu0, 1)
+        self.summary["phases"][phase] = {"exit_code": rc, "seconds": secs, "cpu_seconds": cpu}
         if rc != 0 and check:
             raise RehearsalFailed(f"{phase} failed (exit {rc}) after {secs} s: {first_error(log)}")
         return rc
@@ -307,6 +308,14 @@ def _state_list(tf: str, copy: Path, env: dict) -> list[str]:
     proc = subprocess.run([tf, f"-chdir={copy}", "state", "list"], env=env, capture_output=True, text=True,
                           timeout=120)
     return proc.stdout.split() if proc.returncode == 0 else []
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the waited-for children so far (a phase's: the difference)."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def _managed(addresses: list[str]) -> list[str]:
