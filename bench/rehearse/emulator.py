@@ -7,13 +7,10 @@ module's AMI lookup (data "aws_ami" "debian") runs as it does on AWS; the image 
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import os
 import signal
 import socket
-import ssl
 import subprocess
 import sys
 import time
@@ -73,19 +70,17 @@ class Emulator:
         self.version = moto_version()
         self.workdir = workdir
         self.port = free_port(port)
-        self.endpoint = f"https://{HOST}:{self.port}"  # TLS: the module's bucket policy denies anything else
+        self.endpoint = f"http://{HOST}:{self.port}"
         self.proc: subprocess.Popen | None = None
         self.log = workdir / "moto.log"
-        self.cert = workdir / "emulator-cert.pem"
 
     def start(self, timeout: float = 60) -> None:
         amis = self.workdir / "amis.json"
         amis.write_text(json.dumps([STAND_IN_AMI]))
         env = {**os.environ, "MOTO_AMIS_PATH": str(amis), "MOTO_IAM_LOAD_MANAGED_POLICIES": "true",
                "AWS_EC2_METADATA_DISABLED": "true"}
-        key = self_signed(self.cert, self.workdir / "emulator-key.pem")
         cmd = [sys.executable, "-c", "import sys; from moto.server import main; sys.exit(main())",
-               "-H", HOST, "-p", str(self.port), "-s", "-c", str(self.cert), "-k", str(key)]
+               "-H", HOST, "-p", str(self.port)]
         with self.log.open("wb") as out:
             self.proc = children.popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        start_new_session=True)
@@ -95,8 +90,7 @@ class Emulator:
                 raise UserError(f"the emulator (moto {self.version}) did not start on {self.endpoint}: "
                                 f"{self.log_tail()}")
             try:
-                ctx = ssl.create_default_context(cafile=str(self.cert))
-                with urllib.request.urlopen(f"{self.endpoint}/moto-api/data.json", timeout=2, context=ctx):
+                with urllib.request.urlopen(f"{self.endpoint}/moto-api/data.json", timeout=2):
                     return
             except OSError:
                 time.sleep(0.3)
@@ -134,28 +128,5 @@ class Emulator:
     def aws_env(self) -> dict[str, str]:
         """What an AWS SDK or CLI needs to talk to the emulator instead of AWS."""
         return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
-                "AWS_CA_BUNDLE": str(self.cert)}
+                "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
 
-
-def self_signed(cert: Path, key: Path) -> Path:
-    """A throw-away certificate for 127.0.0.1 (the emulator's TLS), valid for a day; returns the key's path."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    pk = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bench rehearsal emulator")])
-    now = datetime.datetime.now(datetime.UTC)
-    crt = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(pk.public_key())
-           .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-           .not_valid_after(now + datetime.timedelta(days=1))
-           .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(HOST))]), critical=False)
-           .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-           .sign(pk, hashes.SHA256()))
-    cert.write_bytes(crt.public_bytes(serialization.Encoding.PEM))
-    key.write_bytes(pk.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                     serialization.NoEncryption()))
-    key.chmod(0o600)
-    return key

@@ -119,8 +119,7 @@ class Rehearsal:
         version = local_provider(plugins)
         self.emulator = emulator
         emulator.start()
-        self.copy = copy_module(TF_DIR, self.tmp, self.emulator.endpoint, self.emulator.cert, version,
-                                placement_group=False)
+        self.copy = copy_module(TF_DIR, self.tmp, self.emulator.endpoint, version, placement_group=False)
         base = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "TF_"))}
         self.env = {**base, **cli_config(self.tmp, plugins), **self.emulator.aws_env(),
                     "BENCH_AWS_STATE_DIR": str(self.tmp / "state")}
@@ -157,8 +156,7 @@ class Rehearsal:
         from bench.rehearse import sandbox
 
         iid = self.outputs["instance_id"]
-        kw = {"endpoint_url": self.emulator.endpoint, "verify": str(self.emulator.cert),
-              "region_name": self.outputs.get("region") or "us-east-1",
+        kw = {"endpoint_url": self.emulator.endpoint, "region_name": self.outputs.get("region") or "us-east-1",
               "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
         ec2, iam, sts = (boto3.client(s, **kw) for s in ("ec2", "iam", "sts"))
         script = sandbox.user_data(ec2, iid)

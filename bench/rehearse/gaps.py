@@ -11,7 +11,7 @@ ALWAYS = [
     "max_retries = 2, endpoints and test credentials in an override file of the temporary copy",
     "bucket policies are evaluated without the request's context (a Deny with a condition denies everything): "
     "the module's DenyInsecureTransport policy would refuse every upload, so the rehearsal's copy does not apply "
-    "it (the emulator serves HTTPS all the same, with a certificate made for the rehearsal)",
+    "it, and the emulator serves plain HTTP on 127.0.0.1 (which the engines' S3 clients reach without a custom CA)",
     "gp3 iops and throughput are accepted and ignored, the instance's vpc_security_group_ids read back empty: "
     "EBS performance and the network are not rehearsed",
     "the S3 lifecycle configuration takes ~55 s to apply against the emulator",

@@ -31,7 +31,7 @@ def local_provider(plugin_dir: Path) -> str:
     return found[-1][1]
 
 
-def override_text(endpoint: str, ca_bundle: Path, version: str, placement_group: bool) -> str:
+def override_text(endpoint: str, version: str, placement_group: bool) -> str:
     """The rehearsal's override file (Terraform merges it over the module's own blocks)."""
     ep = json.dumps(endpoint)
     text = f"""# Written by `bench aws rehearse` into its temporary copy of the module; never part of terraform/.
@@ -52,7 +52,6 @@ provider "aws" {{
   skip_metadata_api_check     = true
   s3_use_path_style           = true
   max_retries                 = 2
-  custom_ca_bundle            = {json.dumps(str(ca_bundle))}
 
   endpoints {{
     ec2 = {ep}
@@ -63,7 +62,7 @@ provider "aws" {{
 }}
 """
     # the emulator evaluates a bucket policy without the request's context, so a Deny with a condition denies
-    # every request: the module's DenyInsecureTransport would refuse even the HTTPS uploads.  Not applied here.
+    # every request: the module's DenyInsecureTransport (no plain HTTP) would refuse every upload.  Not applied.
     text += """
 resource "aws_s3_bucket_policy" "results" {
   count = 0
@@ -78,13 +77,13 @@ resource "aws_placement_group" "cluster" {
     return text
 
 
-def copy_module(src: Path, dest: Path, endpoint: str, ca_bundle: Path, version: str, placement_group: bool) -> Path:
+def copy_module(src: Path, dest: Path, endpoint: str, version: str, placement_group: bool) -> Path:
     """Copy the module (without state or .terraform) to dest/terraform and add the override; returns the copy."""
     if not (src / "main.tf").is_file():
         raise UserError(f"{src} is not the Terraform module (no main.tf)")
     copy = dest / "terraform"
     shutil.copytree(src, copy, ignore=shutil.ignore_patterns(".terraform*", "*.tfstate*", "tests", "ci", "render"))
-    (copy / OVERRIDE).write_text(override_text(endpoint, ca_bundle, version, placement_group))
+    (copy / OVERRIDE).write_text(override_text(endpoint, version, placement_group))
     return copy
 
 

@@ -67,7 +67,7 @@ def test_rehearsal_applies_boots_fetches_and_destroys(tmp_path):
     assert (out / "report.html").stat().st_size > 1000
     assert "bench setup" in (out / "logs" / "setup.log").read_text()   # the sandbox's make setup ran
     # nothing left: the emulator's port is closed, no process of the rehearsal runs, terraform/ untouched
-    endpoint = proc.stdout.split(" on https://127.0.0.1:", 1)[1].split(";", 1)[0]
+    endpoint = proc.stdout.split(" on http://127.0.0.1:", 1)[1].split(";", 1)[0]
     tmp = proc.stdout.split("module copied to ", 1)[1].split("/terraform", 1)[0]
     assert not listening(int(endpoint)) and not Path(tmp).exists()
     assert leftovers(f"127.0.0.1:{endpoint}") == [] and leftovers(tmp) == []
