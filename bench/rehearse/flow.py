@@ -134,6 +134,13 @@ class Rehearsal:
 
     def up(self) -> None:
         o = self.opts
+        s3 = any(a in o.up_args for a in ("--source-table",)) or "s3" in o.up_args
+        if s3 and o.boot and "spark" in o.engines.split(","):
+            o.engines = ",".join(e for e in o.engines.split(",") if e != "spark") or "risingwave"
+            gap = ("Spark cannot reach a warehouse on the emulator's S3 offline (Iceberg's AWS bundle is only on Maven "
+                   f"Central): the booted instance runs {o.engines} only")
+            self.summary["gaps"].append(gap)
+            self.say_phase("gap", gap)
         args = ["up", "--auto-approve", "--run-id", self.run_id, "--engines", o.engines,
                 "--max-lifetime", str(o.timeout_min), "--plan-from", str(self.tmp / "no-plan"),
                 "--var", "detailed_monitoring=false", "--var", "upload_reserve_seconds=120", *o.up_args]
@@ -162,7 +169,8 @@ class Rehearsal:
         script = sandbox.user_data(ec2, iid)
         creds = sandbox.role_credentials(iam, sts, ec2, iid)
         root = self.tmp / "instance"
-        path, env = sandbox.prepare(root, script, iid, {**self.emulator.aws_env(), **creds})
+        path, env = sandbox.prepare(root, script, iid, {**self.emulator.aws_env(), **creds},
+                                    PROJECT_ROOT / ".cache" / "iceberg-java")
         self.say_phase("boot", f"instance {iid}: its user data ({len(script)} bytes) runs in {root} with the role "
                        f"{creds['BENCH_REHEARSE_ROLE']}'s credentials (log: bootstrap.log) ...")
         rc = self.run("boot", ["bash", str(path)], env=env, cwd=root, timeout=self.opts.timeout_min * 60 + 60,
@@ -180,6 +188,10 @@ class Rehearsal:
         self.say_phase("status", "bench aws status: finished (status.json present)")
         dest = self.opts.results_dir
         self.bench("fetch", "fetch", "--dest", str(dest))
+        st = json.loads((dest / "status.json").read_text()) if (dest / "status.json").is_file() else {}
+        if st.get("status") != "ok":
+            raise RehearsalFailed(f"the instance's run ended {st.get('status', 'without status.json')}: "
+                                  f"{st.get('message') or 'no message'} (its logs: {dest}/logs)")
         self.summary["verified"] = check_fetched(dest, self.opts.engines.split(","))
         self.say_phase("fetch", f"bench aws fetch -> {dest}: report.html, status.json, results of "
                        + ", ".join(f"{e} ({v})" for e, v in self.summary["verified"].items()))
@@ -202,13 +214,17 @@ class Rehearsal:
         from bench.aws_cli import terraform_bin
 
         n = len(_managed(_state_list(terraform_bin(), self.copy, self.env)))
-        var_files = sorted((self.tmp / "state").glob("run-*.tfvars.json"))
-        cmd = [terraform_bin(), f"-chdir={self.copy}", "destroy", "-input=false", "-auto-approve",
-               *(f"-var-file={f}" for f in var_files[-1:])]
-        rc = self.run("destroy-after-failure", cmd, check=False)
+        if self.outputs:  # the apply finished: as a user would, `bench aws down` (the results bucket kept)
+            rc = self.bench("down-after-failure", "down", "--auto-approve", check=False)
+        else:
+            var_files = sorted((self.tmp / "state").glob("run-*.tfvars.json"))
+            cmd = [terraform_bin(), f"-chdir={self.copy}", "destroy", "-input=false", "-auto-approve",
+                   *(f"-var-file={f}" for f in var_files[-1:])]
+            rc = self.run("destroy-after-failure", cmd, check=False)
         left = len(_managed(_state_list(terraform_bin(), self.copy, self.env)))
         self.applied = False
-        return (f"; destroyed the {n} resources it had created" if rc == 0 and not left
+        return (f"; destroyed the {n} resources it had created{' but the results bucket' if self.outputs else ''}"
+                if rc == 0 and not left
                 else f"; the destroy of the {n} resources it had created failed ({left} left)")
 
     def finish(self) -> None:
