@@ -9,13 +9,13 @@ from pathlib import Path
 import click
 
 from bench.aws_cli import aws
-from bench.rehearse.command import rehearse
 from bench.core.cost import DEFAULT_INSTANCE, PRICES
 from bench.core.errors import UserError, one_line_errors
 from bench.core.progress import Progress
 from bench.core.published import PUBLISHED_STORAGE_NAMES
 from bench.core.units import SCALE_HELP, check_scale
 from bench.engines import FLAGS, campaign_engines, default_engines
+from bench.rehearse.command import rehearse
 from reports.cli import docs_cmd, export_cmd, report_cmd
 
 # Every `bench` process imports this module: it imports click and light modules only (no pydantic, pyarrow,
