@@ -114,3 +114,33 @@ def test_emulator_dying_mid_run_is_one_line_and_leaves_nothing(tmp_path):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "the emulator died during up" in lines[0], err
     assert leftovers(tmp) == [] and not Path(tmp).exists()
+
+
+def test_the_sandbox_moves_the_instances_paths_and_refuses_a_user_data_it_does_not_know(tmp_path):
+    from bench.core.errors import UserError
+    from bench.rehearse.sandbox import sandboxed
+
+    script = ("install -d -m 0755 /opt/bench\ncat > /opt/bench/bootstrap.env <<'E'\n"
+              "export BENCH_DATA_DIR='/data'\nexport BENCH_DATA_DEVICE='auto'\nexport BENCH_PYTHON='/usr/bin/python3'\n"
+              "E\nexec /opt/bench/bootstrap.sh\n")
+    out = sandboxed(script, tmp_path)
+    assert "/opt/bench" not in out.replace(f"{tmp_path}/opt/bench", "")
+    assert f"export BENCH_DATA_DIR={tmp_path}/data" in out and "export BENCH_DATA_DEVICE=none" in out
+    assert f"export BENCH_PYTHON={sys.executable}" in out
+    with pytest.raises(UserError, match="BENCH_DATA_DEVICE"):
+        sandboxed(script.replace("BENCH_DATA_DEVICE", "BENCH_DISK"), tmp_path)
+
+
+def test_a_fetched_run_counts_only_ok_and_verified_results(tmp_path):
+    from bench.rehearse.flow import RehearsalFailed, check_fetched
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "report.html").write_text("<html>")
+    (tmp_path / "results" / "a.json").write_text(json.dumps({"engine": "spark", "status": "ok", "verified": True}))
+    (tmp_path / "results" / "b.json").write_text(json.dumps({"engine": "risingwave", "status": "ok",
+                                                             "verified": False}))
+    assert check_fetched(tmp_path, ["spark"]) == {"spark": "verified"}
+    with pytest.raises(RehearsalFailed, match="risingwave: ok, not verified"):
+        check_fetched(tmp_path, ["spark", "risingwave"])
+    with pytest.raises(RehearsalFailed, match="arrow-floor: no result"):
+        check_fetched(tmp_path, ["arrow-floor"])
