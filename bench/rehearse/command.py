@@ -24,6 +24,9 @@ STORAGE = ["gp3-baseline", "gp3-max", "s3"]  # as `bench aws up --storage`
 @click.option("--boot/--no-boot", default=True, show_default=True,
               help="Boot the instance here (its user data in a sandbox), then status and fetch; --no-boot: apply "
                    "and destroy only.")
+@click.option("--replan", is_flag=True, default=False,
+              help="Plan again right after the apply and list what would change: what the emulator reads back "
+                   "differently from what was applied.")
 @click.option("--storage", type=click.Choice(STORAGE), default=None, help="As `bench aws up --storage`.")
 @click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True,
               help="As `bench aws up --nodes` (node 0 is the one booted).")
@@ -34,7 +37,7 @@ STORAGE = ["gp3-baseline", "gp3-max", "s3"]  # as `bench aws up --storage`
 @click.option("--source-table", metavar="NS.TABLE", default=None, help="As `bench aws up`.")
 @click.option("--source-location", metavar="s3://BUCKET/PREFIX", default=None, help="As `bench aws up`.")
 @one_line_errors
-def rehearse(results_dir, scenarios, scale, engines, port, boot, storage, nodes, spark_workers, spot,
+def rehearse(results_dir, scenarios, scale, engines, port, boot, replan, storage, nodes, spark_workers, spot,
              source_catalog, source_table, source_location):
     """Rehearse `bench aws up/status/fetch/down` with no AWS account: the real Terraform module and the real AWS
     provider (from a local plugin directory, $BENCH_TF_PLUGIN_DIR, default /opt/tf-plugins) applied against a local
@@ -62,7 +65,7 @@ def rehearse(results_dir, scenarios, scale, engines, port, boot, storage, nodes,
     if spark_workers and storage != "s3":
         raise UserError("--spark-workers needs --storage s3 (as `bench aws up`)")
     opts = Options(results_dir=results_dir, scenarios=scenarios, scale=scale, engines=engines, port=port,
-                   boot=boot, up_args=up_args, spark_workers=spark_workers, spot=spot)
+                   boot=boot, replan=replan, up_args=up_args, spark_workers=spark_workers, spot=spot)
     try:
         summary = run(opts, click.echo)
     except RehearsalFailed as e:
