@@ -242,8 +242,8 @@ class Rehearsal:
             rc = self.run("destroy-after-failure", cmd, check=False)
         left = len(_managed(_state_list(terraform_bin(), self.copy, self.env)))
         self.applied = False
-        return (f"; destroyed the {n} resources it had created{' but the results bucket' if self.outputs else ''}"
-                if rc == 0 and not left
+        kept = " (the results bucket kept, as `bench aws down` keeps it)" if self.outputs else ""
+        return (f"; destroyed the {n} resources it had created{kept}" if rc == 0 and not left
                 else f"; the destroy of the {n} resources it had created failed ({left} left)")
 
     def finish(self) -> None:
