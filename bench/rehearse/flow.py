@@ -201,6 +201,11 @@ class Rehearsal:
         if state not in ("terminated", "stopped"):
             raise RehearsalFailed(f"boot: the instance is {state} after its user data ended (expected terminated "
                                   "or stopped: the power-off did not reach the emulator's EC2 API)")
+        others = [*(self.outputs.get("node_instance_ids") or []), *(self.outputs.get("worker_instance_ids") or [])]
+        if others:  # one node is booted; the others end as an interrupted node would, without their results
+            ec2.terminate_instances(InstanceIds=others)
+            self.say_phase("boot", f"not booted, terminated through the emulator's EC2 API: {' '.join(others)} "
+                           "(`status` reports a benchmark node so ended as lost)")
 
     def fetch(self) -> None:
         self.bench("status", "status")
