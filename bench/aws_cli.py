@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # imported where used: `bench` imports this module on every s
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TF_DIR = PROJECT_ROOT / "terraform"
-STATE_DIR = PROJECT_ROOT / ".cache" / "aws"
+STATE_DIR = Path(os.environ.get("BENCH_AWS_STATE_DIR") or PROJECT_ROOT / ".cache" / "aws")  # the rehearsal: its own
 # Never shipped to the instance: environments, caches, data and results.
 EXCLUDED_TOP = {".venv", ".cache", ".git", "results", "warehouse", "build", ".pytest_cache"}
 EXCLUDED_PARTS = {"__pycache__", ".terraform", ".mypy_cache", ".ruff_cache"}
@@ -247,6 +247,7 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
     values |= _storage_values(storage, max_disk_performance, warehouse_on_s3, spark_workers)
     STATE_DIR.mkdir(parents=True, exist_ok=True)
     values |= _harness_values(git_ref, git_url, run_id)
+    values["uploader_path"] = str(PROJECT_ROOT / "bench" / "cloud.py")  # embedded in the user data, from anywhere
     values |= dict(_parse_var(v) for v in tf_vars)
     if source:
         click.echo("plan: none for your own table (`bench plan` models generated tables by scale; `bench inspect "

@@ -15,6 +15,7 @@ from bench.core.progress import Progress
 from bench.core.published import PUBLISHED_STORAGE_NAMES
 from bench.core.units import SCALE_HELP, check_scale
 from bench.engines import FLAGS, campaign_engines, default_engines
+from bench.rehearse.command import rehearse
 from reports.cli import docs_cmd, export_cmd, report_cmd
 
 # Every `bench` process imports this module: it imports click and light modules only (no pydantic, pyarrow,
@@ -539,6 +540,7 @@ def selfcheck_scaling(files, file_mb, codec, rounds, results_dir, run_id, work_d
                             run_id=run_id, work_dir=work_dir), echo=click.echo)
 
 
+aws.add_command(rehearse)
 main.add_command(aws)
 main.add_command(report_cmd)
 main.add_command(export_cmd)

@@ -63,6 +63,8 @@ module "worker_user_data" {
   count  = local.cluster ? 1 : 0
   source = "./modules/user_data"
 
+  uploader_path = var.uploader_path
+
   role              = "worker"
   spark_master_host = aws_instance.bench.private_ip
   spark_workers     = var.spark_workers
@@ -102,7 +104,7 @@ resource "aws_instance" "worker" {
   iam_instance_profile                 = aws_iam_instance_profile.worker[0].name
   key_name                             = var.ssh_key_name
   ebs_optimized                        = true
-  monitoring                           = true
+  monitoring                           = var.detailed_monitoring
   instance_initiated_shutdown_behavior = "terminate"
   user_data_base64                     = module.worker_user_data[0].rendered_gzip_base64
   user_data_replace_on_change          = true

@@ -99,6 +99,8 @@ locals {
 module "user_data" {
   source = "./modules/user_data"
 
+  uploader_path = var.uploader_path
+
   run_id                 = local.run_id
   results_bucket         = local.bucket_name
   region                 = var.region
@@ -215,7 +217,7 @@ resource "aws_instance" "bench" {
   iam_instance_profile                 = aws_iam_instance_profile.bench.name
   key_name                             = var.ssh_key_name
   ebs_optimized                        = true
-  monitoring                           = true
+  monitoring                           = var.detailed_monitoring
   instance_initiated_shutdown_behavior = "terminate"
   user_data_base64                     = module.user_data.rendered_gzip_base64
   user_data_replace_on_change          = true

@@ -11,6 +11,8 @@ module "node_user_data" {
   count  = max(length(var.node_scenarios) - 1, 0)
   source = "./modules/user_data"
 
+  uploader_path = var.uploader_path
+
   node_index    = count.index + 1
   scenarios     = var.node_scenarios[count.index + 1]
   warehouse_uri = local.warehouse_on_s3 ? "${local.warehouse_uri}/node-${count.index + 1}" : ""
@@ -47,7 +49,7 @@ resource "aws_instance" "node" {
   iam_instance_profile                 = aws_iam_instance_profile.bench.name
   key_name                             = var.ssh_key_name
   ebs_optimized                        = true
-  monitoring                           = true
+  monitoring                           = var.detailed_monitoring
   instance_initiated_shutdown_behavior = "terminate"
   user_data_base64                     = module.node_user_data[count.index].rendered_gzip_base64
   user_data_replace_on_change          = true

@@ -335,6 +335,18 @@ variable "ssh_ingress_cidrs" {
   }
 }
 
+variable "detailed_monitoring" {
+  description = "CloudWatch detailed (1-minute) monitoring of the instances. Only `bench aws rehearse` turns it off: its local AWS emulator has no MonitorInstances API."
+  type        = bool
+  default     = true
+}
+
+variable "uploader_path" {
+  description = "Path of bench/cloud.py, embedded in the user data; empty = the checkout this module sits in (../bench/cloud.py). Set it when the module is used from a copy elsewhere."
+  type        = string
+  default     = ""
+}
+
 variable "tags" {
   description = "Extra tags on every resource."
   type        = map(string)

@@ -447,7 +447,9 @@ def test_every_instance_is_hardened_and_self_terminating(module, name):
     assert bare(inst["metadata_options"]) == bare(bench["metadata_options"])
     md = inst["metadata_options"][0]
     assert md["http_tokens"] == "required" and md["http_put_response_hop_limit"] == 1
-    assert inst["ebs_optimized"] is True and inst["monitoring"] is True
+    # detailed monitoring: on unless turned off (only `bench aws rehearse` does: its emulator lacks MonitorInstances)
+    assert inst["ebs_optimized"] is True and inst["monitoring"] == "${var.detailed_monitoring}"
+    assert module["variable"]["detailed_monitoring"]["default"] is True
     assert inst["user_data_replace_on_change"] is True
     for key in ("ami", "instance_type", "subnet_id", "associate_public_ip_address", "key_name"):
         assert inst[key] == bench[key], key

@@ -1,4 +1,6 @@
 locals {
+  uploader_path = var.uploader_path != "" ? var.uploader_path : "${path.module}/../../../bench/cloud.py"
+
   settings = {
     AWS_DEFAULT_REGION            = var.region
     AWS_REGION                    = var.region
@@ -41,14 +43,14 @@ locals {
   rendered = templatefile("${path.module}/user_data.sh.tftpl", {
     env_file  = join("\n", local.env_lines)
     bootstrap = chomp(file("${path.module}/../../bootstrap.sh"))
-    uploader  = chomp(file("${path.module}/../../../bench/cloud.py"))
+    uploader  = chomp(file(local.uploader_path))
   })
 }
 
 # The heredoc delimiters of the template must not occur inside the embedded files.
 check "heredoc_delimiters" {
   assert {
-    condition     = !strcontains(file("${path.module}/../../bootstrap.sh"), "BENCH_BOOTSTRAP_EOF") && !strcontains(file("${path.module}/../../../bench/cloud.py"), "BENCH_UPLOADER_EOF")
+    condition     = !strcontains(file("${path.module}/../../bootstrap.sh"), "BENCH_BOOTSTRAP_EOF") && !strcontains(file(local.uploader_path), "BENCH_UPLOADER_EOF")
     error_message = "bootstrap.sh or cloud.py contains a heredoc delimiter of user_data.sh.tftpl."
   }
 }

@@ -147,3 +147,9 @@ variable "source_snapshot" {
   type        = string
   default     = ""
 }
+
+variable "uploader_path" {
+  description = "Path of bench/cloud.py, embedded in the user data; empty = the checkout this module sits in."
+  type        = string
+  default     = ""
+}
