@@ -303,12 +303,15 @@ def inspect(scenario, source_catalog, source_table, source_snapshot, sources, as
     import json
 
     from bench.campaigns import expected_on_table
+    from bench.runner.expiry import pinned_expiry
     from bench.runner.source import inspect_source, render
 
-    d = inspect_source(source_ref(source_catalog, source_table, source_snapshot), scenario)
+    ref = source_ref(source_catalog, source_table, source_snapshot)
+    d = inspect_source(ref, scenario)
     if scenario:
         d["expected"] = expected_on_table(scenario, d["data_files"]["logical_bytes"],
                                           [Path(s) for s in sources] or [Path("results")])
+    d["expiry"] = pinned_expiry(ref, d["snapshot"]["id"], d.get("expected"))
     click.echo(json.dumps(d, indent=1, default=str) if as_json else render(d))
 
 

@@ -18,6 +18,10 @@ class EngineUnavailable(UserError):
     """An engine cannot run on this machine (missing module, runtime, Java...)."""
 
 
+class RunFailed(Exception):
+    """A run that went through but must not count (e.g. the source table changed under it): one line, exit 1."""
+
+
 def one_line_errors(fn: F) -> F:
     """Decorator for click commands: a UserError becomes one line on stderr and exit status 2,
     never a traceback wall."""
@@ -30,5 +34,8 @@ def one_line_errors(fn: F) -> F:
         except UserError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(2)
+        except RunFailed as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
 
     return wrapper  # type: ignore[return-value]

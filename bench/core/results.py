@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from bench.core.expected import Expected
 from bench.core.fileio import write_atomic
 from bench.core.published import PUBLISHED_INSTANCE, PUBLISHED_MACHINE
+from bench.core.source_records import OtherCommit, RefPin
 from bench.core.spread import Spread
 
 # ok: compaction finished (verified says whether the output is right); failed: the engine or the
@@ -803,6 +804,14 @@ class SourceRecord(BaseModel):
     touches: list[TouchedCase] = Field(default_factory=list)
     untested: list[str] = Field(default_factory=list)  # shape facts of the table no conformance case stands for
     shape_error: str = ""  # why the shape could not be read ("" = it was, or it was not asked)
+    # pinned, not frozen (bench.core.pin): others' commits since the pin are facts, never a failure
+    commits_by_others: list[OtherCommit] = Field(default_factory=list)
+    source_refs_moved: list[str] = Field(default_factory=list)  # the source's own refs others moved since the pin
+    refs: list[RefPin] = Field(default_factory=list)  # the refs the clone carries (main first), after this run
+    gone: list[str] = Field(default_factory=list)  # pinned files gone from the source (the owner's maintenance)
+    gone_between: list[str] = Field(default_factory=list)  # [last seen all there, first seen gone] (ISO times)
+    pin_s: float | None = None  # seconds taking the pin took (before the run)
+    observe_s: float | None = None  # seconds checking the source against it after this engine run
 
 
 class StorageCap(BaseModel):

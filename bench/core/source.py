@@ -18,7 +18,6 @@ lists, deletes and moves only files under the clone's location, which holds none
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 import time
@@ -27,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 from pyiceberg.table import Table
 from pyiceberg.table.refs import SnapshotRef, SnapshotRefType
 
-from bench.core.catalog.s3 import filesystem, is_s3
+from bench.core.catalog.s3 import is_s3
 from bench.core.errors import UserError
-from bench.core.table.entries import live_entries, local_path
+from bench.core.pin import SourceFingerprint, carried_refs, pin_source, under
 
 # properties of the clone over the source's: no commit of an engine or the harness may delete a file
 CLONE_PROPERTIES = {
@@ -117,68 +116,10 @@ def snapshot(tbl: Table, snapshot_id: int | None, empty_ok: bool = False) -> Any
     return snap
 
 
-class SourceFingerprint(BaseModel):
-    """The source as it is: what must not change while the harness works on its clone."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    snapshot_id: int | None = None  # its current snapshot
-    metadata_location: str = ""
-    metadata_sha256: str = ""  # content hash of its current metadata file
-    files: dict[str, int] = Field(default_factory=dict)  # every file it references -> size (-1: missing)
-    digest: str = ""  # over all of the above
-
-    def differences(self, other: SourceFingerprint) -> list[str]:
-        keys = ("snapshot_id", "metadata_location", "metadata_sha256")
-        out = [f"{k}: {getattr(self, k)} -> {getattr(other, k)}" for k in keys if getattr(self, k) != getattr(other, k)]
-        for path in sorted(set(self.files) | set(other.files)):
-            a, b = self.files.get(path), other.files.get(path)
-            if a != b:
-                out.append(f"{path}: size {a} -> {b}")
-        return out
-
-
-def _size(uri: str) -> int:
-    import pyarrow.fs as pafs
-
-    fs, path = filesystem(uri if "://" in uri else "file://" + local_path(uri))
-    info = fs.get_file_info(path)
-    return int(info.size or 0) if info.type == pafs.FileType.File else -1
-
-
-def _sha256(uri: str) -> str:
-    fs, path = filesystem(uri if "://" in uri else "file://" + local_path(uri))
-    h = hashlib.sha256()
-    with fs.open_input_stream(path) as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def referenced_files(tbl: Table, snapshot_ids: set[int]) -> list[str]:
-    """The metadata file, every snapshot's manifest list and manifests, and the live data and delete files
-    of `snapshot_ids`."""
-    paths = {tbl.metadata_location}
-    for snap in tbl.metadata.snapshots:
-        paths.add(snap.manifest_list)
-        paths.update(m.manifest_path for m in snap.manifests(tbl.io))
-    for sid in snapshot_ids:
-        paths.update(e.data_file.file_path for e in live_entries(tbl, sid))
-    return sorted(paths)
-
-
 def fingerprint_source(ref: SourceRef) -> SourceFingerprint:
-    """The source now (loaded afresh through its catalog): current snapshot, metadata file and its hash,
-    and every file the current and the chosen snapshot reference, with sizes."""
-    tbl = load_source(SourceRef(catalog_file=ref.catalog_file, table=ref.table))
-    current = tbl.current_snapshot()
-    ids = {s for s in (current.snapshot_id if current else None, ref.snapshot_id) if s is not None
-           and tbl.snapshot_by_id(s) is not None}
-    fp = SourceFingerprint(snapshot_id=current.snapshot_id if current else None,
-                           metadata_location=tbl.metadata_location, metadata_sha256=_sha256(tbl.metadata_location),
-                           files={p: _size(p) for p in referenced_files(tbl, ids)})
-    fp.digest = hashlib.sha256(fp.model_dump_json(exclude={"digest"}).encode()).hexdigest()[:16]
-    return fp
+    """The pin of the source (loaded afresh through its catalog) at the chosen snapshot (default: its current
+    one): bench.core.pin.pin_source."""
+    return pin_source(load_source(ref), ref.snapshot_id)
 
 
 def check_storage(tbl: Table, warehouse: str) -> None:
@@ -192,49 +133,52 @@ def check_storage(tbl: Table, warehouse: str) -> None:
                         f"settings; use {'an s3://bucket/prefix' if on_s3 else 'a local'} --warehouse")
 
 
-def _under(path: str, root: str) -> bool:
-    p, r = local_path(path).rstrip("/"), local_path(root).rstrip("/")
-    return p == r or p.startswith(r + "/")
-
-
 def check_disjoint(clone_location: str, source_files: list[str]) -> None:
     """The clone's location holds none of the source's files (restoring the clone deletes whatever under
     its location it does not list); UserError otherwise."""
-    inside = [p for p in source_files if _under(p, clone_location)]
+    inside = [p for p in source_files if under(p, clone_location)]
     if inside:
         raise UserError(f"the source's files lie under the clone's location {clone_location} (e.g. {inside[0]}): "
                         "use a --warehouse outside the source table's directory")
 
 
 def clone_metadata(tbl: Table, snap: Any, location: str) -> Any:
-    """The source's metadata with only `snap` (its manifests as they are; None: no snapshot, an empty table),
-    `location` as the table's location and garbage collection off: a new table that references the source's
-    files in place."""
+    """The source's metadata with only `snap` as main (its manifests as they are; None: no snapshot, an empty
+    table) and the source's other branches and tags with their snapshots (carried_refs), `location` as the table's
+    location and garbage collection off: a new table that references the source's files in place.  No other
+    snapshot of the source's history is copied."""
     md = tbl.metadata
     props = {k: v for k, v in md.properties.items() if k not in DROPPED_PROPERTIES} | CLONE_PROPERTIES
+    carried = carried_refs(tbl, None if snap is None else snap.snapshot_id)
     refs = {} if snap is None else {"main": SnapshotRef(**{"snapshot-id": snap.snapshot_id,
-                                                          "type": SnapshotRefType.BRANCH})}
+                                                          "type": SnapshotRefType.BRANCH}), **carried}
+    ids = {r.snapshot_id for r in refs.values()}
     update: dict[str, Any] = dict(
         location=location, table_uuid=uuid.uuid4(), last_updated_ms=int(time.time() * 1000), properties=props,
-        snapshots=[] if snap is None else [snap], current_snapshot_id=None if snap is None else snap.snapshot_id,
+        snapshots=[s for s in md.snapshots if s.snapshot_id in ids],
+        current_snapshot_id=None if snap is None else snap.snapshot_id,
         snapshot_log=[], metadata_log=[], refs=refs, statistics=[], partition_statistics=[])
     return md.model_copy(update={k: v for k, v in update.items() if k in type(md).model_fields})
 
 
 def clone_metadata_v3(tbl: Table, snap: Any, location: str) -> bytes:
     """`clone_metadata` for format v3, whose metadata pyiceberg reads but cannot write: the source's metadata file
-    as JSON, edited the same way (only `snap`, `location`, a new uuid, garbage collection off); every other field
-    stays as the source wrote it (row lineage: next-row-id and each snapshot's first-row-id, as the spec asks)."""
+    as JSON, edited the same way (only `snap` as main and the carried refs' snapshots, `location`, a new uuid,
+    garbage collection off); every other field stays as the source wrote it (row lineage: next-row-id and each
+    snapshot's first-row-id, as the spec asks)."""
     with tbl.io.new_input(tbl.metadata_location).open() as f:
         raw = f.read()
     doc = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
     props = {k: v for k, v in (doc.get("properties") or {}).items() if k not in DROPPED_PROPERTIES} | CLONE_PROPERTIES
     sid = None if snap is None else snap.snapshot_id
+    carried = carried_refs(tbl, sid)
+    refs = {} if sid is None else {"main": {"snapshot-id": sid, "type": "branch"},
+                                   **{n: (doc.get("refs") or {})[n] for n in carried}}
+    ids = {r["snapshot-id"] for r in refs.values()}
     doc.update({"location": location, "table-uuid": str(uuid.uuid4()), "last-updated-ms": int(time.time() * 1000),
                 "properties": props, "current-snapshot-id": -1 if sid is None else sid, "snapshot-log": [],
-                "metadata-log": [], "snapshots": [x for x in doc.get("snapshots") or [] if x.get("snapshot-id") == sid],
-                "refs": {} if sid is None else {"main": {"snapshot-id": sid, "type": "branch"}},
-                "statistics": [], "partition-statistics": []})
+                "metadata-log": [], "snapshots": [x for x in doc.get("snapshots") or [] if x.get("snapshot-id") in ids],
+                "refs": refs, "statistics": [], "partition-statistics": []})
     return json.dumps(doc, indent=2).encode()
 
 

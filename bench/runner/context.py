@@ -23,9 +23,10 @@ from bench.core.errors import UserError
 from bench.core.expected import Expected
 from bench.core.lock import WarehouseLock
 from bench.core.machine import DROP_CACHES, node_ram_bytes, usable_cores
+from bench.core.pin import SourceFingerprint, SourceWatch
 from bench.core.progress import Progress
 from bench.core.results import Environment, SourceRecord
-from bench.core.source import SourceFingerprint, SourceRef, check_storage, load_source
+from bench.core.source import SourceRef, check_storage, load_source
 from bench.core.units import check_scale, parse_size
 from bench.core.work import WorkIntent
 from bench.engines import default_engines, engine_class, parse_engines
@@ -121,7 +122,8 @@ class RunContext:
     # verification, so they cannot disagree
     work: WorkIntent | None = None
     source: SourceRef | None = None  # the user's own table: the dataset is its clone (bench.runner.source)
-    source_before: SourceFingerprint | None = None  # the source's fingerprint before the run
+    source_before: SourceFingerprint | None = None  # the source's pin, taken before the run (bench.core.pin)
+    source_watch: SourceWatch | None = None  # what was seen of the source after each engine run
     source_shape: SourceRecord | None = None  # its shape and the conformance cases it touches (source.source_shape)
     storage_cap: CapSpec | None = None  # --storage-cap, parsed
     cap_device: tuple[str, int, int] | None = None  # (name, major, minor) of the warehouse's disk

@@ -13,9 +13,10 @@ from pathlib import Path
 from bench.core.catalog import load_catalog
 from bench.core.catalog.rest import serve
 from bench.core.dataset import GeneratedTable
-from bench.core.errors import UserError
+from bench.core.errors import RunFailed, UserError
 from bench.core.lock import WarehouseLock
 from bench.core.machine import HARNESS_PACKAGES, environment, package_versions
+from bench.core.pin import pin_source
 from bench.core.progress import Progress
 from bench.core.results import (
     CacheState,
@@ -28,7 +29,7 @@ from bench.core.results import (
     now_iso,
     write_run_state,
 )
-from bench.core.source import fingerprint_source, load_source
+from bench.core.source import load_source
 from bench.core.table import live_files
 from bench.core.units import fmt_bytes
 from bench.engines import engine_class
@@ -48,7 +49,8 @@ from bench.runner.live import INGEST_BRANCH, EngineHold, judge, live_writer
 from bench.runner.process import EngineRun
 from bench.runner.reads import reads_after, reads_before
 from bench.runner.record import finish, new_result
-from bench.runner.source import check_source, prepare_clone, source_record, source_shape
+from bench.runner.source import prepare_clone, source_record, source_shape
+from bench.runner.source_watch import check_refs, check_source, finish_source, record_gone
 from bench.runner.streaming import run_streaming
 from bench.telemetry.confine import fmt_rate, stale_parents
 from bench.telemetry.limits import remove_stale_cgroups
@@ -67,6 +69,11 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
     why = why_unsupported(ctx, slot)
     if why:
         return finish(ctx, record_unsupported(r, why), label)
+    if ctx.source_watch is not None and ctx.source_watch.gone and ctx.source and ctx.source_before:
+        # the clone references files that went: not run
+        r.source = source_record(ctx.source, ds, ctx.source_before, ctx.source_shape)
+        return finish(ctx, record_gone(ctx, r), label)
+    live: tuple[EngineHold, WriterCommit] | None = None
     try:
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state (position {slot.position + 1} of "
                           f"{len(slot.order)}: {' -> '.join(slot.order)})")
@@ -91,8 +98,9 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         harness_failed(r, exc)
     if ctx.source is not None and ctx.source_before is not None:  # the original, after this engine run
         r.source = source_record(ctx.source, ds, ctx.source_before, ctx.source_shape)
-        if check_source(r, ctx.source, ctx.source_before):
-            r.error = (r.error + "; " if r.error else "") + f"the source table changed: {r.source.differences[0]}"
+        if r.status == "ok" and live is None:
+            check_refs(ctx, r, committed=r.commits == "table")
+        check_source(ctx, r)
     return finish(ctx, r, label)
 
 
@@ -249,6 +257,7 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
                      expected_results=len(slots) + (ctx.scenario.streaming is not None),
                      command=" ".join(sys.argv)[:500])
     out: list[RunResult] = []
+    failed = ""
     with ExitStack() as stack:
         stack.enter_context(WarehouseLock(ctx.settings.lock_path, wait=opts.wait, say=progress.info))
         stale = remove_stale_cgroups(stale_parents())
@@ -278,8 +287,8 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
             else:
                 for slot in slots:
                     out.append(run_one(ctx, slot))
-            source_unchanged(ctx)
-            state.state = "complete"
+            failed = finish_source(ctx)
+            state.state, state.note = "complete", failed
         except BaseException as exc:
             state.state, state.note = "interrupted", f"{type(exc).__name__}: {exc}"[:500]
             raise
@@ -288,6 +297,8 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
             write_run_state(ctx.run_dir, state)
     progress.block(summary_table(out, ctx.engines))
     progress.info(f"results: {ctx.run_dir}")
+    if failed:
+        raise RunFailed(failed)
     return out
 
 
@@ -296,30 +307,21 @@ def use_source(ctx: RunContext) -> GeneratedTable:
     it touches, recorded with every result)."""
     assert ctx.source is not None and ctx.catalog is not None
     progress = ctx.progress
-    ctx.source_before = fingerprint_source(ctx.source)
+    src = load_source(ctx.source)  # loaded once: pinned and cloned from the same metadata, whoever commits after
+    ctx.source_before = pin_source(src, ctx.source.snapshot_id)
     ds = ctx.dataset = prepare_clone(ctx.catalog, ctx.settings, ctx.source, ctx.scenario, progress,
-                                     read_settings=ctx.catalog_settings)
-    shaped = ctx.source_shape = source_shape(load_source(ctx.source), ds.snapshot_id)
+                                     read_settings=ctx.catalog_settings, src=src)
+    shaped = ctx.source_shape = source_shape(src, ds.snapshot_id)
     progress.info(f"source {ctx.source.table}: its shape touches {len(shaped.touches)} conformance case(s)"
                   + (f": {', '.join(t.case for t in shaped.touches)}" if shaped.touches else "")
                   + (f" (shape unknown: {shaped.shape_error})" if shaped.shape_error else ""))
-    progress.info(f"source {ctx.source.table} (snapshot {ds.snapshot_id}, fingerprint "
-                  f"{ctx.source_before.digest} over {len(ctx.source_before.files)} files): clone "
+    pin = ctx.source_before
+    progress.info(f"source {ctx.source.table} pinned at snapshot {ds.snapshot_id} (fingerprint {pin.digest} over "
+                  f"{len(pin.files)} files, taken in {pin.seconds:.2f} s"
+                  + (f"; refs carried: {', '.join(pin.carried)}" if pin.carried else "") + f"): clone "
                   f"{ds.table}, {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
                   f"({'reused' if ds.reused else f'cloned and read in {ds.generation_s:.1f} s'})")
     return ds
-
-
-def source_unchanged(ctx: RunContext) -> None:
-    """The whole run: the source as it was before (raises, failing the run, when it is not)."""
-    if ctx.source is None or ctx.source_before is None:
-        return
-    diffs = ctx.source_before.differences(fingerprint_source(ctx.source))
-    if diffs:
-        raise RuntimeError(f"THE SOURCE TABLE {ctx.source.table} CHANGED during the run ({len(diffs)} "
-                           f"difference(s), e.g. {diffs[0]}): no result of this run counts")
-    ctx.progress.info(f"source {ctx.source.table}: unchanged (fingerprint {ctx.source_before.digest}: current "
-                      f"snapshot, metadata file sha256, {len(ctx.source_before.files)} referenced files)")
 
 
 def summary_table(results: list[RunResult], engines: list[str]) -> str:

@@ -17,23 +17,17 @@ from pyiceberg.table import Table
 from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GeneratedTable, GroundTruth, save_manifest, spare_dir
 from bench.core.errors import UserError
+from bench.core.pin import SourceFingerprint, pinned_files
 from bench.core.progress import Progress
-from bench.core.results import Check, ReaderAnswer, ReaderFinding, RunResult, SourceRecord
-from bench.core.source import (
-    SourceFingerprint,
-    SourceRef,
-    check_disjoint,
-    fingerprint_source,
-    load_source,
-    referenced_files,
-    snapshot,
-    write_clone,
-)
+from bench.core.results import ReaderAnswer, ReaderFinding, SourceRecord
+from bench.core.source import SourceRef, check_disjoint, load_source, snapshot, write_clone
+from bench.core.source_records import RefPin
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import classify, scope
 from bench.core.table.shape import shape
 from bench.core.table.state import list_files, vault
 from bench.core.units import fmt_bytes
+from bench.runner.expiry import render_expiry
 from bench.scenario import Scenario
 from bench.verify import table_stats
 from bench.verify.readers import REFERENCE, read
@@ -116,9 +110,12 @@ def clone_name(src: Table, snap_id: int | None) -> tuple[str, str]:
 
 
 def prepare_clone(catalog: Catalog, settings: CatalogSettings, ref: SourceRef, sc: Scenario,
-                  progress: Progress, read_settings: CatalogSettings | None = None) -> GeneratedTable:
-    """The clone of the source snapshot as the run's dataset (made, with its ground truth, unless it exists)."""
-    src = load_source(ref)
+                  progress: Progress, read_settings: CatalogSettings | None = None,
+                  src: Table | None = None) -> GeneratedTable:
+    """The clone of the source snapshot as the run's dataset (made, with its ground truth, unless it exists).
+    `src`: the source as it was pinned (loaded once, so that a commit by others in between cannot change what is
+    cloned); default: loaded now."""
+    src = src if src is not None else load_source(ref)
     snap = snapshot(src, ref.snapshot_id, empty_ok=True)  # None: an empty table, cloned and judged as it is
     snap_id = None if snap is None else snap.snapshot_id
     name, key = clone_name(src, snap_id)
@@ -128,7 +125,7 @@ def prepare_clone(catalog: Catalog, settings: CatalogSettings, ref: SourceRef, s
         return existing
     ident = f"{settings.namespace}.{name}"
     location = f"{settings.warehouse_uri.rstrip('/')}/{settings.namespace}/{name}"
-    check_disjoint(location, referenced_files(src, set() if snap_id is None else {snap_id}))
+    check_disjoint(location, pinned_files(src, set() if snap_id is None else {snap_id}))
     drop_incomplete(catalog, ident)  # a clone left half-made: only its own location is deleted
     catalog.create_namespace_if_not_exists(settings.namespace)
     t0 = time.perf_counter()
@@ -169,25 +166,10 @@ def source_record(ref: SourceRef, ds: GeneratedTable, before: SourceFingerprint,
     return SourceRecord(catalog_file=ref.catalog_file, table=ref.table, snapshot_id=src["snapshot_id"],
                         metadata_location=src["metadata_location"], clone=ds.table,
                         fingerprint_before=before.digest, files=len(before.files), shape=shaped.shape,
-                        touches=shaped.touches, untested=shaped.untested, shape_error=shaped.shape_error)
-
-
-def check_source(r: RunResult, ref: SourceRef, before: SourceFingerprint) -> list[str]:
-    """Fingerprint the source again after an engine run: a required check of the result, and what differs."""
-    assert r.source is not None
-    try:
-        after = fingerprint_source(ref)
-        diffs = before.differences(after)
-        r.source.fingerprint_after = after.digest
-    except Exception as e:  # noqa: BLE001 - a source that cannot be read back is a difference too
-        diffs = [f"cannot fingerprint the source again: {type(e).__name__}: {e}"[:500]]
-    r.source.unchanged, r.source.differences = not diffs, diffs[:20]
-    msg = (f"the source {ref.table} is unchanged: current snapshot, metadata file (sha256) and its "
-           f"{len(before.files)} referenced files (sizes) as before the run" if not diffs else
-           f"THE SOURCE TABLE {ref.table} CHANGED during the run: {len(diffs)} difference(s), e.g. {diffs[0]}")
-    if not r.verification.add(Check(name="source_unchanged", ok=not diffs, message=msg, whose="harness")):
-        r.verified = False
-    return diffs
+                        touches=shaped.touches, untested=shaped.untested, shape_error=shaped.shape_error,
+                        pin_s=before.seconds,
+                        refs=[RefPin(name=r.name, type=r.type, snapshot_id=r.snapshot_id)
+                              for r in before.refs if r.name in before.carried])
 
 
 # ---- bench inspect -------------------------------------------------------------------------------------------
@@ -299,6 +281,7 @@ def render(d: dict[str, Any]) -> str:
                   f"file(s) ({fmt_bytes(s['delete_bytes'])})"]
     lines += _render_touches(d)
     lines += _render_work(d)
+    lines += render_expiry(d)
     x = d.get("expected")
     if x and x["model"] is None:
         lines.append(f"expected time and memory: {x['note']}")
@@ -413,5 +396,5 @@ def inspect_source(ref: SourceRef, scenario: str | None) -> dict[str, Any]:
     return d
 
 
-__all__ = ["check_source", "describe", "ground_truth", "inspect_source", "prepare_clone", "render",
+__all__ = ["describe", "ground_truth", "inspect_source", "prepare_clone", "render",
            "source_record", "source_shape"]

@@ -1,0 +1,149 @@
+"""A live source table during a run (bench.core.pin): pinned, not frozen.
+
+After every engine run the source is checked against its pin: others' commits are recorded on the result, a
+change to a pinned file or a commit by the harness fails the result (and the run, in one line, at its end),
+pinned files gone (the owner's maintenance) leave that run and every later one not verified, saying which files
+went and between which times.  The clone's refs are checked too: main where the engine left it (advanced by a
+compaction that committed, in place otherwise), every other branch and tag where it was, every file they
+reference present."""
+
+from __future__ import annotations
+
+import time
+
+from bench.core.pin import Observation, SourceWatch, observe, pinned_files, sample_hash
+from bench.core.results import Check, RunResult
+from bench.core.source import SourceRef, load_source
+from bench.core.source_records import RefPin
+from bench.runner.context import RunContext
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def look(ctx: RunContext) -> Observation:
+    """The source now against its pin (a source that cannot be read back is a failure to name)."""
+    assert ctx.source is not None and ctx.source_before is not None
+    try:
+        tbl = load_source(SourceRef(catalog_file=ctx.source.catalog_file, table=ctx.source.table))
+        return observe(ctx.source_before, tbl, ctx.settings.warehouse_uri)
+    except Exception as e:  # noqa: BLE001 - the source unreadable afterwards is a difference, said in one line
+        return Observation(changed=[" ".join(f"cannot read the source again: {type(e).__name__}: {e}".split())[:400]])
+
+
+def watch(ctx: RunContext) -> SourceWatch:
+    if ctx.source_watch is None:
+        ctx.source_watch = SourceWatch(seen_unix=ctx.source_before.taken_unix if ctx.source_before else time.time())
+    return ctx.source_watch
+
+
+def update(ctx: RunContext, ob: Observation) -> SourceWatch:
+    """The run's watch after observation `ob`: when files went (first time only), the harness's failures."""
+    w, now = watch(ctx), time.time()
+    w.last = ob
+    if ob.gone and not w.gone:
+        pin = ctx.source_before
+        assert pin is not None and ctx.source is not None
+        w.gone_between = [_iso(w.seen_unix), _iso(now)]
+        w.gone = (f"{len(ob.gone)} of the {len(pin.files)} files of the pinned snapshot {pin.snapshot_id} of "
+                  f"{ctx.source.table} disappeared from the source between {w.gone_between[0]} and "
+                  f"{w.gone_between[1]} (the table owner's maintenance, e.g. expire_snapshots or "
+                  f"remove_orphan_files: the harness never writes to the source), e.g. {ob.gone[0]}")
+    elif not ob.gone:
+        w.seen_unix = now
+    w.failures += [f for f in ob.failures if f not in w.failures]
+    return w
+
+
+def check_source(ctx: RunContext, r: RunResult) -> None:
+    """The source after this engine run, against its pin: recorded on `r.source`, required checks of `r`."""
+    assert r.source is not None and ctx.source is not None
+    ob = look(ctx)
+    w = update(ctx, ob)
+    rec = r.source
+    rec.commits_by_others, rec.source_refs_moved, rec.observe_s = ob.others, ob.refs_moved, ob.seconds
+    rec.gone, rec.gone_between = ob.gone[:20], list(w.gone_between) if ob.gone else []
+    rec.unchanged = not ob.failures and not ob.gone
+    rec.differences = (ob.failures + [f"gone: {p}" for p in ob.gone])[:20]
+    others = (f"; others committed {len(ob.others)} snapshot(s) since the pin (recorded, not a difference)"
+              if ob.others else "")
+    msg = (f"the pinned snapshot {rec.snapshot_id} of {ctx.source.table} is as pinned: its {rec.files} files "
+           f"(metadata file, manifest lists, manifests, data and delete files: size and sampled content){others}"
+           if not ob.failures else
+           f"THE SOURCE TABLE {ctx.source.table} CHANGED during the run: {len(ob.failures)} difference(s), e.g. "
+           f"{ob.failures[0]}")
+    checks = [Check(name="source_unchanged", ok=not ob.failures, message=msg)]
+    if ob.gone:
+        checks.append(Check(name="source_files_present", ok=False, message=w.gone))
+    for c in checks:
+        if not r.verification.add(c):
+            r.verified = False
+    if ob.failures:
+        r.error = (r.error + "; " if r.error else "") + f"the source table changed: {ob.failures[0]}"
+    elif ob.gone:
+        r.error = (r.error + "; " if r.error else "") + f"not verified: {w.gone}"
+
+
+def record_gone(ctx: RunContext, r: RunResult) -> RunResult:
+    """An engine run after pinned files went: not run (the clone references files that are gone), not verified,
+    and why, in one line."""
+    w = watch(ctx)
+    r.status, r.verified, r.error = "failed", False, f"not run: {w.gone}"
+    r.verification.add(Check(name="source_files_present", ok=False, message=w.gone))
+    return r
+
+
+def check_refs(ctx: RunContext, r: RunResult, committed: bool) -> None:
+    """The clone's refs after the engine: main advanced by a compaction that committed (in place otherwise), every
+    other branch and tag where the source had it, every file each references present (a required check)."""
+    assert ctx.catalog is not None and ctx.dataset is not None and ctx.source_before is not None
+    assert r.source is not None
+    pin = ctx.source_before
+    if pin.snapshot_id is None:
+        return
+    tbl = ctx.catalog.load_table(ctx.dataset.table)
+    now = {n: ref.snapshot_id for n, ref in tbl.metadata.refs.items()}
+    was = {"main": pin.snapshot_id} | {x.name: x.snapshot_id for x in pin.refs if x.name in pin.carried}
+    kinds = {x.name: x.type for x in pin.refs} | {"main": "branch"}
+    wrong = []
+    for name, sid in was.items():
+        after = now.get(name)
+        if name == "main" and committed:
+            if after is None or after == sid:
+                wrong.append(f"main did not advance: {sid} -> {after}")
+        elif after != sid:
+            wrong.append(f"{kinds.get(name, 'ref')} {name}: {sid} -> {after}")
+    ids = {s for s in now.values()}
+    missing = [p for p in pinned_files(tbl, ids) if sample_hash(p)[0] < 0]
+    r.source.refs = [RefPin(name=n, type=kinds.get(n, "branch"), snapshot_id=sid, after_snapshot_id=now.get(n))
+                     for n, sid in was.items()]
+    ok = not wrong and not missing
+    msg = (f"{len(was)} ref(s) of the clone where they belong ({', '.join(sorted(was))}: main "
+           f"{'advanced by the compaction' if committed else 'in place: nothing committed'}, every other as the "
+           f"source had it) and every file they reference present" if ok else
+           "; ".join(wrong + ([f"{len(missing)} file(s) the refs reference missing, e.g. {missing[0]}"]
+                              if missing else [])))
+    if not r.verification.add(Check(name="refs_kept", ok=ok, message=msg[:1000])):
+        r.verified = False
+
+
+def finish_source(ctx: RunContext) -> str:
+    """The whole run: the source looked at once more.  Returns why the run does not count when the harness changed
+    it (the CLI says it in one line, exit 1; "" otherwise); pinned files gone are said, others' commits counted."""
+    if ctx.source is None or ctx.source_before is None:
+        return ""
+    w = update(ctx, look(ctx))
+    table, pin = ctx.source.table, ctx.source_before
+    if w.failures:
+        return (f"THE SOURCE TABLE {table} CHANGED during the run ({len(w.failures)} difference(s), e.g. "
+                f"{w.failures[0]}): no result of this run counts")
+    others = len(w.last.others) if w.last else 0
+    if w.gone:
+        ctx.progress.info(f"source {table}: {w.gone}; the engine runs from then on are not verified")
+    else:
+        ctx.progress.info(f"source {table}: unchanged: the pinned snapshot {pin.snapshot_id} (fingerprint "
+                          f"{pin.digest}: {len(pin.files)} pinned files, size and sampled content)"
+                          + (f"; others committed {others} snapshot(s) meanwhile, recorded beside the results"
+                             if others else ""))
+    return ""
