@@ -44,6 +44,7 @@ from bench.core.results import (
 )
 from bench.core.spread import Spread
 from bench.core.stats import EngineStats, Speedup, all_speedups, engine_stats, floors
+from reports.source import SourceHeader, source_header, why_not_verified
 
 RESULT_NAME = re.compile(r"[^/]+--[^/]+--(rep\d+|warmup)[^/]*\.json")  # <scenario>--<engine>--rep<N>.json
 FALLBACK_COLORS = ["#0F9D8A", "#8E44AD", "#B7950B", "#C0392B", "#2C3E50", "#16A085"]
@@ -283,6 +284,7 @@ class EngineRow:
     enforcement: str = ""
     caps: list[MemoryCap] = field(default_factory=list)
     caps_differ: bool = False
+    why_not: str = ""  # why a measured run is not verified, in one line ("" = every one is)
     peak_any: float | None = None  # highest peak RSS of any measured run, verified or not
     peak_any_status: str = ""
     catalog: dict[str, Spread] = field(default_factory=dict)  # catalog server usage, over verified runs
@@ -351,6 +353,7 @@ class ResultSet:
     record: ScenarioRecord = field(default_factory=ScenarioRecord)
     published: Published | None = None
     description: str = ""
+    source: SourceHeader | None = None  # a set on the user's own table: its header replaces description and scale
     scenario_notes: list[str] = field(default_factory=list)
     engines: list[str] = field(default_factory=list)
     colors: dict[str, str] = field(default_factory=dict)
@@ -509,6 +512,7 @@ def _scenario(rs: ResultSet) -> None:
             f"figures are shown.")
         return
     rs.description = rs.record.description
+    rs.source = source_header([lr.r for lr in rs.runs])
     try:  # a run on the user's own table (--source-table) has nothing published to compare with
         rs.published = None if any(lr.r.source for lr in rs.runs) else rs.record.published()
     except ValidationError as e:
@@ -603,7 +607,7 @@ def _engine_row(rs: ResultSet, engine: str) -> EngineRow:
         read_bytes_median=_median([lr.r.telemetry.read_bytes for lr in good]),
         write_bytes_median=_median([lr.r.telemetry.write_bytes for lr in good]),
         after=after_run.r.after if after_run else None, after_verified=bool(good),
-        status_text=", ".join(parts) or "no measured run",
+        status_text=", ".join(parts) or "no measured run", why_not=why_not_verified([lr.r for lr in runs]),
     )
     # throughput: the uncompressed (logical) size of the input, the same measure as the published one
     logical = _median([lr.r.before.uncompressed_bytes or None for lr in good])
@@ -687,9 +691,10 @@ def _source_lines(rs: ResultSet) -> list[str]:
         unchecked = [r for r in runs if r.source.unchanged is None]
         state = (f"CHANGED after {len(changed)} of {len(runs)} runs: {changed[0].source.differences[0]}" if changed
                  else f"unchanged after every run (fingerprint {runs[0].source.fingerprint_before} over "
-                      f"{runs[0].source.files} files)" + (f"; {len(unchecked)} not checked" if unchecked else ""))
-        out.append(f"your own table {table}, snapshot {snap}, compacted as its zero-copy clone {clone}: the "
-                   f"original {state}")
+                      f"{runs[0].source.files} pinned files: size and sampled content)"
+                      + (f"; {len(unchecked)} not checked" if unchecked else ""))
+        out.append(f"your own table {table}, pinned at snapshot {snap}, compacted as its zero-copy clone {clone}: "
+                   f"the pinned snapshot {state}")
     return out
 
 

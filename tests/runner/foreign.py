@@ -43,22 +43,66 @@ def make_foreign_table(root: Path, commits: int = 4, rows: int = 300, warehouse:
     catalog.create_namespace_if_not_exists("shop")
     tbl = catalog.create_table("shop.orders", SCHEMA, partition_spec=SPEC,
                                properties={"format-version": "2"})
-    arrow = SCHEMA.as_arrow()
-    base = dt.datetime(2026, 3, 1)
     for c in range(commits):
-        ids = list(range(c * rows, (c + 1) * rows))
-        tbl.append(pa.table({
-            "order_id": pa.array(ids, pa.int64()),
-            "customer": [f"customer-{hashlib.md5(str(i).encode()).hexdigest()[:8]}" if i % 7 else None for i in ids],
-            "placed_at": [base + dt.timedelta(hours=(i * 7) % 72, seconds=i) for i in ids],
-            "placed_on": [(base + dt.timedelta(hours=(i * 7) % 72, seconds=i)).date() for i in ids],
-            "amount": [decimal.Decimal(i % 100000) / 100 for i in ids],
-            "note": ["x" * (i % 40) for i in ids],
-        }, schema=arrow))
+        tbl.append(_rows(list(range(c * rows, (c + 1) * rows))))
     cfg = root / "source.yaml"
     # as a .pyiceberg.yaml entry: a SqlCatalog keys its tables by the catalog's name
     cfg.write_text("catalog:\n  shop:\n" + "".join(f"    {k}: {v}\n" for k, v in props.items()))
     return cfg
+
+
+def _rows(ids: list[int]) -> pa.Table:
+    base = dt.datetime(2026, 3, 1)
+    return pa.table({
+        "order_id": pa.array(ids, pa.int64()),
+        "customer": [f"customer-{hashlib.md5(str(i).encode()).hexdigest()[:8]}" if i % 7 else None for i in ids],
+        "placed_at": [base + dt.timedelta(hours=(i * 7) % 72, seconds=i % 10**6) for i in ids],
+        "placed_on": [(base + dt.timedelta(hours=(i * 7) % 72, seconds=i % 10**6)).date() for i in ids],
+        "amount": [decimal.Decimal(i % 100000) / 100 for i in ids],
+        "note": ["x" * (i % 40) for i in ids],
+    }, schema=SCHEMA.as_arrow())
+
+
+def add_refs(root: Path) -> dict[str, int]:
+    """A tag `audited` at the second snapshot and a branch `backfill` at the third of `shop.orders` under `root`;
+    returns name -> snapshot id."""
+    catalog = SqlCatalog("shop", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}/lake")
+    tbl = catalog.load_table("shop.orders")
+    snaps = sorted(tbl.metadata.snapshots, key=lambda s: s.sequence_number or 0)
+    refs = {"audited": snaps[1].snapshot_id, "backfill": snaps[2].snapshot_id}
+    tbl.manage_snapshots().create_tag(refs["audited"], "audited").create_branch(refs["backfill"], "backfill").commit()
+    return refs
+
+
+class Writer:
+    """Someone else's writer on `shop.orders` under `root`: a thread appending 3 rows every `every_s` seconds while
+    the `with` block runs (its own catalog connection, as another process's would be)."""
+
+    def __init__(self, root: Path, every_s: float = 0.7) -> None:
+        import threading
+
+        self.catalog = SqlCatalog("shop", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}/lake")
+        self.every_s, self.commits, self.errors = every_s, 0, []  # type: ignore[var-annotated]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="foreign-writer", daemon=True)
+
+    def _run(self) -> None:
+        next_id = 10**8
+        while not self.stop.wait(self.every_s):
+            try:
+                self.catalog.load_table("shop.orders").append(_rows(list(range(next_id, next_id + 3))))
+                self.commits += 1
+            except Exception as e:  # noqa: BLE001 - the test asserts there were none
+                self.errors.append(f"{type(e).__name__}: {e}")
+            next_id += 3
+
+    def __enter__(self) -> Writer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
 
 
 def add_deletes(root: Path) -> dict[str, int]:

@@ -3,6 +3,7 @@ directory of its own, with position and equality deletes committed by Iceberg's 
 `bench run` of every engine on its zero-copy clone with the original byte-identical after."""
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -10,7 +11,14 @@ from click.testing import CliRunner
 from bench.cli import main
 from tests.core.test_s3_warehouse import BUCKET, SECRET, _client, _env, _keys, s3_endpoint  # noqa: F401 - its S3 server
 from tests.helpers import run_bench
-from tests.runner.foreign import add_deletes, duckdb_deletes, make_foreign_table, tree_hashes
+from tests.runner.foreign import (
+    Writer,
+    add_deletes,
+    add_refs,
+    duckdb_deletes,
+    make_foreign_table,
+    tree_hashes,
+)
 
 
 @pytest.fixture(scope="module")
@@ -20,6 +28,7 @@ def foreign(tmp_path_factory):
     root = tmp_path_factory.mktemp("foreign")
     cfg = make_foreign_table(root / "src")
     assert add_deletes(root / "src") == {"position": 44, "equality": 34}
+    add_refs(root / "src")  # tag audited at the 2nd snapshot, branch backfill at the 3rd: carried by the clone
     return root, cfg
 
 
@@ -97,28 +106,45 @@ def _expected_time_and_memory_from_the_fits(cli, root, cfg, logical_bytes):
     assert "extrapolated beyond the measured 0.2-1 GB" in text
 
 
-def test_every_engine_on_the_clone_applies_the_deletes_and_leaves_the_original_byte_identical(foreign):
+def test_every_engine_on_the_clone_of_a_live_table_applies_the_deletes_and_leaves_the_pin_byte_identical(foreign):
     """deletes-standard (delete compaction: Spark's delete-file-threshold, RisingWave's files_with_deletes)
-    on the clone of a table with position and equality deletes: Spark, RisingWave and the floor, each
-    verified against the ground truth read with the deletes applied; the source's files and catalog
-    database byte-identical afterwards."""
+    on the clone of a table with position and equality deletes, a tag and a branch, while a writer keeps appending
+    to it (every ~0.7 s): Spark, RisingWave and the floor, each verified against the ground truth of the pinned
+    snapshot read with the deletes applied; others' commits recorded on every result, the refs carried and
+    checked; every file of the pinned snapshot (all that was there before) byte-identical afterwards."""
+    from bench.core.source import SourceRef, load_source
+
     root, cfg = foreign
     before = tree_hashes(cfg.parent)
-    r = run_bench("run", "deletes-standard", "--source-catalog", cfg, "--source-table", "shop.orders",
-                  "--engines", "spark,risingwave,arrow-floor", "--warehouse", root / "wh", "--results-dir",
-                  root / "res", "--run-id", "own", "--cache", "warm")
+    pinned = load_source(SourceRef(catalog_file=str(cfg), table="shop.orders")).current_snapshot().snapshot_id
+    with Writer(cfg.parent, every_s=0.7) as writer:  # pinned explicitly: the writer commits from the start
+        r = run_bench("run", "deletes-standard", "--source-catalog", cfg, "--source-table", "shop.orders",
+                      "--source-snapshot", pinned, "--engines", "spark,risingwave,arrow-floor", "--warehouse",
+                      root / "wh", "--results-dir", root / "res", "--run-id", "own", "--cache", "warm")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert tree_hashes(cfg.parent) == before  # the source's catalog database, metadata, data and delete files
+    assert writer.commits >= 3 and not writer.errors, writer.errors
+    after = tree_hashes(cfg.parent)  # the catalog's database changes with the writer's commits, nothing else
+    assert {k: v for k, v in before.items() if k != "catalog.db"} == \
+        {k: after.get(k) for k in before if k != "catalog.db"}
     results = [json.loads(p.read_text()) for p in sorted((root / "res" / "own").glob("deletes-standard--*.json"))]
     assert [x["engine"] for x in results] == ["arrow-floor", "risingwave", "spark"]
     for x in results:
         assert x["status"] == "ok" and x["verified"], x["verification"]["differences"]
         src = x["source"]
-        assert src["table"] == "shop.orders" and src["unchanged"] is True and src["files"] == 26
-        assert src["fingerprint_before"] == src["fingerprint_after"]
+        assert src["table"] == "shop.orders" and src["unchanged"] is True and src["snapshot_id"] == pinned
+        # the pin: metadata file, 3 manifest lists (main, the tag's, the branch's), 5 manifests, 15 live files
+        assert src["files"] == 24 and src["fingerprint_before"] and not src["gone"]
+        assert len(src["commits_by_others"]) >= 1 and {c["operation"] for c in src["commits_by_others"]} == {"append"}
+        assert pinned not in {c["snapshot_id"] for c in src["commits_by_others"]}
+        refs = {ref["name"]: ref for ref in src["refs"]}
+        assert set(refs) == {"main", "audited", "backfill"}
+        for name in ("audited", "backfill"):
+            assert refs[name]["after_snapshot_id"] == refs[name]["snapshot_id"] != pinned
+        moved = x["commits"] == "table"  # main advanced by a compaction that committed, in place otherwise
+        assert (refs["main"]["after_snapshot_id"] != pinned) == moved and refs["main"]["snapshot_id"] == pinned
         checks = {c["name"]: c["ok"] for c in x["verification"]["checks"]}
-        assert checks["source_unchanged"] and checks["content_duckdb_merge_on_read"] and checks["input_identical"]
-        assert checks["no_live_delete_files"] and x["after"]["delete_files"] == 0
+        assert checks["source_unchanged"] and checks["refs_kept"] and checks["content_duckdb_merge_on_read"]
+        assert checks["input_identical"] and checks["no_live_delete_files"] and x["after"]["delete_files"] == 0
         assert x["before"]["rows"] == x["after"]["rows"] == 1122 and x["files_in"] == 15  # 12 data + 3 delete files
         assert x["before"]["position_delete_files"] == 2 and x["before"]["equality_delete_files"] == 1
     assert {x["engine"]: x["files_out"] for x in results if x["engine"] != "arrow-floor"} == \
@@ -132,11 +158,15 @@ def test_every_engine_on_the_clone_applies_the_deletes_and_leaves_the_original_b
     assert [p.name for p in (root / "wh" / "bench" / clone).rglob("*") if p.is_file()][0].endswith(".metadata.json")
     assert len([p for p in (root / "wh" / "bench" / clone).rglob("*") if p.is_file()]) == 1
     assert all(f.startswith(f"file://{cfg.parent}/") for f in manifest["live_files"])
-    assert "source shop.orders: unchanged" in r.stderr + r.stdout
+    out = r.stderr + r.stdout
+    assert "refs carried: audited, backfill" in out and f"the pinned snapshot {pinned}" in out
+    assert "others committed" in out
     rep = CliRunner().invoke(main, ["report", str(root / "res" / "own"), "--out", str(root / "own.html")])
     page = (root / "own.html").read_text()
-    assert rep.exit_code == 0 and "your own table shop.orders" in page and "the original unchanged after every run" \
-        in page and 'data-table="published"' not in page, rep.output
+    assert rep.exit_code == 0 and "your own table shop.orders" in page and 'data-table="published"' not in page, \
+        rep.output
+    assert "data-source-header" in page and f"snapshot {pinned}" in page and "scale 0" not in page
+    assert "tag audited" in page and "branch backfill" in page and "committed by others" in page
 
 
 def test_frontier_on_the_clone(foreign):
@@ -164,20 +194,66 @@ def test_frontier_on_the_clone(foreign):
     assert not (root / "nores").exists()
 
 
-def test_a_changed_source_is_seen(foreign, tmp_path):
-    from bench.core.source import SourceRef, fingerprint_source
-    from tests.runner.foreign import make_foreign_table
+def test_the_pin_reads_only_the_pinned_snapshot_and_tells_others_commits_from_changes(tmp_path):
+    """A source with 30 snapshots: the pin opens one manifest list (the pinned snapshot's, not the other 29) and
+    only its manifests.  Then: others' appends are recorded, not differences; a pinned data file rewritten in place
+    is a change, named; a pinned file deleted (the owner's maintenance) is gone, not a change; a changed source
+    ends a run in one line, exit 1."""
+    from pyiceberg.io.pyarrow import PyArrowFileIO
 
-    cfg = make_foreign_table(tmp_path / "other", commits=1, rows=20)
+    from bench.core.errors import RunFailed, UserError, one_line_errors
+    from bench.core.pin import observe, pin_source
+    from bench.core.source import SourceRef, check_disjoint, fingerprint_source, load_source
+    from bench.core.table import local_path
+    from tests.runner.foreign import Writer, make_foreign_table
+
+    cfg = make_foreign_table(tmp_path / "other", commits=30, rows=3)
     ref = SourceRef(catalog_file=str(cfg), table="shop.orders")
-    fp = fingerprint_source(ref)
-    data = next((tmp_path / "other" / "lake").rglob("*.parquet"))
-    data.write_bytes(data.read_bytes() + b"x")  # a data file of the source rewritten in place
-    diffs = fp.differences(fingerprint_source(ref))
-    assert diffs and str(data) in diffs[0]
-    from bench.core.errors import UserError
-    from bench.core.source import check_disjoint
+    tbl = load_source(ref)
+    assert len(tbl.metadata.snapshots) == 30
+    opened: list[str] = []
+    new_input = PyArrowFileIO.new_input
 
+    def counting(self, location):
+        opened.append(location)
+        return new_input(self, location)
+
+    PyArrowFileIO.new_input = counting  # type: ignore[method-assign]
+    try:
+        pin = pin_source(tbl, None)
+    finally:
+        PyArrowFileIO.new_input = new_input  # type: ignore[method-assign]
+    current = tbl.current_snapshot()
+    manifests = {m.manifest_path for m in current.manifests(tbl.io)}
+    assert [p for p in opened if "snap-" in p] == [current.manifest_list]  # one manifest list of 30
+    assert set(opened) - {current.manifest_list} == manifests and len(manifests) == 30
+    assert len(pin.files) == 1 + 1 + 30 + len([p for p in pin.files if p.endswith(".parquet")])
+    writer = Writer(tmp_path / "other")
+    writer.thread.start()
+    while writer.commits < 2 and not writer.errors:
+        writer.stop.wait(0.1)
+    writer.__exit__()
+    ob = observe(pin, load_source(ref), str(tmp_path / "wh"))
+    assert not ob.failures and not ob.gone and len(ob.others) >= 2 and ob.others[0].operation == "append"
+    assert ob.refs_moved and ob.refs_moved[0].startswith(f"branch main: {current.snapshot_id} -> ")
+    data = sorted(p for p in pin.files if p.endswith(".parquet"))
+    first = Path(local_path(data[0]))
+    raw = bytearray(first.read_bytes())
+    raw[4] ^= 0xFF
+    first.write_bytes(bytes(raw))  # a data file of the pin rewritten in place, same size
+    Path(local_path(data[1])).unlink()  # another removed by the owner
+    ob = observe(pin, load_source(ref), str(tmp_path / "wh"))
+    assert len(ob.changed) == 1 and ob.changed[0].startswith(f"{data[0]}: size ") and "content changed" in ob.changed[0]
+    assert ob.gone == [data[1]]
+    assert fingerprint_source(ref).snapshot_id != pin.snapshot_id  # a new pin: the writer's head
+
+    @one_line_errors
+    def failing():
+        raise RunFailed("THE SOURCE TABLE shop.orders CHANGED during the run (1 difference(s), e.g. x)")
+
+    with pytest.raises(SystemExit) as ex:
+        failing()
+    assert ex.value.code == 1
     check_disjoint("file:///w/bench/clone_a", ["file:///w/bench/clone_ab/x.parquet", "/lake/t/x.parquet"])
     with pytest.raises(UserError, match="lie under the clone's location"):  # a restore would delete them
         check_disjoint("file:///w/bench/clone_a", ["/w/bench/clone_a/data/x.parquet"])
