@@ -27,7 +27,8 @@ class SourceHeader:
 def _asked(r: RunResult) -> str:
     """What the scenario asked of the engine on this table: the work as the engine recorded it (its intent and
     steps), the target and small-file sizes."""
-    work = r.engine_settings.get("work") if isinstance(r.engine_settings.get("work"), dict) else {}
+    got = r.engine_settings.get("work")
+    work: dict[str, Any] = got if isinstance(got, dict) else {}
     intent, steps = work.get("intent") or "", work.get("steps") or []
     sizes = (f"target {fmt_bytes(r.target_file_size_bytes)}, small below {fmt_bytes(r.small_file_threshold_bytes)}"
              + ("" if r.commits == "table" else ", committing nothing (a floor)"))
