@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import time
 
+from pyiceberg.table.snapshots import ancestors_of
+
 from bench.core.pin import Observation, SourceWatch, observe, pinned_files, sample_hash
 from bench.core.results import Check, RunResult
 from bench.core.source import SourceRef, load_source
@@ -98,8 +100,9 @@ def record_gone(ctx: RunContext, r: RunResult) -> RunResult:
 
 
 def check_refs(ctx: RunContext, r: RunResult, committed: bool) -> None:
-    """The clone's refs after the engine: main advanced by a compaction that committed (in place otherwise), every
-    other branch and tag where the source had it, every file each references present (a required check)."""
+    """The clone's refs after the engine: main at the pinned snapshot or a descendant of it (`committed`: the engine
+    commits to the table; otherwise in place), every other branch and tag where the source had it, every file each
+    references present (a required check)."""
     assert ctx.catalog is not None and ctx.dataset is not None and ctx.source_before is not None
     assert r.source is not None
     pin = ctx.source_before
@@ -112,9 +115,10 @@ def check_refs(ctx: RunContext, r: RunResult, committed: bool) -> None:
     wrong = []
     for name, sid in was.items():
         after = now.get(name)
-        if name == "main" and committed:
-            if after is None or after == sid:
-                wrong.append(f"main did not advance: {sid} -> {after}")
+        if name == "main" and committed:  # the pinned snapshot, or an ancestor of main's new head
+            head = tbl.metadata.snapshot_by_id(after) if after is not None else None
+            if head is None or sid not in {s.snapshot_id for s in ancestors_of(head, tbl.metadata)}:
+                wrong.append(f"main moved off the pinned snapshot's history: {sid} -> {after}")
         elif after != sid:
             wrong.append(f"{kinds.get(name, 'ref')} {name}: {sid} -> {after}")
     ids = {s for s in now.values()}
@@ -122,9 +126,9 @@ def check_refs(ctx: RunContext, r: RunResult, committed: bool) -> None:
     r.source.refs = [RefPin(name=n, type=kinds.get(n, "branch"), snapshot_id=sid, after_snapshot_id=now.get(n))
                      for n, sid in was.items()]
     ok = not wrong and not missing
-    msg = (f"{len(was)} ref(s) of the clone where they belong ({', '.join(sorted(was))}: main "
-           f"{'advanced by the compaction' if committed else 'in place: nothing committed'}, every other as the "
-           f"source had it) and every file they reference present" if ok else
+    main = ("advanced by the compaction" if now.get("main") != pin.snapshot_id else "in place: nothing committed")
+    msg = (f"{len(was)} ref(s) of the clone where they belong ({', '.join(sorted(was))}: main {main}, every "
+           f"other as the source had it) and every file they reference present" if ok else
            "; ".join(wrong + ([f"{len(missing)} file(s) the refs reference missing, e.g. {missing[0]}"]
                               if missing else [])))
     if not r.verification.add(Check(name="refs_kept", ok=ok, message=msg[:1000])):

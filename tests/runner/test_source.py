@@ -54,6 +54,7 @@ def test_inspect_describes_a_foreign_table_and_what_a_scenario_would_rewrite(for
     text = cli.invoke(main, ["inspect", "--source-catalog", str(cfg), "--source-table", "shop.orders"])
     assert text.exit_code == 0 and "partition spec: placed_on: identity(placed_on)" in text.output, text.output
     assert "\n  identity-date  " in text.output
+    assert "snapshot expiry: the pinned snapshot is safe for the run (" in text.output  # a fresh table, 5 days
     assert f"conformance cases its shape touches: {len(touched)} " in text.output
     for args, says in ((["--source-table", "shop.nope"], "not found"),
                        (["--source-table", "shop.orders", "--source-snapshot", "5"], "not a snapshot")):
@@ -246,6 +247,16 @@ def test_the_pin_reads_only_the_pinned_snapshot_and_tells_others_commits_from_ch
     assert len(ob.changed) == 1 and ob.changed[0].startswith(f"{data[0]}: size ") and "content changed" in ob.changed[0]
     assert ob.gone == [data[1]]
     assert fingerprint_source(ref).snapshot_id != pin.snapshot_id  # a new pin: the writer's head
+    # the owner's expiry: a 60 s max age and a 120 s run could remove the pin (no longer main's head); a tag holds it
+    from bench.runner.expiry import expiry_risk
+
+    with load_source(ref).transaction() as tx:
+        tx.set_properties({"history.expire.max-snapshot-age-ms": "60000"})
+    risk = expiry_risk(load_source(ref), current.snapshot_id, 120.0)
+    assert "becomes expirable in" in risk["warning"] and "expected 120 s" in risk["warning"], risk
+    assert not expiry_risk(load_source(ref), current.snapshot_id, 10.0)["warning"]
+    load_source(ref).manage_snapshots().create_tag(current.snapshot_id, "held").commit()
+    assert expiry_risk(load_source(ref), current.snapshot_id, 120.0)["retained_by"] == ["held"]
 
     @one_line_errors
     def failing():
