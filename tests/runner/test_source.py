@@ -110,7 +110,7 @@ def _expected_time_and_memory_from_the_fits(cli, root, cfg, logical_bytes):
 def test_every_engine_on_the_clone_of_a_live_table_applies_the_deletes_and_leaves_the_pin_byte_identical(foreign):
     """deletes-standard (delete compaction: Spark's delete-file-threshold, RisingWave's files_with_deletes)
     on the clone of a table with position and equality deletes, a tag and a branch, while a writer keeps appending
-    to it (every ~0.7 s): Spark, RisingWave and the floor, each verified against the ground truth of the pinned
+    to it (every ~1 s): Spark, RisingWave and the floor, each verified against the ground truth of the pinned
     snapshot read with the deletes applied; others' commits recorded on every result, the refs carried and
     checked; every file of the pinned snapshot (all that was there before) byte-identical afterwards."""
     from bench.core.source import SourceRef, load_source
@@ -118,12 +118,13 @@ def test_every_engine_on_the_clone_of_a_live_table_applies_the_deletes_and_leave
     root, cfg = foreign
     before = tree_hashes(cfg.parent)
     pinned = load_source(SourceRef(catalog_file=str(cfg), table="shop.orders")).current_snapshot().snapshot_id
-    with Writer(cfg.parent, every_s=0.7) as writer:  # pinned explicitly: the writer commits from the start
+    with Writer(cfg.parent, every_s=1.0) as writer:  # pinned explicitly: the writer commits from the start
         r = run_bench("run", "deletes-standard", "--source-catalog", cfg, "--source-table", "shop.orders",
                       "--source-snapshot", pinned, "--engines", "spark,risingwave,arrow-floor", "--warehouse",
                       root / "wh", "--results-dir", root / "res", "--run-id", "own", "--cache", "warm")
     assert r.returncode == 0, r.stdout + r.stderr
     assert writer.commits >= 3 and not writer.errors, writer.errors
+    print(f"writer: {writer.commits} commits, {writer.cpu_s:.1f} s CPU")
     after = tree_hashes(cfg.parent)  # the catalog's database changes with the writer's commits, nothing else
     assert {k: v for k, v in before.items() if k != "catalog.db"} == \
         {k: after.get(k) for k in before if k != "catalog.db"}
@@ -174,8 +175,14 @@ def test_frontier_on_the_clone(foreign):
     """`bench frontier` takes --source-*: its probes run on the clone (scale 0, the source checked unchanged
     after each), the summary names the table and fits nothing against size.  (`bench tune` passes the same
     options to the same runs: only its refusal of --scale is run here, for the suite's time.)"""
+    from bench.core.source import SourceRef, load_source
+
     root, cfg = foreign
-    src = ["--source-catalog", cfg, "--source-table", "shop.orders", "--warehouse", root / "wh"]
+    tbl = load_source(SourceRef(catalog_file=str(cfg), table="shop.orders"))
+    deletes = max((s for s in tbl.metadata.snapshots if s.summary and s.summary.operation.value != "append"),
+                  key=lambda s: s.sequence_number or 0)  # the table as the fixture made it, before others' appends
+    src = ["--source-catalog", cfg, "--source-table", "shop.orders", "--source-snapshot", deletes.snapshot_id,
+           "--warehouse", root / "wh"]
     fr = run_bench("frontier", "deletes-standard", *src, "--engines", "arrow-floor", "--floor", "256M", "--ceiling",
                    "512M", "--precision", "512M", "--results-dir", root / "fr", "--run-id", "fr")
     assert fr.returncode == 0, fr.stdout + fr.stderr
@@ -354,3 +361,51 @@ def test_a_source_on_s3_is_cloned_in_the_bucket_compacted_and_left_unchanged(s3_
     state = next(p for p in (tmp_path / "state").iterdir() if p.is_dir())
     manifest = json.loads((state / "datasets" / f"{clone}.json").read_text())
     assert all(f.startswith(f"s3://{BUCKET}/shop/") for f in manifest["live_files"])  # referenced in place
+
+
+def test_pinned_files_gone_leave_the_later_runs_not_verified_saying_which_and_when(tmp_path):
+    """The owner's maintenance mid-run (bench.runner.source_watch, on the run's context): the engine run during
+    which pinned files went is not verified, says which and between which times, and every later run is recorded
+    not run with the same line; the engine card says why in one line."""
+    from types import SimpleNamespace
+
+    from bench.core.pin import SourceFingerprint
+    from bench.core.results import Check, RunResult, SourceRecord
+    from bench.core.source import SourceRef
+    from bench.runner.source_watch import check_source, record_gone
+    from reports.source import why_not_verified
+
+    kept, gone = tmp_path / "kept.parquet", tmp_path / "gone.parquet"
+    kept.write_bytes(b"PAR1 kept")
+    gone.write_bytes(b"PAR1 gone")
+    cfg = make_foreign_table(tmp_path / "src", commits=1, rows=3)
+    pin = SourceFingerprint(snapshot_id=1, files={str(kept): 9, str(gone): 9}, taken_unix=1.0e9)
+    from bench.core.pin import sample_hash
+
+    pin.samples = {p: sample_hash(p)[1] for p in pin.files}
+    from bench.core.source import load_source
+
+    pin.snapshot_ids = [s.snapshot_id for s in load_source(SourceRef(catalog_file=str(cfg), table="shop.orders"))
+                        .metadata.snapshots]
+    ctx = SimpleNamespace(source=SourceRef(catalog_file=str(cfg), table="shop.orders"), source_before=pin,
+                          source_watch=None, settings=SimpleNamespace(warehouse_uri=str(tmp_path / "wh")))
+
+    def result(engine):
+        return RunResult(run_id="x", scenario="deletes-standard", engine=engine, scale=0, seed=0, status="ok",
+                         verified=True, source=SourceRecord(table="shop.orders", snapshot_id=1, files=2))
+
+    first = result("spark")
+    check_source(ctx, first)  # type: ignore[arg-type]
+    assert first.verified and first.source.unchanged and not first.source.gone
+    gone.unlink()
+    second = result("risingwave")
+    second.verification.add(Check(name="rows", ok=True, message="same rows"))
+    check_source(ctx, second)  # type: ignore[arg-type]
+    assert not second.verified and second.source.gone == [str(gone)] and second.source.unchanged is False
+    assert second.source.gone_between[0] <= second.source.gone_between[1]
+    said = second.error or ""
+    assert said.startswith("not verified: 1 of the 2 files of the pinned snapshot 1 of shop.orders disappeared "
+                           "from the source between ") and "the table owner's maintenance" in said and str(gone) in said
+    third = record_gone(ctx, result("arrow-floor"))  # type: ignore[arg-type]
+    assert third.status == "failed" and not third.verified and third.error == "not run: " + said[len("not verified: "):]
+    assert why_not_verified([first, second]) == " ".join(said.split())[:200] and why_not_verified([first]) == ""
