@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -66,6 +67,8 @@ def build(root: Path, snapshots: int) -> tuple[Path, int, float]:
 
 def measure(root: Path, cfg: Path, pinned: int, engines: str) -> dict:
     results = root / "results"
+    shutil.rmtree(results, ignore_errors=True)  # each measurement from scratch: a new clone, its ground truth read
+    shutil.rmtree(root / "wh", ignore_errors=True)
     t0 = time.perf_counter()
     p = subprocess.run([str(Path(sys.executable).with_name("bench")), "run", "bin-packing", "--source-catalog",
                         str(cfg), "--source-table", "hist.events", "--source-snapshot", str(pinned), "--engines",
@@ -88,10 +91,21 @@ def main() -> None:
     ap.add_argument("dir", type=Path)
     ap.add_argument("--snapshots", type=int, required=True)
     ap.add_argument("--engines", default="spark,risingwave")
+    ap.add_argument("--reps", type=int, default=1, help="measurements, each from scratch")
+    ap.add_argument("--measure-only", action="store_true", help="measure the table already built under DIR")
     a = ap.parse_args()
-    cfg, pinned, built = build(a.dir, a.snapshots)
-    out = {"snapshots": a.snapshots, "build_s": round(built, 1), **measure(a.dir, cfg, pinned, a.engines)}
-    print(json.dumps(out))
+    if a.measure_only:
+        cfg, built = a.dir / "source.yaml", None
+        props = dict(line.strip().split(": ", 1) for line in cfg.read_text().splitlines()[3:])
+        tbl = SqlCatalog("hist", **props).load_table("hist.events")
+        snaps = sorted(tbl.metadata.snapshots, key=lambda s: s.sequence_number or 0)
+        pinned, a.snapshots = snaps[0].snapshot_id, len(snaps)
+    else:
+        cfg, pinned, built = build(a.dir, a.snapshots)
+    for _ in range(a.reps):
+        out = {"snapshots": a.snapshots, "build_s": None if built is None else round(built, 1),
+               **measure(a.dir, cfg, pinned, a.engines)}
+        print(json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":
