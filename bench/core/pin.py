@@ -10,7 +10,8 @@ snapshots' manifest lists and manifests are opened.
 After every engine run `observe` loads the source afresh and tells apart:
 - others' commits (snapshots that were not in the source's metadata when it was pinned, or its refs moved): facts
   recorded beside the result, never a failure;
-- a commit by the harness (a new snapshot whose manifest list lies under the harness's warehouse): a failure;
+- a commit by the harness (a new snapshot whose manifest list lies under the clone's location, where every file
+  the harness and its engines write lands): a failure;
 - a pinned file changed (size or sampled content) or the pinned metadata file rewritten: a failure, named;
 - pinned files gone (the owner's maintenance: expire_snapshots, remove_orphan_files): the runs from then on cannot
   be verified; what went and when is said.  The metadata file pinned from going (the owner's metadata clean-up,
@@ -178,7 +179,7 @@ def observe(pin: SourceFingerprint, tbl: Table, harness_root: str) -> Observatio
             continue
         if under(s.manifest_list, harness_root):
             ob.harness_commits.append(f"snapshot {s.snapshot_id} committed to the source from the harness's "
-                                      f"warehouse ({s.manifest_list})")
+                                      f"clone location ({s.manifest_list})")
         else:
             ob.others.append(OtherCommit(snapshot_id=s.snapshot_id, timestamp_ms=s.timestamp_ms,
                                          parent_id=s.parent_snapshot_id,

@@ -30,7 +30,7 @@ def look(ctx: RunContext) -> Observation:
     t0 = time.perf_counter()
     try:
         tbl = load_source(SourceRef(catalog_file=ctx.source.catalog_file, table=ctx.source.table))
-        ob = observe(ctx.source_before, tbl, ctx.settings.warehouse_uri)
+        ob = observe(ctx.source_before, tbl, ctx.dataset.location if ctx.dataset else ctx.settings.warehouse_uri)
         ob.seconds = time.perf_counter() - t0  # its catalog's load of the table included
         return ob
     except Exception as e:  # noqa: BLE001 - the source unreadable afterwards is a difference, said in one line

@@ -244,6 +244,9 @@ def test_the_pin_reads_only_the_pinned_snapshot_and_tells_others_commits_from_ch
     ob = observe(pin, load_source(ref), str(tmp_path / "wh"))
     assert not ob.failures and not ob.gone and len(ob.others) >= 2 and ob.others[0].operation == "append"
     assert ob.refs_moved and ob.refs_moved[0].startswith(f"branch main: {current.snapshot_id} -> ")
+    mine = observe(pin, load_source(ref), str(tmp_path / "other" / "lake"))  # as if written from the clone's place
+    assert len(mine.harness_commits) == len(ob.others) and mine.failures[0].startswith(
+        f"snapshot {ob.others[0].snapshot_id} committed to the source from the harness's clone location")
     data = sorted(p for p in pin.files if p.endswith(".parquet"))
     first = Path(local_path(data[0]))
     raw = bytearray(first.read_bytes())
@@ -388,7 +391,7 @@ def test_pinned_files_gone_leave_the_later_runs_not_verified_saying_which_and_wh
     pin.snapshot_ids = [s.snapshot_id for s in load_source(SourceRef(catalog_file=str(cfg), table="shop.orders"))
                         .metadata.snapshots]
     ctx = SimpleNamespace(source=SourceRef(catalog_file=str(cfg), table="shop.orders"), source_before=pin,
-                          source_watch=None, settings=SimpleNamespace(warehouse_uri=str(tmp_path / "wh")))
+                          source_watch=None, dataset=SimpleNamespace(location=str(tmp_path / "wh" / "clone")))
 
     def result(engine):
         return RunResult(run_id="x", scenario="deletes-standard", engine=engine, scale=0, seed=0, status="ok",
