@@ -111,7 +111,9 @@ def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3)
     size = (f"{b.data_files + b.delete_files} files ({b.data_files} data, {b.delete_files} delete), "
             f"{fmt_bytes(b.uncompressed_bytes)} uncompressed" if b.uncompressed_bytes else
             f"{b.data_files + b.delete_files} files")
-    out = [f"{'#' * level} {rs.scenario_name}, scale {fmt_scale(rs.scale)}", ""]
+    on = (f"your table {rs.source.table} at snapshot {rs.source.snapshot_id}" if rs.source else
+          f"scale {fmt_scale(rs.scale)}")
+    out = [f"{'#' * level} {rs.scenario_name}, {on}", ""]
     out.append(f"Run `{first.run_id}` (`{_rel(run_dir, root)}`), started {started or 'at an unrecorded time'}, "
                f"{len(reps)} repetition{'s' if len(reps) != 1 else ''}, cache {'/'.join(caches) or '?'}, "
                f"on {rs.machine}. Input: {size}.")
