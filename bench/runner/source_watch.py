@@ -78,9 +78,9 @@ def check_source(ctx: RunContext, r: RunResult) -> None:
            if not ob.failures else
            f"THE SOURCE TABLE {ctx.source.table} CHANGED during the run: {len(ob.failures)} difference(s), e.g. "
            f"{ob.failures[0]}")
-    checks = [Check(name="source_unchanged", ok=not ob.failures, message=msg)]
-    if ob.gone:
-        checks.append(Check(name="source_files_present", ok=False, message=w.gone))
+    checks = [Check(name="source_unchanged", ok=not ob.failures, message=msg, whose="harness")]
+    if ob.gone:  # nobody's output is wrong: the harness cannot verify on files that went (the owner's doing)
+        checks.append(Check(name="source_files_present", ok=False, message=w.gone, whose="harness"))
     for c in checks:
         if not r.verification.add(c):
             r.verified = False
@@ -95,7 +95,7 @@ def record_gone(ctx: RunContext, r: RunResult) -> RunResult:
     and why, in one line."""
     w = watch(ctx)
     r.status, r.verified, r.error = "failed", False, f"not run: {w.gone}"
-    r.verification.add(Check(name="source_files_present", ok=False, message=w.gone))
+    r.verification.add(Check(name="source_files_present", ok=False, message=w.gone, whose="harness"))
     return r
 
 
@@ -131,7 +131,7 @@ def check_refs(ctx: RunContext, r: RunResult, committed: bool) -> None:
            f"other as the source had it) and every file they reference present" if ok else
            "; ".join(wrong + ([f"{len(missing)} file(s) the refs reference missing, e.g. {missing[0]}"]
                               if missing else [])))
-    if not r.verification.add(Check(name="refs_kept", ok=ok, message=msg[:1000])):
+    if not r.verification.add(Check(name="refs_kept", ok=ok, message=msg[:1000], whose="engine", about="metadata")):
         r.verified = False
 
 
