@@ -388,8 +388,9 @@ def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, e
                    "failed, unsupported, harness-cannot. A gate for an engine upgrade.")
 @one_line_errors
 def conformance(engines, cases, cases_file, results_dir, warehouse, run_id, timeout_s, fail_on):
-    """Each engine's correctness on edge-case tables that state the rows they must end with (today written by
-    Spark SQL with Iceberg's Java library: for Spark its own library, its cells marked self-written): a matrix
+    """Each engine's correctness on edge-case tables that state the rows they must end with (each written by the
+    writer its case names: pyiceberg, or Spark SQL / Iceberg's Java API, for Spark its own library, its cells marked
+    self-written): a matrix
     engine x case (correct / wrong-rows / wrong-metadata, with evidence / failed, with the engine's error /
     unsupported, with its reason / harness-cannot, the harness's defect), with the versions it comes from."""
     from bench.conformance import ConformanceOptions, failing, matrix_line, parse_fail_on

@@ -1,8 +1,9 @@
 """`bench conformance`: each engine's correctness on edge-case tables, as a matrix (engine x case).
 
-A campaign of ordinary runs: the cases' tables (datagen.conformance: today every one written by Spark SQL with
-Iceberg's Java library, equality deletes by pyarrow and Iceberg's Java API; so for the Spark engine they are written
-by its own library, and its cells are marked self-written) are each run through `bench run`'s own path
+A campaign of ordinary runs: the cases' tables (datagen.conformance: each written by the writer its case names:
+pyiceberg, or Spark SQL with Iceberg's Java library (equality deletes by pyarrow and Iceberg's Java API), or
+Iceberg's Java API alone; on the last two the Spark engine is judged on tables its own library wrote, and its cells
+are marked self-written) are each run through `bench run`'s own path
 (`run_scenario` with the table as a --source-table: a zero-copy clone, restored before every engine, the table out of
 reach while the engine sets up, verified).  Each case states the rows its operations leave by the Iceberg spec
 (`expected`, reasoned by its author): the table as written is held to it first (`case_table_holds_expected`, a
@@ -199,8 +200,8 @@ def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceReco
     rec = ConformanceRecord(run_id=run_id, started_at=now_iso(), engines=engines,
                             cases=[ConformanceCase(name=c.name, covers=c.covers, expected=c.expected) for c in cases])
     t0 = time.perf_counter()
-    with progress.task(f"writing {len(cases)} conformance tables with Spark SQL (each reused while its case is "
-                       "the same)", unit="step"):
+    with progress.task(f"writing {len(cases)} conformance tables with their writers (Spark SQL, pyiceberg; each "
+                       "reused while its case is the same)", unit="step"):
         written = write_cases(cases, warehouse / TABLES_DIR)
     rec.tables_s = round(time.perf_counter() - t0, 1)
     catalog = catalog_file(warehouse / TABLES_DIR)

@@ -1,18 +1,26 @@
 """The conformance suite's tables: small edge-case tables (every partition transform, every type, NaN and
-nulls, equality deletes with NULL keys, across sequence numbers and scoped to a partition, position deletes
-with a branch and a tag, schema and partition evolution, formats v1 to v3, a sort order, an empty and a
-single-file table, names that need quoting), each written by Spark SQL with Iceberg's Java writer, and by
-pyarrow and Iceberg's Java API for what SQL cannot write (equality deletes).  For RisingWave's engine that is
-another writer; for the Spark engine it is its own library (its cells are marked self-written, `Written.packages`):
-each case states the rows its operations leave by the Iceberg spec (`expected`, bench.core.expected.Expected), and
-those, not any library, decide a cell.
+nulls, equality deletes with NULL keys, across sequence numbers, scoped to a partition, on a renamed key or an older
+spec, position deletes with a branch and a tag, schema, struct and partition evolution, formats v1 to v3 and an
+in-place upgrade, row lineage, a sort order, ORC and Avro data files, a table migrated with add_files, a wide table,
+write properties, an empty and a single-file table, names that need quoting), each written by a writer on record:
+
+    spark      Spark SQL with Iceberg's Java writer, and Iceberg's Java API for what SQL cannot write (equality
+               deletes: pyarrow files committed as a RowDelta): the library of the Spark engine being measured, so
+               its cells on such a table are marked self-written (`Written.packages`)
+    pyiceberg  pyiceberg's own writer (datagen.conformance_pyiceberg): creates, appends, schema, spec and property
+               changes, add_files of plain Parquet; no JVM, no library of either engine
+    java-api   Iceberg's Java API without Spark SQL (datagen.conformance_java, in the Spark writer's JVM:
+               datagen.conformance_spark): what Spark SQL cannot declare (nanosecond timestamps)
 
 The cases are declarative (`scenarios/conformance/cases.yaml`, validated by `Case`): a table's columns,
 partitioning and properties, then its steps, each a Spark SQL statement (`{t}` the table, `{n}` the step's
-repetition) or an equality delete (key columns and rows, optionally scoped to one partition).  One Spark
-session in its own process (`python -m datagen.conformance CASES ROOT`: its JVM never lives in the harness)
-writes every case into one SQLite catalog under ROOT, deterministically; `written.json` records, per case,
-the table and who wrote it (library and version), or why it could not be written.
+repetition), an equality delete (key columns and rows, optionally scoped to one partition) or rows added with
+add_files; and what the steps leave by the Iceberg spec (`expected`, bench.core.expected.Expected), which, not any
+library, decides a cell.  Each writer runs in a process of its own
+(`python -m datagen.conformance_spark CASES ROOT` for Spark and the Java API, whose JVM never lives in the harness;
+`python -m datagen.conformance_pyiceberg CASES ROOT`), writing its cases into one SQLite catalog under ROOT,
+deterministically; `written.json` records, per case, the table and who wrote it (`written_by`, with versions) or
+why it could not be written.
 """
 
 from __future__ import annotations
@@ -22,14 +30,13 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from bench.core.catalog import CatalogSettings, load_catalog
+from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.expected import Expected
 from bench.core.fileio import write_atomic
@@ -56,9 +63,21 @@ class EqualityDelete(BaseModel):
 class Step(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    sql: str | None = None  # a Spark SQL statement: {t} the table, {n} the repetition (0, 1, ...)
+    # a Spark SQL statement: {t} the table, {n} the repetition (0, 1, ...), {fill} the filler columns' values
+    sql: str | None = None
     repeat: int = Field(1, ge=1)
     equality_delete: EqualityDelete | None = None
+    # rows as a SQL VALUES list, written by pyarrow as a plain Parquet file (no field ids, columns by their current
+    # names) and added to the table with add_files (writer pyiceberg): a table migrated from plain Parquet
+    add_files: str | None = None
+
+
+# who writes a case's table, and the module whose process does (each its own process, never the harness's): Spark SQL
+# with Iceberg's Java writer (and Iceberg's Java API for equality deletes); pyiceberg (its own Python writer, pyarrow's
+# Parquet); Iceberg's Java API without Spark SQL (create and RowDelta commits of pyarrow files with field ids: types
+# Spark SQL has not, e.g. nanosecond timestamps), in the Spark writer's JVM
+WRITERS = {"spark": "datagen.conformance_spark", "pyiceberg": "datagen.conformance_pyiceberg",
+           "java-api": "datagen.conformance_spark"}
 
 
 class Case(BaseModel):
@@ -76,10 +95,30 @@ class Case(BaseModel):
     columns: str  # Spark SQL column definitions
     partitioned_by: str | None = None
     properties: dict[str, str] = Field(default_factory=dict)
+    filler_columns: int = Field(0, ge=0)  # INT columns c1..cN after `columns` (a wide table); {fill}: 1, ..., N
     steps: list[Step] = Field(default_factory=list)
     # what its steps leave by the Iceberg spec's rules (rows, and the key column's values): the table as written is
     # held to it before any engine runs, then every engine's output
     expected: Expected
+    writer: Literal["spark", "pyiceberg", "java-api"] = "spark"
+
+    @model_validator(mode="after")
+    def _writable(self) -> Case:
+        if self.writer == "pyiceberg" and any(s.equality_delete for s in self.steps):
+            raise ValueError(f"{self.name}: pyiceberg writes no equality delete: use writer spark")
+        if self.writer != "pyiceberg" and any(s.add_files for s in self.steps):
+            raise ValueError(f"{self.name}: add_files steps are written by writer pyiceberg")
+        return self
+
+    @property
+    def all_columns(self) -> str:
+        """The column definitions, the filler columns included."""
+        return ", ".join([self.columns, *(f"c{i} INT" for i in range(1, self.filler_columns + 1))])
+
+    def statement(self, sql: str, table: str, n: int) -> str:
+        """A step's statement for repetition `n` on `table`."""
+        fill = ", ".join(str(i) for i in range(1, self.filler_columns + 1))
+        return sql.replace("{t}", table).replace("{n}", str(n)).replace("{fill}", fill)
 
     @field_validator("touches")
     @classmethod
@@ -120,7 +159,7 @@ def load_cases(path: Path = CASES_FILE, names: list[str] | None = None) -> list[
 
 
 def case_digest(case: Case) -> str:
-    """Of what writes the table (not of which shapes it stands for)."""
+    """Of what writes the table (not of which shapes it stands for nor what it should hold)."""
     return hashlib.sha256(case.model_dump_json(exclude={"touches", "expected"}).encode()).hexdigest()[:12]
 
 
@@ -147,8 +186,9 @@ def catalog_file(root: Path) -> Path:
 
 
 def write_cases(cases: list[Case], root: Path) -> dict[str, Written]:
-    """Each case's table under `root`, written by Spark in its own process unless `root` already holds it as
-    the case defines it (a changed case is dropped and written again); returns what was written per case."""
+    """Each case's table under `root`, written by its writer (`Case.writer`) in a process of its own unless `root`
+    already holds it as the case defines it (a changed case is dropped and written again); returns what was
+    written per case."""
     root = Path(root)
     done = root / "written.json"
     try:
@@ -159,118 +199,43 @@ def write_cases(cases: list[Case], root: Path) -> dict[str, Written]:
             or not (have[c.name].written_by or have[c.name].error)]  # one written before writers were recorded
     if todo:
         root.mkdir(parents=True, exist_ok=True)
-        spec, log = root / "todo.json", root / "writer.log"
-        write_atomic(spec, json.dumps([c.model_dump() for c in todo]))
-        (root / "written.part.json").unlink(missing_ok=True)
-        with open(log, "w") as out:
-            p = subprocess.run([sys.executable, "-m", "datagen.conformance", str(spec), str(root)], stdout=out,
-                               stderr=subprocess.STDOUT, timeout=WRITE_TIMEOUT_S,
-                               env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
-        if p.returncode != 0 or not (root / "written.part.json").exists():
-            tail = log.read_text(errors="replace").strip().splitlines()[-3:]
-            raise RuntimeError(f"the conformance tables could not be written (exit {p.returncode}): {' | '.join(tail)}")
-        for w in json.loads((root / "written.part.json").read_text()):
-            have[w["case"]] = Written.model_validate(w)
+        for module in dict.fromkeys(WRITERS.values()):
+            mine = [c for c in todo if WRITERS[c.writer] == module]
+            if mine:
+                have.update({w.case: w for w in _run_writer(module, mine, root)})
         write_atomic(done, json.dumps([w.model_dump() for w in have.values()], indent=1))
     catalog_file(root)
     return {c.name: have[c.name] for c in cases}
 
 
-# ---- the writer's process ----------------------------------------------------------------------------------
+def _run_writer(module: str, cases: list[Case], root: Path) -> list[Written]:
+    """`python -m <the writers' module> TODO ROOT`: it writes `written.<module>.part.json` last."""
+    spec, log, part = root / f"todo.{module}.json", root / f"writer-{module}.log", root / f"written.{module}.part.json"
+    write_atomic(spec, json.dumps([c.model_dump() for c in cases]))
+    part.unlink(missing_ok=True)
+    with open(log, "w") as out:
+        p = subprocess.run([sys.executable, "-m", module, str(spec), str(root)], stdout=out,
+                           stderr=subprocess.STDOUT, timeout=WRITE_TIMEOUT_S,
+                           env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    if p.returncode != 0 or not part.exists():
+        tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+        raise RuntimeError(f"the conformance tables could not be written by {module} (exit {p.returncode}): "
+                           f"{' | '.join(tail)}")
+    return [Written.model_validate(w) for w in json.loads(part.read_text())]
 
 
-def _equality_delete(spark: Any, settings: CatalogSettings, case: Case, d: EqualityDelete) -> None:
-    """One equality-delete file (pyarrow, the key columns with their field ids) committed by Iceberg's Java
-    API (RowDelta) on the table Spark wrote."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from bench.core.iceberg_java.commit import RowDeltaCommitter
-
-    jvm = spark.sparkContext._jvm
-    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession,
-                                                                      f"{settings.name}.{case.table}")
-    schema = load_catalog(settings).load_table(case.table).schema()
-    fields = [schema.find_field(c) for c in d.columns]
-    from pyiceberg.io.pyarrow import schema_to_pyarrow
-    from pyiceberg.schema import Schema
-
-    arrow_schema = schema_to_pyarrow(Schema(*fields))
-    data = pa.Table.from_pylist([dict(zip(d.columns, r)) for r in d.rows], schema=arrow_schema)
-    location = table.location().removeprefix("file:")
-    path = f"{location}/data/eq-delete-{uuid.uuid4().hex[:12]}.parquet"
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(data, path)
-    arr = spark.sparkContext._gateway.new_array(jvm.int, len(fields))
-    for i, f in enumerate(fields):
-        arr[i] = f.field_id
-    c = RowDeltaCommitter(jvm, table, arr)
-    f = c.equality_file(f"file:{path}", os.path.getsize(path), tuple(d.partition) if d.partition else None)
-    c.row_delta([], [f], {"conformance-case": case.name})
-
-
-def _write_case(spark: Any, settings: CatalogSettings, case: Case) -> None:
-    t = f"{settings.name}.{case.table}"
-    spark.sql(f"DROP TABLE IF EXISTS {t} PURGE")  # a case defined anew
-    props = {"format-version": str(case.format_version), "write.delete.mode": "merge-on-read",
-             "write.update.mode": "merge-on-read", **case.properties}
-    spark.sql(f"CREATE TABLE {t} ({case.columns}) USING iceberg"
-              + (f" PARTITIONED BY ({case.partitioned_by})" if case.partitioned_by else "")
-              + " TBLPROPERTIES (" + ", ".join(f"'{k}'='{v}'" for k, v in props.items()) + ")")
-    for step in case.steps:
-        for n in range(step.repeat):
-            if step.sql is not None:
-                spark.sql(step.sql.replace("{t}", t).replace("{n}", str(n)))
-            if step.equality_delete is not None:
-                _equality_delete(spark, settings, case, step.equality_delete)
-
-
-def _writers(spark: Any, case: Case) -> dict[str, Any]:
-    """Written.written_by and .packages of a case this process wrote: Spark SQL with Iceberg's Java library, and
-    for an equality delete pyarrow's file committed through Iceberg's Java API."""
-    import pyarrow as pa
-
-    iceberg = str(spark.sparkContext._jvm.org.apache.iceberg.IcebergBuild.version())
-    by = f"Spark {spark.version} + Iceberg {iceberg} (Java)"
-    packages = ["pyspark", "snowpark-connect-deps-iceberg"]  # Spark and the Iceberg runtime jar it loads
-    if any(step.equality_delete is not None for step in case.steps):
-        by += f"; equality-delete files: pyarrow {pa.__version__}, committed by Iceberg {iceberg}'s Java API"
-        packages.append("pyarrow")
-    return {"written_by": by, "packages": packages}
-
-
-def main(spec: str, root: str) -> int:
-    from pyspark.sql import SparkSession
-
-    from bench.core.iceberg_java.spark_conf import base_conf, log4j_option
-
-    cases = [Case.model_validate(c) for c in json.loads(Path(spec).read_text())]
-    settings = CatalogSettings.for_warehouse(Path(root) / "lake")
-    load_catalog(settings).create_namespace_if_not_exists(NAMESPACE)
-    conf = base_conf(settings, "local[2]", app_name="bench-conformance-writer")
-    conf.update({"spark.driver.memory": "1g", "spark.driver.extraJavaOptions": log4j_option(),
-                 "spark.sql.session.timeZone": "UTC"})
-    builder = SparkSession.builder
-    for k, v in conf.items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+def write_all(cases: list[Case], write_one: Any, writers: Any, root: str, module: str) -> int:
+    """A writer process's loop: each case written by `write_one(case)` (an exception is the case's error, the
+    others go on), `writers(case)` who wrote it (Written.written_by and .packages); `written.<module>.part.json`
+    last."""
     written = []
-    try:
-        for case in cases:
-            try:
-                _write_case(spark, settings, case)
-                written.append(Written(case=case.name, digest=case_digest(case), table=case.table,
-                                       **_writers(spark, case)))
-            except Exception as e:  # noqa: BLE001 - a case Spark cannot write is recorded, the others go on
-                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                written.append(Written(case=case.name, digest=case_digest(case),
-                                       error=f"{type(e).__name__}: {msg}"[:500]))
-            print(f"{case.name}: {written[-1].error or 'written'}", flush=True)
-    finally:
-        spark.stop()
-    write_atomic(Path(root) / "written.part.json", json.dumps([w.model_dump() for w in written], indent=1))
+    for case in cases:
+        try:
+            write_one(case)
+            written.append(Written(case=case.name, digest=case_digest(case), table=case.table, **writers(case)))
+        except Exception as e:  # noqa: BLE001 - a case the writer cannot write is recorded, the others go on
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            written.append(Written(case=case.name, digest=case_digest(case), error=f"{type(e).__name__}: {msg}"[:500]))
+        print(f"{case.name}: {written[-1].error or 'written'}", flush=True)
+    write_atomic(Path(root) / f"written.{module}.part.json", json.dumps([w.model_dump() for w in written], indent=1))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))

@@ -92,10 +92,11 @@ class Deployment(BaseModel):
 
 
 class FileFacts(BaseModel):
-    """Parquet facts of one file, from its footer."""
+    """Parquet facts of one file, from its footer (an ORC or Avro data file: its format and codec)."""
 
     path: str
     size: int
+    format: str = "parquet"  # parquet | orc | avro
     codecs: list[str] = Field(default_factory=list)  # lower case: snappy, zstd, uncompressed, ...
     row_groups: int = 0
     uncompressed_bytes: int = 0  # Parquet's uncompressed page bytes (the logical size)

@@ -36,7 +36,8 @@ from datagen.dataset import drop_incomplete, reuse
 
 # the ground truth: one reader resolving columns by field id (or through the catalog), one of our own code path
 # (field id too: bench.verify.columns); when they disagree or one cannot read, the reference reader decides
-TRUTH_READERS = (("pyiceberg-scan", "duckdb-iceberg"), ("duckdb-read-parquet", "duckdb-merge-on-read"))
+TRUTH_READERS = (("pyiceberg-scan", "duckdb-iceberg", "pyiceberg-avro"),
+                 ("duckdb-read-parquet", "duckdb-merge-on-read"))
 HISTOGRAM = [(1 << 20, "< 1 MiB"), (8 << 20, "1-8 MiB"), (32 << 20, "8-32 MiB"), (128 << 20, "32-128 MiB"),
              (512 << 20, "128-512 MiB"), (None, ">= 512 MiB")]
 

@@ -8,7 +8,11 @@ Rules (stated in each result's `verification.rules` and in docs/method.md):
   by column name (DuckDB over the Parquet files) and by Parquet field id (pyiceberg's scan); for
   tables with deletes also DuckDB's iceberg extension through the REST catalog, and at least two
   readers must have answered;
-- a new snapshot was committed; no delete file is live after the run;
+- a table none of those readers can read (Avro data files; the DuckDB readers read Parquet only, pyiceberg's scan
+  Parquet and ORC) is read by the readers that can (pyiceberg-avro), else by the reference reader (Iceberg's Java
+  library): one content check is always required;
+- a new snapshot was committed (unless the work asks nothing of the input: no data file, or no partition holding
+  more small files than may stay, e.g. a single file); no delete file is live after the run;
 - an engine that commits nothing (`commits: none`, a floor) is verified on its listed output files,
   staged as a scratch table (bench.verify.uncommitted) with every check above, except that instead of
   a new snapshot the real table must be unchanged (nothing committed to it);
@@ -77,7 +81,7 @@ from bench.verify.lineage import lineage_check
 from bench.verify.parquet_types import RULE as PARQUET_TYPES_RULE
 from bench.verify.parquet_types import parquet_types_check
 from bench.verify.partitions import file_partition_problems
-from bench.verify.readers import REFERENCE, SELECTIVE, read, read_selected
+from bench.verify.readers import FALLBACK, REFERENCE, SELECTIVE, read, read_selected
 from bench.verify.rows import row_difference
 from bench.verify.sortorder import file_sort_problem, files_per_probe, key_ranges, order_text, probes
 from bench.verify.stats import table_stats
@@ -204,8 +208,16 @@ def _answered(answers: dict[str, ReaderAnswer]) -> dict[str, tuple[int | None, s
 def referee(vi: VerifyInput, tbl: Table) -> list[ReaderFinding]:
     """When the readers that count disagree on the output, the reference reader (Iceberg's Java library) reads it
     too (`vi.answers[REFERENCE]`, a required content check); each reader that read otherwise than it becomes
-    advisory and a reader finding.  Without a disagreement it is not asked (a JVM start costs seconds)."""
-    if len(set(_answered(vi.answers).values())) <= 1:
+    advisory and a reader finding.  Without a disagreement it is not asked (a JVM start costs seconds), unless no
+    reader could read the output at all: then it is the content check (required, failing if it cannot read either)."""
+    answered = _answered(vi.answers)
+    if not answered:  # none of the scenario's readers can read this table (e.g. Avro data files): the readers that
+        for name in FALLBACK:  # can are asked, and when none of them can either, the reference reader
+            vi.answers[name] = read(name, tbl, None, vi.settings)
+        if not _answered(vi.answers):
+            vi.answers[REFERENCE] = read(REFERENCE, tbl, None, vi.settings)
+        return []
+    if len(set(answered.values())) <= 1:
         return []
     ref = vi.answers[REFERENCE] = read(REFERENCE, tbl, None, vi.settings)
     if not ref.answered:
@@ -226,13 +238,17 @@ def content_checks(vi: VerifyInput, within: Within | None = None) -> list[Check]
     deletes): pyiceberg's scan of the selected partitions against their truth (required), and the agreement
     counts the readers of the selected partitions (see SELECTED_RULE)."""
     out = []
-    for name in READERS_FOR[vi.kind] + ([REFERENCE] if REFERENCE in vi.answers else []):
+    for name in READERS_FOR[vi.kind] + [n for n in vi.answers if n not in READERS_FOR[vi.kind]]:
         a = vi.answers[name]
         ok, msg = _gt_message(a, vi.ground_truth)
-        required = a.unavailable is None and a.advisory is None
+        alone = name == REFERENCE and not _answered({n: x for n, x in vi.answers.items() if n != REFERENCE})
+        required = (a.unavailable is None or alone) and a.advisory is None
         out.append(Check(name=f"content_{name.replace('-', '_')}", ok=ok,
-                         message=msg + (f" (advisory: {a.advisory})" if a.advisory else ""),
-                         required=required, about="rows", whose="engine" if required else "reader"))
+                         message=msg + (f" (advisory: {a.advisory})" if a.advisory else "")
+                         + (" (no other reader can read this table: the reference reader is its content check)"
+                            if alone else ""),
+                         required=required, about="rows",
+                         whose="harness" if alone and a.unavailable else "engine" if required else "reader"))
     if within is not None:
         ok, msg = _gt_message(within.answers["pyiceberg-scan"], within.truth)
         if not within.of:  # a dataset whose manifest predates the per-partition truth
@@ -271,22 +287,45 @@ def input_checks(vi: VerifyInput) -> list[Check]:
     ]
 
 
+def nothing_owed(vi: VerifyInput) -> str:
+    """Why the work asks nothing of this input ("" when it asks something): no data or delete file (e.g. a user's
+    table without a snapshot), or files small on an input without delete files where no partition holds more small
+    files than may stay (e.g. a single-file table: one file is no work, and an engine may rightly commit nothing)."""
+    if vi.before.data_files == 0 and vi.before.delete_files == 0:
+        return "the input holds no data file: nothing to compact"
+    work = vi.intent()
+    allowed = work.small_files_left_allowed()
+    if vi.before.delete_files or work.files != "small" or allowed is None:
+        return ""
+    if vi.input_files is not None:  # a partitioned table: its small input files per partition
+        per = Counter(scope(e.data_file) for e in vi.input_files.data
+                      if e.data_file.file_size_in_bytes < vi.small_file_threshold_bytes)
+        most = max(per.values(), default=0)
+    else:  # at most every data file of the input in one partition
+        most = vi.before.data_files
+    if most > allowed:
+        return ""
+    return (f"no partition of the input holds more than {allowed} small data file(s), which {work.describe()} "
+            "leaves: nothing to compact")
+
+
 def state_checks(vi: VerifyInput, after: TableStats, new: list[FileFacts], deletes_outside: int = 0) -> list[Check]:
     """`deletes_outside`: live delete files in partitions a partition filter does not select (they stay)."""
     codecs = Counter(c for f in new for c in f.codecs)
     wrong = [f for f in new if f.codecs != [vi.output_codec]]
-    # an empty input (no data or delete file: e.g. a user's table without a snapshot): nothing to compact, so
-    # neither a commit nor a file is owed; the engine is held to leaving the same table, nothing lost, no error
-    empty = vi.before.data_files == 0 and vi.before.delete_files == 0
+    # an input the work asks nothing of (`nothing_owed`): neither a commit nor a file is owed; the engine is held to
+    # leaving the same table, nothing lost, no error
+    idle = nothing_owed(vi)
+    empty = bool(idle)
     codec_msg = (f"{len(new)} new data file(s), all {vi.output_codec}" if new and not wrong else
-                 "no new data file: the input holds none, nothing to compact" if not new and empty else
+                 f"no new data file: {idle}" if not new and empty else
                  "no new data file was written" if not new else
                  f"{len(wrong)} of {len(new)} new data file(s) are not {vi.output_codec} (codecs found: "
                  f"{dict(codecs)}), e.g. {wrong[0].path.rsplit('/', 1)[-1]}")
     if vi.committed:
         commit = Check(name="new_snapshot", ok=after.snapshot_id != vi.before.snapshot_id or empty,
                        message=f"snapshot {vi.before.snapshot_id} -> {after.snapshot_id}"
-                       + (" (the input holds no data file: nothing to compact, no commit owed)" if empty else ""))
+                       + (f" ({idle}, no commit owed)" if empty else ""))
     else:
         same = vi.source_metadata_location == vi.before.metadata_location
         commit = Check(name="nothing_committed", ok=same,

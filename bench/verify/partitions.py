@@ -22,7 +22,7 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.typedef import Record
-from pyiceberg.types import DateType, IcebergType, TimestampType, TimestamptzType
+from pyiceberg.types import DateType, IcebergType, TimestampType, TimestamptzType, TimeType
 
 from bench.core.catalog.s3 import filesystem
 from bench.core.table import live_entries
@@ -46,13 +46,17 @@ def _column_by_id(pf: pq.ParquetFile, field_id: int) -> str | None:
 
 def _internal(values: pa.Array, source: IcebergType) -> list[Any]:
     """Distinct values of a column in Iceberg's internal representation (what pyiceberg's transforms
-    take): timestamps as microseconds, dates as days, numbers and strings as they are."""
+    take): timestamps and times as microseconds, dates as days, numbers and strings as they are."""
     if isinstance(source, TimestampType | TimestamptzType) and pa.types.is_timestamp(values.type):
         per_us = {"s": (10**6, 1), "ms": (1000, 1), "us": (1, 1), "ns": (1, 1000)}[values.type.unit]
         ints = pc.cast(values, pa.int64()).to_pylist()
         return [None if v is None else v * per_us[0] // per_us[1] for v in ints]
     if isinstance(source, DateType) and pa.types.is_date(values.type):
         return pc.cast(values, pa.int32()).to_pylist()
+    if isinstance(source, TimeType) and pa.types.is_time(values.type):  # microseconds from midnight
+        div = {"s": (10**6, 1), "ms": (1000, 1), "us": (1, 1), "ns": (1, 1000)}[values.type.unit]
+        ints = pc.cast(values, pa.int64()).to_pylist()
+        return [None if v is None else v * div[0] // div[1] for v in ints]
     return values.to_pylist()
 
 

@@ -13,6 +13,11 @@
     duckdb-merge-on-read  the Iceberg v2 delete rules applied by us in DuckDB SQL over the snapshot's
                           Parquet files (data, position and equality deletes with their sequence
                           numbers from the manifests), columns by field id as duckdb-read-parquet
+    pyiceberg-avro        Avro data files (which no reader above reads) by pyiceberg's own Avro decoder,
+                          columns by field id; only when no delete file is live (bench.verify.avro)
+The DuckDB readers read Parquet only and pyiceberg's scan Parquet and ORC: on a snapshot with other files they
+are unavailable (and say which files); the verifier then asks the readers that can (pyiceberg-avro, and the
+reference reader when no other can).
 A reader that cannot read a table here raises ReaderUnavailable (with why); a reader that fails on a
 table it should read raises its own error, which the verifier reports as a failed check.
 
@@ -25,12 +30,14 @@ delete file still applied by its rules.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.manifest import FileFormat
 from pyiceberg.table import Table
 
 from bench.core.catalog import CatalogSettings
@@ -49,6 +56,8 @@ from bench.core.table.deletes import (
     is_global,
     scope,
 )
+from bench.verify.avro import NAME as AVRO
+from bench.verify.avro import AvroUnavailable, read_avro
 from bench.verify.columns import Columns, columns_for
 from bench.verify.reference import NAME as REFERENCE
 from bench.verify.reference import RESOLVES, ReferenceUnavailable, read_reference
@@ -65,6 +74,20 @@ class Reader:
     deletes: str  # which deletes it applies
     read: Callable[..., tuple[int, str]]  # (table, snapshot id, settings[, seen]) -> (rows, checksum)
     parquet: bool = False  # reads the Parquet files itself (bench.verify.columns): takes `seen`
+
+
+def not_parquet(files: LiveFiles, *, deletes: bool = True) -> str:
+    """Why a reader of Parquet files alone cannot read these live files ("" when every data file, and with
+    `deletes` every delete file that is not a deletion vector, is Parquet): e.g. "3 ORC data files"."""
+    entries = files.data + (files.deletes if deletes else [])
+    odd = Counter(str(e.data_file.file_format.value).upper() for e in entries
+                  if e.data_file.file_format not in (FileFormat.PARQUET, FileFormat.PUFFIN))
+    return ", ".join(f"{n} {fmt} files" for fmt, n in sorted(odd.items()))
+
+
+def _parquet_only(files: LiveFiles, who: str) -> None:
+    if odd := not_parquet(files):
+        raise ReaderUnavailable(f"{who} reads Parquet data and delete files only; the snapshot has {odd}")
 
 
 def _columns(tbl: Table) -> list[str]:
@@ -93,6 +116,7 @@ def parquet_checksum(tbl: Table, paths: list[str], seen: list[Columns] | None = 
 def read_parquet_files(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None = None,
                        seen: list[Columns] | None = None) -> tuple[int, str]:
     files = live_files(tbl, snapshot_id)
+    _parquet_only(files, "DuckDB's read_parquet")
     if files.deletes:
         cls = classify(files, tbl.specs())
         if cls.applying_position or cls.applying_equality:
@@ -111,6 +135,9 @@ def read_pyiceberg_scan(tbl: Table, snapshot_id: int | None, settings: CatalogSe
 
     if row_filter is None:
         files = live_files(tbl, snapshot_id)
+        if avro := [e for e in files.all if e.data_file.file_format == FileFormat.AVRO]:
+            raise ReaderUnavailable(f"pyiceberg 0.12 reads Parquet and ORC data files only; the snapshot has "
+                                    f"{len(avro)} Avro files")
         # the equality deletes alone: classifying position deletes may read their files, not needed here
         applying = classify(LiveFiles(data=files.data, equality=files.equality), tbl.specs()).applying_equality \
             if files.equality else 0
@@ -138,6 +165,7 @@ def read_duckdb_iceberg(tbl: Table, snapshot_id: int | None,
     if settings is None or not settings.rest_uri:
         raise ReaderUnavailable("duckdb-iceberg reads through a REST catalog; none is served")
     files = live_files(tbl, snapshot_id)
+    _parquet_only(files, "DuckDB's iceberg extension")
     work = equality_delete_work(files, tbl.specs())
     if work > DUCKDB_ICEBERG_EQ_WORK_LIMIT:
         raise ReaderUnavailable(f"{work:.3g} row x equality-key comparisons exceed its limit of "
@@ -199,6 +227,7 @@ def merge_on_read(tbl: Table, snapshot_id: int | None, only: Callable[[tuple], b
     """A DuckDB connection and the table expression of the snapshot's live rows by the rules of
     `read_merge_on_read` (its delete files read into temporary tables); (None, "") without a data file."""
     files = live_files(tbl, snapshot_id)
+    _parquet_only(files, "duckdb-merge-on-read (DuckDB's read_parquet)")
     if only is not None:
         files = LiveFiles(data=[e for e in files.data if only(scope(e.data_file))], position=files.position,
                           equality=[e for e in files.equality
@@ -258,6 +287,15 @@ def merge_on_read(tbl: Table, snapshot_id: int | None, only: Callable[[tuple], b
         con.close()
 
 
+def read_pyiceberg_avro(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None = None
+                       ) -> tuple[int, str]:
+    """Avro data files by pyiceberg's own Avro decoder (bench.verify.avro)."""
+    try:
+        return read_avro(tbl, snapshot_id, settings)
+    except AvroUnavailable as e:
+        raise ReaderUnavailable(str(e)) from e
+
+
 def read_iceberg_java(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None = None) -> tuple[int, str]:
     """The reference reader (bench.verify.reference): Iceberg's Java library through Spark SQL."""
     try:
@@ -273,6 +311,7 @@ READERS: dict[str, Reader] = {r.name: r for r in (
     Reader("duckdb-iceberg", "catalog", "position and equality (through the REST catalog)", read_duckdb_iceberg),
     Reader("duckdb-merge-on-read", "field id", "position and equality (our SQL)", read_merge_on_read,
            parquet=True),
+    Reader(AVRO, "field id", "none (Avro data files only, when no delete file is live)", read_pyiceberg_avro),
     Reader(REFERENCE, RESOLVES, "every delete, by Iceberg's own rules (the reference)", read_iceberg_java),
 )}
 
@@ -329,5 +368,7 @@ def first_available(names: list[str], tbl: Table, snapshot_id: int | None,
     raise RuntimeError(f"no reader could read the table: {reasons}")
 
 
-__all__ = ["READERS", "REFERENCE", "SELECTIVE", "Reader", "ReaderUnavailable", "first_available", "merge_on_read",
-           "parquet_checksum", "read", "read_selected"]
+FALLBACK = (AVRO,)  # readers asked when none of a scenario's readers can read a table (its data files' format)
+
+__all__ = ["FALLBACK", "READERS", "REFERENCE", "SELECTIVE", "Reader", "ReaderUnavailable", "first_available",
+           "merge_on_read", "not_parquet", "parquet_checksum", "read", "read_selected"]

@@ -18,7 +18,9 @@ from bench.verify.readers import first_available
 
 # content readers for a snapshot, in order of preference: the fast by-name read when no delete file
 # applies, else the delete-aware readers
-CONTENT_READERS = ["duckdb-read-parquet", "duckdb-iceberg", "duckdb-merge-on-read"]
+# the last three for tables the DuckDB readers cannot read (ORC, Avro data files): the reference reader (a JVM) last
+CONTENT_READERS = ["duckdb-read-parquet", "duckdb-iceberg", "duckdb-merge-on-read", "pyiceberg-scan", "pyiceberg-avro",
+                   "iceberg-java"]
 
 
 def table_stats(tbl: Table, snapshot_id: int | None = None, *, content: bool = True, footers_too: bool = True,

@@ -1,4 +1,6 @@
-"""Parquet footers of table files: codecs, row groups, logical bytes, field ids."""
+"""Footers of table files: codecs, row groups, logical bytes, field ids.  Parquet above all; an ORC or Avro data
+file (a table written with write.format.default orc/avro) gets its format, codec and stripes or blocks, no logical
+size beyond its bytes on disk."""
 
 from __future__ import annotations
 
@@ -16,9 +18,41 @@ def open_uri(uri: str):
     return filesystem(uri if "://" in uri else "file://" + local_path(uri))
 
 
+def _other_facts(f, uri: str, size: int, magic: bytes) -> FileFacts | None:
+    """An ORC or Avro file's facts (None: not one of them)."""
+    if magic[:3] == b"ORC":
+        import pyarrow.orc as orc
+
+        o = orc.ORCFile(f)
+        return FileFacts(path=uri, size=size, format="orc", codecs=[str(o.compression).lower()],
+                         row_groups=o.nstripes, uncompressed_bytes=o.content_length, field_ids=True)
+    if magic[:4] == b"Obj\x01":
+        import io
+
+        from pyiceberg.avro.file import AvroFile
+        from pyiceberg.typedef import Record
+
+        f.seek(0)
+        data = f.read()
+
+        class _Bytes:  # the InputFile AvroFile reads its header from
+            def open(self, seekable: bool = True) -> io.BytesIO:
+                return io.BytesIO(data)
+
+        with AvroFile[Record](_Bytes()) as af:  # type: ignore[arg-type]
+            codec = af.header.meta.get("avro.codec", "null")
+        return FileFacts(path=uri, size=size, format="avro", codecs=[str(codec)],
+                         row_groups=0, uncompressed_bytes=size, field_ids=True)
+    return None
+
+
 def footer_facts(uri: str, size: int = 0) -> FileFacts:
     fs, path = open_uri(uri)
     with fs.open_input_file(path) as f:
+        other = _other_facts(f, uri, size, f.read(4))
+        if other is not None:
+            return other
+        f.seek(0)
         md = pq.ParquetFile(f).metadata
     codecs: set[str] = set()
     uncompressed = 0

@@ -2,8 +2,10 @@
 v3: not the usual v2), partition transforms in use and whether the spec evolved, schema evolution across the
 schema history (columns added, renamed, dropped, promoted), the types present at any depth, optional columns,
 delete files by kind (position, deletion vectors, equality: multi-column keys, nullable keys, keys holding
-nulls by the files' own null counts, scoped to a partition), branches and tags, a sort order, names that need
-quoting, an empty or single-file snapshot.
+nulls by the files' own null counts, scoped to a partition, keyed on a column renamed since), delete files beside
+data files of an older spec, branches and tags, a sort order, names that need quoting, an empty or single-file
+snapshot; ORC and Avro data files, a table upgraded in place from v1, a field added inside a struct, a wide table,
+row lineage, a name mapping (files added without field ids), a target file size or codec set as table properties.
 
 Each fact is a name of FACTS (with its meaning); `shape` returns the table's facts, each with a detail (which
 columns, which spec).  scenarios/conformance/cases.yaml says, per conformance case, which facts it stands for
@@ -25,6 +27,7 @@ from bench.core.table.entries import LiveFiles, live_files
 PRIMITIVE_TYPES = ("boolean", "int", "long", "float", "double", "decimal", "date", "time", "timestamp",
                    "timestamptz", "timestamp_ns", "timestamptz_ns", "string", "uuid", "fixed", "binary", "unknown")
 NESTED_TYPES = ("struct", "list", "map", "variant", "geometry", "geography")
+WIDE_COLUMNS = 256
 TRANSFORMS = ("bucket", "truncate", "year", "month", "day", "hour", "void")
 FACTS: dict[str, str] = {
     "format-v1": "format version 1",
@@ -51,6 +54,17 @@ FACTS: dict[str, str] = {
     "names-need-quoting": "a column name that needs quoting in SQL (not lower-case [a-z0-9_], or a keyword)",
     "empty": "no live data file in the snapshot",
     "single-file": "one live data file in the snapshot",
+    "name-mapping": "a name mapping (schema.name-mapping.default): files without field ids are read through it",
+    "data-orc": "ORC data files",
+    "data-avro": "Avro data files",
+    "equality-delete-renamed-key": "an equality delete keyed on a column renamed since (same field id, another name)",
+    "deletes-older-spec": "delete files live beside data files of an older partition spec",
+    "format-upgraded": "a table upgraded in place from format v1 (data files of sequence number 0 in a v2+ table)",
+    "nested-field-added": "a field added inside a struct after the first schema",
+    "wide": f"a wide table: at least {WIDE_COLUMNS} columns (at any depth)",
+    "row-lineage": "row lineage (format v3: rows carry _row_id and _last_updated_sequence_number)",
+    "property-target-file-size": "a target file size set as a table property (write.target-file-size-bytes)",
+    "property-codec": "a Parquet codec set as a table property (write.parquet.compression-codec)",
 }
 PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 KEYWORDS = frozenset((
@@ -97,6 +111,8 @@ def _schema_evolution(tbl: Table, out: dict[str, list[str]]) -> None:
         na, nb = index_name_by_id(old), index_name_by_id(new)
         for fid in sorted(b.keys() - a.keys()):
             _add(out, "column-added", nb[fid])
+            if "." in nb[fid] and nb[fid].rsplit(".", 1)[0] in na.values():  # inside a struct that was there
+                _add(out, "nested-field-added", nb[fid])
         for fid in sorted(a.keys() - b.keys()):
             _add(out, "column-dropped", na[fid])
         for fid in sorted(a.keys() & b.keys()):
@@ -126,7 +142,41 @@ def _partition_facts(tbl: Table, files: LiveFiles, out: dict[str, list[str]]) ->
                 _add(out, f"partition-{kind}", f"{pf.transform}({src.name if src else pf.source_id})")
 
 
+def _renamed_ids(tbl: Table) -> dict[int, str]:
+    """{field id: "old -> new"} of the fields whose name changed across the schema history."""
+    names: dict[int, list[str]] = {}
+    for s in sorted(tbl.metadata.schemas, key=lambda s: s.schema_id):
+        for fid, name in index_name_by_id(s).items():
+            if name not in names.setdefault(fid, []):
+                names[fid].append(name)
+    return {fid: " -> ".join(v) for fid, v in names.items() if len(v) > 1}
+
+
+def _file_facts(tbl: Table, files: LiveFiles, out: dict[str, list[str]]) -> None:
+    """Data file formats, deletes beside files of an older spec, v1 files in an upgraded table, row lineage,
+    name mapping and write properties."""
+    for e in files.data:
+        fmt = e.data_file.file_format
+        if fmt in (FileFormat.ORC, FileFormat.AVRO):
+            _add(out, f"data-{fmt.value.lower()}", "")
+    current = tbl.spec().spec_id
+    if files.deletes and any(e.data_file.spec_id != current for e in files.data):
+        _add(out, "deletes-older-spec", f"spec {current} is current")
+    if tbl.metadata.format_version >= 2 and any(e.sequence_number == 0 for e in files.data):
+        _add(out, "format-upgraded", "")
+    if tbl.metadata.format_version >= 3 and getattr(tbl.metadata, "next_row_id", None):
+        _add(out, "row-lineage", f"next-row-id {getattr(tbl.metadata, 'next_row_id', None)}")
+    props = tbl.properties
+    if "schema.name-mapping.default" in props:
+        _add(out, "name-mapping", "")
+    if "write.target-file-size-bytes" in props:
+        _add(out, "property-target-file-size", props["write.target-file-size-bytes"])
+    if "write.parquet.compression-codec" in props:
+        _add(out, "property-codec", props["write.parquet.compression-codec"])
+
+
 def _delete_facts(tbl: Table, files: LiveFiles, out: dict[str, list[str]]) -> None:
+    renamed = _renamed_ids(tbl)
     for e in files.position:
         _add(out, "deletion-vectors" if e.data_file.file_format == FileFormat.PUFFIN else "position-deletes", "")
     fields, names = _fields(tbl.schema()), index_name_by_id(tbl.schema())
@@ -142,6 +192,8 @@ def _delete_facts(tbl: Table, files: LiveFiles, out: dict[str, list[str]]) -> No
                 _add(out, "equality-delete-nullable-key", key)
             if (df.null_value_counts or {}).get(i, 0) > 0:
                 _add(out, "equality-delete-null-key", key)
+            if i in renamed:
+                _add(out, "equality-delete-renamed-key", renamed[i])
         if df.partition is not None and len(df.partition) > 0:
             _add(out, "equality-delete-partitioned", "")
 
@@ -158,6 +210,9 @@ def shape(tbl: Table, snapshot_id: int | None = None) -> dict[str, str]:
     _schema_evolution(tbl, out)
     _partition_facts(tbl, files, out)
     _delete_facts(tbl, files, out)
+    _file_facts(tbl, files, out)
+    if len(_fields(tbl.schema())) >= WIDE_COLUMNS:
+        _add(out, "wide", f"{len(_fields(tbl.schema()))} columns")
     for name, ref in tbl.metadata.refs.items():
         if ref.snapshot_ref_type == SnapshotRefType.TAG:
             _add(out, "tag", name)

@@ -1,0 +1,114 @@
+"""The Spark writer's process of the conformance cases (`writer: spark` and `writer: java-api`, datagen.conformance):
+`python -m datagen.conformance_spark TODO ROOT` starts one Spark session (its JVM never lives in the harness) on the
+cases' SQLite catalog under ROOT and writes each case: Spark SQL statements with Iceberg's Java writer, equality
+deletes as pyarrow files committed by Iceberg's Java API (RowDelta), and the java-api cases through Iceberg's Java API
+alone (datagen.conformance_java).  `written.datagen.conformance_spark.part.json` last."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench.core.catalog import CatalogSettings, load_catalog
+from datagen.conformance import NAMESPACE, Case, EqualityDelete, write_all
+
+
+def _equality_delete(spark: Any, settings: CatalogSettings, case: Case, d: EqualityDelete) -> None:
+    """One equality-delete file (pyarrow, the key columns with their field ids) committed by Iceberg's Java
+    API (RowDelta) on the table Spark wrote."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from bench.core.iceberg_java.commit import RowDeltaCommitter
+
+    jvm = spark.sparkContext._jvm
+    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession,
+                                                                      f"{settings.name}.{case.table}")
+    schema = load_catalog(settings).load_table(case.table).schema()
+    fields = [schema.find_field(c) for c in d.columns]
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+    from pyiceberg.schema import Schema
+
+    arrow_schema = schema_to_pyarrow(Schema(*fields))
+    data = pa.Table.from_pylist([dict(zip(d.columns, r)) for r in d.rows], schema=arrow_schema)
+    location = table.location().removeprefix("file:")
+    path = f"{location}/data/eq-delete-{uuid.uuid4().hex[:12]}.parquet"
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(data, path)
+    arr = spark.sparkContext._gateway.new_array(jvm.int, len(fields))
+    for i, f in enumerate(fields):
+        arr[i] = f.field_id
+    c = RowDeltaCommitter(jvm, table, arr)
+    f = c.equality_file(f"file:{path}", os.path.getsize(path), tuple(d.partition) if d.partition else None)
+    c.row_delta([], [f], {"conformance-case": case.name})
+
+
+def _write_case(spark: Any, settings: CatalogSettings, case: Case) -> None:
+    t = f"{settings.name}.{case.table}"
+    spark.sql(f"DROP TABLE IF EXISTS {t} PURGE")  # a case defined anew
+    props = {"format-version": str(case.format_version), "write.delete.mode": "merge-on-read",
+             "write.update.mode": "merge-on-read", **case.properties}
+    spark.sql(f"CREATE TABLE {t} ({case.all_columns}) USING iceberg"
+              + (f" PARTITIONED BY ({case.partitioned_by})" if case.partitioned_by else "")
+              + " TBLPROPERTIES (" + ", ".join(f"'{k}'='{v}'" for k, v in props.items()) + ")")
+    for step in case.steps:
+        for n in range(step.repeat):
+            if step.sql is not None:
+                spark.sql(case.statement(step.sql, t, n))
+            if step.equality_delete is not None:
+                _equality_delete(spark, settings, case, step.equality_delete)
+
+
+def _writers(spark: Any, case: Case) -> dict[str, Any]:
+    """Written.written_by and .packages of a case this process wrote: Spark SQL with Iceberg's Java library, and
+    for an equality delete pyarrow's file committed through Iceberg's Java API; a java-api case: Iceberg's Java API
+    alone (in Spark's JVM) and pyarrow's files."""
+    import pyarrow as pa
+
+    iceberg = str(spark.sparkContext._jvm.org.apache.iceberg.IcebergBuild.version())
+    packages = ["pyspark", "snowpark-connect-deps-iceberg"]  # Spark and the Iceberg runtime jar it loads
+    if case.writer == "java-api":
+        return {"written_by": f"Iceberg {iceberg}'s Java API (create, RowDelta; no Spark SQL); Parquet with field ids "
+                              f"by pyarrow {pa.__version__}", "packages": [*packages, "pyarrow"]}
+    by = f"Spark {spark.version} + Iceberg {iceberg} (Java)"
+    if any(step.equality_delete is not None for step in case.steps):
+        by += f"; equality-delete files: pyarrow {pa.__version__}, committed by Iceberg {iceberg}'s Java API"
+        packages.append("pyarrow")
+    return {"written_by": by, "packages": packages}
+
+
+def main(spec: str, root: str) -> int:
+    from pyspark.sql import SparkSession
+
+    from bench.core.iceberg_java.spark_conf import base_conf, log4j_option
+
+    cases = [Case.model_validate(c) for c in json.loads(Path(spec).read_text())]
+    settings = CatalogSettings.for_warehouse(Path(root) / "lake")
+    load_catalog(settings).create_namespace_if_not_exists(NAMESPACE)
+    conf = base_conf(settings, "local[2]", app_name="bench-conformance-writer")
+    conf.update({"spark.driver.memory": "1g", "spark.driver.extraJavaOptions": log4j_option(),
+                 "spark.sql.session.timeZone": "UTC"})
+    builder = SparkSession.builder
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    try:
+        def write_one(case: Case) -> None:
+            if case.writer == "java-api":
+                from datagen.conformance_java import write_case as write_java
+
+                write_java(spark, settings, case)
+            else:
+                _write_case(spark, settings, case)
+
+        return write_all(cases, write_one, lambda c: _writers(spark, c), root, "datagen.conformance_spark")
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))
