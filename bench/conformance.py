@@ -257,8 +257,9 @@ def record_versions(rec: ConformanceRecord, results: list[RunResult]) -> None:
 
 
 def writer_versions() -> dict[str, str | None]:
-    """The cases' writer (datagen.conformance: Spark SQL with Iceberg's Java library, pyarrow's delete files)."""
-    return package_versions(("pyspark", "pyarrow")) | {"iceberg (Java)": ICEBERG_VERSION}
+    """The cases' writers (datagen.conformance WRITERS: Spark SQL and Iceberg's Java library, pyarrow's files,
+    pyiceberg; each case's own in its `written_by`)."""
+    return package_versions(("pyspark", "pyarrow", "pyiceberg")) | {"iceberg (Java)": ICEBERG_VERSION}
 
 
 def failing(rec: ConformanceRecord, verdicts: tuple[str, ...]) -> list[ConformanceCell]:
