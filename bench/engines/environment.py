@@ -123,7 +123,8 @@ def _norm(distribution: str) -> str:
 def _installed(python: Path) -> dict[str, str]:
     out = subprocess.run([str(python), "-c", "import importlib.metadata as m, json, sys; print(json.dumps("
                           "{'python': sys.version.split()[0], **{d.metadata['Name']: d.version for d in "
-                          "m.distributions()}}))"], capture_output=True, text=True, check=True, timeout=60, cwd=python.parent).stdout
+                          "m.distributions()}}))"], capture_output=True, text=True, check=True, timeout=60,
+                         cwd=python.parent).stdout
     return json.loads(out)
 
 

@@ -113,7 +113,8 @@ def sbom_versions(dist: importlib.metadata.Distribution) -> dict[str, str]:
             for c in json.loads(Path(str(dist.locate_file(f))).read_text()).get("components", []):
                 if c.get("name") in SBOM_CRATES:
                     purl = str(c.get("purl", ""))
-                    src = purl.split("vcs_url=", 1)[1].replace("%2B", "+").replace("%40", "@") if "vcs_url=" in purl else ""
+                    src = purl.split("vcs_url=", 1)[1] if "vcs_url=" in purl else ""
+                    src = src.replace("%2B", "+").replace("%40", "@")
                     out[f"crate {c['name']}"] = f"{c.get('version')}" + (f" ({src})" if src else "")
     return out
 

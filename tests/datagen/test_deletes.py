@@ -210,8 +210,9 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
     """Both engines reach the same end state (no live delete file, the ground truth's rows), each step
     timed as a phase; an engine that leaves a delete file live is not verified."""
     wh, res = tmp_path / "wh", tmp_path / "results"
-    proc = run_bench("run", "deletes-standard", "--scale", TINY, "--engines", "spark,risingwave,leaky,arrow-floor,repark",
-                     "--results-dir", res, "--warehouse", wh, "--run-id", "del", "--readers", "on")
+    proc = run_bench("run", "deletes-standard", "--scale", TINY, "--engines",
+                     "spark,risingwave,leaky,arrow-floor,repark", "--results-dir", res, "--warehouse", wh,
+                     "--run-id", "del", "--readers", "on")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     records = {json.loads(p.read_text())["engine"]: json.loads(p.read_text())
                for p in (res / "del").glob("*--rep0.json")}
