@@ -101,7 +101,7 @@ def swap_location(settings: CatalogSettings, table: str, expected: str, new: str
     finally:
         db.close()
     if changed != 1:
-        raise CommitConflict(f"{COMMIT_CONFLICT}: the catalog's pointer of {table} moved while repark compacted "
+        raise CommitConflict(f"the catalog's pointer of {table} moved while repark compacted "
                              f"(it no longer names {expected}); the rewrite ({new}) is not published")
 
 
