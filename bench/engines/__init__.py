@@ -27,6 +27,7 @@ REGISTRY: dict[str, str] = {
     "risingwave": "bench.engines.risingwave:RisingWaveEngine",
     "arrow-floor": "bench.engines.arrow_floor:ArrowFloorEngine",
     "repark": "bench.engines.repark:ReparkEngine",
+    "gluten": "bench.engines.gluten:GlutenEngine",
 }
 DEFAULT_ENGINES = ("spark", "risingwave", "arrow-floor")  # what `bench run` runs unless told otherwise
 CAMPAIGN_ENGINES = ("spark", "risingwave")  # what sweeps, frontiers and plans compare unless told otherwise

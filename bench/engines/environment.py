@@ -46,9 +46,12 @@ class EngineEnvironment:
     python: str  # "3.12"
     requirements: tuple[str, ...]  # "name==version", every one pinned
     why: str  # why the engine cannot run in the harness's environment
+    # distributions the registry has only as source (pyspark): installed from it; every other one from wheels only
+    from_source: tuple[str, ...] = ()
 
     def key(self) -> str:
-        text = json.dumps([RECIPE_VERSION, self.python, sorted(self.requirements)])
+        text = json.dumps([RECIPE_VERSION, self.python, sorted(self.requirements)]
+                          + ([sorted(self.from_source)] if self.from_source else []))
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -149,7 +152,7 @@ def build(name: str, env: EngineEnvironment, force: bool = False) -> Iterator[st
         _run([str(base), "-m", "venv", str(final)], log)
         python = final / "bin" / "python"
         _run([str(python), "-m", "pip", "install", "-q", "--no-input", "--disable-pip-version-check",
-              "--only-binary", ":all:", *env.requirements], log)
+              "--only-binary", ":all:", *(f"--no-binary={d}" for d in env.from_source), *env.requirements], log)
         versions = {_norm(k): v for k, v in _installed(python).items()}
         wrong = [r for r in env.requirements if versions.get(_norm(r.split("==")[0])) != r.split("==")[1]]
         if wrong:

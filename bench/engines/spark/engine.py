@@ -233,7 +233,8 @@ class SparkEngine(EngineBase):
         self.cores = max(1, int(job.cores)) * opts.slots_per_core  # task slots
         self.plan = memory.memory_plan(opts.profile, job.memory_budget_bytes, mode=opts.deploy, workers=opts.workers)
         self.master = f"local[{self.cores}]" if opts.deploy == "local" else ""
-        conf = session.base_conf(job.catalog, self.master, app_name=f"bench-{job.scenario}")
+        conf = session.base_conf(job.catalog, self.master, app_name=f"bench-{job.scenario}",
+                                 jars=self.engine_jars(job.catalog))
         self.jars = conf["spark.jars"].split(",")
         conf.update(self.plan["conf"])
         if opts.memory_fraction is not None:
@@ -251,6 +252,11 @@ class SparkEngine(EngineBase):
         for k, v in opts.spark_conf.items():  # the scenario's Spark settings, applied last (recorded)
             conf[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
         return conf
+
+    def engine_jars(self, settings: CatalogSettings) -> list[str] | None:
+        """The session's Iceberg jars: None for the harness's (bench.core.iceberg_java.runtime); a variant with
+        its own runtime (gluten) names its own."""
+        return None
 
     def worker_cores(self, opts: SparkOptions) -> int:
         """Standalone on this node: each worker's (and its executor's) cores, the task slots split evenly."""
