@@ -140,7 +140,8 @@ class GlutenEngine(SparkEngine):
                 reason = m.group(2).strip() or (lines[i + 1].strip(" -") if i + 1 < len(lines) else "")
                 seen[f"{m.group(1)}: {reason[:160]}"] += 1
         return {"recorded": True, "source": "Gluten's 'Validation failed' lines (fallback reporter, validator) in "
-                "the engine log" + (" (a shared process: every job so far)" if job.shared_process else ""), "operators_fallen_back": sum(seen.values()), "by_reason": dict(seen)}
+                "the engine log" + (" (a shared process: every job so far)" if job.shared_process else ""),
+                "operators_fallen_back": sum(seen.values()), "by_reason": dict(seen)}
 
     def _versions(self) -> dict[str, str]:
         import importlib.metadata

@@ -211,13 +211,13 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
     timed as a phase; an engine that leaves a delete file live is not verified."""
     wh, res = tmp_path / "wh", tmp_path / "results"
     proc = run_bench("run", "deletes-standard", "--scale", TINY, "--engines",
-                     "spark,risingwave,leaky,arrow-floor,repark", "--results-dir", res, "--warehouse", wh,
+                     "spark,risingwave,leaky,arrow-floor,repark,gluten", "--results-dir", res, "--warehouse", wh,
                      "--run-id", "del", "--readers", "on")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     records = {json.loads(p.read_text())["engine"]: json.loads(p.read_text())
                for p in (res / "del").glob("*--rep0.json")}
-    assert set(records) == {"spark", "risingwave", "leaky", "arrow-floor", "repark"}
-    for engine in ("spark", "risingwave", "repark"):
+    assert set(records) == {"spark", "risingwave", "leaky", "arrow-floor", "repark", "gluten"}
+    for engine in ("spark", "risingwave", "repark", "gluten"):
         r = records[engine]
         assert r["status"] == "ok" and r["verified"], (engine, r["error"], r["verification"]["differences"])
         checks = {c["name"]: c for c in r["verification"]["checks"]}
@@ -247,6 +247,15 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
     assert rp["engine_result"]["delete_files_left_after_rewrite"] == 4
     assert [p["name"] for p in rp["phases"] if p["name"] not in ("codec", "other")] == [
         "register", "rewrite_data_files", "inspect", "second pass", "commit"]
+    # gluten (its own environment): spark's steps on Gluten's Velox backend, Iceberg 1.10.0; what fell back to
+    # Spark is read from Gluten's own reporter: the rewrite's Iceberg scan (IcebergStagedScan) is not offloaded
+    gl = records["gluten"]
+    assert gl["versions"]["iceberg"] == "1.10.0" and gl["versions"]["gluten"] == "1.7.0"
+    assert gl["versions"]["spark"] == "3.5.5" and spark["versions"]["iceberg"] == "1.10.2"
+    fallbacks = gl["engine_result"]["gluten_fallbacks"]
+    assert fallbacks["recorded"] and any(r.startswith("BatchScan: Unsupported scan IcebergStagedScan")
+                                         for r in fallbacks["by_reason"]), fallbacks
+    assert any(c["name"] == "Gluten/Velox off-heap (spark.memory.offHeap.size)" for c in gl["memory_caps"])
     # rewrite_data_files removes the dangling deletes it can (remove-dangling-deletes: the position deletes, older
     # than the new files); the equality deletes of the last commit (as new as the new files) go through the Java API;
     # rewrite_position_delete_files runs only where position deletes are left
