@@ -1,6 +1,7 @@
 # Everything a fresh machine needs, from the project's own files.
 #   make run   - set up and run the bin-packing benchmark at the local scale, then render the report
 #   make test  - set up and run the test suite
+#   make engines - build the engines' own environments (ENGINE_ENVS, default repark,gluten), once, cached in .cache/engines/
 #   make docs  - re-render the docs' measured tables from the reference runs in docs/reference/
 #   make reference - run the reference benchmarks into docs/reference/, then make docs (a quiet machine!)
 #   make reference-plan - the sweeps, frontier, core runs and harness scaling the docs' plan reads (quiet, ~1.5 h)
@@ -14,7 +15,7 @@ RUN_ARGS ?=
 APT_PACKAGES := openjdk-17-jre-headless libjarjar-java libxerial-sqlite-jdbc-java
 TEST_APT_PACKAGES := chromium
 
-.PHONY: setup system-deps test-deps test-apt checkov test-cds checks run test docs reference reference-plan clean-warehouse
+.PHONY: engines setup system-deps test-deps test-apt checkov test-cds checks run test docs reference reference-plan clean-warehouse
 
 # Debian packages: Java for Iceberg's JVMs, jarjar to repair the Iceberg runtime jar, the SQLite JDBC driver.
 system-deps:
@@ -40,6 +41,12 @@ setup: system-deps $(VENV)/.installed
 	$(BIN)/python -m compileall -q bench datagen reports tests >/dev/null
 	$(BIN)/bench setup
 
+# Engines that run in an environment of their own (another Python, pins the harness cannot hold): built once from
+# the package registry into .cache/engines/<name>/ (bench.engines.environment); `make run` needs none of them.
+ENGINE_ENVS ?= repark,gluten
+engines: setup
+	$(BIN)/bench setup --engines $(ENGINE_ENVS)
+
 RUN_ID ?= $(shell date -u +%Y%m%d-%H%M%S)-$(SCENARIO)
 
 run: setup
@@ -63,7 +70,7 @@ checkov:
 test-cds: setup
 	$(BIN)/python -m tests.jvm_cds --ensure
 
-TEST_DEPS := setup test-apt checkov
+TEST_DEPS := setup test-apt checkov engines
 test-deps:
 	$(MAKE) --no-print-directory -j3 --output-sync=target $(TEST_DEPS)
 

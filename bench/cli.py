@@ -59,7 +59,7 @@ def main():
 @one_line_errors
 def list_cmd():
     """List scenarios and engines."""
-    from bench.engines import engine_class, engine_names
+    from bench.engines import engine_class, engine_names, environment
     from bench.scenario import list_scenarios, profile_names
 
     click.echo("scenarios:")
@@ -69,9 +69,11 @@ def list_cmd():
     for n in engine_names():
         try:
             desc = engine_class(n).description
+            where = environment.describe(n, engine_class(n).environment)
         except ImportError as e:
-            desc = f"(cannot be imported: {e})"
+            desc, where = f"(cannot be imported: {e})", "?"
         click.echo(f"  {n:<12} {desc}")
+        click.echo(f"  {'':<12} runs in: {where}")
         profiles = profile_names(n)
         if profiles:
             click.echo(f"  {'':<12} profiles: {', '.join(f'{n}:{p}' for p in profiles)}")
@@ -95,13 +97,22 @@ def doctor(engines, warehouse, repair):
 
 
 @main.command()
+@click.option("--engines", default=None,
+              help="Also build these engines' own environments (comma-separated, e.g. repark): once, cached under "
+                   ".cache/engines/; engines without one need nothing more.")
 @one_line_errors
-def setup():
-    """Provision Iceberg's Java runtime offline (idempotent, cached; online with BENCH_MAVEN=1)."""
+def setup(engines):
+    """Provision Iceberg's Java runtime offline (idempotent, cached; online with BENCH_MAVEN=1); with --engines,
+    build the engines' own environments from the package registry."""
     from bench.core.iceberg_java.runtime import provision
 
     for line in provision():
         click.echo(line)
+    if engines:
+        from bench.engines import build_environments
+
+        for line in build_environments(engines):
+            click.echo(line)
 
 
 def engine_option_flags(fn):

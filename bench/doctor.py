@@ -87,24 +87,28 @@ def warehouse_section(names: list[str]) -> tuple[str, list[Requirement]] | None:
 
 def run_doctor(engines: str | None) -> int:
     names = parse_engines(engines) if engines else engine_names()
-    sections: list[tuple[str, list[Requirement]]] = [("harness", harness_requirements())]
+    sections: list[tuple[str, list[Requirement], bool]] = [("harness", harness_requirements(), False)]
     for n in names:
         try:
-            sections.append((f"engine {n}", get_engine(n).requirements()))
+            engine = get_engine(n)
+            # an engine with an environment of its own is optional until named (`bench setup --engines` builds it)
+            optional = engines is None and engine.environment is not None
+            sections.append((f"engine {n}" + (" (optional: its own environment)" if optional else ""),
+                             engine.requirements(), optional))
         except ImportError as e:  # the engine module itself cannot import
             sections.append((f"engine {n}", [Requirement(f"engine module {n}", False, str(e),
-                                                         "run `make setup`")]))
+                                                         "run `make setup`")], False))
     wh = warehouse_section(names)
     if wh is not None:
-        sections.append(wh)
+        sections.append((*wh, False))
     failed = 0
-    for title, reqs in sections:
+    for title, reqs, optional in sections:
         click.echo(f"{title}:")
         for r in reqs:
-            mark = "ok  " if r.ok else "FAIL"
+            mark = "ok  " if r.ok else "--  " if optional else "FAIL"
             click.echo(f"  [{mark}] {r.name}" + (f": {r.detail}" if r.detail else ""))
             if not r.ok:
-                failed += 1
+                failed += 0 if optional else 1
                 click.echo(f"         fix: {r.fix}")
     click.echo("all prerequisites present" if not failed else f"{failed} problem(s) found")
     return 0 if not failed else 1

@@ -124,14 +124,16 @@ def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3)
     if head is not None:
         r = head.ratio
         spread = "" if r.n == 1 else f", min–max {fmt_ratio(r.min)}–{fmt_ratio(r.max)}"
+        gap = rs.version_gap(head.faster, head.slower)
         out.append(f"**Headline: {head.faster} {fmt_ratio(r.median)} faster than {head.slower}** (median of "
                    f"{r.n} paired verified repetition{'s' if r.n != 1 else ''}{spread}"
                    + (f"; repetitions {', '.join(map(str, head.unpaired_reps))} unpaired" if head.unpaired_reps
-                      else "") + ").")
+                      else "") + (f"; different runtimes: {gap}" if gap else "") + ").")
         for s in rs.speedups:
             if s is not head and s.ratio.n:
+                gap = rs.version_gap(s.faster, s.slower)
                 out.append(f"Also: {s.faster} {_spread(s.ratio, fmt_ratio)} faster than {s.slower} "
-                           f"({s.ratio.n} pairs).")
+                           f"({s.ratio.n} pairs{f'; different runtimes: {gap}' if gap else ''}).")
     elif len(rs.committing) >= 2:
         out.append("**No headline:** no repetition has a verified run of two committing engines.")
     out.append("")

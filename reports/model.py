@@ -59,6 +59,9 @@ STATUS_MEANING = {
 
 
 # --- loading ------------------------------------------------------------------------------------------
+# runtimes several engines run on (e.g. spark and gluten): a comparison across different versions says so
+COMPARED_VERSIONS = ("iceberg", "spark")
+
 @dataclass
 class LoadedRun:
     result: RunResult
@@ -377,6 +380,14 @@ class ResultSet:
     reads: ReadsView | None = None  # "What readers gained" (None: no run recorded reads)
     # "Partition by partition": runs of a partitioned table with their per-partition outcome (RunResult.partitions)
     partition_runs: list[LoadedRun] = field(default_factory=list)
+
+    def version_gap(self, a: str, b: str) -> str:
+        """What differs between two engines' shared runtimes (COMPARED_VERSIONS, as their results record them), e.g.
+        "Iceberg 1.10.0 vs 1.10.2": a comparison of the two is also one of those versions; "" when nothing does."""
+        runs = {lr.r.engine: lr.r.versions for lr in self.runs}
+        va, vb = runs.get(a, {}), runs.get(b, {})
+        return ", ".join(f"{k.capitalize()} {va[k]} vs {vb[k]}" for k in COMPARED_VERSIONS
+                         if va.get(k) and vb.get(k) and va[k] != vb[k])
 
     @property
     def measured(self) -> list[LoadedRun]:

@@ -26,6 +26,8 @@ REGISTRY: dict[str, str] = {
     "spark": "bench.engines.spark:SparkEngine",
     "risingwave": "bench.engines.risingwave:RisingWaveEngine",
     "arrow-floor": "bench.engines.arrow_floor:ArrowFloorEngine",
+    "repark": "bench.engines.repark:ReparkEngine",
+    "gluten": "bench.engines.gluten:GlutenEngine",
 }
 DEFAULT_ENGINES = ("spark", "risingwave", "arrow-floor")  # what `bench run` runs unless told otherwise
 CAMPAIGN_ENGINES = ("spark", "risingwave")  # what sweeps, frontiers and plans compare unless told otherwise
@@ -91,6 +93,28 @@ def engine_class(label: str) -> type[Engine]:
         raise _unknown(name) from None
     module_name, cls_name = target.split(":")
     return getattr(importlib.import_module(module_name), cls_name)
+
+
+def worker_launch(label: str) -> tuple[str, dict[str, str]]:
+    """(the interpreter, environment variables to add) the engine's worker starts with: the harness's own, or
+    the engine's environment (bench.engines.environment; UserError naming the command that builds it when it
+    is not built)."""
+    from bench.engines import environment
+
+    return environment.worker_launch(base_name(label), engine_class(label).environment)
+
+
+def build_environments(spec: str):
+    """`bench setup --engines`: build the own environment of each engine named that declares one (an iterator of
+    progress lines)."""
+    from bench.engines import environment
+
+    for name in dict.fromkeys(base_name(label) for label in parse_engines(spec)):
+        env = engine_class(name).environment
+        if env is None:
+            yield f"engine {name}: runs in the harness's environment (nothing to build)"
+        else:
+            yield from environment.build(name, env)
 
 
 def get_engine(label: str) -> Engine:

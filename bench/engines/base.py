@@ -31,6 +31,7 @@ from bench.core.catalog import CatalogSettings
 from bench.core.requirements import Requirement
 from bench.core.results import Deployment, MaintenanceResult, MemoryCap, Phase, PhysicalBound
 from bench.core.work import WorkIntent, default_intent
+from bench.engines.environment import EngineEnvironment
 
 Kind = Literal["binpack", "deletes"]
 # What a run may need beyond a plain compaction of main; an engine lists those it can do (`supports`).
@@ -220,6 +221,8 @@ class Engine(Protocol):
     # a regular expression matching the lines of its own log that report a commit conflict or a commit retry
     # (counted per maintenance step beside the catalog's 409 answers); "" when its log names none
     conflict_log_pattern: ClassVar[str]
+    # its own interpreter and pinned requirements (bench.engines.environment); None: the harness's environment
+    environment: ClassVar[EngineEnvironment | None]
 
     @classmethod
     def why_not(cls, feature: str) -> str | None:
@@ -279,6 +282,7 @@ class EngineBase:
     refusal_pattern: ClassVar[str] = ""
     sets_properties: ClassVar[frozenset[str]] = frozenset()
     conflict_log_pattern: ClassVar[str] = ""
+    environment: ClassVar[EngineEnvironment | None] = None
 
     def requirements(self) -> list[Requirement]:
         return []

@@ -11,7 +11,6 @@ import re
 import select
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from bench.core.catalog.rest import ServedCatalog
 from bench.core.fileio import write_atomic
 from bench.core.results import CatalogServerUsage, CoreLimit, EngineStatus, StorageCap
 from bench.core.units import fmt_bytes
+from bench.engines import worker_launch
 from bench.engines.base import CompactionJob, WorkerRecord
 from bench.engines.worker import CONTROL_ENV
 from bench.runner.context import RunContext, Slot
@@ -212,7 +212,8 @@ def spawn(ctx: RunContext, slot: Slot, files: tuple[Path, Path, Path], limiter: 
     """Start the engine worker in its own process group (guarded: it dies with the harness, and so does
     everything it starts) inside the run's cgroups, sample it and the catalog server, and wait for it."""
     job_file, out_file, log_file = files
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    python, extra = worker_launch(slot.engine)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)
     ready_r, ready_w = os.pipe()
     go_r, go_w = os.pipe()
     env[CONTROL_ENV] = f"{ready_w},{go_r}"
@@ -226,7 +227,7 @@ def spawn(ctx: RunContext, slot: Slot, files: tuple[Path, Path, Path], limiter: 
     t0, unix0 = time.perf_counter(), time.time()
     try:
         with open(log_file, "wb") as log:
-            proc = children.popen([sys.executable, "-m", "bench.engines.worker", str(job_file), str(out_file),
+            proc = children.popen([python, "-m", "bench.engines.worker", str(job_file), str(out_file),
                                    slot.engine], stdout=log, stderr=subprocess.STDOUT, env=env,
                                   start_new_session=True, preexec_fn=preexec, pass_fds=(ready_w, go_r))
     except BaseException:

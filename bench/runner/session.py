@@ -17,7 +17,6 @@ import contextlib
 import os
 import select
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from bench.core import children
 from bench.core.catalog import CatalogSettings
 from bench.core.catalog.rest import ServedCatalog, serve
 from bench.core.fileio import write_atomic
+from bench.engines import worker_launch
 from bench.engines.base import CompactionJob
 from bench.engines.worker import SESSION_ENV
 from bench.runner.process import (
@@ -126,10 +126,11 @@ class SharedProcesses:
         limiter = Limiter(budget)
         to_r, to_w = os.pipe()
         from_r, from_w = os.pipe()
-        env = dict(os.environ, PYTHONUNBUFFERED="1", **{SESSION_ENV: f"{to_r},{from_w}"})
+        python, extra = worker_launch(engine)
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **extra, **{SESSION_ENV: f"{to_r},{from_w}"})
         try:
             with open(log, "ab") as out:
-                proc = children.popen([sys.executable, "-m", "bench.engines.worker", engine], stdout=out,
+                proc = children.popen([python, "-m", "bench.engines.worker", engine], stdout=out,
                                       stderr=subprocess.STDOUT, env=env, start_new_session=True,
                                       preexec_fn=limiter.preexec, pass_fds=(to_r, from_w))
         except BaseException:

@@ -102,8 +102,11 @@ def test_missing_java_is_reported(tmp_path):
 def test_list_shows_scenarios_and_engines():
     p = run_bench("list")
     assert p.returncode == 0, p.stderr
-    for name in ("bin-packing", "bin-packing-zstd", "spark", "risingwave"):
+    for name in ("bin-packing", "bin-packing-zstd", "spark", "risingwave", "repark"):
         assert name in p.stdout
+    # where each engine runs: the harness's environment, or its own (built or not, and how to build it)
+    assert "runs in: the harness's environment" in p.stdout
+    assert "runs in: own environment" in p.stdout
 
 
 def test_a_scenario_file_with_bad_engine_options_is_one_line(tmp_path):

@@ -210,13 +210,14 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
     """Both engines reach the same end state (no live delete file, the ground truth's rows), each step
     timed as a phase; an engine that leaves a delete file live is not verified."""
     wh, res = tmp_path / "wh", tmp_path / "results"
-    proc = run_bench("run", "deletes-standard", "--scale", TINY, "--engines", "spark,risingwave,leaky,arrow-floor",
-                     "--results-dir", res, "--warehouse", wh, "--run-id", "del", "--readers", "on")
+    proc = run_bench("run", "deletes-standard", "--scale", TINY, "--engines",
+                     "spark,risingwave,leaky,arrow-floor,repark,gluten", "--results-dir", res, "--warehouse", wh,
+                     "--run-id", "del", "--readers", "on")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     records = {json.loads(p.read_text())["engine"]: json.loads(p.read_text())
                for p in (res / "del").glob("*--rep0.json")}
-    assert set(records) == {"spark", "risingwave", "leaky", "arrow-floor"}
-    for engine in ("spark", "risingwave"):
+    assert set(records) == {"spark", "risingwave", "leaky", "arrow-floor", "repark", "gluten"}
+    for engine in ("spark", "risingwave", "repark", "gluten"):
         r = records[engine]
         assert r["status"] == "ok" and r["verified"], (engine, r["error"], r["verification"]["differences"])
         checks = {c["name"]: c for c in r["verification"]["checks"]}
@@ -240,7 +241,21 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
         assert full["delete_files_merged_before"] > 0 and full["delete_files_merged_after"] == 0
         assert full["before"] == full["after"] == full["truth"]
         assert int(full["truth"][0]) == generated["ds"].ground_truth.rows
-    spark, rw = records["spark"], records["risingwave"]
+    spark, rw, rp = records["spark"], records["risingwave"], records["repark"]
+    # repark (its own environment): its first rewrite applies the deletes and drops the position deletes; the
+    # equality deletes of the last commit stay live (dangling) until its second pass (rewrite-all)
+    assert rp["engine_result"]["delete_files_left_after_rewrite"] == 4
+    assert [p["name"] for p in rp["phases"] if p["name"] not in ("codec", "other")] == [
+        "register", "rewrite_data_files", "inspect", "second pass", "commit"]
+    # gluten (its own environment): spark's steps on Gluten's Velox backend, Iceberg 1.10.0; what fell back to
+    # Spark is read from Gluten's own reporter: the rewrite's Iceberg scan (IcebergStagedScan) is not offloaded
+    gl = records["gluten"]
+    assert gl["versions"]["iceberg"] == "1.10.0" and gl["versions"]["gluten"] == "1.7.0"
+    assert gl["versions"]["spark"] == "3.5.5" and spark["versions"]["iceberg"] == "1.10.2"
+    fallbacks = gl["engine_result"]["gluten_fallbacks"]
+    assert fallbacks["recorded"] and any(r.startswith("BatchScan: Unsupported scan IcebergStagedScan")
+                                         for r in fallbacks["by_reason"]), fallbacks
+    assert any(c["name"] == "Gluten/Velox off-heap (spark.memory.offHeap.size)" for c in gl["memory_caps"])
     # rewrite_data_files removes the dangling deletes it can (remove-dangling-deletes: the position deletes, older
     # than the new files); the equality deletes of the last commit (as new as the new files) go through the Java API;
     # rewrite_position_delete_files runs only where position deletes are left

@@ -302,3 +302,20 @@ def test_export_one_row_per_run_with_a_column_per_check(results_dir):
     sp = df[df["engine"] == "spark"].set_index("rep")
     assert sp.loc[0, "memory_cap.JVM heap"] == 8 * GiB
     assert "verification.checks" not in df.columns
+
+
+def test_a_speedup_across_runtimes_says_which_differ(tmp_path):
+    """Two engines on different Iceberg (and Spark) versions, as their results record them: the headline and the
+    summary say so beside the speedup; engines on the same versions get no such note."""
+    order = ["spark", "gluten"]
+    runs = [make_result("spark", 0, duration=30.0, order=order, versions={"iceberg": "1.10.2", "spark": "3.5.9"}),
+            make_result("gluten", 0, duration=20.0, order=order, versions={"iceberg": "1.10.0", "spark": "3.5.5"})]
+    html = render([write_results(tmp_path, runs)])
+    assert "different runtimes: Iceberg 1.10.0 vs 1.10.2, Spark 3.5.5 vs 3.5.9" in html
+    from reports.markdown import render_markdown
+
+    md = render_markdown([tmp_path / "hand"])
+    assert "different runtimes: Iceberg 1.10.0 vs 1.10.2, Spark 3.5.5 vs 3.5.9" in md
+    same = [make_result("spark", 0, duration=30.0, order=order, run_id="same", versions={"iceberg": "1.10.2"}),
+            make_result("gluten", 0, duration=20.0, order=order, run_id="same", versions={"iceberg": "1.10.2"})]
+    assert "different runtimes" not in render_markdown([write_results(tmp_path, same, run_id="same")])

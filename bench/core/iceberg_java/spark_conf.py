@@ -29,8 +29,10 @@ def catalog_conf(settings: CatalogSettings) -> dict[str, str]:
     return conf
 
 
-def base_conf(settings: CatalogSettings, master: str, app_name: str = "bench") -> dict[str, str]:
-    """Everything a session on this machine needs, before the memory plan and the scenario's conf."""
+def base_conf(settings: CatalogSettings, master: str, app_name: str = "bench",
+              jars: list[str] | None = None) -> dict[str, str]:
+    """Everything a session on this machine needs, before the memory plan and the scenario's conf (`jars`:
+    other Iceberg jars than the harness's, e.g. an engine's own runtime)."""
     conf = {
         "spark.master": master,
         "spark.app.name": app_name,
@@ -39,7 +41,7 @@ def base_conf(settings: CatalogSettings, master: str, app_name: str = "bench") -
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.extensions": EXTENSIONS,
-        "spark.jars": ",".join(iceberg_jars(remote=settings.is_remote)),
+        "spark.jars": ",".join(jars if jars is not None else iceberg_jars(remote=settings.is_remote)),
     }
     conf.update(catalog_conf(settings))
     return conf

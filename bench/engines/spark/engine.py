@@ -51,6 +51,7 @@ from bench.core.iceberg_java.spark_conf import session as spark_session
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import CapRole, Deployment, DeployMode, MemoryCap
 from bench.engines.base import CompactionJob, EngineBase, EngineOOM, EngineOutcome, Knob, MaintenanceOp, PhaseClock
+from bench.engines.procedure import Scalar, derived_options, spark_literal, spark_map
 from bench.engines.spark import memory, session
 from bench.engines.spark.cluster import ClusterView, StandaloneCluster, is_loopback, parse_master
 
@@ -76,7 +77,6 @@ FILE_GROUP_DESC = re.compile(r"^Rewriting \d+ files \(.*?file group \d+/(\d+)")
 EXTERNAL_WEBUI_PORT = 8080  # a standalone master's default web UI port
 # fixed driver ports towards a cluster on other machines (its security group admits exactly these)
 DRIVER_PORT, BLOCK_MANAGER_PORT = 7078, 7079
-Scalar = str | int | float | bool
 RESERVED_SYSTEM_MEMORY = 300 * 1024 * 1024  # Spark's UnifiedMemoryManager keeps this much of a heap
 
 
@@ -151,20 +151,6 @@ class SparkOptions(BaseModel):
         return (self.master_webui or f"http://{self.master_host}:{EXTERNAL_WEBUI_PORT}").rstrip("/")
 
 
-def spark_literal(value: Any) -> str:
-    """A Spark SQL string literal (backslash escapes) of a scalar; booleans as 'true'/'false'."""
-    if isinstance(value, bool):
-        value = "true" if value else "false"
-    if not isinstance(value, (str, int, float)):
-        raise ValueError(f"only scalars can be Spark SQL literals, got {value!r}")
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def spark_map(options: dict[str, Any]) -> str:
-    """map('k', 'v', ...) of Spark SQL literals."""
-    return "map(" + ", ".join(f"{spark_literal(k)}, {spark_literal(v)}" for k, v in options.items()) + ")"
-
-
 def _row_dict(rows: list) -> dict[str, Any]:
     if not rows:
         return {}
@@ -182,28 +168,6 @@ def strategy_args(job: CompactionJob) -> str:
     if job.strategy == "zorder":
         return f"strategy => 'sort', sort_order => {spark_literal('zorder(' + ','.join(job.zorder_columns) + ')')}, "
     return "strategy => 'binpack', "
-
-
-def derived_options(job: CompactionJob) -> dict[str, Scalar]:
-    """rewrite_data_files' options from the job's sizes and intent (bench.core.work): small files are work in a
-    partition holding `min_files` or more (min-input-files; Iceberg's default 5 would leave smaller partitions
-    uncompacted), or every file (rewrite-all); applying deletes (and files with-deletes): every data file with a
-    delete file is rewritten (delete-file-threshold 1) and the deletes left dangling are removed
-    (remove-dangling-deletes; with a partition filter the harness's own step instead, scoped to it).  With files
-    with-deletes Spark's size rule still packs small files too (in groups of min-input-files): it has no option
-    that selects only the files with deletes."""
-    work = job.intent()
-    options: dict[str, Scalar] = {"target-file-size-bytes": int(job.target_file_size_bytes),
-                                  "min-file-size-bytes": int(job.small_file_threshold_bytes)}
-    if work.files == "all":
-        options["rewrite-all"] = True
-    else:
-        options["min-input-files"] = work.min_files
-    if work.applies_deletes:
-        options["delete-file-threshold"] = 1
-        if not job.partition_filter:  # Iceberg's removal scans the whole table: with a filter, the harness's step
-            options["remove-dangling-deletes"] = True
-    return options
 
 
 class SparkEngine(EngineBase):
@@ -269,7 +233,8 @@ class SparkEngine(EngineBase):
         self.cores = max(1, int(job.cores)) * opts.slots_per_core  # task slots
         self.plan = memory.memory_plan(opts.profile, job.memory_budget_bytes, mode=opts.deploy, workers=opts.workers)
         self.master = f"local[{self.cores}]" if opts.deploy == "local" else ""
-        conf = session.base_conf(job.catalog, self.master, app_name=f"bench-{job.scenario}")
+        conf = session.base_conf(job.catalog, self.master, app_name=f"bench-{job.scenario}",
+                                 jars=self.engine_jars(job.catalog))
         self.jars = conf["spark.jars"].split(",")
         conf.update(self.plan["conf"])
         if opts.memory_fraction is not None:
@@ -287,6 +252,11 @@ class SparkEngine(EngineBase):
         for k, v in opts.spark_conf.items():  # the scenario's Spark settings, applied last (recorded)
             conf[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
         return conf
+
+    def engine_jars(self, settings: CatalogSettings) -> list[str] | None:
+        """The session's Iceberg jars: None for the harness's (bench.core.iceberg_java.runtime); a variant with
+        its own runtime (gluten) names its own."""
+        return None
 
     def worker_cores(self, opts: SparkOptions) -> int:
         """Standalone on this node: each worker's (and its executor's) cores, the task slots split evenly."""

@@ -1,0 +1,156 @@
+"""Spark on Apache Gluten's Velox backend (PyPI `velox-spark` 1.7.0.1: Gluten 1.7.0, its Velox bundle for Spark
+3.5, `gluten-iceberg`, and its own Iceberg runtime 1.10.0; pinned pyspark 3.5.5): the `spark` engine with the same
+`rewrite_data_files` call and settings (a subclass: bench/engines/spark), in its own environment (Python 3.11 with
+pyspark 3.5.5 instead of the harness's 3.5.9; `bench setup --engines gluten`).
+
+What differs from `spark`:
+  * the jars: Gluten's bundle, gluten-iceberg and the Iceberg runtime 1.10.0 the wheel ships (the harness's Spark
+    uses Iceberg 1.10.2: every result records the Iceberg version it ran, from the JVM's IcebergBuild);
+  * Gluten's own session settings, from velox_spark.config.gluten_config (the plugin, its columnar shuffle, the
+    driver's class path), with Velox's off-heap memory `spark.memory.offHeap.size` = OFFHEAP_SHARE of the budget;
+    the JVM heap is planned by the spark engine's memory plan within the rest of the budget;
+  * native Iceberg writes (`spark.gluten.sql.enable.enhancedFeatures`, `...iceberg.enableNativeWrite`), as
+    Gluten's docs (VeloxIceberg.md) say they need;
+  * what fell back to Spark: the lines of Gluten's validation failures in the engine's own log, counted by
+    operator and reason (`engine_result.gluten_fallbacks`).
+Only bin-packing and deletes of main in local mode are declared; the rest of spark's features are not tried with
+Gluten here (`not_supported`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any, ClassVar
+
+from bench.core.catalog import CatalogSettings
+from bench.core.requirements import Requirement
+from bench.core.results import MemoryCap
+from bench.engines import environment as envs
+from bench.engines.base import CompactionJob, EngineOutcome, PhaseClock
+from bench.engines.spark.engine import SparkEngine, SparkOptions
+
+OFFHEAP_SHARE = 0.4  # of the budget, for Velox's off-heap memory; the JVM's plan gets the rest
+# Gluten's fallback reporter: "Validation failed for plan: <node> ..., due to: <reason>" (the reason may start on
+# the next line, " - ..."); its validator: "Validation failed with exception from: <node> ..., reason: <reason>"
+FALLBACK = re.compile(r"Validation failed (?:for plan|with exception from): (\w+)[^\n]*?, (?:due to|reason): ?(.*)$")
+NATIVE_WRITE = {"spark.gluten.sql.enable.enhancedFeatures": "true",
+                "spark.gluten.sql.columnar.iceberg.enableNativeWrite": "true"}
+
+
+# every distribution of its environment, pinned: `pip freeze` of velox-spark 1.7.0.1 with pyiceberg 0.12.0 (the deletes
+# inspector's) and the harness's pydantic and psutil, 2026-11-28; the two it is for first (`bench list` shows them)
+PINS = ("velox-spark==1.7.0.1", "pyspark==3.5.5", "annotated-types==0.8.0", "cachetools==8.0.2",
+        "certifi==2026.10.19.post1", "charset-normalizer==3.5.3",
+        "click==8.5.1", "fsspec==2026.9.0", "idna==3.20", "markdown-it-py==4.3.0", "mdurl==0.1.2", "mmh3==5.3.1",
+        "psutil==7.2.2", "py4j==0.10.9.7", "pyarrow==26.0.1", "pydantic==2.14.4", "pydantic_core==2.50.5",
+        "Pygments==2.21.0", "pyiceberg==0.12.0", "pyparsing==3.3.3", "pyroaring==1.2.0",
+        "python-dateutil==4.0.0", "requests==2.34.2", "rich==15.0.0", "SQLAlchemy==2.1.9", "strictyaml==1.7.3",
+        "tenacity==9.2.1", "typing-inspection==0.4.5", "typing_extensions==4.16.0", "tzdata==2026.6",
+        "urllib3==2.8.0", "zstandard==0.25.0")
+
+
+class GlutenEngine(SparkEngine):
+    name: ClassVar[str] = "gluten"
+    description: ClassVar[str] = ("Spark 3.5.5 on Apache Gluten 1.7.0's Velox backend (PyPI velox-spark), Iceberg "
+                                  "1.10.0: the spark engine's rewrite_data_files, native where Gluten offloads; "
+                                  "own environment")
+    color: ClassVar[str] = "#D4A017"
+    packages: ClassVar[tuple[str, ...]] = ()  # recorded from its own environment (versions())
+    environment: ClassVar[envs.EngineEnvironment | None] = envs.EngineEnvironment(
+        python="3.11", requirements=PINS,
+        why="velox-spark 1.7.0.1 pins pyspark==3.5.5; the harness runs pyspark 3.5.9",
+        from_source=("pyspark",))  # PyPI has pyspark as a source archive only (pure Python and jars)
+    supports: ClassVar[frozenset[str]] = frozenset()
+    not_supported: ClassVar[dict[str, str]] = {
+        f: "not tried with Gluten here: only bin-packing and deletes of main, local mode, are wired and tested"
+        for f in ("sort", "zorder", "partition-filter", "partition-filter-deletes", "maintenance",
+                  "expire-snapshots", "rewrite-manifests", "format-v3")} | {
+        "branch": SparkEngine.not_supported["branch"]}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offheap = 0
+
+    def requirements(self) -> list[Requirement]:
+        return [envs.requirement(self.name, self.environment)] if self.environment else []
+
+    def option_problems(self, options: dict[str, Any], settings: CatalogSettings) -> list[str]:
+        opts = SparkOptions.model_validate(options)
+        problems = ["gluten is wired for local mode only"] if opts.deploy != "local" else []
+        if settings.is_remote or settings.external_rest:
+            problems.append("gluten is wired for the local warehouse and its JDBC (SQLite) catalog only")
+        return problems
+
+    def engine_jars(self, settings: CatalogSettings) -> list[str] | None:
+        from velox_spark import jar as vjar
+
+        from bench.core.iceberg_java.runtime import sqlite_jdbc_jar
+
+        bundle, source = vjar.resolve()
+        if bundle is None:
+            raise RuntimeError(f"velox-spark's Gluten bundle jar is missing ({source})")
+        # beside it in the wheel: gluten-iceberg and its Iceberg runtime 1.10.0
+        extras = sorted(str(p) for p in Path(bundle).parent.glob("*.jar") if p != bundle)
+        return [str(bundle), *extras, str(sqlite_jdbc_jar())]
+
+    def _conf(self, job: CompactionJob, opts: SparkOptions) -> dict[str, str]:
+        from bench.core.machine import node_ram_bytes
+
+        budget = job.memory_budget_bytes or node_ram_bytes()
+        self.offheap = int(budget * OFFHEAP_SHARE)
+        conf = super()._conf(job.model_copy(update={"memory_budget_bytes": budget - self.offheap}), opts)
+        from velox_spark.config import gluten_config
+
+        jars = [Path(j) for j in self.jars]
+        gluten = gluten_config(jars[0], self.offheap, None, conf.get("spark.master") or None, 17,
+                               extra_jars=jars[1:])
+        for key, value in gluten.items():
+            if key.endswith("extraJavaOptions"):
+                conf[key] = f"{value} {conf.get(key, '')}".strip()
+            elif key != "spark.driver.memory":  # the memory plan's heap stands
+                conf[key] = value
+        conf.update(NATIVE_WRITE)
+        for k, v in opts.spark_conf.items():  # the scenario's Spark settings still win
+            conf[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
+        return conf
+
+    def memory_caps(self) -> list[MemoryCap]:
+        return [*super().memory_caps(),
+                MemoryCap(name="Gluten/Velox off-heap (spark.memory.offHeap.size)", role="other", bytes=self.offheap,
+                          source=f"{OFFHEAP_SHARE:.0%} of the budget; the JVM heap is planned within the rest")]
+
+    def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
+        outcome = super().compact(job, clock)
+        outcome.engine_result["gluten_fallbacks"] = self.fallbacks(job)
+        outcome.settings["gluten"] = {k: self.conf.get(k) for k in (
+            "spark.plugins", "spark.memory.offHeap.size", "spark.shuffle.manager", *NATIVE_WRITE)}
+        return outcome
+
+    def fallbacks(self, job: CompactionJob) -> dict[str, Any]:
+        """What Gluten's validation sent back to Spark, from its log lines in this run's engine log."""
+        log = Path(job.work_dir) / "engine.log"
+        if not job.work_dir or not log.exists():
+            return {"recorded": False, "why": f"no engine log at {log}"}
+        seen: Counter[str] = Counter()
+        lines = log.read_text(errors="replace").splitlines()
+        for i, line in enumerate(lines):
+            m = FALLBACK.search(line)
+            if m:
+                reason = m.group(2).strip() or (lines[i + 1].strip(" -") if i + 1 < len(lines) else "")
+                seen[f"{m.group(1)}: {reason[:160]}"] += 1
+        return {"recorded": True, "source": "Gluten's 'Validation failed' lines (fallback reporter, validator) in "
+                "the engine log" + (" (a shared process: every job so far)" if job.shared_process else ""),
+                "operators_fallen_back": sum(seen.values()), "by_reason": dict(seen)}
+
+    def _versions(self) -> dict[str, str]:
+        import importlib.metadata
+
+        import velox_spark
+
+        v = super()._versions()
+        v.update({"velox-spark": importlib.metadata.version("velox-spark"),
+                  "gluten": str(velox_spark.__gluten_version__),
+                  "gluten bundle jar": Path(self.jars[0]).name})
+        return v

@@ -1,0 +1,47 @@
+"""Iceberg's `rewrite_data_files` procedure as Spark SQL text: the options an engine that speaks it (Spark with
+Iceberg's Java procedures, repark's port of them) derives from the job's intent, and the SQL literals of a call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.engines.base import CompactionJob
+
+Scalar = str | int | float | bool
+
+
+def spark_literal(value: Any) -> str:
+    """A Spark SQL string literal (backslash escapes) of a scalar; booleans as 'true'/'false'."""
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    if not isinstance(value, (str, int, float)):
+        raise ValueError(f"only scalars can be Spark SQL literals, got {value!r}")
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def spark_map(options: dict[str, Any]) -> str:
+    """map('k', 'v', ...) of Spark SQL literals."""
+    return "map(" + ", ".join(f"{spark_literal(k)}, {spark_literal(v)}" for k, v in options.items()) + ")"
+
+
+def derived_options(job: CompactionJob) -> dict[str, Scalar]:
+    """rewrite_data_files' options from the job's sizes and intent (bench.core.work): small files are work in a
+    partition holding `min_files` or more (min-input-files; Iceberg's default 5 would leave smaller partitions
+    uncompacted), or every file (rewrite-all); applying deletes (and files with-deletes): every data file with a
+    delete file is rewritten (delete-file-threshold 1) and the deletes left dangling are removed
+    (remove-dangling-deletes; with a partition filter the harness's own step instead, scoped to it).  With files
+    with-deletes Spark's size rule still packs small files too (in groups of min-input-files): it has no option
+    that selects only the files with deletes."""
+    work = job.intent()
+    options: dict[str, Scalar] = {"target-file-size-bytes": int(job.target_file_size_bytes),
+                                  "min-file-size-bytes": int(job.small_file_threshold_bytes)}
+    if work.files == "all":
+        options["rewrite-all"] = True
+    else:
+        options["min-input-files"] = work.min_files
+    if work.applies_deletes:
+        options["delete-file-threshold"] = 1
+        if not job.partition_filter:  # Iceberg's removal scans the whole table: with a filter, the harness's step
+            options["remove-dangling-deletes"] = True
+    return options

@@ -1,0 +1,53 @@
+"""An engine's own environment (bench/engines/environment.py), without building one: where the interpreter is
+found, what a missing or half-built environment says.  (A built one runs repark: tests/engines/test_repark.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from bench.core.errors import UserError
+from bench.engines import environment as envs
+
+ENV = envs.EngineEnvironment(python="3.99", requirements=("thing==1.0",), why="test")
+
+
+def _exe(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_the_interpreter_is_found_on_path_or_under_pyenv_never_its_shim(tmp_path, monkeypatch):
+    _exe(tmp_path / "pyenv" / "shims" / "python3.99")
+    monkeypatch.setenv("PATH", str(tmp_path / "pyenv" / "shims"))
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    assert envs.find_python("3.99") is None  # only the shim: it answers for pyenv's chosen versions only
+    for v in ("3.99.2", "3.99.10"):
+        _exe(tmp_path / "pyenv" / "versions" / v / "bin" / "python")
+    assert envs.find_python("3.99") == tmp_path / "pyenv" / "versions" / "3.99.10" / "bin" / "python"
+    direct = _exe(tmp_path / "bin" / "python3.99")
+    monkeypatch.setenv("PATH", f"{direct.parent}{os.pathsep}{tmp_path / 'pyenv' / 'shims'}")
+    assert envs.find_python("3.99") == direct
+
+
+def test_only_a_finished_environment_is_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path))
+    assert envs.worker_launch("x", None) == (sys.executable, {})  # no declaration: the harness's interpreter
+    with pytest.raises(UserError, match=r"run `bench setup --engines x"):
+        envs.worker_launch("x", ENV)
+    d = envs.env_dir("x", ENV)
+    (d / "bin").mkdir(parents=True)
+    assert envs.built("x", ENV) is None  # half-built: no env.json
+    python = _exe(d / "bin" / "python")
+    (d / envs.ENV_FILE).write_text(json.dumps({"python": str(python), "versions": {"python": "3.99.1",
+                                                                                    "thing": "1.0"}}))
+    exe, extra = envs.worker_launch("x", ENV)
+    assert exe == str(python) and extra["PYTHONPATH"].split(os.pathsep)[0] == str(envs.SOURCE_ROOT)
+    assert "own environment: Python 3.99.1, thing 1.0" in envs.describe("x", ENV)
+    changed = envs.EngineEnvironment(python="3.99", requirements=("thing==1.1",), why="test")
+    assert envs.env_dir("x", changed) != d and envs.built("x", changed) is None  # another pin: another build

@@ -1,0 +1,74 @@
+"""The `repark` engine, in its own environment (Python 3.12, built by `bench setup --engines repark`, which
+`make test` runs first): a tiny bin-packing run through the CLI, verified by the harness's verifier; its commit
+to the harness's catalog is a compare-and-swap that refuses a pointer that moved; a run naming it where its
+environment is not built is one line and exit 2.  (Its deletes run: tests/datagen/test_deletes.py.)"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from bench.core.catalog import CatalogSettings, load_sql_catalog
+from bench.engines.repark import CommitConflict, current_location, memory_limit_gb, swap_location
+from tests.helpers import INTEGRITY_CHECKS, TINY, bench_env, run_bench
+
+
+def test_binpack_in_its_own_environment_is_verified(tmp_path, shared_warehouse):
+    p = run_bench("run", "bin-packing", "--scale", TINY, "--engines", "repark", "--results-dir", tmp_path,
+                  "--warehouse", shared_warehouse, "--run-id", "rp", "--memory-budget", "3G")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    r = json.loads((tmp_path / "rp" / "bin-packing--repark--rep0.json").read_text())
+    assert r["status"] == "ok" and r["verified"], (r["error"], r["verification"]["differences"])
+    checks = {c["name"]: c for c in r["verification"]["checks"]}
+    for name in ("content_duckdb_read_parquet", "content_pyiceberg_scan", "output_codec", "compaction_complete",
+                 *INTEGRITY_CHECKS):
+        assert checks[name]["ok"] and checks[name]["required"], (name, checks[name]["message"])
+    assert {c["operation"] for c in r["verification"]["committed"]} == {"replace"}
+    assert r["files_out"] < r["files_in"]
+    # it ran under its own interpreter and says with what: repark, its Python, pyarrow and the Rust crates
+    v = r["versions"]
+    assert v["repark"] == "1.5.5" and v["repark env: python"].startswith("3.12.")
+    assert v["crate iceberg"].startswith("0.9.1 (git+https://github.com/TRO-Wolf/iceberg-rust@")
+    assert v["crate datafusion"] and v["repark env: pyarrow"]
+    # its memory pool from the budget: 75% of 3 GiB in whole GB
+    assert r["engine_settings"]["repark.memory.limit.gb"] == 2
+    assert r["memory_caps"][0]["bytes"] == 2 * 1024**3
+    # the output codec is set as the table's property for the rewrite and set back after it (same_properties)
+    steps = [ph["name"] for ph in r["phases"] if ph["name"] != "other"]
+    assert steps == ["register", "codec", "rewrite_data_files", "codec", "commit"], steps
+    assert any("(compare-and-swap)" in a for a in r["engine_actions"])
+
+
+def test_commit_is_a_compare_and_swap(tmp_path):
+    """The pointer moves only from the metadata file repark registered: when another commit came first, the
+    swap is refused and the catalog keeps the other writer's commit."""
+    settings = CatalogSettings(warehouse=str(tmp_path / "wh"))
+    cat = load_sql_catalog(settings)
+    cat.create_namespace("bench")
+    t = cat.create_table("bench.t", pa.schema([("id", pa.int64())]))
+    registered = current_location(settings, "bench.t")
+    t.append(pa.table({"id": [1, 2]}))  # a concurrent writer's commit
+    moved = current_location(settings, "bench.t")
+    assert moved != registered
+    with pytest.raises(CommitConflict, match="moved while repark compacted"):
+        swap_location(settings, "bench.t", registered, registered + ".repark")
+    assert current_location(settings, "bench.t") == moved
+    swap_location(settings, "bench.t", moved, registered)  # from the current one it swaps
+    assert current_location(settings, "bench.t") == registered
+
+
+def test_pool_size_from_the_budget():
+    assert memory_limit_gb(3 * 1024**3, None) == 2
+    assert memory_limit_gb(1024**3, None) == 1  # never 0 (0 means unbounded to repark)
+    assert memory_limit_gb(None, None) == 0 and memory_limit_gb(8 * 1024**3, 5) == 5
+
+
+def test_missing_environment_is_one_line_naming_the_command(tmp_path):
+    p = run_bench("run", "bin-packing", "--scale", TINY, "--engines", "repark", "--warehouse", tmp_path / "wh",
+                  "--results-dir", tmp_path, env=bench_env(BENCH_CACHE_DIR=str(tmp_path / "empty-cache")))
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "bench setup --engines repark" in lines[0], p.stderr
+    assert not (tmp_path / "wh").exists() or not list((tmp_path / "wh").rglob("*.parquet"))  # nothing ran
