@@ -147,6 +147,14 @@ def scale_option(fn):
                         help="1.0 = the published size (default: the scenario's local scale).")(fn)
 
 
+def file_scale_option(fn):
+    return click.option("--file-scale", "file_scale", type=float, default=None, callback=positive_scale,
+                        metavar="F",
+                        help="The file counts (data files, delete files) of scale F, the bytes and rows of --scale: "
+                             "e.g. --scale 0.002 --file-scale 0.02 is 10x the files at the same bytes (default: "
+                             "--scale, today's table).")(fn)
+
+
 def data_options(fn):
     """--seed, --warehouse, --no-wait: the input table and its warehouse."""
     fn = click.option("--no-wait", "no_wait", is_flag=True, default=False,
@@ -164,14 +172,15 @@ def common_run_options(fn):
     import functools
 
     @functools.wraps(fn)
-    def wrapper(*args, seed, warehouse, no_wait, cache, results_dir, run_id, timeout, options, **kwargs):
+    def wrapper(*args, seed, warehouse, no_wait, cache, results_dir, run_id, timeout, options, file_scale, **kwargs):
         common = dict(seed=seed, warehouse=warehouse, wait=not no_wait, cache=cache, results_dir=results_dir,
-                      run_id=run_id, timeout_s=timeout, options=options)
+                      run_id=run_id, timeout_s=timeout, options=options, file_scale=file_scale)
         return fn(*args, common=common, **kwargs)
 
     wrapper = engine_option_flags(wrapper)
     for opt in reversed([
         data_options,
+        file_scale_option,
         click.option("--cache", type=click.Choice(["cold", "warm"]), default=None, envvar="BENCH_CACHE",
                      help="Page cache before each engine run: cold (sync + drop caches; the default where the "
                           "harness may, i.e. as root) or warm (sync + read the input once); $BENCH_CACHE."),
@@ -189,15 +198,16 @@ def common_run_options(fn):
 @main.command()
 @click.argument("scenario")
 @scale_option
+@file_scale_option
 @data_options
 @one_line_errors
-def datagen(scenario, scale, seed, warehouse, no_wait):
+def datagen(scenario, scale, file_scale, seed, warehouse, no_wait):
     """Generate (or reuse) the input table of SCENARIO."""
     from bench.runner import prepare_dataset
 
     progress = Progress()
     ds = prepare_dataset(scenario, scale=scale, seed=seed, warehouse=warehouse, progress=progress,
-                         wait=not no_wait)
+                         wait=not no_wait, file_scale=file_scale)
     progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
                   f"({'reused' if ds.reused else 'generated'})")
 

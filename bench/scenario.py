@@ -303,12 +303,14 @@ class Scenario(BaseModel):
             sources = ", ".join(src for src, layer in layers if layer)
             raise UserError(f"{label} options ({sources}): {where + ': ' if where else ''}{err['msg']}") from None
 
-    def with_partitions(self, partitions: int, scale: float) -> Scenario:
-        """This scenario, its table reshaped to hold exactly `partitions` partitions at `scale` (its own
-        dataset: datagen.dataset.with_partitions says how); UserError when it cannot."""
+    def with_partitions(self, partitions: int, scale: float, file_scale: float | None = None) -> Scenario:
+        """This scenario, its table reshaped to hold exactly `partitions` partitions at `scale` (file counts of
+        `file_scale` when given; its own dataset: datagen.dataset.with_partitions says how); UserError when it
+        cannot."""
         from datagen.dataset import with_partitions
 
-        return self.model_copy(update={"table": with_partitions(self.table, partitions, scale, self.name)})
+        return self.model_copy(update={"table": with_partitions(self.table, partitions, scale, self.name,
+                                                                 file_scale)})
 
     def record(self) -> ScenarioRecord:
         content = self.model_dump(mode="json")

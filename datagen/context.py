@@ -22,6 +22,7 @@ class GenContext:
     seed: int
     workers: int
     progress: Progress
+    file_scale: float | None = None  # the file counts' scale when not `scale` (--file-scale)
 
 
 @dataclass

@@ -44,30 +44,52 @@ GENERATORS: dict[str, Callable[[GenContext], Generated]] = {
 Recipe = SmallFilesRecipe | DeletesRecipe
 
 
-def recipe_hash(recipe: Recipe, scale: float, seed: int) -> str:
+def decoupled(scale: float, file_scale: float | None) -> float | None:
+    """The file counts' scale when it is not the bytes' (--file-scale F, F != scale), else None: a table whose
+    two scales are equal is today's table."""
+    return None if file_scale is None or file_scale == scale else file_scale
+
+
+def recipe_hash(recipe: Recipe, scale: float, seed: int, file_scale: float | None = None) -> str:
     dumped = recipe.model_dump(mode="json")
     for optional in ("partitioning", "sort_order"):  # recipes without them keep the hashes (and tables) they had
         if dumped.get(optional) is None:
             dumped.pop(optional, None)
-    blob = json.dumps({"recipe": dumped, "scale": scale, "seed": seed, "v": GENERATOR_VERSION}, sort_keys=True)
+    key = {"recipe": dumped, "scale": scale, "seed": seed, "v": GENERATOR_VERSION}
+    if decoupled(scale, file_scale) is not None:  # only then: equal scales keep the hashes (and tables) they had
+        key["file_scale"] = file_scale
+    blob = json.dumps(key, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def data_file_count(recipe: Recipe, scale: float) -> int:
-    """Data files of the table at `scale` (the kind's own scale rule)."""
+def data_file_count(recipe: Recipe, scale: float, file_scale: float | None = None) -> int:
+    """Data files of the table at `scale` (the kind's own scale rule), or at `file_scale` when given."""
+    counts = scale if file_scale is None else file_scale
     if isinstance(recipe, DeletesRecipe):
-        return deletes.plan(recipe, scale).n
-    return smallfiles.file_count(recipe.files, scale, recipe.min_files)
+        return deletes.plan(recipe, counts).n
+    return smallfiles.file_count(recipe.files, counts, recipe.min_files)
 
 
-def with_partitions(recipe: Recipe, partitions: int, scale: float, name: str = "the table") -> Recipe:
+def check_file_scale(recipe: Recipe, scale: float, file_scale: float | None, seed: int) -> None:
+    """UserError when the files of `file_scale` cannot hold the rows of `scale` (less than a row per file), before
+    anything runs."""
+    if decoupled(scale, file_scale) is None:
+        return
+    if isinstance(recipe, DeletesRecipe):
+        deletes.plan(recipe, scale, file_scale)
+    else:
+        smallfiles.plan_files(recipe.files, recipe.total_bytes, scale, recipe.min_files, seed, file_scale)
+
+
+def with_partitions(recipe: Recipe, partitions: int, scale: float, name: str = "the table",
+                    file_scale: float | None = None) -> Recipe:
     """`recipe` with exactly `partitions` partitions at `scale` (datagen.partitions.reshape: buckets kept,
     periods = partitions / buckets).  A new recipe, so a new recipe hash and its own dataset.  UserError
     when the recipe is not partitioned or the count cannot be met at that scale."""
     if recipe.partitioning is None:
         raise UserError(f"{name} is not partitioned: a partition count needs a scenario whose table has a "
                         "partitioning (e.g. daily-smallfiles, partitions-stress)")
-    n = data_file_count(recipe, scale)
+    n = data_file_count(recipe, scale, file_scale)
     try:
         part = reshape(recipe.partitioning, partitions, n, f"{name} at scale {np.format_float_positional(scale)}")
     except ValueError as e:
@@ -79,10 +101,11 @@ def table_name(recipe: Recipe, rhash: str) -> str:
     return f"{recipe.kind}_{recipe.codec}_{rhash}"
 
 
-def storage_requirements(recipe: Recipe, scale: float, seed: int, settings: CatalogSettings) -> list[Requirement]:
-    """What generating (recipe, scale, seed) needs to write to the warehouse of `settings`;
+def storage_requirements(recipe: Recipe, scale: float, seed: int, settings: CatalogSettings,
+                         file_scale: float | None = None) -> list[Requirement]:
+    """What generating (recipe, scale, seed[, file_scale]) needs to write to the warehouse of `settings`;
     [] when the dataset exists already."""
-    if load_manifest(settings.state_path, table_name(recipe, recipe_hash(recipe, scale, seed))) is not None:
+    if load_manifest(settings.state_path, table_name(recipe, recipe_hash(recipe, scale, seed, file_scale))) is not None:
         return []
     if isinstance(recipe, DeletesRecipe):
         req = deletes.storage_requirement(settings)
@@ -134,10 +157,13 @@ def reuse(catalog: Catalog, settings: CatalogSettings, name: str) -> GeneratedTa
 
 
 def prepare(catalog: Catalog, settings: CatalogSettings, recipe: Recipe, scale: float, seed: int,
-            workers: int | None = None, progress: Progress | None = None) -> GeneratedTable:
-    """The dataset for (recipe, scale, seed), generated unless a complete one exists."""
+            workers: int | None = None, progress: Progress | None = None,
+            file_scale: float | None = None) -> GeneratedTable:
+    """The dataset for (recipe, scale, seed), generated unless a complete one exists; with `file_scale` the
+    file counts of that scale hold the bytes and rows of `scale` (a dataset of its own unless it equals `scale`)."""
     progress = progress or Quiet()
-    rhash = recipe_hash(recipe, scale, seed)
+    file_scale = decoupled(scale, file_scale)
+    rhash = recipe_hash(recipe, scale, seed, file_scale)
     name = table_name(recipe, rhash)
     ident = f"{settings.namespace}.{name}"
     existing = reuse(catalog, settings, name)
@@ -146,7 +172,7 @@ def prepare(catalog: Catalog, settings: CatalogSettings, recipe: Recipe, scale: 
     drop_incomplete(catalog, ident)
     catalog.create_namespace_if_not_exists(settings.namespace)
     ctx = GenContext(catalog=catalog, settings=settings, ident=ident, recipe=recipe, scale=scale, seed=seed,
-                     workers=max(1, workers or os.cpu_count() or 1), progress=progress)
+                     workers=max(1, workers or os.cpu_count() or 1), progress=progress, file_scale=file_scale)
     t0 = time.perf_counter()
     gen = GENERATORS[recipe.kind](ctx)
     elapsed = time.perf_counter() - t0
@@ -157,7 +183,7 @@ def prepare(catalog: Catalog, settings: CatalogSettings, recipe: Recipe, scale: 
     assert snap is not None  # the generator has just committed
     ds = GeneratedTable(
         table=ident, kind=recipe.kind, recipe_hash=rhash, recipe=recipe.model_dump(mode="json"), scale=scale,
-        seed=seed, snapshot_id=snap.snapshot_id, metadata_location=tbl.metadata_location,
+        file_scale=file_scale, seed=seed, snapshot_id=snap.snapshot_id, metadata_location=tbl.metadata_location,
         location=tbl.location(), files=gen.files, bytes=gen.bytes, rows=gen.rows,
         live_files=sorted(e.data_file.file_path for e in live_entries(tbl)),
         table_files=list_files(tbl.location()), ground_truth=gen.ground_truth,

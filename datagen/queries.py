@@ -51,6 +51,7 @@ class _Layout:
     deletes: DeletesRecipe | None = None
     scale: float = 0.0
     partitioning: Partitioning | None = None
+    file_scale: float | None = None  # the dataset's file counts' scale (--file-scale), None: `scale`
 
     @property
     def rows_written(self) -> int:
@@ -59,7 +60,7 @@ class _Layout:
     @functools.cached_property
     def deletes_plan(self):
         assert self.deletes is not None
-        return plan(self.deletes, self.scale)
+        return plan(self.deletes, self.scale, self.file_scale)
 
     def deleted(self, f: FilePlan) -> np.ndarray:
         """Row numbers of file f that no reader sees (position- or equality-deleted)."""
@@ -103,12 +104,12 @@ def layout(ds: GeneratedTable) -> _Layout:
     kind = ds.recipe.get("kind")
     if kind == "smallfiles":
         r = SmallFilesRecipe.model_validate(ds.recipe)
-        return _Layout(ds.seed, smallfiles_plan(r, ds.scale, ds.seed),  # placed in partitions, if any
+        return _Layout(ds.seed, smallfiles_plan(r, ds.scale, ds.seed, ds.file_scale),  # placed in partitions, if any
                        partitioning=r.partitioning)
     if kind == "deletes":
         d = DeletesRecipe.model_validate(ds.recipe)
-        pl = plan(d, ds.scale)
-        return _Layout(ds.seed, [pl.file_plan(i) for i in range(pl.n)], d, ds.scale, d.partitioning)
+        pl = plan(d, ds.scale, ds.file_scale)
+        return _Layout(ds.seed, [pl.file_plan(i) for i in range(pl.n)], d, ds.scale, d.partitioning, ds.file_scale)
     raise ValueError(f"no reader queries for a {kind!r} table")
 
 

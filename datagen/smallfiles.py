@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
 from bench.core.dataset import GroundTruth
+from bench.core.errors import UserError
 from datagen import partitions, sortorder
 from datagen.context import GenContext, Generated
 from datagen.recipes import SmallFilesRecipe
@@ -60,23 +61,29 @@ def bytes_per_row(seed: int, mean_file_bytes: float) -> float:
     return _measured_bytes_per_row(seed, rows)
 
 
-def plan_files(files_at_1: int, total_bytes_at_1: int, scale: float, min_files: int, seed: int) -> list[FilePlan]:
-    n = file_count(files_at_1, scale, min_files)
+def plan_files(files_at_1: int, total_bytes_at_1: int, scale: float, min_files: int, seed: int,
+               file_scale: float | None = None) -> list[FilePlan]:
+    """The files at `scale`; with `file_scale` the count of that scale holding the bytes of `scale` (the
+    rule of the two scales; UserError when a file would hold less than one row)."""
+    n = file_count(files_at_1, scale if file_scale is None else file_scale, min_files)
     total = total_bytes_at_1 * scale
     mean = total / n
+    bpr = bytes_per_row(seed, mean)
+    if file_scale is not None and file_scale != scale and mean < bpr:
+        raise UserError(f"--file-scale {file_scale:g}: {n} files would hold {mean / bpr:.2g} rows each at scale "
+                        f"{scale:g} (less than one row per file); use a smaller --file-scale or a larger --scale")
     rng = np.random.default_rng([seed, 0x5172E])
     sizes = rng.lognormal(mean=0.0, sigma=SIZE_SIGMA, size=n)
     sizes = np.clip(sizes / sizes.mean(), 1 / 8, 6) * mean
     sizes *= total / sizes.sum()
-    bpr = bytes_per_row(seed, mean)
     rows = np.maximum(1, np.round(sizes / bpr)).astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum(rows)[:-1]])
     return [FilePlan(i, int(r), int(o)) for i, (r, o) in enumerate(zip(rows, offsets))]
 
 
-def plan(recipe: SmallFilesRecipe, scale: float, seed: int) -> list[FilePlan]:
+def plan(recipe: SmallFilesRecipe, scale: float, seed: int, file_scale: float | None = None) -> list[FilePlan]:
     """Every data file of the table, placed in its partition when the recipe is partitioned."""
-    plans = plan_files(recipe.files, recipe.total_bytes, scale, recipe.min_files, seed)
+    plans = plan_files(recipe.files, recipe.total_bytes, scale, recipe.min_files, seed, file_scale)
     if recipe.sort_order:
         keys = sortorder.key_order(sum(p.rows for p in plans), seed)
         plans = [replace(p, keys=keys) for p in plans]
@@ -89,7 +96,7 @@ def generate(ctx: GenContext) -> Generated:
     """Create the table and fill it with the planned files, committed in writer checkpoints."""
     recipe = ctx.recipe
     assert isinstance(recipe, SmallFilesRecipe)
-    plans = plan(recipe, ctx.scale, ctx.seed)
+    plans = plan(recipe, ctx.scale, ctx.seed, ctx.file_scale)
     props = write_properties(recipe)
     table_props = {**props, "format-version": "2"}
     part = recipe.partitioning

@@ -69,7 +69,8 @@ class GeneratedTable(BaseModel):
     kind: str  # the recipe kind (smallfiles | deletes)
     recipe_hash: str
     recipe: dict[str, Any]  # the recipe as generated (validated model, dumped)
-    scale: float
+    scale: float  # bytes and rows
+    file_scale: float | None = None  # file counts, when not `scale` (--file-scale); None: those of `scale`
     seed: int
     snapshot_id: int | None  # None: a user's empty table (no snapshot), cloned as it is
     metadata_location: str  # the metadata file a reset restores
@@ -84,6 +85,11 @@ class GeneratedTable(BaseModel):
     generation_s: float = 0.0
     generator_version: str = ""
     reused: bool = Field(default=False, exclude=True)  # set when a cached dataset was returned
+
+    @property
+    def counts_scale(self) -> float:
+        """The scale the table's file counts are of."""
+        return self.scale if self.file_scale is None else self.file_scale
 
 
 def manifest_path(state_dir: Path, table_name: str) -> Path:

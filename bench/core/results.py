@@ -861,7 +861,8 @@ class RunResult(BaseModel):
     nodes: int = 1  # machines the run used (a cluster's hosts); the cost counts every one
     rep: int = 0
     warmup: bool = False
-    scale: float
+    scale: float  # the input's bytes and rows (1.0 = the published size)
+    file_scale: float | None = None  # its file counts (--file-scale; None in older results: = scale)
     seed: int
     dataset: str = ""  # table identifier the run compacted
     dataset_recipe_hash: str = ""
@@ -1042,6 +1043,7 @@ class RunState(BaseModel):
     ended_at: str | None = None
     scenario: str = ""
     scale: float | None = None
+    file_scale: float | None = None  # the file counts' scale (--file-scale; = scale unless given)
     engines: list[str] = Field(default_factory=list)
     reps: int = 0
     expected_results: int = 0

@@ -33,7 +33,7 @@ from bench.engines import default_engines, engine_class, parse_engines
 from bench.scenario import Scenario, load_scenario
 from bench.telemetry.confine import CapSpec, check_cores, check_local_cap, parse_storage_cap
 from bench.telemetry.netcap import check_shaper
-from datagen.dataset import prepare, storage_requirements
+from datagen.dataset import check_file_scale, decoupled, prepare, storage_requirements
 
 CACHE_MODES = ("cold", "warm")
 
@@ -53,6 +53,7 @@ class CommonOptions:
     wait: bool = True  # wait for the warehouse lock (False: exit 2 when it is held)
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # --option ENGINE.KEY=VALUE, parsed
     source: SourceRef | None = None  # --source-table: a clone of the user's own table instead of a generated one
+    file_scale: float | None = None  # --file-scale: the file counts of this scale, the bytes of --scale (None: equal)
 
     def common(self, **changes: Any) -> dict[str, Any]:
         """The shared part as keyword arguments, with `changes` over it."""
@@ -129,6 +130,12 @@ class RunContext:
     cap_device: tuple[str, int, int] | None = None  # (name, major, minor) of the warehouse's disk
     cap_port: int | None = None  # --storage-cap on an S3 warehouse: its server's port on the loopback
     cpus: list[int] | None = None  # --cores: the CPUs the engine is confined to
+    file_scale: float | None = None  # --file-scale when it differs from the scale (datagen.dataset.decoupled), else None
+
+    @property
+    def counts_scale(self) -> float:
+        """The scale of the table's file counts (--file-scale, else --scale)."""
+        return self.scale if self.file_scale is None else self.file_scale
 
     @property
     def cores(self) -> int:
@@ -255,12 +262,12 @@ def resolve_cache(requested: str | None, settings: CatalogSettings) -> tuple[str
 
 
 def storage_problems(sc: Scenario, scale: float, seed: int, engines: list[str],
-                     settings: CatalogSettings, datagen: bool = True) -> list[str]:
+                     settings: CatalogSettings, datagen: bool = True, file_scale: float | None = None) -> list[str]:
     """What cannot reach this warehouse (e.g. a JVM on S3 offline), as one-line items (`datagen`: the
     generator's needs too; not for the clone of a source table)."""
     if settings.is_remote:
         settings.storage_description()  # bad S3 settings in the environment -> UserError now
-    out = [f"datagen: {r.detail} -> {r.fix}" for r in storage_requirements(sc.table, scale, seed, settings)
+    out = [f"datagen: {r.detail} -> {r.fix}" for r in storage_requirements(sc.table, scale, seed, settings, file_scale)
            if not r.ok] if datagen else []
     out += [f"{e}: {r.detail} -> {r.fix}" for e in engines
             for r in engine_class(e)().storage_requirements(settings) if not r.ok]
@@ -281,8 +288,9 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
         spec = ",".join(e for e in spec.split(",") if e.strip() not in ("", "none"))
     engines = parse_engines(spec) if spec or sc.streaming is None else []
     scale = check_scale(sc.local_scale if opts.scale is None else opts.scale) if opts.source is None else 0.0
+    file_scale = resolve_file_scale(sc, scale, opts.file_scale, opts.seed)
     if opts.partitions is not None:
-        sc = sc.with_partitions(opts.partitions, scale)
+        sc = sc.with_partitions(opts.partitions, scale, file_scale)
     budget = parse_size(opts.memory_budget, "--memory-budget") if opts.memory_budget else node_ram_bytes()
     target = (parse_size(opts.target_file_size, "--target-file-size") if opts.target_file_size
               else sc.target_file_size_bytes)
@@ -300,7 +308,8 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
         if codecs is not None and sc.output.codec not in codecs:
             raise UserError(f"{e} cannot write {sc.output.codec} (it writes {', '.join(sorted(codecs))}); "
                             f"the scenario's output.codec applies to every engine")
-    unreachable = storage_problems(sc, scale, opts.seed, engines, settings, datagen=opts.source is None)
+    unreachable = storage_problems(sc, scale, opts.seed, engines, settings, datagen=opts.source is None,
+                                   file_scale=file_scale)
     unreachable += [f"{e}: {p}" for e in engines
                     for p in engine_class(e)().option_problems(engine_options[e], settings)]
     if unreachable:
@@ -323,7 +332,7 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                      instance_type=opts.instance_type, progress=progress, engine_options=engine_options,
                      readers=opts.readers and opts.source is None, reader=opts.reader, cow_branch=opts.cow_branch,
                      source=opts.source, storage_cap=cap, cap_device=device, cap_port=port, cpus=cpus,
-                     shared=opts.shared, expected=opts.expected)
+                     shared=opts.shared, expected=opts.expected, file_scale=file_scale)
     if opts.source is not None:
         # an unreadable catalog file, unknown table or snapshot, a source on other storage: UserError now
         check_storage(load_source(opts.source), settings.warehouse)
@@ -336,7 +345,8 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
 
 def check_source_options(opts: RunOptions, sc: Scenario) -> None:
     """What a source table replaces (the generator) cannot be asked for with it."""
-    given = [flag for flag, v in (("--scale", opts.scale), ("--partitions", opts.partitions),
+    given = [flag for flag, v in (("--scale", opts.scale), ("--file-scale", opts.file_scale),
+                                  ("--partitions", opts.partitions),
                                   ("--cases", opts.cases), ("--cow-branch", opts.cow_branch or None)) if v is not None]
     if given:
         raise UserError(f"{', '.join(given)}: shape the generated table; with --source-table your table is the input")
@@ -369,17 +379,32 @@ def resolve_filter(ctx: RunContext) -> str | None:
     return text
 
 
+def resolve_file_scale(sc: Scenario, scale: float, file_scale: float | None, seed: int) -> float | None:
+    """--file-scale checked against the scenario's table at `scale` (UserError: not positive, or files that would
+    hold less than one row); None when it is not given or equals the scale (today's table)."""
+    if file_scale is None:
+        return None
+    file_scale = check_scale(file_scale, "--file-scale")
+    if sc.streaming is not None or sc.live_writer is not None:
+        raise UserError(f"--file-scale: {sc.name} is a {'streaming' if sc.streaming else 'live-writer'} scenario; "
+                        "file counts apart from bytes are for compaction scenarios (e.g. deletes-high, bin-packing)")
+    check_file_scale(sc.table, scale, file_scale, seed)
+    return decoupled(scale, file_scale)
+
+
 def prepare_dataset(scenario: str | Scenario, scale: float | None, seed: int, warehouse: str | None,
-                    progress: Progress, wait: bool = True) -> GeneratedTable:
+                    progress: Progress, wait: bool = True, file_scale: float | None = None) -> GeneratedTable:
     """`bench datagen`: the dataset of a scenario (generated unless it exists), under the lock."""
     sc = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
     scale = check_scale(sc.local_scale if scale is None else scale)
+    file_scale = resolve_file_scale(sc, scale, file_scale, seed)
     settings = CatalogSettings.for_warehouse(warehouse)
-    problems = storage_problems(sc, scale, seed, [], settings)
+    problems = storage_problems(sc, scale, seed, [], settings, file_scale=file_scale)
     if problems:
         raise UserError(f"warehouse {settings.warehouse}: " + "; ".join(problems))
     with WarehouseLock(settings.lock_path, wait=wait, say=progress.info):
-        return prepare(load_catalog(settings), settings, sc.table, scale, seed, progress=progress)
+        return prepare(load_catalog(settings), settings, sc.table, scale, seed, progress=progress,
+                       file_scale=file_scale)
 
 
 def flush_dir(ctx: RunContext) -> str | None:

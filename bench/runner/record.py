@@ -16,7 +16,7 @@ def new_result(ctx: RunContext, slot: Slot, color: str | None = None) -> RunResu
     return RunResult(run_id=ctx.run_id, scenario=sc.name, engine=slot.engine, engine_name=base_name(slot.engine),
                      profile=split_label(slot.engine)[1], engine_options=ctx.engine_options.get(slot.engine, {}),
                      cores=ctx.cores, rep=slot.rep, warmup=slot.warmup,
-                     scale=ctx.scale, seed=ctx.seed, dataset=ds.table, dataset_recipe_hash=ds.recipe_hash,
+                     scale=ctx.scale, file_scale=ctx.counts_scale, seed=ctx.seed, dataset=ds.table, dataset_recipe_hash=ds.recipe_hash,
                      scenario_record=sc.record(), status="failed", started_at=now_iso(),
                      engine_order=list(slot.order), order_position=slot.position,
                      engine_color=color or engine_color(slot.engine),

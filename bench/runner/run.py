@@ -253,7 +253,7 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     ctx.environment.warehouse = ctx.settings.storage_description()
     ctx.versions = package_versions(HARNESS_PACKAGES + tuple(p for e in ctx.engines for p in engine_class(e).packages))
     state = RunState(run_id=ctx.run_id, pid=os.getpid(), started_at=now_iso(), scenario=ctx.scenario.name,
-                     scale=ctx.scale, engines=ctx.engines, reps=opts.reps,
+                     scale=ctx.scale, file_scale=ctx.counts_scale, engines=ctx.engines, reps=opts.reps,
                      expected_results=len(slots) + (ctx.scenario.streaming is not None),
                      command=" ".join(sys.argv)[:500])
     out: list[RunResult] = []
@@ -275,7 +275,7 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
                 ds = use_source(ctx)
             else:
                 ds = ctx.dataset = prepare(ctx.catalog, ctx.settings, ctx.scenario.table, ctx.scale, ctx.seed,
-                                           progress=progress)
+                                           progress=progress, file_scale=ctx.file_scale)
                 progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
                               f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
             ctx.partition_filter = resolve_filter(ctx)

@@ -213,7 +213,7 @@ def generate(ctx: GenContext) -> Generated:
         from bench.core.errors import UserError
 
         raise UserError(f"{req.detail}; {req.fix}")
-    pl = plan(recipe, ctx.scale)
+    pl = plan(recipe, ctx.scale, ctx.file_scale)
     props = write_properties(recipe)
     ctx.progress.info(f"datagen {ctx.ident}: {pl.n} data + {pl.position_files} position-delete + "
                       f"{pl.equality_files} equality-delete files, {pl.rows_per_file} rows per data file, "

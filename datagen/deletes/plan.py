@@ -65,12 +65,20 @@ def _spread(count: int, n: int) -> tuple[bool, ...]:
     return tuple((i + 1) * count // n > i * count // n for i in range(n))
 
 
-def plan(recipe: DeletesRecipe, scale: float) -> DeletesPlan:
-    """The plan of `recipe` at `scale` (the scale rule of the package docstring)."""
+def plan(recipe: DeletesRecipe, scale: float, file_scale: float | None = None) -> DeletesPlan:
+    """The plan of `recipe` at `scale` (the scale rule of the package docstring); with `file_scale` (other
+    than `scale`) the file counts of that scale holding the rows of `scale` (the rule of the two scales)."""
     d1 = recipe.data_files
-    n = max(recipe.min_files, round(d1 * scale))
+    decoupled = file_scale is not None and file_scale != scale
+    n = max(recipe.min_files, round(d1 * (file_scale if decoupled else scale)))  # type: ignore[operator]
     p, e = round(n * recipe.position_delete_files / d1), round(n * recipe.equality_delete_files / d1)
-    rows = max(MIN_ROWS_PER_FILE, round(recipe.rows_per_data_file * d1 * scale / n))
+    rows = round(recipe.rows_per_data_file * d1 * scale / n)
+    if not decoupled:
+        rows = max(MIN_ROWS_PER_FILE, rows)
+    elif rows < 1:
+        raise UserError(f"--file-scale {file_scale:g}: {n} data files would hold {recipe.rows_per_data_file * d1 * scale / n:.2g}"
+                        f" rows each at scale {scale:g} (less than one row per file); use a smaller --file-scale or a "
+                        "larger --scale")
     frac, share = recipe.deleted_fraction, recipe.position_delete_share
     k_pos = max(1, round(frac * share * rows)) if p else 0
     k_eq = round(frac * (1 - share) * rows) if e else 0
