@@ -300,7 +300,7 @@ def sweep(opts: SweepOptions, progress: Progress) -> SweepSummary:
     settings = CatalogSettings.for_warehouse(opts.warehouse)
     env = environment(settings.state_path if settings.is_remote else settings.warehouse_path)
     s = SweepSummary(sweep_id=directory.name, scenario=sc.name, scenario_record=sc.record(), scales=opts.scales,
-                     reps=opts.reps, engines=engines, started_at=now_iso(), pid=os.getpid(),
+                     file_scale=opts.file_scale, reps=opts.reps, engines=engines, started_at=now_iso(), pid=os.getpid(),
                      machine=env.describe(),
                      cores=usable_cores(), ram_bytes=node_ram_bytes(),
                      core_scalings=core_runs([Path(opts.core_runs)]) if opts.core_runs else [])
@@ -502,14 +502,14 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
         if len(opts.scales) != 1:
             raise UserError("--partitions counts the partitions at one scale: give --scale S, not --scales")
         for n in opts.partitions:  # every count checked (UserError) before anything runs
-            sc.with_partitions(n, opts.scales[0])
+            sc.with_partitions(n, opts.scales[0], opts.file_scale)
     points = ([(opts.scales[0], n) for n in opts.partitions] if opts.partitions
               else [(scale, None) for scale in opts.scales])
     directory = campaign_dir(opts.results_dir, opts.run_id, "frontier", sc.name)
     settings = CatalogSettings.for_warehouse(opts.warehouse)
     env = environment(settings.state_path if settings.is_remote else settings.warehouse_path)
     s = FrontierSummary(frontier_id=directory.name, scenario=sc.name, scenario_record=sc.record(), scales=opts.scales,
-                        partitions=opts.partitions or [], engines=engines, started_at=now_iso(), pid=os.getpid(),
+                        file_scale=opts.file_scale, partitions=opts.partitions or [], engines=engines, started_at=now_iso(), pid=os.getpid(),
                         source_table=opts.source.table if opts.source else "",
                         machine=env.describe(), ram_bytes=ram,
                         notes=[f"a probe passes when the run completes verified within {opts.max_slowdown:g}x the "

@@ -338,7 +338,13 @@ def inspect(scenario, source_catalog, source_table, source_snapshot, sources, as
 
 @main.command()
 @click.argument("scenario")
-@click.option("--scales", required=True, help="Comma-separated scales, e.g. 0.001,0.002,0.005,0.01,0.02.")
+@click.option("--scales", default=None, help="Comma-separated scales, e.g. 0.001,0.002,0.005,0.01,0.02.")
+@click.option("--file-scales", "file_scales", default=None, metavar="F1,F2,...",
+              help="A count sweep instead: the file counts of these scales, all holding the bytes of the one --scale "
+                   "(e.g. --scale 0.005 --file-scales 0.005,0.02,0.05,0.1); time, memory and phases fitted against "
+                   "the input's files.")
+@click.option("--scale", type=float, default=None, callback=positive_scale,
+              help="With --file-scales: the one scale of bytes and rows (default: the scenario's local scale).")
 @click.option("--reps", type=click.IntRange(min=1), default=3, show_default=True, help="Repetitions per scale.")
 @click.option("--memory-budget", default=None, help="Memory budget per engine run (default: the node's RAM).")
 @click.option("--engines", default=None, help=f"Comma-separated engines (default: {campaign_engines()}).")
@@ -347,11 +353,28 @@ def inspect(scenario, source_catalog, source_table, source_snapshot, sources, as
                    "its measured efficiency (Amdahl) instead of linearly.")
 @common_run_options
 @one_line_errors
-def sweep(scenario, scales, reps, memory_budget, engines, core_runs, common):
-    """Run SCENARIO at several scales and fit time and memory against input size per engine."""
+def sweep(scenario, scales, file_scales, scale, reps, memory_budget, engines, core_runs, common):
+    """Run SCENARIO at several scales and fit time and memory against input size per engine (or, with
+    --file-scales, at one scale over several file counts and fit them against the input's files)."""
     from bench.campaigns import SweepOptions, parse_scales
     from bench.campaigns import sweep as run_sweep
 
+    if file_scales is not None:
+        from bench.count_sweep import CountSweepOptions, count_sweep, parse_file_scales
+
+        if scales is not None or core_runs is not None or common.get("file_scale") is not None:
+            raise UserError("--file-scales sweeps the file counts at one --scale: drop --scales, --file-scale and "
+                            "--core-runs")
+        from bench.scenario import load_scenario
+
+        one = scale if scale is not None else load_scenario(scenario).local_scale
+        count_sweep(CountSweepOptions(scenario=scenario, **common | {"file_scale": None}, scale=one,
+                                      file_scales=parse_file_scales(file_scales), reps=reps, engines=engines,
+                                      memory_budget=memory_budget), Progress())
+        return
+    if scales is None or scale is not None:
+        raise UserError("give --scales S1,S2,... (a size sweep), or --scale S with --file-scales F1,F2,... (a count "
+                        "sweep)")
     run_sweep(SweepOptions(scenario=scenario, **common, scales=parse_scales(scales), reps=reps, engines=engines,
                            memory_budget=memory_budget, core_runs=core_runs), Progress())
 

@@ -394,6 +394,12 @@ class ResultSet:
         return [lr for lr in self.runs if not lr.r.warmup]
 
     @property
+    def file_scale(self) -> float | None:
+        """The scale of the input's file counts when it is not the scale of its bytes (--file-scale), else None."""
+        fs = next((lr.r.file_scale for lr in self.runs if lr.r.file_scale is not None), None)
+        return None if fs is None or fs == self.scale else fs
+
+    @property
     def verified(self) -> list[LoadedRun]:
         return [lr for lr in self.runs if lr.counts]
 
@@ -750,7 +756,9 @@ def _published(rs: ResultSet) -> None:
     pub_size = ", ".join(x for x in (f"~{_gb(pub.logical_bytes)} uncompressed" if pub.logical_bytes else "",
                                      f"{pub_files:,} files" if pub_files else "") if x) or "the full table"
     rs.reasons.append(
-        f"Scale: measured at scale {fmt_scale(rs.scale)} ({size}); published at scale {fmt_scale(pub.scale)} "
+        f"Scale: measured at scale {fmt_scale(rs.scale)}"
+        + (f" of bytes and rows, {fmt_scale(rs.file_scale)} of file counts (--file-scale)" if rs.file_scale else "")
+        + f" ({size}); published at scale {fmt_scale(pub.scale)} "
         f"({pub_size}). Durations do not scale linearly: fixed costs (start-up, planning, commits) dominate "
         f"small tables, so compare throughput and the speedup's direction rather than seconds.")
     cores = rs.env.cores

@@ -116,6 +116,7 @@ class SweepSummary(BaseModel):
     scenario: str
     scenario_record: ScenarioRecord = Field(default_factory=ScenarioRecord)
     scales: list[float]
+    file_scale: float | None = None  # --file-scale: every run's file counts of this scale (None: each run's scale)
     reps: int
     engines: list[str]
     state: Literal["running", "complete", "interrupted"] = "running"
@@ -202,6 +203,7 @@ class FrontierSummary(BaseModel):
     scenario: str
     scenario_record: ScenarioRecord = Field(default_factory=ScenarioRecord)
     scales: list[float]
+    file_scale: float | None = None  # --file-scale: every probe's file counts of this scale (None: its scale)
     # the other axis: partition counts at the one scale, each its own dataset ([]: the recipe's, over scales)
     partitions: list[int] = Field(default_factory=list)
     source_table: str = ""  # --source-table: the user's own table (its clone), instead of generated scales

@@ -44,6 +44,9 @@ def _free_port():
     (["run", "bin-packing", "--cores", "999"], ["--cores 999", "give 1 to"]),
     (["run", "bin-packing", "--stream-mode", "concurrent"], ["--stream-mode", "not a streaming scenario"]),
     (["run", "streaming-cdc", "--reps", "2"], ["streaming run", "no --reps"]),
+    (["run", "deletes-high", "--scale", "0.00001", "--file-scale", "1"], ["--file-scale 1", "less than one row"]),
+    (["datagen", "bin-packing", "--file-scale", "0"], ["--file-scale"]),
+    (["sweep", "deletes-high", "--scale", "0.005", "--file-scales", "0.005"], ["--file-scales", "two different"]),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needles):
     if args[0] == "run":
