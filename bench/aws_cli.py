@@ -165,6 +165,8 @@ def aws():
 @tf_dir_option
 @click.option("--scenarios", default=None, help="Comma-separated scenarios (default: the five published).")
 @click.option("--scale", type=float, default=None, help="1.0 = the published size (the default).")
+@click.option("--file-scale", "file_scale", type=click.FloatRange(min=0, min_open=True), default=None, metavar="F",
+              help="The file counts of scale F, the bytes of --scale (bench run --file-scale; default: --scale).")
 @click.option("--engines", default=None, help=f"Comma-separated engines (default: {default_engines()}).")
 @click.option("--reps", type=click.IntRange(min=1), default=None, help="Repetitions per engine.")
 @click.option("--region", default=None, help="AWS region (default: us-east-1).")
@@ -211,7 +213,7 @@ def aws():
               help="The catalog is AWS Glue: let the role read the table's Glue database and table entries.")
 @click.option("--auto-approve", is_flag=True, default=False, help="Do not ask before applying.")
 @one_line_errors
-def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, max_lifetime,
+def up(terraform_dir, scenarios, scale, file_scale, engines, reps, region, instance_type, max_lifetime,
        max_disk_performance, warehouse_on_s3, storage, spark_workers, nodes, spot, git_ref, git_url,
        run_id, tf_vars, plan_from, source_catalog, source_table, source_snapshot, source_location, source_glue,
        auto_approve):
@@ -249,13 +251,18 @@ def up(terraform_dir, scenarios, scale, engines, reps, region, instance_type, ma
     values |= _harness_values(git_ref, git_url, run_id)
     values["uploader_path"] = str(PROJECT_ROOT / "bench" / "cloud.py")  # embedded in the user data, from anywhere
     values |= dict(_parse_var(v) for v in tf_vars)
+    if file_scale is not None:  # every scenario's `bench run` on the instance gets it (Terraform's extra_run_args)
+        if source:
+            raise UserError("--file-scale shapes the generated tables; with --source-table your table is the input")
+        values["extra_run_args"] = " ".join(x for x in (str(values.get("extra_run_args") or ""),
+                                                        f"--file-scale {file_scale!r}") if x)
     if source:
         click.echo("plan: none for your own table (`bench plan` models generated tables by scale; `bench inspect "
                    "SCENARIO --source-catalog ...` gives the expected time per engine): Terraform's defaults size "
                    "the volume and the deadline unless given with --var / --max-lifetime")
     else:
         plan = _apply_plan(values, plan_from or PROJECT_ROOT / "results",
-                           plan_storage(storage, max_disk_performance, warehouse_on_s3), nodes)
+                           plan_storage(storage, max_disk_performance, warehouse_on_s3), nodes, file_scale)
         if nodes > 1:
             _spread_over_nodes(values, plan, nodes)
     _apply(terraform_dir, values, run_id, auto_approve)
@@ -360,7 +367,8 @@ def plan_storage(storage: str | None, max_disk: bool, warehouse_on_s3: bool) -> 
     return storage_option("gp3-baseline")
 
 
-def _apply_plan(values: dict, sources: Path, storage: StorageOption, nodes: int = 1) -> Plan | None:
+def _apply_plan(values: dict, sources: Path, storage: StorageOption, nodes: int = 1,
+                file_scale: float | None = None) -> Plan | None:
     """Print the plan of this run and size the volume and the deadline from it (unless set); the plan, or None
     when there was nothing to plan from.  With several nodes the deadline is the longest node's."""
     from bench.campaigns import DEFAULT_TIMEOUT_S, make_plan, plan_table
@@ -371,7 +379,8 @@ def _apply_plan(values: dict, sources: Path, storage: StorageOption, nodes: int 
         return None
     plan = make_plan(list(scenarios), float(values.get("scale", 1.0)), values.get("instance_type"),
                      int(values.get("reps", 1)), [Path(sources)], storage, nodes=nodes,
-                     timeout_s=float(values.get("engine_timeout_seconds", DEFAULT_TIMEOUT_S)))
+                     timeout_s=float(values.get("engine_timeout_seconds", DEFAULT_TIMEOUT_S)),
+                     file_scale=file_scale)
     click.echo(plan_table(plan))
     if not plan.complete:
         click.echo("plan: incomplete (a scenario has no sweep): Terraform's defaults size the volume and the deadline")

@@ -737,6 +737,7 @@ class PlanTarget:
     timeout_s: float | None
     measured: dict[str, CoreScaling]
     core_scalings: list[CoreScaling]
+    file_scale: float | None = None  # --file-scale: the file counts of this scale (None: those of `scale`)
 
     def harness(self, step: str, here: int | None) -> float:
         """How much shorter a harness step is on the target's cores than on the sweep's: measured (Amdahl on the
@@ -840,7 +841,12 @@ def plan_scenario(t: PlanTarget, name: str, summaries: list, sources: list[Path]
         ps.notes.append("no datagen fit in the sweep: datagen not planned")
     ps.steps["input read once"] = st.seconds(ps.dataset_bytes, 0.0)
     b.harness_bytes_s += st.seconds(0.0, ps.dataset_bytes) + st.seconds(ps.dataset_bytes, 0.0)
-    objects = recipe_objects(sc, t.scale)
+    objects = recipe_objects(sc, t.scale if t.file_scale is None else t.file_scale)
+    if t.file_scale is not None:
+        ps.notes.append(f"file counts of scale {fmt_scale(t.file_scale)} ({objects:,} data and delete files): S3 "
+                        f"requests are counted for them, but the engine times come from the sweep's fits against "
+                        f"bytes, which do not see file counts (a count sweep, `bench sweep {sc.name} --scale S "
+                        f"--file-scales ...`, measures them)")
     b.puts += objects
     b.gets += objects  # the baseline read
     for e in sw.engines:
@@ -894,7 +900,7 @@ def plan_price(plan: Plan, t: PlanTarget, bounds: list[ScenarioBounds]) -> None:
 def make_plan(scenarios: list[str], scale: float, instance_type: str | None, reps: int, sources: list[Path],
               storage: StorageOption | float | None = None, budget_minutes: float | None = None,
               budget_usd: float | None = None, nodes: int = 1, node_setup_s: float | None = None,
-              timeout_s: float | None = DEFAULT_TIMEOUT_S) -> Plan:
+              timeout_s: float | None = DEFAULT_TIMEOUT_S, file_scale: float | None = None) -> Plan:
     """Each step of a full reproduction from the fitted models (a model throughout): `storage` is where the
     table lives on the target (a bench.core.storage option, or a volume's MB/s; default gp3's baseline)."""
     st = storage if isinstance(storage, StorageOption) else custom_storage(storage) if storage \
@@ -912,7 +918,7 @@ def make_plan(scenarios: list[str], scale: float, instance_type: str | None, rep
                 assumptions=plan_assumptions(st, inst, measured, core_scalings, nodes, node_setup_s, timeout_s),
                 core_scalings=core_scalings, harness_scalings=list(measured.values()))
     t = PlanTarget(inst=inst, st=st, scale=scale, reps=reps, timeout_s=timeout_s, measured=measured,
-                   core_scalings=core_scalings)
+                   core_scalings=core_scalings, file_scale=None if file_scale == scale else file_scale)
     bounds: list[ScenarioBounds] = []
     for name in scenarios:
         ps, b = plan_scenario(t, name, summaries, sources)

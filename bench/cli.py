@@ -514,9 +514,10 @@ def tune(engine, scenario, scale, budget_minutes, max_configs, reps, confirm_rep
 @click.option("--timeout", type=click.IntRange(min=1), default=3600, show_default=True,
               help="Time limit of one engine run, seconds, as the reproduction will use it (bench run --timeout, "
                    "Terraform's engine_timeout_seconds): a run modelled longer is planned at the limit.")
+@file_scale_option
 @one_line_errors
 def plan(scenarios, scale, instance_type, reps, sources, storage, storage_mb_s, budget_minutes, budget_usd, nodes,
-         node_setup_minutes, timeout):
+         node_setup_minutes, timeout, file_scale):
     """Expected time, memory, disk and cost of a full reproduction, from the fitted models."""
     from bench.campaigns import make_plan, plan_table
     from bench.core.storage import storage_option
@@ -525,7 +526,7 @@ def plan(scenarios, scale, instance_type, reps, sources, storage, storage_mb_s, 
         raise UserError("--storage and --storage-mb-s: give one")
     p = make_plan(list(scenarios), scale, instance_type, reps, [Path(s) for s in sources] or [Path("results")],
                   storage_option(storage) if storage else storage_mb_s, budget_minutes, budget_usd, nodes,
-                  None if node_setup_minutes is None else node_setup_minutes * 60, timeout)
+                  None if node_setup_minutes is None else node_setup_minutes * 60, timeout, file_scale)
     click.echo(plan_table(p))
 
 

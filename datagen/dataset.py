@@ -70,6 +70,14 @@ def data_file_count(recipe: Recipe, scale: float, file_scale: float | None = Non
     return smallfiles.file_count(recipe.files, counts, recipe.min_files)
 
 
+def scales_of(recipe: Recipe, data_files: int, rows_written: int, logical_bytes: int) -> tuple[float, float]:
+    """(scale, file scale) of `recipe` that a table of this shape has: its bytes (a deletes table: its rows written)
+    and its data-file count, each against the recipe at scale 1 (what `--scale S --file-scale F` would generate)."""
+    if isinstance(recipe, DeletesRecipe):
+        return rows_written / (recipe.rows_per_data_file * recipe.data_files), data_files / recipe.data_files
+    return logical_bytes / recipe.total_bytes, data_files / recipe.files
+
+
 def check_file_scale(recipe: Recipe, scale: float, file_scale: float | None, seed: int) -> None:
     """UserError when the files of `file_scale` cannot hold the rows of `scale` (less than a row per file), before
     anything runs."""

@@ -277,7 +277,9 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
                 ds = ctx.dataset = prepare(ctx.catalog, ctx.settings, ctx.scenario.table, ctx.scale, ctx.seed,
                                            progress=progress, file_scale=ctx.file_scale)
                 progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
-                              f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
+                              + (f"(file counts of scale {ds.file_scale:g}, bytes of scale {ds.scale:g}) "
+                                 if ds.file_scale is not None else "")
+                              + f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
             ctx.partition_filter = resolve_filter(ctx)
             if ctx.partition_filter:
                 progress.info(f"partition filter: {ctx.partition_filter} (only the partitions it selects are "

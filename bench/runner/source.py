@@ -258,6 +258,8 @@ def render(d: dict[str, Any]) -> str:
     lines = [f"table {d['table']} (format v{d['format_version']})", f"  location  {d['location']}",
              f"  metadata  {d['metadata_location']}", "schema:", *(f"  {c}" for c in d["schema"]),
              f"partition spec: {d['partition_spec']}", f"sort order: {d['sort_order']}",
+             *([f"as {d['scales']['scenario']}: bytes of scale {d['scales']['scale']:.3g}, file counts of scale "
+                f"{d['scales']['file_scale']:.3g} (--scale, --file-scale)"] if "scales" in d else []),
              f"snapshot {snap['id']} ({snap['operation']}{', current' if snap['current'] else ''}) of "
              f"{d['snapshots']} snapshot(s)",
              f"manifests: {d['manifests']['count']} ({fmt_bytes(d['manifests']['bytes'])}; "
@@ -394,6 +396,12 @@ def inspect_source(ref: SourceRef, scenario: str | None) -> dict[str, Any]:
     under = sc or (load_scenario(fits[0]) if fits else None)
     if under is not None:
         d["asked"] = asked_of_engines(under, tbl, deletes)
+    if sc is not None and sc.table.kind in ("smallfiles", "deletes"):  # the two scales of SCENARIO this table has
+        from datagen.dataset import scales_of
+
+        df = d["data_files"]
+        s, f = scales_of(sc.table, df["count"], df["rows"], df["logical_bytes"])
+        d["scales"] = {"scenario": sc.name, "scale": s, "file_scale": f}
     return d
 
 

@@ -59,7 +59,7 @@ def fake_tf(tmp_path, monkeypatch):
 def test_up_packs_the_checkout_and_applies(fake_tf, tmp_path):
     r = CliRunner().invoke(main, ["aws", "up", "--terraform-dir", str(fake_tf.dir), "--run-id", "r1",
                                   "--scenarios", "bin-packing,bin-packing-zstd", "--scale", "0.5",
-                                  "--max-disk-performance", "--var", "enable_ssm=true",
+                                  "--file-scale", "1", "--max-disk-performance", "--var", "enable_ssm=true",
                                   "--var", "memory_budget=64G", "--auto-approve"])
     assert r.exit_code == 0, r.output
     calls = fake_tf.calls()
@@ -69,6 +69,7 @@ def test_up_packs_the_checkout_and_applies(fake_tf, tmp_path):
     var_file = Path(next(a for a in apply if a.startswith("-var-file=")).split("=", 1)[1])
     values = json.loads(var_file.read_text())
     assert values["run_id"] == "r1" and values["scale"] == 0.5
+    assert values["extra_run_args"] == "--file-scale 1.0"  # every `bench run` on the instance: the published counts
     assert values["scenarios"] == ["bin-packing", "bin-packing-zstd"]
     assert values["data_volume_max_performance"] is True
     assert values["enable_ssm"] is True and values["memory_budget"] == "64G"
