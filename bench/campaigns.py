@@ -80,7 +80,7 @@ from bench.core.storage import (
 from bench.core.units import GiB, MiB, check_scale, fmt_bytes, parse_size
 from bench.engines import campaign_engines, engine_class, parse_engines
 from bench.runner import CommonOptions, RunOptions, run_scenario
-from bench.runner.context import check_results_dir
+from bench.runner.context import check_results_dir, resolve_file_scale
 from bench.scenario import Scenario, load_scenario
 
 DEFAULT_PRECISION = "64M"
@@ -503,13 +503,19 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
             raise UserError("--partitions counts the partitions at one scale: give --scale S, not --scales")
         for n in opts.partitions:  # every count checked (UserError) before anything runs
             sc.with_partitions(n, opts.scales[0], opts.file_scale)
+    if opts.file_scale is not None:  # bad --file-scale at any scale: UserError before anything runs
+        if opts.source is not None:
+            raise UserError("--file-scale shapes the generated table; with --source-table your table is the input")
+        for scale in opts.scales:
+            resolve_file_scale(sc, scale, opts.file_scale, opts.seed)
     points = ([(opts.scales[0], n) for n in opts.partitions] if opts.partitions
               else [(scale, None) for scale in opts.scales])
     directory = campaign_dir(opts.results_dir, opts.run_id, "frontier", sc.name)
     settings = CatalogSettings.for_warehouse(opts.warehouse)
     env = environment(settings.state_path if settings.is_remote else settings.warehouse_path)
     s = FrontierSummary(frontier_id=directory.name, scenario=sc.name, scenario_record=sc.record(), scales=opts.scales,
-                        file_scale=opts.file_scale, partitions=opts.partitions or [], engines=engines, started_at=now_iso(), pid=os.getpid(),
+                        file_scale=opts.file_scale,
+                        partitions=opts.partitions or [], engines=engines, started_at=now_iso(), pid=os.getpid(),
                         source_table=opts.source.table if opts.source else "",
                         machine=env.describe(), ram_bytes=ram,
                         notes=[f"a probe passes when the run completes verified within {opts.max_slowdown:g}x the "

@@ -26,7 +26,7 @@ from bench.core.spread import Spread
 from bench.core.units import check_scale, fmt_bytes
 from bench.engines import campaign_engines, parse_engines
 from bench.runner import CommonOptions, RunOptions, run_scenario
-from bench.runner.context import check_results_dir
+from bench.runner.context import check_results_dir, resolve_file_scale
 from bench.scenario import load_scenario
 
 MIN_PHASE_RUNS = 2  # a phase is fitted when at least this many verified runs at two file scales report it
@@ -118,6 +118,9 @@ def count_sweep(opts: CountSweepOptions, progress: Progress) -> CountSweepSummar
     sc = load_scenario(opts.scenario)
     engines = parse_engines(opts.engines or campaign_engines())
     check_results_dir(opts.results_dir)
+    scale = check_scale(opts.scale)
+    for fs in opts.file_scales:  # bad input at any file scale: UserError before anything runs
+        resolve_file_scale(sc, scale, fs, opts.seed)
     directory = campaign_dir(opts.results_dir, opts.run_id, "counts", sc.name)
     budget = parse_size(opts.memory_budget, "--memory-budget") if opts.memory_budget else node_ram_bytes()
     env = environment(Path.cwd())

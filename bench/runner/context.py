@@ -130,7 +130,7 @@ class RunContext:
     cap_device: tuple[str, int, int] | None = None  # (name, major, minor) of the warehouse's disk
     cap_port: int | None = None  # --storage-cap on an S3 warehouse: its server's port on the loopback
     cpus: list[int] | None = None  # --cores: the CPUs the engine is confined to
-    file_scale: float | None = None  # --file-scale when it differs from the scale (datagen.dataset.decoupled), else None
+    file_scale: float | None = None  # --file-scale when it is not the scale (datagen.dataset.decoupled), else None
 
     @property
     def counts_scale(self) -> float:

@@ -76,9 +76,9 @@ def plan(recipe: DeletesRecipe, scale: float, file_scale: float | None = None) -
     if not decoupled:
         rows = max(MIN_ROWS_PER_FILE, rows)
     elif rows < 1:
-        raise UserError(f"--file-scale {file_scale:g}: {n} data files would hold {recipe.rows_per_data_file * d1 * scale / n:.2g}"
-                        f" rows each at scale {scale:g} (less than one row per file); use a smaller --file-scale or a "
-                        "larger --scale")
+        each = recipe.rows_per_data_file * d1 * scale / n
+        raise UserError(f"--file-scale {file_scale:g}: {n} data files would hold {each:.2g} rows each at scale "
+                        f"{scale:g} (less than one row per file); use a smaller --file-scale or a larger --scale")
     frac, share = recipe.deleted_fraction, recipe.position_delete_share
     k_pos = max(1, round(frac * share * rows)) if p else 0
     k_eq = round(frac * (1 - share) * rows) if e else 0
