@@ -29,6 +29,7 @@ from bench.runner import CommonOptions, RunOptions, run_scenario
 from bench.runner.context import check_results_dir, resolve_file_scale
 from bench.scenario import load_scenario
 
+FLAT_SHARE = 0.05  # a memory line rising less than this share of its peak over the measured files is flat
 MIN_PHASE_RUNS = 2  # a phase is fitted when at least this many verified runs at two file scales report it
 
 
@@ -100,9 +101,12 @@ def fit_counts(s: CountSweepSummary, results: list[RunResult]) -> None:
 
 def budget_meet(engine: str, fit: Fit, budget: int) -> BudgetMeet:
     """The file count where the memory line reaches `budget` (None when it does not rise)."""
-    if fit.n < 2 or fit.per_gb <= 0:
+    rise = fit.per_gb * (max(fit.xs) - min(fit.xs)) if fit.n >= 2 else 0.0
+    if fit.n < 2 or rise <= FLAT_SHARE * max(fit.ys):
         return BudgetMeet(engine=engine, budget_bytes=budget,
-                          note="no rising memory line: peak memory did not grow with the file count here")
+                          note=f"no rising memory line: peak memory did not grow with the file count here (by "
+                               f"{rise / max(max(fit.ys), 1):.1%} of its peak over the files measured; "
+                               f"{FLAT_SHARE:.0%} or less counts as flat)")
     files = (budget - fit.fixed) / fit.per_gb
     top = max(fit.xs)
     return BudgetMeet(engine=engine, budget_bytes=budget, files=files,

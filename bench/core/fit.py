@@ -99,7 +99,8 @@ def fit_line(xs: list[float], ys: list[float], quantity: str, unit: str = "") ->
     if f.fixed < 0:
         problems.append(f"negative fixed cost ({f.fixed:.3g} {unit}): the line does not describe small tables")
     f.poor = bool(problems)
-    f.note = "; ".join(problems) if problems else f"R² = {f.r2:.3f}, every point within {POOR_RELATIVE_RESIDUAL:.0%}"
+    r2 = f"R² = {f.r2:.3f}" if f.r2 is not None else "a flat line (every value the same)"
+    f.note = "; ".join(problems) if problems else f"{r2}, every point within {POOR_RELATIVE_RESIDUAL:.0%}"
     return f
 
 
