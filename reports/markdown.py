@@ -27,6 +27,7 @@ from bench.core.fmt import fmt_bytes, fmt_ratio, fmt_scale, fmt_seconds
 from bench.core.spread import Spread
 from bench.core.stats import floor_multiples
 from reports.conformance import case_run_sets, locate, matrix_markdown
+from reports.counts import counts_markdown
 from reports.floorcheck import floor_checks, summary_lines
 from reports.model import ResultSet, build, load_runs
 
@@ -36,6 +37,7 @@ PAGES = ("README.md", "docs/*.md")
 CONFINEMENT = "confinement: "  # a block header's prefix: the runs' storage-cap and core-limit sections
 CONFORMANCE = "conformance: "  # a block header's prefix: the conformance matrix of a `bench conformance` run
 SINKS = "sinks: "  # a block header's prefix: the append-sink presets side by side over the runs it names
+COUNTS = "counts: "  # a block header's prefix: a count sweep's points and lines (its counts.json)
 
 
 def _spread(s: Spread, fmt) -> str:
@@ -111,8 +113,9 @@ def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3)
     size = (f"{b.data_files + b.delete_files} files ({b.data_files} data, {b.delete_files} delete), "
             f"{fmt_bytes(b.uncompressed_bytes)} uncompressed" if b.uncompressed_bytes else
             f"{b.data_files + b.delete_files} files")
+    files_at = f", file counts of scale {fmt_scale(rs.file_scale)}" if rs.file_scale else ""
     on = (f"your table {rs.source.table} at snapshot {rs.source.snapshot_id}" if rs.source else
-          f"scale {fmt_scale(rs.scale)}")
+          f"scale {fmt_scale(rs.scale)}{files_at}")
     out = [f"{'#' * level} {rs.scenario_name}, {on}", ""]
     out.append(f"Run `{first.run_id}` (`{_rel(run_dir, root)}`), started {started or 'at an unrecorded time'}, "
                f"{len(reps)} repetition{'s' if len(reps) != 1 else ''}, cache {'/'.join(caches) or '?'}, "
@@ -363,6 +366,8 @@ def render_page(page: Path, root: Path) -> str:
             body = confinement_markdown(_sources(src.removeprefix(CONFINEMENT), root, page), root=root)
         elif src.startswith(SINKS):  # one table over many runs: the sink presets side by side
             body = sink_markdown(_sources(src.removeprefix(SINKS), root, page), root=root)
+        elif src.startswith(COUNTS):  # a count sweep: its points and lines against the input's files
+            body = counts_markdown(_sources(src.removeprefix(COUNTS), root, page))
         elif src.startswith(CONFORMANCE):  # the matrix alone (its runs' own tables are not quoted)
             body = "\n".join(matrix_markdown(v) for v in locate(_sources(src.removeprefix(CONFORMANCE), root, page)))
         else:

@@ -5,6 +5,7 @@ files, per phase, and where a memory line meets the budget.  The runs themselves
 from bench.core.count_campaign import CountSweepSummary
 from bench.core.results import Phase, RunResult, TableStats, TelemetrySummary
 from bench.count_sweep import budget_meet, count_point, count_table, fit_counts
+from reports.counts import count_markdown
 
 MB = 1_000_000
 
@@ -40,3 +41,7 @@ def test_lines_against_files_per_phase_and_where_memory_meets_the_budget():
     text = count_table(s)
     assert "spark: memory reaches the budget" in text and "~3,500 input files" in text
     assert budget_meet("x", m, 100 * MB).files < 0  # the line already starts above a small budget: said as it is
+    s.points = [p]
+    md = count_markdown(s)  # what `bench docs` renders in a `counts:` block
+    assert "| spark | 0.1 | 6,000 (2,000 + 2,000 + 2,000) | heap-oom | — | — | — |" in md
+    assert "- spark: time 2.0 s + 10.00 s per 1,000 files (R² 1.00, 3 runs" in md and "at ~3,500 input files" in md
