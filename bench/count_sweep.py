@@ -66,6 +66,7 @@ def count_point(engine: str, file_scale: float, results: list[RunResult], run_di
         duration_s=Spread.of(r.duration_s for r in good),
         peak_rss_bytes=Spread.of(float(r.telemetry.peak_rss_bytes) if r.telemetry.peak_rss_bytes else None
                                  for r in good),
+        read_chars=Spread.of(r.telemetry.read_chars for r in good),
         phases_s={n: statistics.median(sum(p.seconds for p in r.phases if p.name == n) for r in good)
                   for n in dict.fromkeys(names)},
         run_dir=run_dir)
@@ -79,13 +80,15 @@ def _line(xs: list[float], ys: list[float], quantity: str, unit: str) -> Fit:
 
 def fit_counts(s: CountSweepSummary, results: list[RunResult]) -> None:
     """Per engine: time, peak RSS and each phase against the input's files, over every verified run."""
-    s.time_fits, s.memory_fits, s.phase_fits, s.budget_meets = {}, {}, {}, []
+    s.time_fits, s.memory_fits, s.read_fits, s.phase_fits, s.budget_meets = {}, {}, {}, {}, []
     for e in s.engines:
         good = [r for r in results if r.engine == e and r.counts]
         xs = [float(r.before.data_files + r.before.delete_files) for r in good]
         s.time_fits[e] = _line(xs, [r.duration_s or 0.0 for r in good], "duration_s", "s")
         s.memory_fits[e] = _line(xs, [float(r.telemetry.peak_rss_bytes or 0) for r in good], "peak_rss_bytes",
                                  "bytes")
+        reads = [(x, float(r.telemetry.read_chars)) for x, r in zip(xs, good) if r.telemetry.read_chars is not None]
+        s.read_fits[e] = _line([x for x, _ in reads], [y for _, y in reads], "read_chars", "bytes")
         phases: dict[str, Fit] = {}
         for name in dict.fromkeys(p.name for r in good for p in r.phases):
             have = [(x, sum(p.seconds for p in r.phases if p.name == name)) for x, r in zip(xs, good)
@@ -164,14 +167,17 @@ def count_table(s: CountSweepSummary) -> str:
     """The points, the lines per engine (and per phase), and where memory meets the budget, as text."""
     rows = [f"count sweep of {s.scenario} at scale {fmt_scale(s.scale)} (bytes and rows), file scales "
             f"{', '.join(fmt_scale(f) for f in s.file_scales)}",
-            f"{'engine':<12} {'files':>7} {'data':>6} {'pos':>6} {'eq':>6} {'status':<14} {'time':>9} {'peak RSS':>10}"]
+            f"{'engine':<12} {'files':>7} {'data':>6} {'pos':>6} {'eq':>6} {'status':<14} {'time':>9} {'peak RSS':>10} "
+            f"{'read (rchar)':>12}"]
     for p in s.points:
         t = f"{p.duration_s.median:.1f} s" if p.duration_s.median is not None else "-"
         m = fmt_bytes(int(p.peak_rss_bytes.median)) if p.peak_rss_bytes.median else "-"
         rows.append(f"{p.engine:<12} {p.files:>7,} {p.data_files:>6,} {p.position_delete_files:>6,} "
-                    f"{p.equality_delete_files:>6,} {','.join(sorted(set(p.statuses))):<14} {t:>9} {m:>10}")
+                    f"{p.equality_delete_files:>6,} {','.join(sorted(set(p.statuses))):<14} {t:>9} {m:>10} "
+                    f"{fmt_bytes(int(p.read_chars.median)) if p.read_chars.median else '-':>12}")
     for e in s.engines:
-        for label, f, unit in (("time", s.time_fits.get(e), "s"), ("peak RSS", s.memory_fits.get(e), "MB")):
+        for label, f, unit in (("time", s.time_fits.get(e), "s"), ("peak RSS", s.memory_fits.get(e), "MB"),
+                               ("bytes read (rchar)", s.read_fits.get(e), "MB")):
             if f is None or f.n < 2:
                 continue
             k = 1e6 if unit == "MB" else 1.0

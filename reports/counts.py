@@ -36,19 +36,23 @@ def count_markdown(s: CountSweepSummary, level: int = 3) -> str:
            f"Count sweep `{s.sweep_id}` ({s.state}), file scales {', '.join(fmt_scale(f) for f in s.file_scales)}, "
            f"{s.reps} repetition{'s' if s.reps != 1 else ''} each, on {s.machine}; the bytes and rows of scale "
            f"{fmt_scale(s.scale)} at every point.", "",
-           "| engine | file scale | input files (data + pos + eq) | status | time | peak RSS | phases |",
-           "|---|---|---|---|---|---|---|"]
+           "| engine | file scale | input files (data + pos + eq) | input on disk | status | time | peak RSS | "
+           "read (rchar) | phases |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for p in s.points:
         t = f"{p.duration_s.median:.1f} s" if p.duration_s.median is not None else "—"
         m = fmt_bytes(int(p.peak_rss_bytes.median)) if p.peak_rss_bytes.median else "—"
         ph = ", ".join(f"{k} {v:.1f} s" for k, v in p.phases_s.items()) or "—"
+        rc = fmt_bytes(int(p.read_chars.median)) if p.read_chars.median else "—"
         out.append(f"| {p.engine} | {fmt_scale(p.file_scale)} | {p.files:,} ({p.data_files:,} + "
-                   f"{p.position_delete_files:,} + {p.equality_delete_files:,}) | {', '.join(sorted(set(p.statuses)))} "
-                   f"| {t} | {m} | {ph} |")
+                   f"{p.position_delete_files:,} + {p.equality_delete_files:,}) | {fmt_bytes(p.bytes)} | "
+                   f"{', '.join(sorted(set(p.statuses)))} | {t} | {m} | {rc} | {ph} |")
     out += ["", "Lines against the input's files (verified runs; a line, not a law):", ""]
     for e in s.engines:
         if e in s.time_fits:
-            out.append(f"- {e}: time {_line(s.time_fits[e], 's', 1.0)}; peak RSS {_line(s.memory_fits[e], 'MB', 1e6)}")
+            out.append(f"- {e}: time {_line(s.time_fits[e], 's', 1.0)}; peak RSS {_line(s.memory_fits[e], 'MB', 1e6)}"
+                       + (f"; bytes read (rchar, cached or not) {_line(s.read_fits[e], 'MB', 1e6)}"
+                          if e in s.read_fits and s.read_fits[e].n >= 2 else ""))
         for name, f in s.phase_fits.get(e, {}).items():
             out.append(f"  - phase {name}: {_line(f, 's', 1.0)}")
     for b in s.budget_meets:

@@ -40,6 +40,7 @@ class CountPoint(BaseModel):
     statuses: list[str] = Field(default_factory=list)  # every measured run's status (ok, oom, heap-oom, timeout...)
     duration_s: Spread = Field(default_factory=Spread)
     peak_rss_bytes: Spread = Field(default_factory=Spread)
+    read_chars: Spread = Field(default_factory=Spread)  # bytes read through read syscalls, cached or not (rchar)
     phases_s: dict[str, float] = Field(default_factory=dict)  # phase -> median seconds over verified runs
     run_dir: str = ""
 
@@ -71,6 +72,7 @@ class CountSweepSummary(BaseModel):
     points: list[CountPoint] = Field(default_factory=list)
     time_fits: dict[str, Fit] = Field(default_factory=dict)  # engine -> seconds against files
     memory_fits: dict[str, Fit] = Field(default_factory=dict)  # engine -> peak RSS bytes against files
+    read_fits: dict[str, Fit] = Field(default_factory=dict)  # engine -> bytes read (rchar) against files
     phase_fits: dict[str, dict[str, Fit]] = Field(default_factory=dict)  # engine -> phase -> seconds against files
     budget_meets: list[BudgetMeet] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)

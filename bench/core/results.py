@@ -316,6 +316,9 @@ class TelemetrySummary(BaseModel):
     p95_cores: float | None = None
     read_bytes: int | None = None
     write_bytes: int | None = None
+    # rchar: every byte the tree read through read syscalls, from the page cache or not (a file read twice counts
+    # twice; jars and libraries too): how often an engine re-reads its input, e.g. delete files per task
+    read_chars: int | None = None
     samples: int = 0
     interval_s: float | None = None
 

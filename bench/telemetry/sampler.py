@@ -360,6 +360,7 @@ class Sampler:
             p95_cores=round(float(np.percentile(cores, 95)), 4) if cores.size else None,
             read_bytes=int(last[7]),
             write_bytes=int(last[8]),
+            read_chars=int(last[9]),
             samples=len(rows),
             interval_s=self.interval_s,
         )

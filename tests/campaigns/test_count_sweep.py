@@ -43,5 +43,5 @@ def test_lines_against_files_per_phase_and_where_memory_meets_the_budget():
     assert budget_meet("x", m, 100 * MB).files < 0  # the line already starts above a small budget: said as it is
     s.points = [p]
     md = count_markdown(s)  # what `bench docs` renders in a `counts:` block
-    assert "| spark | 0.1 | 6,000 (2,000 + 2,000 + 2,000) | heap-oom | — | — | — |" in md
+    assert "| spark | 0.1 | 6,000 (2,000 + 2,000 + 2,000) | 0 B | heap-oom | — | — | — | — |" in md
     assert "- spark: time 2.0 s + 10.00 s per 1,000 files (R² 1.00, 3 runs" in md and "at ~3,500 input files" in md
