@@ -77,6 +77,7 @@ def test_sampler_sees_a_childs_memory_cpu_and_io(tmp_path):
     assert summary.p95_cores >= summary.mean_cores > 0.1
     assert summary.mean_cores == pytest.approx(cpu_total / (rows[-1]["t_s"] - rows[0]["t_s"]), rel=0.01)
     assert summary.write_bytes >= 8 * MB  # fsync'ed to storage
+    assert summary.read_chars == rows[-1]["read_chars"] > 0  # rchar: the interpreter read its modules at least
     assert summary.samples >= 10 and summary.interval_s == 0.1
     # samples are ~10 Hz
     ts = [r["t_s"] for r in rows]
