@@ -15,6 +15,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.core.campaign import recorded
 from bench.core.count_campaign import FILES_X, BudgetMeet, CountPoint, CountSweepSummary, write_counts
 from bench.core.errors import UserError
 from bench.core.fit import Fit, fit_line
@@ -137,7 +138,7 @@ def count_sweep(opts: CountSweepOptions, progress: Progress) -> CountSweepSummar
     directory.mkdir(parents=True)
     write_counts(directory, s)
     results: list[RunResult] = []
-    try:
+    with recorded(directory, s, write_counts):
         for i, fs in enumerate(opts.file_scales):
             run_id = f"files-{fmt_scale(fs)}"
             progress.info(f"count sweep {s.sweep_id}: file scale {fmt_scale(fs)} at scale {fmt_scale(opts.scale)} "
@@ -150,14 +151,6 @@ def count_sweep(opts: CountSweepOptions, progress: Progress) -> CountSweepSummar
             s.points += [p for e in engines if (p := count_point(e, fs, got, run_id)) is not None]
             fit_counts(s, results)
             write_counts(directory, s)
-        s.state = "complete"
-    except BaseException as exc:
-        s.state = "interrupted"
-        s.notes.append(f"{type(exc).__name__}: {exc}"[:500])
-        raise
-    finally:
-        s.ended_at = now_iso()
-        write_counts(directory, s)
     progress.block(count_table(s))
     progress.info(f"count sweep: {directory} (pid {os.getpid()})")
     return s

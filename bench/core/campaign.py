@@ -10,7 +10,7 @@ plus one small summary written here, which the report reads like it reads result
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -409,9 +409,10 @@ def write_summary(directory: Path, summary: Summary) -> Path:
 
 
 @contextmanager
-def recorded(directory: Path, summary: Summary) -> Iterator[Summary]:
+def recorded(directory: Path, summary: Any, write: Callable[[Path, Any], Path] | None = None) -> Iterator[Any]:
     """The campaign's work inside: its summary ends `complete`, or `interrupted` (an exception, a Ctrl-C,
-    with the exception in its notes), with its end time, written either way."""
+    with the exception in its notes), with its end time, written either way (by `write`, default
+    write_summary: a summary with a state, notes and an end time)."""
     try:
         yield summary
         summary.state = "complete"
@@ -421,7 +422,7 @@ def recorded(directory: Path, summary: Summary) -> Iterator[Summary]:
         raise
     finally:
         summary.ended_at = now_iso()
-        write_summary(directory, summary)
+        (write or write_summary)(directory, summary)
 
 
 def read_summary(path: Path) -> Summary | None:
