@@ -11,7 +11,7 @@ from bench.core.errors import UserError
 from bench.scenario import load_scenario
 from bench.verify import table_stats
 from datagen import deletes
-from datagen.dataset import prepare, recipe_hash
+from datagen.dataset import prepare, recipe_hash, scales_of
 from datagen.smallfiles import plan
 
 # computed on main before --file-scale existed (commit 5e6042d): these tables must not change
@@ -41,6 +41,9 @@ def test_the_done_when_counts_hold_the_bytes_of_the_smaller_scale():
     assert recipe_hash(r, 0.002, 42, 0.002) == recipe_hash(r, 0.002, 42) != recipe_hash(r, 0.002, 42, 0.02)
     with pytest.raises(UserError, match="less than one row"):
         deletes.plan(r, 0.00001, 1.0)
+    # what `bench inspect deletes-high` says of such a table: the two scales it has
+    assert scales_of(r, 400, 2_000_000, 0) == pytest.approx((0.002, 0.02))
+    assert scales_of(load_scenario("bin-packing").table, 17_358, 0, 965_000_000) == pytest.approx((0.005, 1.0))
 
 
 def test_counts_and_bytes_decouple_in_a_generated_table(tmp_path):
