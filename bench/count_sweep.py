@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.core.campaign import recorded
-from bench.core.count_campaign import FILES_X, BudgetMeet, CountPoint, CountSweepSummary, write_counts
+from bench.core.count_campaign import FILES_X, PAIRS_X, BudgetMeet, CountPoint, CountSweepSummary, write_counts
 from bench.core.errors import UserError
 from bench.core.fit import Fit, fit_line
 from bench.core.fmt import fmt_scale
@@ -73,15 +73,16 @@ def count_point(engine: str, file_scale: float, results: list[RunResult], run_di
         run_dir=run_dir)
 
 
-def _line(xs: list[float], ys: list[float], quantity: str, unit: str) -> Fit:
+def _line(xs: list[float], ys: list[float], quantity: str, unit: str, x: str = FILES_X) -> Fit:
     f = fit_line(xs, ys, quantity, unit)
-    f.x = FILES_X  # per_gb is then per file
+    f.x = x  # per_gb is then per file (or per pair)
     return f
 
 
 def fit_counts(s: CountSweepSummary, results: list[RunResult]) -> None:
     """Per engine: time, peak RSS and each phase against the input's files, over every verified run."""
     s.time_fits, s.memory_fits, s.read_fits, s.phase_fits, s.budget_meets = {}, {}, {}, {}, []
+    s.pair_time_fits, s.pair_read_fits = {}, {}
     for e in s.engines:
         good = [r for r in results if r.engine == e and r.counts]
         xs = [float(r.before.data_files + r.before.delete_files) for r in good]
@@ -90,6 +91,11 @@ def fit_counts(s: CountSweepSummary, results: list[RunResult]) -> None:
                                  "bytes")
         reads = [(x, float(r.telemetry.read_chars)) for x, r in zip(xs, good) if r.telemetry.read_chars is not None]
         s.read_fits[e] = _line([x for x, _ in reads], [y for _, y in reads], "read_chars", "bytes")
+        pairs = [float(r.before.data_files * r.before.equality_delete_files) for r in good]
+        if any(pairs):
+            s.pair_time_fits[e] = _line(pairs, [r.duration_s or 0.0 for r in good], "duration_s", "s", PAIRS_X)
+            s.pair_read_fits[e] = _line([p for p, r in zip(pairs, good) if r.telemetry.read_chars is not None],
+                                        [y for _, y in reads], "read_chars", "bytes", PAIRS_X)
         phases: dict[str, Fit] = {}
         for name in dict.fromkeys(p.name for r in good for p in r.phases):
             have = [(x, sum(p.seconds for p in r.phases if p.name == name)) for x, r in zip(xs, good)
@@ -180,6 +186,12 @@ def count_table(s: CountSweepSummary) -> str:
         for name, f in s.phase_fits.get(e, {}).items():
             rows.append(f"{e}:   phase {name} = {f.fixed:,.2f} s + {f.per_gb * 1000:,.3f} s per 1,000 files "
                         f"(R2 {f.r2:.3f})" if f.r2 is not None else f"{e}:   phase {name}: {f.note}")
+    for e, f in s.pair_read_fits.items():
+        t = s.pair_time_fits.get(e)
+        if f.n >= 2 and t is not None:
+            rows.append(f"{e}: against data x equality-delete files: bytes read R2 "
+                        f"{f.r2 if f.r2 is not None else 0:.3f} ({f.per_gb:,.0f} bytes per pair), time R2 "
+                        f"{t.r2 if t.r2 is not None else 0:.3f}")
     for b in s.budget_meets:
         where = f"~{b.files:,.0f} input files" if b.files is not None else "not reached"
         rows.append(f"{b.engine}: memory reaches the budget {fmt_bytes(b.budget_bytes)} at {where} ({b.note})")

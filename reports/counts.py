@@ -56,6 +56,11 @@ def count_markdown(s: CountSweepSummary, level: int = 3) -> str:
                           if e in s.read_fits and s.read_fits[e].n >= 2 else ""))
         for name, f in s.phase_fits.get(e, {}).items():
             out.append(f"  - phase {name}: {_line(f, 's', 1.0)}")
+        pr, pt = s.pair_read_fits.get(e), s.pair_time_fits.get(e)
+        if pr is not None and pt is not None and pr.n >= 2:
+            out.append(f"  - against data files x equality-delete files: bytes read R² "
+                       f"{pr.r2 if pr.r2 is not None else 0:.2f} ({pr.per_gb:,.0f} bytes per pair), time R² "
+                       f"{pt.r2 if pt.r2 is not None else 0:.2f}")
     for b in s.budget_meets:
         where = (f"at ~{b.files:,.0f} input files" if b.files is not None and b.files > 0 else
                  "already at the smallest table" if b.files is not None else "not reached")

@@ -23,6 +23,7 @@ from bench.core.spread import Spread
 
 COUNTS_FILE = "counts.json"
 FILES_X = "input files (data + delete, live before the run)"
+PAIRS_X = "data files x equality-delete files (live before the run)"
 
 
 class CountPoint(BaseModel):
@@ -73,6 +74,10 @@ class CountSweepSummary(BaseModel):
     time_fits: dict[str, Fit] = Field(default_factory=dict)  # engine -> seconds against files
     memory_fits: dict[str, Fit] = Field(default_factory=dict)  # engine -> peak RSS bytes against files
     read_fits: dict[str, Fit] = Field(default_factory=dict)  # engine -> bytes read (rchar) against files
+    # the same against data files x equality-delete files: a reader that opens every applicable equality-delete file
+    # for each data file (Iceberg's DeleteFilter per task, no executor cache in rewrites) reads in proportion to them
+    pair_time_fits: dict[str, Fit] = Field(default_factory=dict)
+    pair_read_fits: dict[str, Fit] = Field(default_factory=dict)
     phase_fits: dict[str, dict[str, Fit]] = Field(default_factory=dict)  # engine -> phase -> seconds against files
     budget_meets: list[BudgetMeet] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)

@@ -33,6 +33,7 @@ def test_lines_against_files_per_phase_and_where_memory_meets_the_budget():
     assert t.n == 3 and abs(t.per_gb - 0.01) < 1e-9 and abs(t.fixed - 2) < 1e-6 and "files" in t.x
     assert abs(m.per_gb - MB) < 1e-3 and abs(m.fixed - 500 * MB) < 1
     assert abs(s.phase_fits["spark"]["rewrite"].per_gb - 0.009) < 1e-9
+    assert s.pair_time_fits["spark"].n == 3 and "equality-delete" in s.pair_time_fits["spark"].x
     meets = {b.engine: b for b in s.budget_meets}
     assert abs(meets["spark"].files - 3500) < 1e-6  # (4000 MB - 500 MB) / 1 MB per file
     assert meets["risingwave"].files is None and "did not grow" in meets["risingwave"].note
