@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A count sweep as reference runs (issue 43): `bench sweep SCENARIO --scale S --file-scales F1,F2,...`, then
-#   docs/reference/<id>-counts-<scenario>/counts.json          the sweep's summary (a `counts:` block renders it)
-#   docs/reference/<id>-counts-<scenario>-files-<F>/*.json     each file scale's run (result files and run.json)
+#   docs/reference/<id>-<scenario>-counts/counts.json          the sweep's summary (a `counts:` block renders it)
+#   docs/reference/<id>-<scenario>-counts-files-<F>/*.json     each file scale's run (result files and run.json)
+# (named so that no block's `*-<scenario>` glob matches them)
 # replacing the earlier ones of the same scenario; then re-render the docs' measured tables (`bench docs`).
 #   scripts/reference-counts.sh deletes-high 0.005 0.005,0.02,0.05,0.1
 #   COUNTS_FROM=results/<sweep-id> scripts/reference-counts.sh deletes-high   # keep a sweep that already ran
@@ -22,16 +23,16 @@ else
     "${extra[@]}"
   sweep=$WORK/results/counts-$scenario
 fi
-for old in docs/reference/*-counts-"$scenario" docs/reference/*-counts-"$scenario"-files-*; do
+for old in docs/reference/*-"$scenario"-counts docs/reference/*-"$scenario"-counts-files-*; do
   [ -d "$old" ] && git rm -rq --ignore-unmatch "$old" && rm -rf "$old"
 done
-mkdir -p "docs/reference/$id-counts-$scenario"
-cp "$sweep/counts.json" "docs/reference/$id-counts-$scenario/"
+mkdir -p "docs/reference/$id-$scenario-counts"
+cp "$sweep/counts.json" "docs/reference/$id-$scenario-counts/"
 for run in "$sweep"/files-*; do
   [ -d "$run" ] || continue
-  dest="docs/reference/$id-counts-$scenario-$(basename "$run")"
+  dest="docs/reference/$id-$scenario-counts-$(basename "$run")"
   mkdir -p "$dest"
   find "$run" -maxdepth 1 -name '*.json' -exec cp {} "$dest/" \;
 done
-echo "reference count sweep: docs/reference/$id-counts-$scenario"
+echo "reference count sweep: docs/reference/$id-$scenario-counts"
 "$BENCH" docs
