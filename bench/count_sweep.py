@@ -193,6 +193,8 @@ def count_table(s: CountSweepSummary) -> str:
                         f"{f.r2 if f.r2 is not None else 0:.3f} ({f.per_gb:,.0f} bytes per pair), time R2 "
                         f"{t.r2 if t.r2 is not None else 0:.3f}")
     for b in s.budget_meets:
-        where = f"~{b.files:,.0f} input files" if b.files is not None else "not reached"
-        rows.append(f"{b.engine}: memory reaches the budget {fmt_bytes(b.budget_bytes)} at {where} ({b.note})")
+        poor = " (from a poor memory line)" if s.memory_fits.get(b.engine) and s.memory_fits[b.engine].poor else ""
+        where = (f"reaches the budget {fmt_bytes(b.budget_bytes)} at ~{b.files:,.0f} input files{poor}"
+                 if b.files is not None else f"does not reach the budget {fmt_bytes(b.budget_bytes)}")
+        rows.append(f"{b.engine}: memory {where} ({b.note})")
     return "\n".join(rows)

@@ -62,9 +62,13 @@ def count_markdown(s: CountSweepSummary, level: int = 3) -> str:
                        f"{pr.r2 if pr.r2 is not None else 0:.2f} ({pr.per_gb:,.0f} bytes per pair), time R² "
                        f"{pt.r2 if pt.r2 is not None else 0:.2f}")
     for b in s.budget_meets:
-        where = (f"at ~{b.files:,.0f} input files" if b.files is not None and b.files > 0 else
-                 "already at the smallest table" if b.files is not None else "not reached")
-        out.append(f"- {b.engine}: memory reaches the budget {fmt_bytes(b.budget_bytes)} {where} ({b.note})")
+        mf = s.memory_fits.get(b.engine)
+        poor = ", from a poor memory line" if mf is not None and mf.poor else ""
+        where = (f"reaches the budget {fmt_bytes(b.budget_bytes)} at ~{b.files:,.0f} input files{poor}"
+                 if b.files is not None and b.files > 0 else
+                 f"is above the budget {fmt_bytes(b.budget_bytes)} already at the smallest table{poor}"
+                 if b.files is not None else f"does not reach the budget {fmt_bytes(b.budget_bytes)}")
+        out.append(f"- {b.engine}: memory {where} ({b.note})")
     return "\n".join(out) + "\n"
 
 

@@ -41,6 +41,7 @@ def test_lines_against_files_per_phase_and_where_memory_meets_the_budget():
     assert p is not None and (p.files, p.data_files, p.verified, p.statuses) == (6000, 2000, 0, ["heap-oom"])
     text = count_table(s)
     assert "spark: memory reaches the budget" in text and "~3,500 input files" in text
+    assert "risingwave: memory does not reach the budget" in text
     assert budget_meet("x", m, 100 * MB).files < 0  # the line already starts above a small budget: said as it is
     s.points = [p]
     md = count_markdown(s)  # what `bench docs` renders in a `counts:` block
