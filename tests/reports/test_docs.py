@@ -136,6 +136,8 @@ def test_a_reference_run_renders_as_html_without_its_samples():
     html = render_html([run])
     assert "samples file missing" in html  # said, not fatal: the timelines are left out
     assert "<svg" in html
+    counts = render_html(sorted(REFERENCE.glob("*-deletes-high-filescale")))  # --file-scale: both scales shown
+    assert "scale 0.002 · file counts of scale 0.02" in counts and "0.02 of file counts (--file-scale)" in counts
 
 
 PLANNED = ["bin-packing", "bin-packing-zstd", "deletes-standard", "deletes-high"]
