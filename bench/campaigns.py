@@ -529,7 +529,10 @@ def frontier(opts: FrontierOptions, progress: Progress) -> FrontierSummary:
                             f"layout, not size)"] if opts.partitions else [])
                         + ([f"your own table {opts.source.table} (a zero-copy clone, the original checked unchanged "
                             f"after every probe): one point, no fit against size and no prediction at scale 1"]
-                           if opts.source else []))
+                           if opts.source else [])
+                        + ([f"every probe has the file counts of scale {fmt_scale(opts.file_scale)} (--file-scale) "
+                            f"and the bytes of its scale: the model at scale 1 scales the size, not the counts"]
+                           if opts.file_scale is not None else []))
     directory.mkdir(parents=True)
     write_summary(directory, s)
     with recorded(directory, s):
