@@ -20,11 +20,20 @@ from pyiceberg.exceptions import NoSuchTableError
 
 from bench.core.catalog import CatalogSettings
 from bench.core.catalog.s3 import filesystem
-from bench.core.dataset import GeneratedTable, load_manifest, manifest_path, parked_dir, save_manifest, spare_dir
+from bench.core.dataset import (
+    GeneratedTable,
+    hashes_cache_path,
+    load_manifest,
+    manifest_path,
+    parked_dir,
+    save_manifest,
+    spare_dir,
+)
 from bench.core.errors import UserError
 from bench.core.progress import Progress, Quiet
 from bench.core.requirements import Requirement
 from bench.core.table import live_entries
+from bench.core.table.hashes import content_hashes
 from bench.core.table.state import list_files, prune_metadata, restore, unpark, vault
 from datagen import deletes, smallfiles
 from datagen.context import GenContext, Generated
@@ -164,6 +173,17 @@ def reuse(catalog: Catalog, settings: CatalogSettings, name: str) -> GeneratedTa
     return existing
 
 
+def seal(location: str, settings: CatalogSettings, name: str) -> tuple[dict[str, int], dict[str, str]]:
+    """A new dataset's files kept in its vault (what every reset restores from) and hashed, every byte once,
+    after the vault linked them (a link changes a file's ctime: bench.core.table.hashes): (relative path ->
+    size, relative path -> content hash; {} on S3)."""
+    vault(location, list_files(location), spare_dir(settings.state_path, name), fresh=True)
+    files = list_files(location)
+    cache = hashes_cache_path(settings.state_path, name)
+    cache.unlink(missing_ok=True)
+    return files, content_hashes(location, files, cache)[0]
+
+
 def prepare(catalog: Catalog, settings: CatalogSettings, recipe: Recipe, scale: float, seed: int,
             workers: int | None = None, progress: Progress | None = None,
             file_scale: float | None = None) -> GeneratedTable:
@@ -186,7 +206,7 @@ def prepare(catalog: Catalog, settings: CatalogSettings, recipe: Recipe, scale: 
     elapsed = time.perf_counter() - t0
     tbl = catalog.load_table(ident)
     prune_metadata(tbl)  # the dataset is what its current metadata needs, nothing a later commit may delete
-    vault(tbl.location(), list_files(tbl.location()), spare_dir(settings.state_path, name), fresh=True)  # restores it
+    table_files, hashes = seal(tbl.location(), settings, name)
     snap = tbl.current_snapshot()
     assert snap is not None  # the generator has just committed
     ds = GeneratedTable(
@@ -194,7 +214,7 @@ def prepare(catalog: Catalog, settings: CatalogSettings, recipe: Recipe, scale: 
         file_scale=file_scale, seed=seed, snapshot_id=snap.snapshot_id, metadata_location=tbl.metadata_location,
         location=tbl.location(), files=gen.files, bytes=gen.bytes, rows=gen.rows,
         live_files=sorted(e.data_file.file_path for e in live_entries(tbl)),
-        table_files=list_files(tbl.location()), ground_truth=gen.ground_truth,
+        table_files=table_files, table_hashes=hashes, ground_truth=gen.ground_truth,
         created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), generation_s=elapsed,
         generator_version=GENERATOR_VERSION)
     save_manifest(settings.state_path, ds)  # written last: its presence means the dataset is complete

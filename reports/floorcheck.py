@@ -7,6 +7,11 @@ compaction time is below the floor's by more than the run's own spread marks the
 with the numbers.  The run's spread: the largest max ÷ min of the verified compaction times of the floor
 and of that engine in this run (1× with one repetition each: then any engine faster than the floor
 marks it).
+
+The bound checks itself too: a floor run whose covered phases took less than the bound it recorded
+(`PhysicalBound.beaten`, bench.core.rates.check_bound) or a committing engine's verified run faster than
+the floor's median bound is listed in `bound_beaten`, and the report says BOUND BEATEN: the bound is
+then no bound.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class FloorCheck:
     bound_terms: PhysicalBound = field(default_factory=PhysicalBound)  # of the run whose bound is the median
     engines: dict[str, float] = field(default_factory=dict)  # committing engine -> median verified time
     beaten: list[Beat] = field(default_factory=list)
+    bound_beaten: list[str] = field(default_factory=list)  # runs faster than the bound: it is not one
 
     @property
     def floor_over_bound(self) -> float | None:
@@ -92,6 +98,19 @@ def floor_check(results: Iterable[RunResult], floor: str) -> FloorCheck:
         spread = max(_spread(ftimes), _spread(times))
         if out.floor_s and med * spread < out.floor_s:
             out.beaten.append(Beat(engine=e, median_s=med, floor_s=out.floor_s, spread=spread))
+    out.bound_beaten = _bound_beaten(runs, floor, out.bound_s)
+    return out
+
+
+def _bound_beaten(runs: list[RunResult], floor: str, bound_s: float | None) -> list[str]:
+    """The runs faster than the bound: each floor run whose own check flagged it, each verified run of a
+    committing engine faster than the floor's median bound."""
+    out = [f"{r.engine} rep {r.rep}: {r.physical_bound.beaten}" for r in runs
+           if r.engine == floor and r.physical_bound is not None and r.physical_bound.beaten]
+    if bound_s:
+        out += [f"{r.engine} rep {r.rep}: {r.duration_s:.2f} s, below the bound of {bound_s:.2f} s"
+                for r in runs if r.engine != floor and r.commits != "none" and r.counts and r.duration_s
+                and r.duration_s < bound_s]
     return out
 
 
@@ -123,6 +142,9 @@ def summary_lines(c: FloorCheck) -> list[str]:
            + (f"; the floor takes {fb:.2f}× the bound" if fb else "") + "."]
     if c.beaten:
         out.append(f"**Not a floor:** {c.verdict()}.")
+    if c.bound_beaten:
+        out.append("**Bound beaten** (the bound is not a bound: its rates are not the fastest here): "
+                   + "; ".join(c.bound_beaten) + ".")
     return out
 
 

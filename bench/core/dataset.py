@@ -80,6 +80,8 @@ class GeneratedTable(BaseModel):
     rows: int
     live_files: list[str] = Field(default_factory=list)  # every data and delete file of the snapshot
     table_files: dict[str, int] = Field(default_factory=dict)  # every file under the location -> size
+    # every file under the location -> content hash (bench.core.table.hashes; {} on S3 and in older manifests)
+    table_hashes: dict[str, str] = Field(default_factory=dict)
     ground_truth: GroundTruth
     created_at: str = ""
     generation_s: float = 0.0
@@ -94,6 +96,11 @@ class GeneratedTable(BaseModel):
 
 def manifest_path(state_dir: Path, table_name: str) -> Path:
     return Path(state_dir) / "datasets" / f"{table_name}.json"
+
+
+def hashes_cache_path(state_dir: Path, table_name: str) -> Path:
+    """The stamps and hashes of the table's files when they were last hashed (bench.core.table.hashes)."""
+    return Path(state_dir) / "datasets" / f"{table_name}.hashes.json"
 
 
 def load_manifest(state_dir: Path, table_name: str) -> GeneratedTable | None:

@@ -237,6 +237,7 @@ class BoundRates(BaseModel):
     join_rows_s_per_core: float = 0.0
     measured_at: str = ""
     table: str = ""
+    libraries: dict[str, str] = Field(default_factory=dict)  # decode, encode_<codec>: the faster library measured
 
 
 class PhysicalBound(BaseModel):
@@ -259,6 +260,10 @@ class PhysicalBound(BaseModel):
     codec: str = ""
     rates: BoundRates = Field(default_factory=BoundRates)
     missing: str = ""
+    basis: str = ""  # the rates `seconds` is built from: "rates per CPU-second" | "wall-clock rates" ("": older)
+    covers: list[str] = Field(default_factory=list)  # the run's phases that do the bound's work ([]: the compaction)
+    measured_s: float | None = None  # their time in the run that recorded the bound (bench.core.rates.check_bound)
+    beaten: str = ""  # the self-check's line when measured_s is below seconds: the bound is not one
 
 
 class RowDifference(BaseModel):
@@ -374,6 +379,10 @@ class InputState(BaseModel):
 
     fingerprint: str = ""  # sha256 over the table's files (path, size) and its metadata file
     identical_to_dataset: bool = False
+    # what identical_to_dataset compared: every file's content hash (bench.core.table.hashes) against the
+    # dataset's, or (S3, or a dataset recorded without hashes) paths and sizes only; "" in older results
+    compared: str = ""
+    hashed_now: int = 0  # files read and hashed for this run (the others' hashes held: their ctime unchanged)
     metadata_location: str | None = None
     files: int = 0
     # dataset files an earlier run had deleted (e.g. its snapshot expiry), put back from the dataset's vault

@@ -22,6 +22,7 @@ from typing import Any
 from pyiceberg.table.metadata import TableMetadata
 
 from bench.core.catalog import CatalogSettings
+from bench.core.rates import check_bound
 from bench.core.results import RunResult
 from bench.core.work import WorkIntent
 from bench.engines import engine_class
@@ -108,6 +109,7 @@ def record_engine(ctx: RunContext, r: RunResult, er: EngineRun) -> None:
         if rec.outcome is not None:
             r.engine_result, r.engine_settings = rec.outcome.engine_result, rec.outcome.settings
             r.physical_bound = rec.outcome.physical_bound
+            check_bound(r.physical_bound, r.phases, r.duration_s)  # the bound's self-check: flagged when beaten
             r.engine_actions = rec.outcome.actions
             r.versions.update(rec.outcome.versions)
             r.deployment = rec.outcome.deployment

@@ -12,11 +12,12 @@ from pathlib import Path
 
 from pyiceberg.table.metadata import TableMetadata
 
-from bench.core.dataset import manifest_path, parked_dir, spare_dir
+from bench.core.dataset import hashes_cache_path, manifest_path, parked_dir, spare_dir
 from bench.core.fileio import read_once, write_atomic
 from bench.core.machine import drop_page_cache
 from bench.core.results import CacheState, InputState, SetupIO, TableStats
 from bench.core.table import LiveFiles, live_files, local_path
+from bench.core.table.hashes import ALGORITHM, content_hashes, differing
 from bench.core.table.state import fingerprint, keep_spares, list_files, park, point_at, restore, unpark
 from bench.runner.context import RunContext
 from bench.verify import table_stats
@@ -63,10 +64,32 @@ def reset_input(ctx: RunContext) -> tuple[InputState, TableStats, set[str], Tabl
     tbl = ctx.catalog.load_table(ds.table)
     fp = fingerprint(listing, tbl.metadata_location)
     identical = (listing == ds.table_files and tbl.metadata_location == ds.metadata_location)
+    hashed, compared = content_identity(ctx, listing)
     files = live_files(tbl)
-    state = InputState(fingerprint=fp, identical_to_dataset=identical, metadata_location=tbl.metadata_location,
+    state = InputState(fingerprint=fp, identical_to_dataset=identical and not compared.startswith("differ"),
+                       compared=compared, hashed_now=hashed, metadata_location=tbl.metadata_location,
                        files=len(listing), restored_from_vault=put_back)
     return state, input_stats(ctx, files, fp), set(LiveFiles.paths(files.all)), tbl.metadata
+
+
+def content_identity(ctx: RunContext, listing: dict[str, int]) -> tuple[int, str]:
+    """(files hashed now, what was compared): every file's content hash against the dataset's recorded ones
+    (bench.core.table.hashes: a file whose ctime is unchanged since it was hashed is not read again); the
+    text starts with "differ" when any differs.  S3, or a dataset recorded before content hashes: paths and
+    sizes only, said so."""
+    ds = ctx.dataset
+    assert ds is not None
+    if not ds.table_hashes:
+        return 0, ("paths and sizes of the table's files and its metadata file (content not hashed: "
+                   + ("an S3 warehouse)" if ctx.settings.is_remote else "the dataset records none: generated before "
+                      "they were recorded, or a source table's clone)"))
+    now, hashed = content_hashes(ds.location, listing, hashes_cache_path(ctx.settings.state_path,
+                                                                         ds.table.split(".")[-1]))
+    bad = differing(ds.table_hashes, now)
+    if bad:
+        return hashed, f"differ: {len(bad)} file(s)' {ALGORITHM} content hash differs from the dataset's, e.g. {bad[0]}"
+    return hashed, (f"{ALGORITHM} content hashes of all {len(now)} files equal the dataset's ({hashed} read and "
+                    "hashed now, the others unchanged since they were hashed: same inode, size, mtime, ctime)")
 
 
 def prepare_cache(ctx: RunContext) -> CacheState:

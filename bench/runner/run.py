@@ -195,6 +195,7 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
                      ground_truth=ds.ground_truth, target_file_size_bytes=ctx.target,
                      small_file_threshold_bytes=ctx.threshold, output_codec=sc.output.codec,
                      input_fingerprint=r.input.fingerprint, input_identical=r.input.identical_to_dataset,
+                     input_compared=r.input.compared,
                      settings=settings, integrity=integrity, strategy=sc.rewrite.strategy,
                      zorder_columns=list(sc.rewrite.zorder_columns), sort_order=tbl.sort_order(),
                      before_data_files=[e.data_file for e in inputs.data] if inputs and layout else None,

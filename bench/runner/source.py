@@ -15,7 +15,7 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
 
 from bench.core.catalog import CatalogSettings
-from bench.core.dataset import GeneratedTable, GroundTruth, save_manifest, spare_dir
+from bench.core.dataset import GeneratedTable, GroundTruth, save_manifest
 from bench.core.errors import UserError
 from bench.core.pin import SourceFingerprint, pinned_files
 from bench.core.progress import Progress
@@ -25,14 +25,13 @@ from bench.core.source_records import RefPin
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import classify, scope
 from bench.core.table.shape import shape
-from bench.core.table.state import list_files, vault
 from bench.core.units import fmt_bytes
 from bench.runner.expiry import render_expiry
 from bench.scenario import Scenario
 from bench.verify import table_stats
 from bench.verify.readers import REFERENCE, read
 from datagen.conformance import load_cases, touched
-from datagen.dataset import drop_incomplete, reuse
+from datagen.dataset import drop_incomplete, reuse, seal
 
 # the ground truth: one reader resolving columns by field id (or through the catalog), one of our own code path
 # (field id too: bench.verify.columns); when they disagree or one cannot read, the reference reader decides
@@ -134,7 +133,7 @@ def prepare_clone(catalog: Catalog, settings: CatalogSettings, ref: SourceRef, s
     tbl = catalog.load_table(ident)
     with progress.task("reading the source snapshot's ground truth (two readers)", unit="step"):
         truth = ground_truth(tbl, snap_id, read_settings)
-    vault(tbl.location(), list_files(tbl.location()), spare_dir(settings.state_path, name), fresh=True)
+    table_files, hashes = seal(tbl.location(), settings, name)
     entries = live_files(tbl).all
     ds = GeneratedTable(
         table=ident, kind=sc.kind, recipe_hash=key, scale=0.0, seed=0,
@@ -142,7 +141,8 @@ def prepare_clone(catalog: Catalog, settings: CatalogSettings, ref: SourceRef, s
                                                          "metadata_location": src.metadata_location}},
         snapshot_id=snap_id, metadata_location=tbl.metadata_location, location=tbl.location(),
         files=len(entries), bytes=sum(e.data_file.file_size_in_bytes for e in entries), rows=truth.rows,
-        live_files=sorted(LiveFiles.paths(entries)), table_files=list_files(tbl.location()), ground_truth=truth,
+        live_files=sorted(LiveFiles.paths(entries)), table_files=table_files, ground_truth=truth,
+        table_hashes=hashes,
         created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), generation_s=time.perf_counter() - t0,
         generator_version="clone")
     save_manifest(settings.state_path, ds)

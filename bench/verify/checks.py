@@ -4,13 +4,15 @@ message saying what was compared (and on failure what differs), and whether it i
 
 Rules (stated in each result's `verification.rules` and in docs/method.md):
 - the input is byte-identical to the dataset and its content equals the generator's ground truth;
-- the output's content equals the generator's ground truth, read by readers with different code paths:
-  by column name (DuckDB over the Parquet files) and by Parquet field id (pyiceberg's scan); for
-  tables with deletes also DuckDB's iceberg extension through the REST catalog, and at least two
-  readers must have answered;
+- the output's content equals the generator's ground truth, read by readers with different code paths
+  (RULES: the texts are built from the readers' own declarations, bench.verify.readers.READERS): DuckDB
+  over the Parquet files and pyiceberg's scan, both by Parquet field id; for tables with deletes our
+  merge-on-read and DuckDB's iceberg extension through the REST catalog, and at least two readers must
+  have answered; on a bin-packing run whose delete files stay live those two read it as well;
 - a table none of those readers can read (Avro data files; the DuckDB readers read Parquet only, pyiceberg's scan
   Parquet and ORC) is read by the readers that can (pyiceberg-avro), else by the reference reader (Iceberg's Java
-  library): one content check is always required;
+  library): one content check is always required, and at least one required reader must have answered
+  (`content_read`);
 - a new snapshot was committed (unless the work asks nothing of the input: no data file, or no partition holding
   more small files than may stay, e.g. a single file); no delete file is live after the run;
 - an engine that commits nothing (`commits: none`, a floor) is verified on its listed output files,
@@ -81,7 +83,7 @@ from bench.verify.lineage import lineage_check
 from bench.verify.parquet_types import RULE as PARQUET_TYPES_RULE
 from bench.verify.parquet_types import parquet_types_check
 from bench.verify.partitions import file_partition_problems
-from bench.verify.readers import FALLBACK, REFERENCE, SELECTIVE, read, read_selected
+from bench.verify.readers import FALLBACK, READERS, REFERENCE, SELECTIVE, read, read_selected
 from bench.verify.rows import row_difference
 from bench.verify.sortorder import file_sort_problem, files_per_probe, key_ranges, order_text, probes
 from bench.verify.stats import table_stats
@@ -94,23 +96,47 @@ COMPLETE_RULE = ("complete, as the scenario's work states it (bench.core.work; t
                  "small-file threshold) still live (default 2: one, a remainder that cannot fill a target file); files "
                  "all: no input data file live; files with-deletes (a delete compaction's default) and, unless the "
                  "work keeps them, on a table with delete files: no delete file live")
+READERS_FOR = {
+    "binpack": ["duckdb-read-parquet", "pyiceberg-scan"],
+    "deletes": ["duckdb-merge-on-read", "pyiceberg-scan", "duckdb-iceberg"],
+}
+# a bin-packing run on a table whose delete files stay live (`deletes: keep`, or deletes the work does not
+# apply): neither reader of READERS_FOR["binpack"] can read it, so these read it too
+READERS_WITH_DELETES = ["duckdb-merge-on-read", "duckdb-iceberg"]
+RESOLVES_TEXT = {"field id": "by Parquet field id (by name only in a file without field ids)",
+                 "catalog": "through the REST catalog's metadata (its own Iceberg reader)"}
+
+
+def readers_text(names: list[str]) -> str:
+    """The readers and how each resolves columns, from their declarations (bench.verify.readers.READERS)."""
+    return ", ".join(f"{n} ({RESOLVES_TEXT.get(READERS[n].resolves, READERS[n].resolves)}; deletes applied: "
+                     f"{READERS[n].deletes})" for n in names)
+
+
+READ_RULE = ("a reader checked it: at least one required content reader answered (a run no reader could read is "
+             "not verified)")
+FILE_COUNT_RULE = (f"file count: per partition at most ceil(logical bytes / target) + max(1, "
+                   f"{FILE_COUNT_SLACK_SHARE:.0%}) data files (logical bytes = Parquet uncompressed bytes of the live "
+                   "data files; a delete compaction: of the data files the run wrote, against their logical bytes)")
 RULES = {
     "binpack": [
-        "content: rows and checksum equal the generator's ground truth, read by column name "
-        "(duckdb-read-parquet) and by Parquet field id (pyiceberg-scan)",
+        "content: rows and checksum equal the generator's ground truth, read by "
+        f"{readers_text(READERS_FOR['binpack'])}; where delete files stay live also by "
+        f"{readers_text(READERS_WITH_DELETES)}",
+        READ_RULE,
         COMPLETE_RULE,
-        f"file count: per partition at most ceil(logical bytes / target) + max(1, {FILE_COUNT_SLACK_SHARE:.0%}) "
-        "data files (logical bytes = Parquet uncompressed bytes of the live data files)",
+        FILE_COUNT_RULE,
         "codec: every file the run wrote has the scenario's output codec",
         "no live delete file; a new snapshot was committed; the input was the dataset, byte for byte",
         INTEGRITY_RULE,
     ],
     "deletes": [
-        "content: rows and checksum equal the generator's ground truth, read by column name with the "
-        "Iceberg v2 delete rules (duckdb-merge-on-read), by Parquet field id (pyiceberg-scan) and by "
-        "DuckDB's iceberg extension (duckdb-iceberg); at least two readers answered and all agree",
+        "content: rows and checksum equal the generator's ground truth, read by "
+        f"{readers_text(READERS_FOR['deletes'])}; at least two readers answered and all agree",
+        READ_RULE,
         "no live delete file (applying or dangling): every engine reaches the same end state",
         COMPLETE_RULE,
+        FILE_COUNT_RULE,
         "codec: every file the run wrote has the scenario's output codec",
         "a new snapshot was committed; the input was the dataset, byte for byte",
         INTEGRITY_RULE,
@@ -133,10 +159,6 @@ SELECTED_RULE = ("a partition filter on a table with deletes (the equality delet
                  "(input_matches_generator)")
 UNCOMMITTED_RULE = ("commits: none: the engine's listed output files are verified as a scratch table with the "
                     "input's schema and spec (every check above), and the real table must be unchanged")
-READERS_FOR = {
-    "binpack": ["duckdb-read-parquet", "pyiceberg-scan"],
-    "deletes": ["duckdb-merge-on-read", "pyiceberg-scan", "duckdb-iceberg"],
-}
 
 
 @dataclass
@@ -153,6 +175,7 @@ class VerifyInput:
     output_codec: str
     input_fingerprint: str = ""
     input_identical: bool = False
+    input_compared: str = ""  # what input_identical compared (InputState.compared)
     settings: CatalogSettings | None = None
     answers: dict[str, ReaderAnswer] = field(default_factory=dict)
     committed: bool = True  # False: `table` is the staged output of an engine that commits nothing
@@ -256,6 +279,12 @@ def content_checks(vi: VerifyInput, within: Within | None = None) -> list[Check]
         out.append(Check(name="content_pyiceberg_scan_selected", ok=ok, about="rows",
                          message=f"over the {within.partitions} of {within.of} partition(s) the filter "
                                  f"{within.where!r} selects (ground truth: the generator's, summed over them): {msg}"))
+    counted = [c.name for c in out if c.required]
+    out.append(Check(name="content_read", ok=bool(counted), whose="harness", about="rows",
+                     message=f"required content reader(s): {', '.join(counted)}" if counted else
+                     "no content reader could read the output: " + "; ".join(
+                         f"{a.reader}: {a.why_not}" for a in vi.answers.values() if not a.answered)
+                     + " (not verified: nothing read its rows)"))
     if vi.kind == "deletes":
         answered = _answered(vi.answers)
         if within is None:
@@ -277,9 +306,11 @@ def input_checks(vi: VerifyInput) -> list[Check]:
     gt, b = vi.ground_truth, vi.before
     ok = b.rows == gt.rows and b.checksum == gt.checksum
     return [
-        Check(name="input_identical", ok=vi.input_identical, whose="harness",
-              message=f"input fingerprint {vi.input_fingerprint}: the dataset's files and metadata, byte for byte"
-              if vi.input_identical else f"input fingerprint {vi.input_fingerprint} differs from the dataset's"),
+        Check(name="input_identical" if "hashes" in vi.input_compared else "input_same_files", ok=vi.input_identical,
+              whose="harness",
+              message=f"input fingerprint {vi.input_fingerprint} (paths, sizes, metadata file): "
+              + (vi.input_compared or "paths and sizes") if vi.input_identical else
+              f"input differs from the dataset: fingerprint {vi.input_fingerprint}; {vi.input_compared}"),
         Check(name="input_matches_generator", ok=ok, whose="harness",
               message=(f"input ({b.content_reader}): {b.rows} rows, checksum equal to the ground truth" if ok else
                        f"input reads {b.rows} rows / checksum {b.checksum} ({b.content_reader}), the ground truth "
@@ -385,27 +416,38 @@ def binpack_checks(vi: VerifyInput, files: LiveFiles, facts: list[FileFacts], af
                    in_scope: Selected | None = None) -> list[Check]:
     """Completeness: input files left per partition, as the intent says (`_complete`), and the file count against
     the bytes (`in_scope`: of the partitions a partition filter selects)."""
-    logical = {f.path: f.uncompressed_bytes for f in facts}
     by_scope = _by_scope(files, in_scope)
+    return [_complete(vi, by_scope), file_count_check(vi, by_scope, facts, after, in_scope is not None)]
+
+
+def file_count_check(vi: VerifyInput, by_scope: dict[tuple, list], facts: list[FileFacts], after: TableStats,
+                     filtered: bool = False, written_only: bool = False) -> Check:
+    """file_count: per partition at most ceil(logical bytes / target) + max(1, 10 %) data files.  `written_only`
+    (a delete compaction, which rewrites only the files a delete applies to): the data files the run wrote, against
+    their own logical bytes (the files it had no reason to touch are not its output)."""
+    logical = {f.path: f.uncompressed_bytes for f in facts}
+    if written_only:
+        by_scope = {k: w for k, v in by_scope.items() if (w := [df for df in v if df.file_path not in vi.before_paths])}
     allowed, total_logical = 0, 0
     for dfs in by_scope.values():
         size = sum(logical.get(df.file_path, df.file_size_in_bytes) for df in dfs)
         total_logical += size
         needed = max(1, math.ceil(size / vi.target_file_size_bytes))
         allowed += needed + max(1, math.ceil(FILE_COUNT_SLACK_SHARE * needed))
-    if in_scope is None:
+    n_after = sum(len(v) for v in by_scope.values())
+    if written_only:
+        count_msg = (f"{n_after} data files written in {len(by_scope)} partition(s) (of {after.data_files} live) for "
+                     f"{fmt_bytes(total_logical)} logical")
+    elif not filtered:
         n_after = after.data_files
         count_msg = (f"{vi.before.data_files} -> {after.data_files} data files for {fmt_bytes(total_logical)} "
                      f"logical ({fmt_bytes(after.data_bytes)} on disk)")
     else:
-        n_after = sum(len(v) for v in by_scope.values())
         count_msg = (f"{n_after} data files in the {len(by_scope)} partition(s) the filter selects (of "
                      f"{after.data_files} in the table) for {fmt_bytes(total_logical)} logical")
-    return [
-        _complete(vi, by_scope),
-        Check(name="file_count", ok=n_after <= allowed,
-              message=f"{count_msg} at a target of {fmt_bytes(vi.target_file_size_bytes)}: at most {allowed} allowed"),
-    ]
+    target = fmt_bytes(vi.target_file_size_bytes)
+    return Check(name="file_count", ok=n_after <= allowed,
+                 message=f"{count_msg} at a target of {target}: at most {allowed} allowed")
 
 
 def partition_checks(tbl: Table, files: LiveFiles, before_paths: set[str]) -> list[Check]:
@@ -464,13 +506,20 @@ def layout_checks(vi: VerifyInput, tbl: Table, files: LiveFiles) -> list[Check]:
     return out
 
 
+def readers_for(kind: str, files: LiveFiles) -> list[str]:
+    """The content readers of a run of `kind` whose output holds `files`: bin-packing with live delete files adds
+    the readers that apply deletes (the by-file readers cannot read it)."""
+    extra = READERS_WITH_DELETES if kind == "binpack" and files.deletes else []
+    return READERS_FOR[kind] + [n for n in extra if n not in READERS_FOR[kind]]
+
+
 def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
     """Measure the table after the run and check it.  Returns (after stats, verification)."""
     tbl = vi.table
     files = live_files(tbl)
     facts = footers([(e.data_file.file_path, e.data_file.file_size_in_bytes) for e in files.data])
     new = [f for f in facts if f.path not in vi.before_paths]
-    for name in READERS_FOR[vi.kind]:
+    for name in readers_for(vi.kind, files):
         vi.answers[name] = read(name, tbl, None, vi.settings)
     findings = vi.ground_truth.findings + referee(vi, tbl)
     after = table_stats(tbl, content=False, settings=vi.settings, files=files, facts=facts)
@@ -487,8 +536,11 @@ def verify(vi: VerifyInput) -> tuple[TableStats, Verification]:
         findings += witnesses(vi.answers, vi.expected, "the output") if held.ok else []
     if vi.kind == "binpack":
         checks += binpack_checks(vi, files, facts, after, selected)
-    elif vi.intent().small_files_left_allowed() is not None:  # files with-deletes: no_live_delete_files says it
-        checks.append(_complete(vi, _by_scope(files, selected)))
+    else:
+        by_scope = _by_scope(files, selected)
+        if vi.intent().small_files_left_allowed() is not None:  # files with-deletes: no_live_delete_files says it
+            checks.append(_complete(vi, by_scope))
+        checks.append(file_count_check(vi, by_scope, facts, after, selected is not None, written_only=True))
     if new:
         # Parquet files (an ORC or Avro table's output is in its format: the readers' checks speak for it)
         checks.append(parquet_types_check([f.path for f in new if f.format == "parquet"], tbl.schema()))
