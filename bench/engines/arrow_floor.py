@@ -15,10 +15,10 @@ position deletes on (file, position) with their sequence numbers, and probes ONE
 equality-delete scope and column set: each key once, with the greatest sequence number of the delete
 files that hold it (a row goes when that number is above its file's); the keys compared with IS NOT
 DISTINCT FROM (null matches null).  `COPY ... TO` writes the result, encoding row groups in parallel.
-Measured on deletes-high at scale 0.005 (2 cores, one run, a loaded machine): the former pyarrow floor
-(one anti-join per data file and equality-delete set, one thread each) 187 s; DuckDB reading and
-joining into Arrow then pyarrow writing 32.6 s; DuckDB reading, joining and writing (COPY) 28 s: the
-fastest, used here.
+Compared once on deletes-high at scale 0.005 (2 cores, one run, a loaded machine), against DuckDB reading,
+joining and writing (COPY), the fastest and used here: DuckDB reading and joining into Arrow then pyarrow
+writing took 1.16 times as long, the former pyarrow floor (one anti-join per data file and equality-delete
+set, one thread each) 6.7 times.  The floor's times are its reference runs' (docs/results.md).
 
 No Iceberg planning is timed beyond listing the live files (the first phase), and nothing is committed:
 the files go to a scratch directory under the run's work directory; the engine lists its end state

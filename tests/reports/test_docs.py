@@ -162,3 +162,30 @@ def test_the_plan_docs_aws_quotes_is_what_its_kept_measurements_give():
                       timeout_s=float(timeout))
         assert p.complete and p.total_s and p.cost_usd is not None
         assert (f"{p.total_s / 60:,.0f}", f"{p.cost_usd:.2f}") == (minutes, usd), (storage, nodes)
+
+
+DOC_PATH = re.compile(r"(?<![\w./-])((?:bench|datagen|reports|tests|scripts|scenarios|terraform|docs)/[\w./*-]*)")
+
+
+def named_paths(doc, text: str) -> list[tuple[str, bool]]:
+    """(path, exists) for each repository path `text` names: relative to the repository, or to the doc's own
+    folder (terraform/README.md's tests/...); an all-capital segment (ENGINE, PROFILE) is a placeholder."""
+    out = []
+    for m in DOC_PATH.finditer(text):
+        path = m.group(1).rstrip(".,:;")
+        if path.endswith("/"):
+            path = path.rstrip("/")
+        pattern = "/".join("*" if re.fullmatch(r"[A-Z_]+", seg.split(".")[0]) else seg for seg in path.split("/"))
+        out.append((path, any(any(base.glob(pattern)) if "*" in pattern else (base / pattern).exists()
+                               for base in (ROOT, doc.parent))))
+    return out
+
+
+def test_every_file_a_doc_names_exists():
+    docs = [ROOT / "README.md", ROOT / "terraform" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    missing = [f"{doc.relative_to(ROOT)}: {path}" for doc in docs for path, ok in named_paths(doc, doc.read_text())
+               if not ok]
+    assert not missing, "docs name files that do not exist:\n" + "\n".join(missing)
+    # the check itself: a moved file is caught, a placeholder and a glob are not
+    assert named_paths(ROOT / "docs" / "aws.md", "(`tests/test_bootstrap.py`)") == [("tests/test_bootstrap.py", False)]
+    assert all(ok for _, ok in named_paths(ROOT / "README.md", "scenarios/profiles/ENGINE/PROFILE.yaml, tests/*/"))
