@@ -63,6 +63,7 @@ from bench.core.catalog import CatalogSettings
 from bench.core.rates import TableRates, load_rates, physical_bound
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import Deployment, PhysicalBound
+from bench.core.sql import ident, literal, string_list
 from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
 
 ROW_GROUP_BYTES = 128 * 1024 * 1024  # Iceberg's write.parquet.row-group-size-bytes default: the cap
@@ -74,16 +75,6 @@ OUTPUT_DIR = "floor-output"
 # the phases that do the work the physical bound counts (read, decode, join, encode): its self-check's time
 BOUND_PHASES = ("read deletes", "read, apply deletes, write")
 SEQ = "__floor_seq"  # the sequence-number column of the delete tables (and of the data rows)
-
-
-def _q(name: str) -> str:
-    """A quoted SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _lit(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 class ArrowFloorEngine(EngineBase):
@@ -148,6 +139,7 @@ class ArrowFloorEngine(EngineBase):
         from bench.core.partition_filter import table_selector
         from bench.core.table import live_files, local_path
         from bench.core.table.deletes import is_global, scope
+        from bench.core.table.fieldids import schema_map
 
         tbl = self.catalog.load_table(job.table)
         files = live_files(tbl)
@@ -155,6 +147,8 @@ class ArrowFloorEngine(EngineBase):
         order = tbl.sort_order()
         selected = table_selector(tbl, job.partition_filter, files) or (lambda _: True)
         self.plan = {
+            "columns": [(f.name, f.field_id) for f in schema.fields],  # read and written by field id
+            "schema_map": schema_map(schema),
             "sort": [(str(schema.find_column_name(f.source_id)), f.direction.value == "asc",
                       f.null_order.value == "nulls-first") for f in order.fields],
             "data": [{"local": local_path(e.data_file.file_path), "path": e.data_file.file_path,
@@ -165,7 +159,8 @@ class ArrowFloorEngine(EngineBase):
             "position": [(local_path(e.data_file.file_path), int(e.sequence_number or 0)) for e in files.position],
             "equality": [(local_path(e.data_file.file_path), int(e.sequence_number or 0), scope(e.data_file),
                           is_global(e.data_file, specs),
-                          tuple(str(schema.find_column_name(i)) for i in (e.data_file.equality_ids or [])))
+                          tuple(str(schema.find_column_name(i)) for i in (e.data_file.equality_ids or [])),
+                          tuple(e.data_file.equality_ids or []))
                          for e in files.equality],
             "delete_bytes": sum(e.data_file.file_size_in_bytes for e in files.position + files.equality),
         }
@@ -272,20 +267,16 @@ class ArrowFloorEngine(EngineBase):
                  con: Any = None, tag: str = "", rows_per_file: int = 0) -> int:
         """One partition's files, deletes applied, COPY'd to `out` (strategy sort: sorted, in files of
         `rows_per_file` rows): the rows its hash joins built and probed."""
-        import pyarrow.parquet as pq
-
         con = self.con if con is None else con
-
-        schema = pq.read_schema(members[0]["local"])  # the input's columns and field ids
-        ids = {f.name: int(f.metadata[b"PARQUET:field_id"]) for f in schema if f.metadata
-               and b"PARQUET:field_id" in f.metadata}
-        field_ids = ("{" + ", ".join(f"{_q(n)}: {i}" for n, i in ids.items()) + "}") if len(ids) == len(schema) else ""
+        columns = self.plan["columns"]  # the table's current columns: read and written by field id
+        field_ids = "{" + ", ".join(f"{ident(n)}: {i}" for n, i in columns) + "}"
         by_seq: dict[int, list[str]] = defaultdict(list)
         for d in members:
             by_seq[d["seq"]].append(d["local"])
+        how = self._how(con, [d["local"] for d in members])
         reads = " UNION ALL ".join(
-            f"SELECT *, {seq} AS {SEQ} FROM read_parquet([{', '.join(_lit(p) for p in paths)}], filename=true, "
-            f"file_row_number=true)" for seq, paths in sorted(by_seq.items()))
+            f"SELECT *, {seq} AS {SEQ} FROM read_parquet({string_list(paths)}, filename=true, "
+            f"file_row_number=true, hive_partitioning=false, {how})" for seq, paths in sorted(by_seq.items()))
         where = list(self._extra_where())
         joins = []
         pos = deletes.position_table(members)
@@ -296,16 +287,16 @@ class ArrowFloorEngine(EngineBase):
         eq = deletes.equality_tables(members[0]["scope"])
         for j, (cols, keys) in enumerate(eq):
             con.register(f"floor_eq{tag}_{j}", keys)
-            on = " AND ".join(f"d.{_q(c)} IS NOT DISTINCT FROM e{j}.{_q(c)}" for c in cols)
+            on = " AND ".join(f"d.{ident(c)} IS NOT DISTINCT FROM e{j}.{ident(c)}" for c in cols)
             joins.append(f"LEFT JOIN floor_eq{tag}_{j} e{j} ON {on}")
             where.append(f"(e{j}.{SEQ} IS NULL OR e{j}.{SEQ} <= d.{SEQ})")
-        query = (f"SELECT {', '.join('d.' + _q(f.name) for f in schema)} FROM ({reads}) d " + " ".join(joins)
+        query = (f"SELECT {', '.join('d.' + ident(n) for n, _ in columns)} FROM ({reads}) d " + " ".join(joins)
                  + (f" WHERE {' AND '.join(where)}" if where else "") + self._order_by(job))
-        copy += f", FIELD_IDS {field_ids}" if field_ids else ""
+        copy += f", FIELD_IDS {field_ids}"
         if job.strategy == "sort":
             self._write_sorted(job, con, query, out, copy, rows_per_file, tag, sum(d["rows"] for d in members))
         else:
-            con.execute(f"COPY ({query}) TO {_lit(str(out))} ({copy})")
+            con.execute(f"COPY ({query}) TO {literal(str(out))} ({copy})")
         for name in [f"floor_pos{tag}"] * (pos is not None) + [f"floor_eq{tag}_{j}" for j in range(len(eq))]:
             con.unregister(name)
         probed = sum(d["rows"] for d in members) if (pos is not None or eq) else 0
@@ -320,7 +311,7 @@ class ArrowFloorEngine(EngineBase):
         ROW_GROUPS_PER_FILE would not keep the order (see the module's docstring)."""
         out.mkdir(parents=True, exist_ok=True)
         if rows_in <= rows_per_file:  # one file: DuckDB's COPY to one file keeps the ORDER BY's order
-            con.execute(f"COPY ({query}) TO {_lit(str(out / 'floor-0.parquet'))} ({copy})")
+            con.execute(f"COPY ({query}) TO {literal(str(out / 'floor-0.parquet'))} ({copy})")
             return
         table = f"floor_sorted{tag}"
         try:
@@ -331,7 +322,7 @@ class ArrowFloorEngine(EngineBase):
                 cur = self.con.cursor()
                 try:
                     cur.execute(f"COPY (SELECT * FROM {table} WHERE rowid >= {start} AND rowid < "
-                                f"{start + rows_per_file}) TO {_lit(str(out / f'floor-{i}.parquet'))} ({copy})")
+                                f"{start + rows_per_file}) TO {literal(str(out / f'floor-{i}.parquet'))} ({copy})")
                 finally:
                     cur.close()
 
@@ -340,6 +331,14 @@ class ArrowFloorEngine(EngineBase):
                     task.result()
         finally:
             con.execute(f"DROP TABLE IF EXISTS {table}")
+
+    def _how(self, con: Any, paths: list[str]) -> str:
+        """read_parquet's column resolution for `paths`: by field id (the `schema` map of the table's current
+        columns: a renamed column under its new name, an added one NULL in older files), or by name when a file
+        carries no Parquet field id at all (added to the table by another tool)."""
+        bare = con.execute("SELECT file_name FROM parquet_schema(?) GROUP BY file_name HAVING count(field_id) = 0",
+                           [paths]).fetchall()
+        return "union_by_name=true" if bare else f"schema={self.plan['schema_map']}"
 
     def _extra_where(self) -> list[str]:
         """More conditions on the data rows `d` (none: a hook for tests' wrong floors)."""
@@ -352,7 +351,7 @@ class ArrowFloorEngine(EngineBase):
         keys = self.plan["sort"]
         if not keys:
             raise ValueError("arrow-floor: strategy sort, but the table has no sort order")
-        return " ORDER BY " + ", ".join(f"d.{_q(c)} {'ASC' if asc else 'DESC'} NULLS {'FIRST' if nf else 'LAST'}"
+        return " ORDER BY " + ", ".join(f"d.{ident(c)} {'ASC' if asc else 'DESC'} NULLS {'FIRST' if nf else 'LAST'}"
                                         for c, asc, nf in keys)
 
     def _bound(self, job: CompactionJob, cores: int, data_bytes: int, rows_out: int,
@@ -411,21 +410,28 @@ class Deletes:
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        def load(item: tuple[str, int, list[str]]) -> Any:
-            local, seq, cols = item
-            t = pq.read_table(local, columns=cols, use_threads=False)
+        def load(item: tuple[str, int, list[str], tuple[int, ...]]) -> Any:
+            local, seq, cols, ids = item
+            if ids:  # an equality delete's columns by field id, under their current names
+                named = {int(f.metadata[b"PARQUET:field_id"]): f.name for f in pq.read_schema(local)
+                         if f.metadata and b"PARQUET:field_id" in f.metadata}
+                t = pq.read_table(local, columns=[named.get(i, c) for c, i in zip(cols, ids)],
+                                  use_threads=False).rename_columns(list(cols))
+            else:
+                t = pq.read_table(local, columns=cols, use_threads=False)
             return t.append_column(SEQ, pa.array([seq] * t.num_rows, pa.int64()))
 
         with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-            pos = list(pool.map(load, [(local, seq, ["file_path", "pos"]) for local, seq in plan["position"]]))
-            eqs = list(pool.map(load, [(local, seq, list(cols)) for local, seq, _, _, cols in plan["equality"]]))
+            pos = list(pool.map(load, [(local, seq, ["file_path", "pos"], ()) for local, seq in plan["position"]]))
+            eqs = list(pool.map(load, [(local, seq, list(cols), ids)
+                                       for local, seq, _, _, cols, ids in plan["equality"]]))
         position = None
         if pos:
             position = pa.concat_tables(pos)  # the data files' URIs as local paths, as the query reads them
             position = position.set_column(0, "file_path", pc.replace_substring_regex(
                 position.column("file_path").cast(pa.string()), "^file:(//)?", ""))
         eq: dict[tuple, list] = defaultdict(list)
-        for (_, _, part, glob, cols), t in zip(plan["equality"], eqs):
+        for (_, _, part, glob, cols, _), t in zip(plan["equality"], eqs):
             eq[(None if glob else part, cols)].append(t)
         return cls(position, {k: pa.concat_tables(v, promote_options="permissive") for k, v in eq.items()})
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pyiceberg.schema import Schema, index_name_by_id
+from pyiceberg.schema import index_name_by_id
 from pyiceberg.table import Table
 
-from bench.core.sql import ident, literal, string_list
+from bench.core.sql import ident, string_list
 from bench.core.table import local_path
+from bench.core.table.fieldids import duckdb_types, schema_map
 
 
 @dataclass(frozen=True)
@@ -43,29 +44,6 @@ class Columns:
         # hive_partitioning off: a column's values from the file, never from a Hive-style directory name (Iceberg's
         # identity partitions are laid out as col=value/, which DuckDB would otherwise read back as text)
         return f"read_parquet({', '.join([files, 'hive_partitioning=false', *extra, how])})"
-
-
-def duckdb_types(schema: Schema) -> dict[int, str]:
-    """{top-level field id: DuckDB type} of an Iceberg schema (through its Arrow form, as DuckDB sees it)."""
-    import duckdb
-    from pyiceberg.io.pyarrow import schema_to_pyarrow
-
-    empty = schema_to_pyarrow(schema, include_field_ids=False).empty_table()
-    con = duckdb.connect()
-    try:
-        con.register("empty_", empty)
-        described = con.execute("DESCRIBE SELECT * FROM empty_").fetchall()
-    finally:
-        con.close()
-    return {f.field_id: row[1] for f, row in zip(schema.fields, described)}
-
-
-def schema_map(schema: Schema) -> str:
-    """DuckDB read_parquet's `schema` argument: field id -> {name, type, default NULL}, every current column."""
-    types = duckdb_types(schema)
-    entries = [f"{f.field_id}: {{name: {literal(f.name)}, type: {literal(types[f.field_id])}, default_value: NULL}}"
-               for f in schema.fields]
-    return "MAP {" + ", ".join(entries) + "}"
 
 
 def without_field_ids(con: Any, paths: list[str]) -> list[str]:
