@@ -213,27 +213,52 @@ def _partial_leftovers(settings, catalog) -> list[Leftover]:
 
 
 def _process_leftovers(settings) -> list[Leftover]:
-    """Processes still running on this warehouse (their command line names it) while no run holds it."""
+    """Processes a harness started on this warehouse (its ledger: pid and start time, bench.core.children) still
+    running while no run holds it; each ended with its process group when it led one."""
+    import signal
+
+    from bench.core.children import recorded_alive
+    from bench.core.lock import PROCESS_LEDGER
+
+    found = []
+    for e in recorded_alive(settings.lock_path.parent / PROCESS_LEDGER):
+        pid, group = int(e["pid"]), bool(e.get("group"))
+
+        def repair(pid=pid, group=group) -> str:
+            try:
+                os.killpg(pid, signal.SIGKILL) if group else os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                return f"pid {pid} had ended"
+            except PermissionError:
+                return f"could not end pid {pid}: not permitted"
+            return f"ended pid {pid}" + (" and its process group" if group else "")
+        found.append(Leftover(f"process {pid} started by a harness (pid {e.get('by')}) still runs: "
+                              f"{_cmdline(pid)[:160]}", repair))
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    import psutil
+
+    try:
+        return " ".join(psutil.Process(pid).cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return "?"
+
+
+def _left_alone(settings, ended: set[int]) -> str:
+    """One line: the processes whose command line names the warehouse that the doctor does not end (no harness
+    started them: a user's shell or editor), or '' when there are none."""
     import psutil
 
     needles = {str(settings.state_path), str(settings.state_path.resolve()), str(settings.warehouse)}
     # the path itself or below it, not another warehouse whose name it begins (wh vs wh2)
     named = re.compile("|".join(re.escape(n) + r"(?=$|[/\s'\"])" for n in sorted(needles)))
     mine = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
-    found = []
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        cmd = " ".join(p.info["cmdline"] or [])
-        if p.info["pid"] in mine or not named.search(cmd):
-            continue
-
-        def repair(p=p) -> str:
-            try:
-                p.kill()
-            except psutil.NoSuchProcess:
-                pass
-            return f"killed pid {p.pid}"
-        found.append(Leftover(f"process {p.pid} still runs on the warehouse: {cmd[:160]}", repair))
-    return found
+    left = [f"{p.info['pid']} ({' '.join(p.info['cmdline'])[:60]})" for p in psutil.process_iter(["pid", "cmdline"])
+            if p.info["pid"] not in mine | ended and named.search(" ".join(p.info["cmdline"] or []))]
+    return (f"not ended (they name the warehouse, but no harness started them): pid {', '.join(left[:5])}"
+            + (f" and {len(left) - 5} more" if len(left) > 5 else "")) if left else ""
 
 
 def _machine_leftovers() -> list[Leftover]:
@@ -269,6 +294,9 @@ def run_leftovers(warehouse: str, repair: bool) -> int:
             click.echo(f"found: {f.what}")
             if repair:
                 click.echo(f"  repaired: {f.repair()}")
+        alone = _left_alone(settings, {int(f.what.split()[1]) for f in found if f.what.startswith("process ")})
+        if alone:
+            click.echo(alone)
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)

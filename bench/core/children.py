@@ -10,6 +10,10 @@ Three mechanisms, each covering what the others cannot:
   main thread, and relies on the reaper otherwise.
 - `pool_initializer` also starts a thread in the worker that exits the worker when its parent changes
   (a fork-context ProcessPoolExecutor's workers are forked from whichever thread submitted first).
+- the ledger (`record_to`): while a run holds a warehouse, every process (group) the harness guards is also
+  written, with its start time, to `<state dir>/processes.jsonl`, and crossed out when it ends; so that
+  `bench doctor --warehouse W --repair` ends only what a harness started (`recorded_alive`), never another
+  process whose command line merely names the warehouse.
 - the reaper: one small process per harness, in its own session, that reads a pipe only the harness
   holds.  The harness registers process groups it owns (`guard(pid, group=True)`: the engine worker's,
   the catalog server's) and single processes (`guard(pid)`: a JVM the harness launched from a thread).
@@ -21,12 +25,14 @@ Three mechanisms, each covering what the others cannot:
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
@@ -137,17 +143,58 @@ class _Reaper:
 _reaper = _Reaper()
 
 
+_ledger: Path | None = None
+
+
+def record_to(path: Path | None) -> None:
+    """From now on also write each guarded process to the ledger `path` (None: stop); see the docstring."""
+    global _ledger
+    _ledger = path
+
+
+def _record(op: str, pid: int, group: bool) -> None:
+    if _ledger is None:
+        return
+    line = {"op": op, "pid": pid, "start": start_time(pid), "group": group, "by": os.getpid()}
+    try:
+        with open(_ledger, "a") as fh:
+            fh.write(json.dumps(line) + "\n")
+    except OSError:
+        pass
+
+
+def recorded_alive(path: Path) -> list[dict]:
+    """The ledger's processes not crossed out that still run with the start time recorded (no reused pid)."""
+    live: dict[int, dict] = {}
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return []
+    for text in lines:
+        try:
+            e = json.loads(text)
+        except ValueError:
+            continue
+        if e.get("op") == "+":
+            live[int(e["pid"])] = e
+        else:
+            live.pop(int(e.get("pid", 0)), None)
+    return [e for pid, e in live.items() if e.get("start") and start_time(pid) == e["start"]]
+
+
 def guard(pid: int, group: bool = False) -> None:
     """Kill `pid` (its whole process group with `group`: `pid` must lead it) if the harness dies first."""
     if group:
         _reaper.send(f"+ g {pid}")
     else:
         _reaper.send(f"+ p {pid} {start_time(pid) or ''}")
+    _record("+", pid, group)
 
 
 def unguard(pid: int, group: bool = False) -> None:
     """`pid` ended (or was stopped) normally: forget it."""
     _reaper.send(f"- {'g' if group else 'p'} {pid}")
+    _record("-", pid, group)
 
 
 def reaper_pid() -> int | None:
@@ -186,5 +233,5 @@ def run(cmd: list[str], *, timeout: float | None = None, **kw: Any) -> subproces
     return subprocess.CompletedProcess(cmd, rc)
 
 
-__all__ = ["die_with_parent", "guard", "pool_initializer", "popen", "preexec", "reaper_pid", "release", "run",
-           "unguard"]
+__all__ = ["die_with_parent", "guard", "pool_initializer", "popen", "preexec", "reaper_pid", "record_to",
+           "recorded_alive", "release", "run", "start_time", "unguard"]

@@ -18,7 +18,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.core.children import record_to
 from bench.core.errors import UserError
+
+PROCESS_LEDGER = "processes.jsonl"  # beside the lock: bench.core.children.record_to
 
 
 def _alive(pid: int) -> bool:
@@ -81,6 +84,11 @@ class WarehouseLock:
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(info).encode(), 0)
             self.fd = fd
+            if self.what == "warehouse":  # what this run starts is recorded for `bench doctor --repair`
+                ledger = self.path.parent / PROCESS_LEDGER
+                if not self.took_over:
+                    ledger.unlink(missing_ok=True)  # the last holder ended normally: its children ended with it
+                record_to(ledger)
         except BaseException:
             os.close(fd)
             raise
@@ -90,6 +98,8 @@ class WarehouseLock:
         fd, self.fd = self.fd, None
         if fd is None:
             return
+        if self.what == "warehouse":
+            record_to(None)
         try:
             os.ftruncate(fd, 0)  # nobody holds it: no description
             fcntl.flock(fd, fcntl.LOCK_UN)
