@@ -750,7 +750,8 @@ class QueryRead(BaseModel):
 
 class ReadsRecord(BaseModel):
     """Read amplification: reader queries timed before the compaction (the dataset snapshot) and after
-    it (the snapshot verified).  A separate measurement: `RunResult.verified` never depends on it."""
+    it (the snapshot verified).  The timings are a separate measurement; the answers after are a check of the
+    output (`reader_queries`, bench.runner.reads.answers_check)."""
 
     reader: str = ""  # duckdb-iceberg | spark-sql | "" (none could read the table)
     reader_reason: str = ""  # why this reader (or `reader unavailable: <why>`)

@@ -1,12 +1,16 @@
 """The runner's glue to bench.reads: the queries and their truth from datagen (once per `bench run`),
 "before" right after the reset, "after" right after verification.  A reads failure is recorded in the
-result (`reads.ok: false`), never a failed run: it is a separate measurement."""
+result (`reads.ok: false`); the timings are a separate measurement, but the answers after are a check of
+the output: a query answered after the compaction otherwise than the generator's truth, while the same
+reader answered it right on the input, fails the run (`reader_queries`, required: the engine's output is
+wrong); where the reader was already wrong on the input the check says so and is advisory (the reader's
+fault, not the engine's)."""
 
 from __future__ import annotations
 
 import traceback
 
-from bench.core.results import ReadsRecord, RunResult
+from bench.core.results import Check, ReadsRecord, RunResult, difference
 from bench.reads import read_after, read_before, skip_after, summary_line
 from bench.runner.context import RunContext
 from datagen.queries import TRUTH_SOURCE, reads_plan
@@ -40,6 +44,28 @@ def reads_before(ctx: RunContext) -> ReadsRecord | None:
         return _failed(exc, ReadsRecord(cache=ctx.cache_mode))
 
 
+def answers_check(r: RunResult, rec: ReadsRecord) -> None:
+    """The answers after the compaction against the truth, as a check of the run (see the docstring)."""
+    measured = [q for q in rec.queries if q.after is not None]
+    if not rec.after_measured or not measured:
+        return
+    wrong = [q for q in measured if q.after != q.truth]
+    engine = [q for q in wrong if q.before == q.truth]  # right on the input, wrong on the output
+    if not wrong:
+        msg = f"{rec.reader}: {len(measured)} queries answered after the compaction as the generator's truth says"
+    else:
+        msg = "; ".join(f"{q.name}: after {q.after}, truth {q.truth}" + ("" if q in engine else
+                        f" (before {q.before}: the reader was wrong on the input too, the reader's fault)")
+                        for q in wrong)
+        msg = f"{rec.reader}: {msg}"
+    c = Check(name="reader_queries", ok=not wrong, required=bool(engine) or not wrong, message=msg)
+    r.verification.checks.append(c)
+    if not c.ok:
+        r.verification.differences.append(difference(c))
+        if c.required:
+            r.verified = r.verification.verified = False
+
+
 def reads_after(ctx: RunContext, r: RunResult, label: str) -> None:
     rec = r.reads
     if rec is None:
@@ -57,5 +83,6 @@ def reads_after(ctx: RunContext, r: RunResult, label: str) -> None:
                            usable=r.verified)
     except Exception as exc:  # noqa: BLE001 - recorded, never a failed run
         _failed(exc, rec)
+    answers_check(r, rec)
     ctx.progress.info(f"{label} {summary_line(rec)}" + (f" ({rec.message})" if not rec.ok and rec.reader and
                                                           rec.message.startswith("harness") else ""))

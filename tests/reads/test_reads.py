@@ -93,6 +93,34 @@ def test_the_check_fails_on_a_wrong_answer():
     assert not none.ok and none.message == "reader unavailable: test"
 
 
+def test_a_wrong_answer_after_the_compaction_fails_the_run():
+    """Right on the input, wrong on the output: the engine's fault, the run is not verified; wrong on both: the
+    reader's, advisory."""
+    from bench.core.results import RunResult, Verification
+    from bench.runner.reads import answers_check
+
+    truth = {"full-scan": ["10", "55"], "key-range": ["1", "5"]}
+
+    def run(after: list[str], before: list[str]) -> RunResult:
+        r = RunResult(run_id="x", scenario="s", engine="e", seed=0, scale=0.0, status="ok", verified=True,
+                      verification=Verification(verified=True))
+        rec = check(ReadsRecord(reader="duckdb-iceberg", after_measured=True, queries=[
+            QueryRead(name="full-scan", sql="", before=["10", "55"], after=["10", "55"]),
+            QueryRead(name="key-range", sql="", before=before, after=after)]), truth)
+        answers_check(r, rec)
+        return r
+
+    good = run(["1", "5"], ["1", "5"])
+    assert good.verified and [(c.name, c.ok, c.required) for c in good.verification.checks] == \
+        [("reader_queries", True, True)]
+    bad = run(["1", "4"], ["1", "5"])
+    assert not bad.verified and not bad.verification.verified
+    assert bad.verification.differences == ["reader_queries: duckdb-iceberg: key-range: after ['1', '4'], truth "
+                                            "['1', '5']"]
+    reader = run(["1", "4"], ["1", "4"])
+    assert reader.verified and "the reader's fault" in reader.verification.differences[0]
+
+
 def _reads_of(results_dir, run_id):
     files = sorted(p for p in (results_dir / run_id).glob("*.json") if p.name != "run.json")
     return {json.loads(p.read_text())["engine"]: json.loads(p.read_text()) for p in files}
