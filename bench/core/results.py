@@ -487,6 +487,9 @@ class CycleRecord(BaseModel):
     reads: dict[str, float] = Field(default_factory=dict)  # query -> seconds (DuckDB iceberg, warm)
     reads_ok: bool = False  # every query answered as the generator says
     reads_message: str = ""
+    # the table's integrity across the cycle's maintenance (bench.verify.streaming.cycle_integrity): identity, history
+    # (unless the cycle expired snapshots), every maintenance commit a `replace`
+    integrity: list[Check] = Field(default_factory=list)
     # verification against the generator
     expected_rows: int = 0
     expected_checksum: str = ""

@@ -60,7 +60,7 @@ from bench.runner.live import INGEST_BRANCH
 from bench.runner.process import EngineRun, storage_record, tail
 from bench.runner.record import finish, new_result
 from bench.verify.readers import merge_on_read
-from bench.verify.streaming import RULES, check_content, measure_table
+from bench.verify.streaming import RULES, check_content, cycle_integrity, measure_table
 from datagen.queries import reads_plan
 from datagen.sink import AppendWriter
 from datagen.streaming import StreamCommit, StreamShape, StreamWriter
@@ -243,7 +243,7 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
     totals(r, baseline)
     checks = [Check(name=f"cycle_{c.cycle}_content", ok=c.content_ok, message=f"{c.verdict}: {c.reason}",
                     about="rows")
-              for c in rec.cycles]
+              for c in rec.cycles] + [integrity_check(c) for c in rec.cycles]
     if len(rec.cycles) != st.cycles:
         checks.append(Check(name="all_cycles_ran", ok=False, message=f"{len(rec.cycles)} of {st.cycles} cycles ran"))
     r.verification = Verification(checks=checks, rules=list(RULES),
@@ -300,6 +300,15 @@ class Before:
     live: dict[str, int]  # the branch's live data and delete files -> size
     data: dict[str, int]  # every file under data/ -> size
     metadata: dict[str, int]  # every file under metadata/ -> size
+    table: Any = None  # the table's metadata (TableMetadata): the cycle's integrity is checked against it
+
+
+def integrity_check(c: CycleRecord) -> Check:
+    """One check per cycle: its integrity checks (bench.verify.streaming.cycle_integrity), the required ones held."""
+    failed = [x for x in c.integrity if x.required and not x.ok]
+    return Check(name=f"cycle_{c.cycle}_integrity", ok=bool(c.integrity) and not failed,
+                 message=("; ".join(f"{x.name}: {x.message}" for x in failed) if failed else
+                          f"{len(c.integrity)} integrity checks held" if c.integrity else "not checked"))
 
 
 def cycles(ctx: RunContext, r: RunResult, slot: Slot, writer: Writer, branch: str, work: Path) -> None:
@@ -326,6 +335,11 @@ def cycles(ctx: RunContext, r: RunResult, slot: Slot, writer: Writer, branch: st
         _writer_stats(cyc, this)
         tbl, snaps = io_delta(ctx, cyc, writer, before, branch, measured=slot.engine != BASELINE)
         cyc.manifests_created = len(_manifests(metadata) - manifests)
+        cyc.integrity = cycle_integrity(before.table, tbl, branch, snaps,
+                                        any(op.op == "expire_snapshots" for op in cyc.op_results),
+                                        frozenset(ctx.scenario.output.sets_properties)
+                                        | (frozenset() if slot.engine == BASELINE
+                                           else engine_class(slot.engine).sets_properties))
         deleted = [k for c in this if c.landed for k in c.deleted_keys]
         published_from = verify_cycle(ctx, cyc, tbl, writer, branch, snaps, deleted, published_from)
         reads(ctx, cyc, writer, writer.expected().answers if branch == "main" else None)
@@ -338,7 +352,7 @@ def before_state(ctx: RunContext, branch: str) -> Before:
     assert ds is not None and ctx.catalog is not None
     tbl, location = ctx.catalog.load_table(ds.table), local_path(ds.location)
     return Before(snapshots={s.snapshot_id for s in tbl.metadata.snapshots}, live=_live_sizes(tbl, branch),
-                  data=_listing(f"{location}/data"), metadata=_listing(f"{location}/metadata"))
+                  data=_listing(f"{location}/data"), metadata=_listing(f"{location}/metadata"), table=tbl.metadata)
 
 
 def maintain(ctx: RunContext, r: RunResult, slot: Slot, cyc: CycleRecord, writer: Writer, index: int,

@@ -17,17 +17,23 @@ import os
 import time
 
 from pyiceberg.table import Table
+from pyiceberg.table.metadata import TableMetadata
 
 from bench.core.catalog import CatalogSettings
-from bench.core.results import CycleRecord, ReaderAnswer
+from bench.core.results import Check, CycleRecord, ReaderAnswer
 from bench.core.table import live_files, local_path
 from bench.core.table.deletes import equality_delete_work
+from bench.verify.integrity import IntegrityInput, history_checks, identity_checks
 from bench.verify.live import key_evidence
 from bench.verify.readers import read
 
 RULES = [
     "after every cycle the table (main) is read back by our merge-on-read and by DuckDB's iceberg reader and must "
     "equal the generator's expected table after the writer's last commit it holds (rows and checksum over all columns)",
+    "integrity after every cycle's maintenance, as a single run's: the same table (UUID, format version, location, "
+    "schema, partition specs, sort orders, properties); the branch's head before the cycle an ancestor of its head "
+    "after, and no snapshot, branch or tag lost or moved (not required of a cycle that expires snapshots, which "
+    "removes history by design); every snapshot the maintenance committed a `replace`",
     "safe: every reader that answered sees exactly that table; unsafe: rows lost or deleted rows back (evidence: "
     "the keys the writer deleted in the cycle that are back); a run is verified when every cycle is safe",
 ]
@@ -67,6 +73,27 @@ def measure_table(rec: CycleRecord, tbl: Table, snapshot_id: int | None) -> None
     rec.manifests = len(manifests)
     rec.metadata_bytes = (_size(tbl.metadata_location) + _size(snap.manifest_list)
                           + sum(m.manifest_length for m in manifests))
+
+
+def cycle_integrity(before: TableMetadata, tbl: Table, branch: str, snaps: list[dict], expired: bool,
+                    declared: frozenset[str] = frozenset()) -> list[Check]:
+    """The integrity checks of a single run (bench.verify.integrity) across one cycle's maintenance: `before` the
+    metadata at the cycle's start, `snaps` the cycle's new snapshots with who made them; `expired`: the cycle
+    expired snapshots (its history checks are then advisory: losing history is that operation's purpose)."""
+    ii = IntegrityInput(before=before, branch=branch, declared_properties=declared)
+    out = identity_checks(ii, tbl.metadata)
+    for c in history_checks(ii, tbl.metadata):
+        if expired and c.name == "history_kept":
+            c.required = False
+            c.message += " (the cycle expired snapshots: advisory)"
+        out.append(c)
+    mine = [s for s in snaps if s.get("who") == "maintenance"]
+    wrong = [s for s in mine if s.get("operation") != "replace"]
+    out.append(Check(name="commits_are_replace", ok=not wrong,
+                     message=(f"{len(mine)} snapshot(s) the maintenance committed, each a replace" if not wrong else
+                              f"{len(wrong)} of the {len(mine)} snapshot(s) the maintenance committed are not a "
+                              f"replace: " + ", ".join(f"{s['snapshot_id']} {s['operation']}" for s in wrong[:3]))))
+    return out
 
 
 def check_content(rec: CycleRecord, tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None,

@@ -28,6 +28,7 @@ SCENARIO = "bin-packing"
 DELETES = "deletes-standard"
 TMPFS_MB = 128
 ORPHAN_WAIT_S = 2.0
+REPORT_KILL_CPU_S = 0.8  # the report killed after this much CPU (its imports alone take more than half of it)
 BENCH = str(Path(sys.executable).parent / "bench")
 
 
@@ -237,7 +238,7 @@ def test_kill_at_each_phase(faults, tmp_path, phase):
         assert any(p.name() == "java" for p in psutil.Process(proc.pid).children(recursive=True))
     assert kill_harness(proc) == [], f"orphans after a kill during {phase}"
     fixed = doctor(faults, repair=True)
-    assert fixed.returncode in (0, 1), fixed.stderr
+    assert fixed.returncode == 1, fixed.stderr  # at least the dead harness's lock description was left
     if phase == "parked-setup":  # the table is out of the warehouse: the doctor says so and puts it back
         assert "is parked at" in fixed.stdout and "restored" in fixed.stdout, fixed.stdout
     assert "could not" not in fixed.stdout, fixed.stdout
@@ -250,9 +251,11 @@ def test_kill_during_report(faults, tmp_path):
     out = tmp_path / "report.html"
     log = tmp_path / "report.log"
     proc = start(["report", str(faults.baseline), "--out", str(out)], log)
-    time.sleep(3.0)  # its imports and reading the results
-    if proc.poll() is None:
-        assert kill_harness(proc) == []
+    # killed once it has worked a while (its imports done, reading the results or rendering): the kill must land
+    cpu = lambda: sum(psutil.Process(proc.pid).cpu_times()[:2]) if proc.poll() is None else 0.0  # noqa: E731
+    wait_for("the report's work", lambda: cpu() >= REPORT_KILL_CPU_S, proc, log)
+    assert proc.poll() is None, "the report ended before the kill: nothing was tested"
+    assert kill_harness(proc) == [] and proc.returncode == -signal.SIGKILL
     assert not out.exists() or out.read_text().rstrip().endswith("</html>")
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".report.html")]  # no temporary left
     assert_intact(faults)
@@ -270,16 +273,12 @@ def test_catalog_server_killed_mid_compaction(faults, tmp_path):
               if "bench.core.catalog.rest" in " ".join(k.cmdline())]
     assert len(server) == 1
     server[0].kill()
-    rc = proc.wait(timeout=300)
-    text = log.read_text()
-    res = results_of(faults.last_run)
-    if res:
-        r = res["restrewrite"]
-        assert r["status"] == "failed" and r["error"], (r["status"], r["error"])
-        assert "Connection refused" in r["error"]  # the evidence: the engine's own error
-        assert "committing through" in engine_log.read_text()  # it was killed mid-compaction
-    else:
-        assert rc == 2 and len([ln for ln in text.splitlines() if ln.startswith("error:")]) == 1, text
+    proc.wait(timeout=300)
+    res = results_of(faults.last_run)  # the engine's failure is a recorded result, never a harness exit
+    r = res["restrewrite"]
+    assert r["status"] == "failed" and r["error"], (r["status"], r["error"])
+    assert "Connection refused" in r["error"]  # the evidence: the engine's own error
+    assert "committing through" in engine_log.read_text()  # it was killed mid-compaction
     assert not running_on(faults.last_run)
     assert_intact(faults)
 
@@ -298,12 +297,10 @@ def test_sqlite_catalog_locked_by_another_process(faults, tmp_path):
     finally:
         locker.kill()
         locker.wait()
-    res = results_of(faults.last_run)
-    if res:
-        assert res["rewrite"]["status"] != "ok" and "locked" in (res["rewrite"]["error"] or "")
-    else:
-        lines = p.stderr.strip().splitlines()
-        assert p.returncode == 2 and len(lines) == 1 and "lock" in lines[0], p.stderr
+    # the catalog cannot be opened: the run refuses in one line before any engine runs (no result written)
+    assert not results_of(faults.last_run)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and "database is locked" in lines[0], p.stderr
     assert_intact(faults)
 
 
@@ -323,16 +320,11 @@ def test_warehouse_disk_full(faults, tmp_path):
         if proc.poll() is None:
             proc.kill()
         ballast.unlink(missing_ok=True)
-    res = results_of(faults.last_run)
-    if res:
-        r = res["rewrite"]
-        assert r["status"] != "ok" and r["error"], r["status"]
-        evidence = (r["error"] or "") + " ".join(r.get("log_tail") or [])
-        assert "No space left" in evidence or "ENOSPC" in evidence, evidence
-    else:
-        text = log.read_text()
-        errors = [ln for ln in text.splitlines() if ln.startswith("error:")]
-        assert proc.returncode == 2 and len(errors) == 1 and "Traceback" not in text, text
+    # the disk filled while the engine set up: its write fails, a recorded result with the evidence
+    r = results_of(faults.last_run)["rewrite"]
+    assert r["status"] != "ok" and r["error"], r["status"]
+    evidence = (r["error"] or "") + " ".join(r.get("log_tail") or [])
+    assert "No space left" in evidence or "ENOSPC" in evidence, evidence
     assert_intact(faults)
 
 
@@ -343,11 +335,10 @@ def test_corrupt_result_file(faults, tmp_path):
     victim.write_text(victim.read_text()[:200])  # cut short, as a full disk would leave it
     before = digest(copy)
     p = run_bench("report", copy, "--out", tmp_path / "r.html")
-    if p.returncode == 0:
-        assert victim.name in (tmp_path / "r.html").read_text() or victim.name in p.stderr + p.stdout
-    else:
-        lines = p.stderr.strip().splitlines()
-        assert p.returncode == 2 and len(lines) == 1 and victim.name in lines[0], p.stderr
+    # a file named as a result is never skipped silently: one line naming it, no page
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and victim.name in lines[0], p.stderr
+    assert not (tmp_path / "r.html").exists()
     assert digest(copy) == before  # the report never rewrites results
     assert_intact(faults)
 

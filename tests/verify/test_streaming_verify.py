@@ -88,3 +88,32 @@ def test_check_content_is_inconclusive_when_no_reader_answers(base, monkeypatch)
     assert rec.verdict == "inconclusive" and not rec.content_ok
     assert len(rec.readers) == 1 and rec.readers[0].unavailable and not rec.readers[0].answered
     assert rec.table.rows == 0 and rec.table.checksum == ""  # nothing read
+
+
+def test_cycle_integrity_holds_the_cycle_to_a_single_runs_checks(base):
+    """A cycle's maintenance is held to a single run's integrity checks: the table as it was (identity, history)
+    and its commits `replace`; a schema change, a maintenance `overwrite` and lost history each fail, lost history
+    only advisory when the cycle expired snapshots."""
+    from bench.verify.streaming import cycle_integrity
+
+    tbl = base["tbl"]
+    head = tbl.current_snapshot().snapshot_id
+    same = cycle_integrity(tbl.metadata, tbl, "main", [{"snapshot_id": 1, "operation": "replace",
+                                                        "who": "maintenance"}], expired=False)
+    assert all(c.ok for c in same) and {c.name for c in same} >= {"same_schema", "history_kept",
+                                                                     "commits_are_replace"}
+    wrong = cycle_integrity(tbl.metadata, tbl, "main", [{"snapshot_id": 2, "operation": "overwrite",
+                                                         "who": "maintenance"},
+                                                        {"snapshot_id": 3, "operation": "append", "who": "writer"}],
+                            expired=False)
+    assert [c.name for c in wrong if not c.ok] == ["commits_are_replace"] and "2 overwrite" in wrong[-1].message
+    older = tbl.metadata.model_copy(update={"snapshots": [*tbl.metadata.snapshots,
+                                                          tbl.metadata.snapshot_by_id(head).model_copy(
+                                                              update={"snapshot_id": 99})]})
+    lost = {c.name: c for c in cycle_integrity(older, tbl, "main", [], expired=False)}
+    assert not lost["history_kept"].ok and lost["history_kept"].required
+    expired = {c.name: c for c in cycle_integrity(older, tbl, "main", [], expired=True)}
+    assert not expired["history_kept"].ok and not expired["history_kept"].required
+    evolved = tbl.metadata.model_copy(update={"current_schema_id": -1, "schemas": [
+        s.model_copy(update={"schema_id": -1, "fields": s.fields[:-1]}) for s in tbl.metadata.schemas[-1:]]})
+    assert not {c.name: c for c in cycle_integrity(evolved, tbl, "main", [], expired=False)}["same_schema"].ok
