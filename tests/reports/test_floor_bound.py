@@ -35,12 +35,13 @@ def _runs(engine_times: list[float], floor_times: list[float], bound: dict | Non
 
 def test_an_engine_beyond_the_spread_marks_the_floor_and_the_bound_is_shown(tmp_path):
     # 200 MB read (0.5 s), 100 MB decoded (1 CPU-s), 2 M rows encoded (2 CPU-s), 10 M join rows (1 CPU-s): 2 s on 2
+    # cores at the wall-clock rates; each rate per CPU-second is twice that: 1 s, and the bound is the smaller
     bound = physical_bound(RATES, 2, 200_000_000, 100_000_000, 2_000_000, "snappy", 10_000_000)
-    assert bound.seconds == 2.0 and bound.limited_by == "CPU"
-    assert bound.idle_seconds == 1.0  # each CPU-second rate twice the wall rate: half the CPU time
+    assert bound.seconds == 1.0 and bound.limited_by == "CPU" and bound.basis == "rates per CPU-second"
+    assert bound.idle_seconds == 1.0
     runs = _runs([11.3, 12.0, 13.0], [19.6, 20.0, 20.9], bound)
     check = floor_check(runs, FLOOR)
-    assert check.floor_s == 20.0 and check.bound_s == 2.0 and check.floor_over_bound == 10.0
+    assert check.floor_s == 20.0 and check.bound_s == 1.0 and check.floor_over_bound == 20.0 and not check.bound_beaten
     [beat] = check.beaten
     # the run's spread: the engine's 13.0 / 11.3 (above the floor's 20.9 / 19.6); 12.0 x 1.15 < 20.0
     assert beat.engine == "risingwave" and round(beat.spread, 3) == round(13.0 / 11.3, 3)
@@ -48,11 +49,28 @@ def test_an_engine_beyond_the_spread_marks_the_floor_and_the_bound_is_shown(tmp_
     html = render([write_results(tmp_path, runs, run_id="fb")])
     assert "data-floor-not-a-floor" in html and "Not a floor:" in html
     assert "risingwave takes 12.0 s, 0.60× of arrow-floor's 20.0 s, beyond the run's own spread of 1.15×" in html
-    assert 'data-bound="2.0"' in html and "physical bound 2.00 s (CPU-limited" in html
+    assert 'data-bound="1.0"' in html and "physical bound 1.00 s (CPU-limited" in html and "Bound beaten" not in html
     assert "1.00 s with each core to itself" in html
     md = render_markdown([tmp_path / "fb"])
-    assert "Engine, floor and bound: risingwave 12.00 s; floor arrow-floor 20.00 s; physical bound 2.00 s" in md
-    assert "the floor takes 10.00× the bound" in md and "**Not a floor:** arrow-floor is NOT A FLOOR here" in md
+    assert "Engine, floor and bound: risingwave 12.00 s; floor arrow-floor 20.00 s; physical bound 1.00 s" in md
+    assert "the floor takes 20.00× the bound" in md and "**Not a floor:** arrow-floor is NOT A FLOOR here" in md
+
+
+def test_a_run_faster_than_the_bound_is_flagged_in_the_report(tmp_path):
+    """The bound's self-check in the report: a floor run whose own check flagged its bound and an engine run
+    faster than the floor's median bound are each named under 'Bound beaten' (HTML and markdown)."""
+    bound = physical_bound(RATES, 2, 200_000_000, 100_000_000, 2_000_000, "snappy", 10_000_000)  # 1 s
+    beaten = bound.model_copy(update={"measured_s": 0.8, "beaten": "BOUND BEATEN: its compaction took 0.80 s"})
+    runs = _runs([0.9, 1.5], [1.1, 1.2], bound)
+    runs[1] = runs[1].model_copy(update={"physical_bound": beaten})  # the floor's rep 0
+    check = floor_check(runs, FLOOR)
+    assert check.bound_s == 1.0 and check.bound_beaten == [
+        "arrow-floor rep 0: BOUND BEATEN: its compaction took 0.80 s",
+        "risingwave rep 0: 0.90 s, below the bound of 1.00 s"]
+    html = render([write_results(tmp_path, runs, run_id="fb")])
+    assert "data-bound-beaten" in html and "risingwave rep 0: 0.90 s, below the bound of 1.00 s" in html
+    md = render_markdown([tmp_path / "fb"])
+    assert "**Bound beaten** (the bound is not a bound" in md and "arrow-floor rep 0: BOUND BEATEN" in md
 
 
 def test_within_the_spread_no_mark_and_no_bound_says_why(tmp_path):
