@@ -9,7 +9,6 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from pyiceberg.schema import Schema
 from pyiceberg.types import IntegerType, LongType, NestedField
 
