@@ -121,7 +121,9 @@ class Sampler:
     def __init__(self, pid: int, interval_s: float = 0.1,
                  on_sample: Callable[[int], None] | None = None):
         """`on_sample(rss_bytes)`, if given, is called from the sampler thread after every tick with
-        the tree's summed RSS (the memory watchdog).  An exception in it does not stop the sampling:
+        the tree's summed RSS (the memory watchdog, the progress line), except a tick that found no
+        memory (the tree gone, or only zombies left: its last tick read 0 B, which the live progress line
+        then kept showing as the engine's RSS).  An exception in it does not stop the sampling:
         it is kept in `callback_error` and the callback is not called again."""
         if interval_s <= 0:
             raise ValueError("interval_s must be positive")
@@ -317,7 +319,7 @@ class Sampler:
             max(0, int(rel[1])), max(0, int(rel[2])), max(0, int(rel[3])), max(0, int(rel[4])),
             mem_total - mem_available, mem_available,
         ))
-        if self.on_sample is not None and self.callback_error is None:
+        if self.on_sample is not None and self.callback_error is None and rss > 0:
             try:
                 self.on_sample(rss)
             except Exception as e:  # noqa: BLE001 - the sampler must keep sampling
