@@ -455,6 +455,7 @@ class CycleRecord(BaseModel):
     maintenance_error: str | None = None
     maintenance_s: float | None = None  # the engine's maintenance (the sum of `phases`; setup excluded)
     setup_s: float | None = None  # the engine process's setup (session start), not maintenance time
+    setup_parked: str = ""  # how the table was out of the engine's reach while it set up ("" = it was not)
     phases: list[Phase] = Field(default_factory=list)  # "<op>: <step>"
     op_seconds: dict[str, float] = Field(default_factory=dict)  # per operation
     op_results: list[MaintenanceResult] = Field(default_factory=list)  # each operation as the engine ran it

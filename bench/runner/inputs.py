@@ -128,6 +128,7 @@ class SetupGuard:
 
     ctx: RunContext
     input_bytes: int
+    apply_cache: bool = True  # False: a streaming cycle's maintenance (no page-cache policy between cycles)
     io: SetupIO = field(default_factory=SetupIO)
     cache: CacheState | None = None
     _metadata_location: str = ""
@@ -170,6 +171,7 @@ class SetupGuard:
                                f"e.g. {changed[0][0]}")
         if self.io.judged_on and read_chars is not None and self.input_bytes:
             self.io.share = round(max(0, read_chars - SETUP_READ_ALLOWANCE) / self.input_bytes, 4)
-        self.cache = prepare_cache(ctx)
+        self.cache = prepare_cache(ctx) if self.apply_cache else CacheState(note="no page-cache policy (a streaming "
+                                                                                 "cycle: the table stays as in use)")
         self.io.restore_s = round(time.perf_counter() - t0, 4)
         return self.cache

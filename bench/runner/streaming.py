@@ -56,6 +56,7 @@ from bench.runner.engine_run import (
     run_engine_process,
     why_unsupported,
 )
+from bench.runner.inputs import SetupGuard
 from bench.runner.live import INGEST_BRANCH
 from bench.runner.process import EngineRun, storage_record, tail
 from bench.runner.record import finish, new_result
@@ -367,7 +368,19 @@ def maintain(ctx: RunContext, r: RunResult, slot: Slot, cyc: CycleRecord, writer
     cadence = Cadence(writer, index, st.cadence_at(ctx.scale)) if paced else None
     job = build_job(ctx, slot, work, branch=branch, maintenance=[op for op in st.maintenance if op.due(cyc.cycle)])
     unix0 = time.time()
-    er = run_engine_process(ctx, slot, job, work, companion=cadence, on_ready=cadence.start if cadence else None)
+    guard = SetupGuard(ctx, 0, apply_cache=False)  # out of reach while the engine sets up, as a single run
+
+    def ready(read_bytes: int | None, read_chars: int | None) -> None:
+        guard.release(read_bytes, read_chars)
+        if cadence is not None:  # the writer commits from the moment the table is back
+            cadence.start()
+    guard.park()
+    try:
+        er = run_engine_process(ctx, slot, job, work, companion=cadence, on_ready=ready)
+    finally:
+        if guard.cache is None:  # the engine never finished its setup: the table back all the same
+            guard.release(None, None)
+    cyc.setup_parked = guard.io.parked
     cyc.maintenance_conflicts, cyc.conflict_evidence = conflicts(ctx, slot, er.log, unix0, time.time())
     if cadence is not None:
         index = cadence.index

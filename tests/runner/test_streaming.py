@@ -115,6 +115,9 @@ def test_streaming_cycles_are_verified_in_both_engine_orders_and_reported(tmp_pa
             assert c.content_ok and c.verdict == "safe" and len([a for a in c.readers if a.answered]) == 2
             assert c.reads_ok and set(c.reads) == {"full-scan", "key-range", "point-lookup"}, c.reads_message
             assert c.manifests > 0 and c.snapshots > 0 and c.metadata_bytes > 0 and c.planning_s is not None
+            # a single run's integrity held across the cycle (history advisory: every cycle expires snapshots)
+            assert c.integrity and all(x.ok for x in c.integrity if x.required), c.integrity
+            assert {x.name for x in c.integrity} >= {"same_table", "same_schema", "commits_are_replace"}
         if engine == "none":
             assert all(c.maintenance_status == "none" and c.maintenance_s is None for c in st.cycles)
             assert st.cycles[1].table.delete_files > st.cycles[0].table.delete_files > 0  # deletes pile up
@@ -126,6 +129,7 @@ def test_streaming_cycles_are_verified_in_both_engine_orders_and_reported(tmp_pa
         assert [o.op for o in second.op_results] == list(second.op_seconds) == ["compact", "expire_snapshots"]
         for c in st.cycles:
             assert c.maintenance_status == "ok" and c.maintenance_s > 0 and c.peak_rss_bytes
+            assert c.setup_parked  # the table out of the engine's reach while it set up, as for a single run
             assert c.table.delete_files == 0 and c.table.data_files < b.table.data_files  # compacted copy-on-write
             assert c.bytes_read > 0 and c.bytes_written > 0 and c.maintenance_snapshots >= 1
             assert abs(sum(p.seconds for p in c.phases) - c.maintenance_s) < 1e-6
