@@ -104,3 +104,42 @@ def test_sorted_files_keep_the_sort_order_past_one_sorted_run(tmp_path):
         ranges = sorted((c[0].as_py(), c[-1].as_py(), len(c)) for c in written)
         assert all(hi - lo + 1 == rows for lo, hi, rows in ranges)  # keys 0..n-1: a sorted file holds a run
         assert all(prev[1] < nxt[0] for prev, nxt in zip(ranges, ranges[1:]))  # the files' key ranges apart
+
+
+def test_the_floor_reads_a_renamed_column_by_field_id(tmp_path):
+    """A real table whose column v2 was renamed w2 between two appends (the older file says v2, the newer w2,
+    both field id 2): the floor rewrites both into one file holding every row under the current name with its
+    field id.  By name, the older file's values of field 2 had no current column to go to."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import IntegerType, LongType, NestedField
+
+    from bench.core.catalog import CatalogSettings, load_sql_catalog
+    from bench.engines.arrow_floor import ArrowFloorEngine
+    from bench.engines.base import CompactionJob, PhaseClock
+
+    settings = CatalogSettings(warehouse=str(tmp_path / "warehouse"))
+    cat = load_sql_catalog(settings)
+    cat.create_namespace("bench")
+    tbl = cat.create_table("bench.t", Schema(NestedField(1, "v1", IntegerType(), required=False),
+                                             NestedField(2, "v2", LongType(), required=False)),
+                           properties={"format-version": "2"})
+    tbl.append(pa.table({"v1": pa.array([1, 2], pa.int32()), "v2": pa.array([10, 20], pa.int64())}))
+    with tbl.update_schema() as u:
+        u.rename_column("v2", "w2")
+    tbl = cat.load_table("bench.t")
+    tbl.append(pa.table({"v1": pa.array([3], pa.int32()), "w2": pa.array([30], pa.int64())}))
+    job = CompactionJob(table="bench.t", catalog=settings, scenario="bin-packing", kind="binpack",
+                        target_file_size_bytes=1 << 30, small_file_threshold_bytes=1 << 30, cores=2,
+                        work_dir=str(tmp_path / "work"))
+    floor, clock = ArrowFloorEngine(), PhaseClock()
+    floor.open(job, clock)
+    try:
+        out = floor.compact(job, clock)
+    finally:
+        floor.close()
+    [written] = [f.removeprefix("file://") for f in out.output_files]
+    got = pq.read_table(written)
+    assert got.column_names == ["v1", "w2"] and sorted(zip(*got.to_pydict().values())) == [(1, 10), (2, 20), (3, 30)]
+    assert [int(f.metadata[b"PARQUET:field_id"]) for f in got.schema] == [1, 2]
