@@ -110,6 +110,8 @@ def record_engine(ctx: RunContext, r: RunResult, er: EngineRun) -> None:
             r.engine_result, r.engine_settings = rec.outcome.engine_result, rec.outcome.settings
             r.physical_bound = rec.outcome.physical_bound
             check_bound(r.physical_bound, r.phases, r.duration_s)  # the bound's self-check: flagged when beaten
+            if r.physical_bound is not None and r.physical_bound.beaten:
+                ctx.progress.info(f"[{r.engine} rep{r.rep}] {r.physical_bound.beaten} (bench selfcheck rates)")
             r.engine_actions = rec.outcome.actions
             r.versions.update(rec.outcome.versions)
             r.deployment = rec.outcome.deployment

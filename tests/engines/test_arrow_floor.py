@@ -143,3 +143,37 @@ def test_the_floor_reads_a_renamed_column_by_field_id(tmp_path):
     got = pq.read_table(written)
     assert got.column_names == ["v1", "w2"] and sorted(zip(*got.to_pydict().values())) == [(1, 10), (2, 20), (3, 30)]
     assert [int(f.metadata[b"PARQUET:field_id"]) for f in got.schema] == [1, 2]
+
+
+def test_a_floor_faster_than_its_bound_is_flagged_loudly(tmp_path):
+    """The bound's self-check end to end: rates far slower than this machine (a bound of minutes on a table of
+    ~10 MB) -> the floor's rewrite beats its bound: its result says BOUND BEATEN, the run's output says it, and
+    the report flags it; the output is verified all the same (the bound is wrong, not the floor's files)."""
+    import json
+
+    from bench.core.catalog import CatalogSettings
+    from bench.core.rates import TableRates, save_rates
+
+    wh = tmp_path / "wh"
+    gen = run_bench("datagen", "bin-packing", "--scale", TINY, "--warehouse", wh)
+    assert gen.returncode == 0, gen.stderr
+    [manifest] = [p for p in (wh / "datasets").glob("*.json") if p.name.count(".") == 1]
+    table = json.loads(manifest.read_text())["table"]
+    slow = TableRates(table=table, measured_at="2026-11-29T00:00:00+00:00", input_codec="uncompressed", files=1,
+                      bytes=1, rows=1, read_mb_s=1e6, decode_mb_s_per_core=0.01, decode_rows_s_per_core=1.0,
+                      encode_rows_s_per_core={"snappy": 10.0}, join_rows_s_per_core=1.0)
+    save_rates(CatalogSettings.for_warehouse(str(wh)).state_path, slow)
+    p = run_bench("run", "bin-packing", "--scale", TINY, "--engines", "rewrite,arrow-floor", "--readers", "off",
+                  "--warehouse", wh, "--results-dir", tmp_path / "res", "--run-id", "slow")
+    assert p.returncode == 0, p.stderr[-3000:]
+    res = _results(tmp_path / "res" / "slow")
+    r = res["arrow-floor"]
+    b = r["physical_bound"]
+    assert r["verified"] and b["seconds"] > 60 and b["measured_s"] < b["seconds"], b
+    assert b["covers"] == ["read deletes", "read, apply deletes, write"]
+    assert b["beaten"].startswith("BOUND BEATEN: its phases read deletes, read, apply deletes, write took")
+    assert "BOUND BEATEN" in p.stdout + p.stderr
+    rep = run_bench("report", tmp_path / "res" / "slow", "--out", tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert rep.returncode == 0 and "data-bound-beaten" in page, rep.stderr
+    assert "arrow-floor rep 0: BOUND BEATEN" in page and "rewrite rep 0: " in page  # the engine beat it too
