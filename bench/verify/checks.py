@@ -12,7 +12,7 @@ Rules (stated in each result's `verification.rules` and in docs/method.md):
 - a table none of those readers can read (Avro data files; the DuckDB readers read Parquet only, pyiceberg's scan
   Parquet and ORC) is read by the readers that can (pyiceberg-avro), else by the reference reader (Iceberg's Java
   library): one content check is always required, and at least one required reader must have answered
-  (`content_read`);
+  (`reader_answered`);
 - a new snapshot was committed (unless the work asks nothing of the input: no data file, or no partition holding
   more small files than may stay, e.g. a single file); no delete file is live after the run;
 - an engine that commits nothing (`commits: none`, a floor) is verified on its listed output files,
@@ -280,7 +280,7 @@ def content_checks(vi: VerifyInput, within: Within | None = None) -> list[Check]
                          message=f"over the {within.partitions} of {within.of} partition(s) the filter "
                                  f"{within.where!r} selects (ground truth: the generator's, summed over them): {msg}"))
     counted = [c.name for c in out if c.required]
-    out.append(Check(name="content_read", ok=bool(counted), whose="harness", about="rows",
+    out.append(Check(name="reader_answered", ok=bool(counted), whose="harness", about="rows",
                      message=f"required content reader(s): {', '.join(counted)}" if counted else
                      "no content reader could read the output: " + "; ".join(
                          f"{a.reader}: {a.why_not}" for a in vi.answers.values() if not a.answered)

@@ -101,6 +101,13 @@ def test_report_in_a_real_browser(real_results, tmp_path):
             assert failed == [] and errors == []
             assert [u for u in requests if not u.startswith(("file:", "data:"))] == []
 
+            # -- the readers table fits the page (its SQL and file counts wrap): it was wider than a 1400 px window
+            reads = page.locator('table[data-table="reads"]')
+            assert reads.count() >= 1
+            for i in range(reads.count()):
+                width, room = reads.nth(i).evaluate("t => [t.scrollWidth, t.parentElement.clientWidth]")
+                assert width <= room, (width, room)
+
             # -- every chart of every result set is drawn
             sets = page.locator("section.set")
             assert sets.count() == 2

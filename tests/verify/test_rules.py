@@ -1,4 +1,4 @@
-"""The verifier's rules as named: a run no content reader could read is not verified (`content_read`); a
+"""The verifier's rules as named: a run no content reader could read is not verified (`reader_answered`); a
 bin-packing run whose delete files stay live is read by the readers that apply deletes; the rule texts stored
 in results are built from the readers' own declarations (field id, not "column name").  No table, no engine."""
 
@@ -18,12 +18,12 @@ def test_a_run_no_reader_could_read_is_not_verified():
     unread = {n: ReaderAnswer(reader=n, resolves="field id", unavailable="a delete file applies")
               for n in ("duckdb-read-parquet", "pyiceberg-scan")}
     checks = {c.name: c for c in content_checks(_vi("binpack", unread))}
-    assert not checks["content_read"].ok and checks["content_read"].required
-    assert "no content reader could read the output" in checks["content_read"].message
+    assert not checks["reader_answered"].ok and checks["reader_answered"].required
+    assert "no content reader could read the output" in checks["reader_answered"].message
     read = {**unread, "duckdb-merge-on-read": ReaderAnswer(reader="duckdb-merge-on-read", resolves="field id",
                                                            rows=3, checksum="7")}
     checks = {c.name: c for c in content_checks(_vi("binpack", read))}
-    assert checks["content_read"].ok and checks["content_duckdb_merge_on_read"].required
+    assert checks["reader_answered"].ok and checks["content_duckdb_merge_on_read"].required
     assert not checks["content_pyiceberg_scan"].required  # unavailable: said, advisory
 
 
