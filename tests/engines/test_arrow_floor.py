@@ -13,6 +13,19 @@ def _results(run_dir: Path) -> dict:
             for p in run_dir.glob("*--rep0.json")}
 
 
+def _floor_compact(job):
+    """The floor's open, compact and close in this process: its outcome."""
+    from bench.engines.arrow_floor import ArrowFloorEngine
+    from bench.engines.base import PhaseClock
+
+    floor, clock = ArrowFloorEngine(), PhaseClock()
+    floor.open(job, clock)
+    try:
+        return floor.compact(job, clock)
+    finally:
+        floor.close()
+
+
 def _failed(r: dict) -> set[str]:
     return {c["name"] for c in r["verification"]["checks"] if not c["ok"] and c["required"]}
 
@@ -67,8 +80,7 @@ def test_sorted_files_keep_the_sort_order_past_one_sorted_run(tmp_path):
     from pyiceberg.types import IntegerType, LongType, NestedField
 
     from bench.core.catalog import CatalogSettings, load_sql_catalog
-    from bench.engines.arrow_floor import ArrowFloorEngine
-    from bench.engines.base import CompactionJob, PhaseClock
+    from bench.engines.base import CompactionJob
     from bench.verify.sortorder import rows_out_of_order
 
     n, files, a, b = 8 * 122_880, 8, 648_061, 12_345  # gcd(a, n) = 1: the keys are 0..n-1, each once
@@ -89,12 +101,7 @@ def test_sorted_files_keep_the_sort_order_past_one_sorted_run(tmp_path):
         job = CompactionJob(table="bench.t", catalog=settings, scenario="sorted-smallfiles", kind="binpack",
                             target_file_size_bytes=target, small_file_threshold_bytes=in_bytes, cores=2,
                             work_dir=str(tmp_path / f"work-{n_files}"), strategy="sort")
-        floor, clock = ArrowFloorEngine(), PhaseClock()
-        floor.open(job, clock)
-        try:
-            out = floor.compact(job, clock)
-        finally:
-            floor.close()
+        out = _floor_compact(job)
         written = [pq.read_table(f.removeprefix("file://"), columns=["v2"]).column(0)
                    for f in out.output_files]
         assert out.engine_result["files_rewritten"] == files and sum(len(c) for c in written) == n
@@ -116,8 +123,7 @@ def test_the_floor_reads_a_renamed_column_by_field_id(tmp_path):
     from pyiceberg.types import IntegerType, LongType, NestedField
 
     from bench.core.catalog import CatalogSettings, load_sql_catalog
-    from bench.engines.arrow_floor import ArrowFloorEngine
-    from bench.engines.base import CompactionJob, PhaseClock
+    from bench.engines.base import CompactionJob
 
     settings = CatalogSettings(warehouse=str(tmp_path / "warehouse"))
     cat = load_sql_catalog(settings)
@@ -133,12 +139,7 @@ def test_the_floor_reads_a_renamed_column_by_field_id(tmp_path):
     job = CompactionJob(table="bench.t", catalog=settings, scenario="bin-packing", kind="binpack",
                         target_file_size_bytes=1 << 30, small_file_threshold_bytes=1 << 30, cores=2,
                         work_dir=str(tmp_path / "work"))
-    floor, clock = ArrowFloorEngine(), PhaseClock()
-    floor.open(job, clock)
-    try:
-        out = floor.compact(job, clock)
-    finally:
-        floor.close()
+    out = _floor_compact(job)
     [written] = [f.removeprefix("file://") for f in out.output_files]
     got = pq.read_table(written)
     assert got.column_names == ["v1", "w2"] and sorted(zip(*got.to_pydict().values())) == [(1, 10), (2, 20), (3, 30)]
