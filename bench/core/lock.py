@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.core.children import record_to
+from bench.core.children import record_to, recorded_alive
 from bench.core.errors import UserError
 
 PROCESS_LEDGER = "processes.jsonl"  # beside the lock: bench.core.children.record_to
@@ -100,6 +100,9 @@ class WarehouseLock:
             return
         if self.what == "warehouse":
             record_to(None)
+            ledger = self.path.parent / PROCESS_LEDGER
+            if not recorded_alive(ledger):  # every process it started has ended: nothing for the doctor
+                ledger.unlink(missing_ok=True)
         try:
             os.ftruncate(fd, 0)  # nobody holds it: no description
             fcntl.flock(fd, fcntl.LOCK_UN)
