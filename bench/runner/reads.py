@@ -58,7 +58,8 @@ def answers_check(r: RunResult, rec: ReadsRecord) -> None:
                         f" (before {q.before}: the reader was wrong on the input too, the reader's fault)")
                         for q in wrong)
         msg = f"{rec.reader}: {msg}"
-    c = Check(name="reader_queries", ok=not wrong, required=bool(engine) or not wrong, message=msg)
+    c = Check(name="reader_queries", ok=not wrong, required=bool(engine) or not wrong, message=msg, about="rows",
+              whose="engine" if engine or not wrong else "reader")
     r.verification.checks.append(c)
     if not c.ok:
         r.verification.differences.append(difference(c))
