@@ -59,9 +59,6 @@ STATUS_MEANING = {
 
 
 # --- loading ------------------------------------------------------------------------------------------
-# runtimes several engines run on (e.g. spark and gluten): a comparison across different versions says so
-COMPARED_VERSIONS = ("iceberg", "spark")
-
 @dataclass
 class LoadedRun:
     result: RunResult
@@ -382,12 +379,13 @@ class ResultSet:
     partition_runs: list[LoadedRun] = field(default_factory=list)
 
     def version_gap(self, a: str, b: str) -> str:
-        """What differs between two engines' shared runtimes (COMPARED_VERSIONS, as their results record them), e.g.
-        "Iceberg 1.10.0 vs 1.10.2": a comparison of the two is also one of those versions; "" when nothing does."""
+        """What differs between the runtimes two engines share (the components both results record a version of),
+        e.g. "Iceberg 1.10.0 vs 1.10.2": a comparison of the two is also one of those versions; "" when nothing
+        they share differs."""
         runs = {lr.r.engine: lr.r.versions for lr in self.runs}
         va, vb = runs.get(a, {}), runs.get(b, {})
-        return ", ".join(f"{k.capitalize()} {va[k]} vs {vb[k]}" for k in COMPARED_VERSIONS
-                         if va.get(k) and vb.get(k) and va[k] != vb[k])
+        return ", ".join(f"{k.capitalize()} {va[k]} vs {vb[k]}" for k in sorted(set(va) & set(vb))
+                         if va[k] and vb[k] and va[k] != vb[k])
 
     @property
     def measured(self) -> list[LoadedRun]:

@@ -99,7 +99,7 @@ def test_a_failed_spawn_releases_the_engine_cgroup_and_pipes(monkeypatch, tmp_pa
     job = SimpleNamespace(model_dump_json=lambda indent=None: "{}")
     before = _open_fds()
     with pytest.raises(OSError, match="simulated"):
-        process.run_engine_process(ctx, SimpleNamespace(engine="x", tag="rep0"), job, tmp_path / "work")
+        process.run_engine_process(ctx, SimpleNamespace(engine="arrow-floor", tag="rep0"), job, tmp_path / "work")
     # the four pipe ends closed: no descriptor open now that was not before (not a count: it also fell, 31 to
     # 30, when something else in this pytest worker closed a file meanwhile, once on four workers)
     assert _open_fds() - before == set()
