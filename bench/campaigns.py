@@ -68,7 +68,7 @@ from bench.core.progress import Progress
 from bench.core.published import PUBLISHED_INSTANCE, PUBLISHED_RAM_BYTES
 from bench.core.results import RunResult, file_label, now_iso
 from bench.core.spread import Spread
-from bench.core.stats import paired_speedup
+from bench.core.stats import median, paired_speedup
 from bench.core.storage import (
     GP3_BASELINE_MB_S,
     M5_4XLARGE_EBS_MB_S,
@@ -145,17 +145,13 @@ def point_of(engine: str, scale: float, results: list[RunResult], run_dir: str =
         duration_s=stat_of([r.duration_s for r in good if r.duration_s is not None]),
         peak_rss_bytes=stat_of([float(r.telemetry.peak_rss_bytes) for r in good if r.telemetry.peak_rss_bytes]),
         setup_s=statistics.median([r.setup_s for r in good if r.setup_s is not None]) if good else None,
-        verify_s=_median([r.verify_s for r in good]),
-        restore_s=_median([r.setup_io.restore_s if r.setup_io else None for r in good]),
-        reads_s=_median([_reads_s(r) for r in good]),
+        verify_s=median([r.verify_s for r in good]),
+        restore_s=median([r.setup_io.restore_s if r.setup_io else None for r in good]),
+        reads_s=median([_reads_s(r) for r in good]),
         mean_cores=statistics.median([r.telemetry.mean_cores for r in good if r.telemetry.mean_cores]) if good
         else None,
         run_dir=run_dir)
 
-
-def _median(values: list[float | None]) -> float | None:
-    got = [v for v in values if v is not None]
-    return statistics.median(got) if got else None
 
 
 def _reads_s(r: RunResult) -> float | None:

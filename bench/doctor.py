@@ -14,9 +14,10 @@ from pathlib import Path
 
 import click
 
+from bench.core.children import pid_alive
 from bench.core.errors import UserError
 from bench.core.iceberg_java import runtime as iceberg_runtime
-from bench.core.lock import _alive, describe
+from bench.core.lock import describe
 from bench.core.requirements import Requirement, module_requirement
 from bench.engines import engine_names, get_engine, parse_engines
 
@@ -144,7 +145,7 @@ def _holder_lock(settings) -> tuple[int, dict]:
 
 
 def _lock_leftover(fd: int, holder: dict) -> list[Leftover]:
-    if not holder.get("pid") or _alive(int(holder["pid"])):
+    if not holder.get("pid") or pid_alive(int(holder["pid"])):
         return []
 
     def repair() -> str:

@@ -37,11 +37,12 @@ from bench.core.campaign import (
     TuneSummary,
     find_summaries,
 )
+from bench.core.children import pid_alive
 from bench.core.errors import UserError
 from bench.core.fit import Fit
 from bench.core.fmt import fmt_bytes, fmt_gb, fmt_r2, fmt_ratio, fmt_scale, fmt_seconds, fmt_value
 from reports import charts
-from reports.model import FALLBACK_COLORS, ResultSet, _pid_alive
+from reports.model import FALLBACK_COLORS, ResultSet
 
 QUANTITY = {"duration_s": "compaction time", "peak_rss_bytes": "peak memory (RSS)",
             "min_budget_bytes": "smallest passing budget", "datagen_s": "data generation"}
@@ -277,7 +278,7 @@ def _state_note(kind: str, s: Summary) -> str:
     if not note:
         return ""
     pid = getattr(s, "pid", 0)  # a harness-scaling check records none
-    if s.state == "running" and pid and _pid_alive(pid, s.started_at) is False:
+    if s.state == "running" and pid and pid_alive(pid, s.started_at) is False:
         note = (f"was killed before it could record its end (its process, pid {pid}, is gone): what follows "
                 "rests on the points measured before that")
     when = f" (started {s.started_at}" + (f", ended {s.ended_at})" if s.ended_at else ")") if s.started_at else ""

@@ -26,9 +26,9 @@ from typing import Any
 from bench.core.fmt import fmt_bytes, fmt_value
 from bench.core.results import RunResult
 from bench.core.spread import Spread
-from bench.core.stats import floor_multiples, paired_speedup
+from bench.core.stats import floor_multiples, median, paired_speedup
 from reports.floorcheck import FloorCheck, floor_check
-from reports.model import EngineRow, LoadedRun, ResultSet, _median
+from reports.model import EngineRow, LoadedRun, ResultSet
 
 
 # --- shared -------------------------------------------------------------------------------------------
@@ -46,10 +46,10 @@ def cores_given(rs: ResultSet, engine: str) -> tuple[float | None, str]:
     """The cores the engine was given (median over its verified runs) and where that comes from: the
     result's `cores`, else (older results) the node's cores from its environment, else unknown."""
     runs = [lr for lr in rs.runs if lr.r.engine == engine and lr.counts] or _runs_of(rs, engine)
-    given = _median([lr.r.cores for lr in runs])
+    given = median([lr.r.cores for lr in runs])
     if given:
         return given, "given"
-    node = _median([lr.r.environment.cores for lr in runs])
+    node = median([lr.r.environment.cores for lr in runs])
     return (node, "node") if node else (None, "")
 
 
@@ -126,7 +126,7 @@ def _floor_row(rs: ResultSet, engine: str, is_floor: bool) -> FloorRow:
         out.mb_s_per_core = row.throughput_mb_s / cores
     per_cpu = [lr.r.before.uncompressed_bytes / 1e6 / cpu for lr in good
                if lr.r.before.uncompressed_bytes and (cpu := _cpu_seconds(lr.r))]
-    out.mb_per_cpu_s = _median(per_cpu)
+    out.mb_per_cpu_s = median(per_cpu)
     return out
 
 
@@ -336,12 +336,12 @@ def _sort_row(rs: ResultSet, engine: str) -> SortRow | None:
     reads = []
     for name in SORT_QUERIES:
         qs = [q for r in good for q in r.reads.queries if q.name == name]  # type: ignore[union-attr]
-        reads.append(SortRead(query=name, before_s=_median([q.before_s for q in qs]),
-                              after_s=_median([q.after_s for q in qs]),
-                              files_before=_median([q.files_opened_before for q in qs]),
-                              files_after=_median([q.files_opened_after for q in qs])))
+        reads.append(SortRead(query=name, before_s=median([q.before_s for q in qs]),
+                              after_s=median([q.after_s for q in qs]),
+                              files_before=median([q.files_opened_before for q in qs]),
+                              files_after=median([q.files_opened_after for q in qs])))
     return SortRow(engine=engine, color=rs.colors[engine], strategy=strategy_of(good[0]), run_id=rs.run_id,
-                   anchor=rs.anchor, runs=len(good), reads=reads, duration_s=_median([r.duration_s for r in good]))
+                   anchor=rs.anchor, runs=len(good), reads=reads, duration_s=median([r.duration_s for r in good]))
 
 
 def sort_comparisons(sets: list[ResultSet]) -> list[SortComparison]:

@@ -10,9 +10,7 @@ ran out of memory, timed out or were rejected by the verifier are listed with th
 from __future__ import annotations
 
 import json
-import os
 import re
-import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bench.core.campaign import SUMMARY_FILES
+from bench.core.children import pid_alive
 from bench.core.cost import parse_instance, run_cost
 from bench.core.errors import UserError
 from bench.core.fmt import fmt_bytes as _fmt_b
@@ -43,7 +42,7 @@ from bench.core.results import (
     read_run_state,
 )
 from bench.core.spread import Spread
-from bench.core.stats import EngineStats, Speedup, all_speedups, engine_stats, floors
+from bench.core.stats import EngineStats, Speedup, all_speedups, engine_stats, floors, median
 from reports.source import SourceHeader, source_header, why_not_verified
 
 RESULT_NAME = re.compile(r"[^/]+--[^/]+--(rep\d+|warmup)[^/]*\.json")  # <scenario>--<engine>--rep<N>.json
@@ -115,27 +114,6 @@ class Loaded:
     states: dict[Path, RunDirState]  # run directory -> its run.json
 
 
-def _pid_alive(pid: int, started_at: str) -> bool | None:
-    if not pid:
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, another user's
-    except OSError:
-        return None
-    try:  # a pid reused by a younger process is not the harness
-        import calendar
-        import time
-
-        import psutil
-
-        started = calendar.timegm(time.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ"))
-        return psutil.Process(pid).create_time() <= started + 5
-    except Exception:  # noqa: BLE001 - unknown start time or psutil: trust the pid
-        return True
 
 
 def _run_dir_state(run_dir: Path) -> RunDirState | None:
@@ -143,7 +121,7 @@ def _run_dir_state(run_dir: Path) -> RunDirState | None:
     if state is None:
         return None
     written = sum(1 for p in run_dir.glob("*.json") if p.name != RUN_STATE_FILE and not p.name.startswith("."))
-    return RunDirState(run_dir, state, written, _pid_alive(state.pid, state.started_at))
+    return RunDirState(run_dir, state, written, pid_alive(state.pid, state.started_at))
 
 
 def load_runs(paths, allow_empty: bool = False) -> Loaded:
@@ -443,9 +421,6 @@ class Report:
     n_runs: int
 
 
-def _median(vals):
-    vals = [v for v in vals if v is not None]
-    return statistics.median(vals) if vals else None
 
 
 def _gb(v: float) -> str:
@@ -616,16 +591,16 @@ def _engine_row(rs: ResultSet, engine: str) -> EngineRow:
     row = EngineRow(
         engine=engine, color=rs.colors[engine], stats=st, verified_runs=good,
         missing=None if st.verified else missing_text(st),
-        cost_median=_median(costs), cost_min=min(costs) if costs else None,
+        cost_median=median(costs), cost_min=min(costs) if costs else None,
         cost_max=max(costs) if costs else None, cost_values=costs,
-        p95_cores_median=_median([lr.r.telemetry.p95_cores for lr in good]),
-        read_bytes_median=_median([lr.r.telemetry.read_bytes for lr in good]),
-        write_bytes_median=_median([lr.r.telemetry.write_bytes for lr in good]),
+        p95_cores_median=median([lr.r.telemetry.p95_cores for lr in good]),
+        read_bytes_median=median([lr.r.telemetry.read_bytes for lr in good]),
+        write_bytes_median=median([lr.r.telemetry.write_bytes for lr in good]),
         after=after_run.r.after if after_run else None, after_verified=bool(good),
         status_text=", ".join(parts) or "no measured run", why_not=why_not_verified([lr.r for lr in runs]),
     )
     # throughput: the uncompressed (logical) size of the input, the same measure as the published one
-    logical = _median([lr.r.before.uncompressed_bytes or None for lr in good])
+    logical = median([lr.r.before.uncompressed_bytes or None for lr in good])
     if logical and st.duration_s.median:
         row.throughput_mb_s = logical / st.duration_s.median / 1e6
     row.phases = _phases(good, st)
@@ -829,14 +804,14 @@ def reads_view(rs: ResultSet) -> ReadsView | None:
         qs = _query_reads(good, name)
         row = ReadRow(query=name, sql=next((q.sql for _, q in qs), ""))
         before = [q.before_s for _, q in qs if q.before_s is not None]
-        row.before_s, row.before_n = _median(before), len(before)
+        row.before_s, row.before_n = median(before), len(before)
         row.files_before = next((q.files_opened_before for _, q in qs if q.files_opened_before is not None), None)
         row.deletes_before = next((q.delete_files_merged_before for _, q in qs
                                    if q.delete_files_merged_before is not None), None)
         for e in engines:
             mine = [q for r, q in qs if r.engine == e and r.reads is not None and r.reads.after_usable
                     and q.after_s is not None]
-            row.after_s[e], row.after_n[e] = _median([q.after_s for q in mine]), len(mine)
+            row.after_s[e], row.after_n[e] = median([q.after_s for q in mine]), len(mine)
             after = row.after_s[e]
             row.ratio[e] = row.before_s / after if row.before_s and after else None
             row.files_after[e] = mine[0].files_opened_after if mine else None

@@ -115,6 +115,34 @@ def start_time(pid: int) -> str | None:
         return None
 
 
+def pid_alive(pid: int | None, started_at: str | None = None) -> bool | None:
+    """Is `pid` running (one home for the question)?  True also for another user's process (it exists).  With
+    `started_at` (UTC, 2026-11-29T01:02:03Z, when the harness recorded the pid), a process that started later is
+    a reused pid, not the one recorded: False.  None when nothing can be said (no pid, or the kernel refuses)."""
+    if not pid:
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, another user's
+    except OSError:
+        return None
+    if started_at is None:
+        return True
+    try:  # a pid reused by a younger process is not the one recorded
+        import calendar
+        import time
+
+        import psutil
+
+        started = calendar.timegm(time.strptime(started_at, "%Y-%m-%dT%H:%M:%SZ"))
+        return psutil.Process(int(pid)).create_time() <= started + 5
+    except Exception:  # noqa: BLE001 - unknown start time or psutil: trust the pid
+        return True
+
+
 class _Reaper:
     """The harness's reaper process (started on first use, one per harness process)."""
 
@@ -234,4 +262,4 @@ def run(cmd: list[str], *, timeout: float | None = None, **kw: Any) -> subproces
 
 
 __all__ = ["die_with_parent", "guard", "pool_initializer", "popen", "preexec", "reaper_pid", "record_to",
-           "recorded_alive", "release", "run", "start_time", "unguard"]
+           "pid_alive", "recorded_alive", "release", "run", "start_time", "unguard"]

@@ -18,20 +18,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.core.children import record_to, recorded_alive
+from bench.core.children import pid_alive, record_to, recorded_alive
 from bench.core.errors import UserError
 
 PROCESS_LEDGER = "processes.jsonl"  # beside the lock: bench.core.children.record_to
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def describe(holder: dict) -> str:
@@ -75,7 +66,7 @@ class WarehouseLock:
                 self.say(f"waiting: the {self.what} is in use by {describe(holder)} (lock {self.path})")
                 fcntl.flock(fd, fcntl.LOCK_EX)
             previous = self._read_holder()
-            if previous.get("pid") and previous.get("pid") != os.getpid() and not _alive(int(previous["pid"])):
+            if previous.get("pid") and previous.get("pid") != os.getpid() and not pid_alive(int(previous["pid"])):
                 self.took_over = previous
                 self.say(f"took over the {self.what} lock left by {describe(previous)}, which is no longer running")
             info = {"pid": os.getpid(), "command": " ".join(os.path.basename(a) if i == 0 else a

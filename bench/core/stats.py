@@ -21,6 +21,11 @@ from bench.core.results import RunResult
 from bench.core.spread import Spread
 
 
+def median(values: Iterable[float | None]) -> float | None:
+    """The median of the values that are not None; None when there are none (one home for the harness)."""
+    got = [v for v in values if v is not None]
+    return statistics.median(got) if got else None
+
 @dataclass
 class EngineStats:
     engine: str

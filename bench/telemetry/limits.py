@@ -15,7 +15,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.core.children import die_with_parent
+from bench.core.children import die_with_parent, pid_alive
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_PREFIX = "bench-"
@@ -24,12 +24,10 @@ CGROUP_PREFIX = "bench-"
 def _owner_alive(name: str) -> bool:
     """Cgroups are named bench-<harness pid>-<id>: is that harness still running?"""
     try:
-        os.kill(int(name[len(CGROUP_PREFIX):].split("-", 1)[0]), 0)
-    except (ValueError, ProcessLookupError):
+        pid = int(name[len(CGROUP_PREFIX):].split("-", 1)[0])
+    except ValueError:
         return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid) is not False
 
 
 def find_stale_cgroups(extra: list[Path] | None = None) -> list[Path]:
