@@ -52,7 +52,13 @@ GIB = 1024**3
 # the Rust crates of repark's build that change a measurement, from the wheel's CycloneDX SBOM
 SBOM_CRATES = ("iceberg", "repark-iceberg", "datafusion", "parquet", "arrow")
 COMMIT_CONFLICT = "CommitConflict"
-CODEC_PROPERTY, LEVEL_PROPERTY = "write.parquet.compression-codec", "write.parquet.compression-level"
+FORMAT_PROPERTY = "write.format.default"  # the data file format a writer uses (Iceberg's default: parquet)
+
+
+def codec_properties(file_format: str) -> tuple[str, str]:
+    """The table properties that set the codec and its level of the format's writer (Iceberg's names)."""
+    fmt = (file_format or "parquet").lower()
+    return f"write.{fmt}.compression-codec", f"write.{fmt}.compression-level"
 
 
 class ReparkOptions(BaseModel):
@@ -129,6 +135,9 @@ class ReparkEngine(EngineBase):
     environment: ClassVar[envs.EngineEnvironment | None] = ENVIRONMENT
     min_budget_bytes: ClassVar[int] = 2 * GIB  # a 1 GB pool (the least it takes) within MEMORY_SHARE
     conflict_log_pattern: ClassVar[str] = COMMIT_CONFLICT
+    # its own refusals: iceberg-rust's ErrorKind::FeatureUnsupported (e.g. "ORC compression codec 'snappy' is not
+    # supported by the Rust ORC writer"), DataFusion's NotImplemented
+    refusal_pattern: ClassVar[str] = r"FeatureUnsupported|NotImplemented|[Nn]ot (yet )?supported"
     # format v3: `bench conformance --cases format-v3-deletion-vectors` (a Spark-written v3 table with deletion
     # vectors) verified correct here, no delete file live afterwards
     supports: ClassVar[frozenset[str]] = frozenset({"format-v3"})
@@ -208,16 +217,23 @@ class ReparkEngine(EngineBase):
                          f"options => {spark_map(options)})")
         return rows[0].asDict() if rows else {}
 
-    def _properties(self, cat: str, table: str) -> dict[str, str]:
-        return {str(r[0]): str(r[1]) for r in self.spark.sql(f"SHOW TBLPROPERTIES {cat}.{table}").collect()}
+    @staticmethod
+    def _properties(metadata_file: str) -> dict[str, str]:
+        """The table's own properties, from its metadata file (repark's SHOW TBLPROPERTIES also lists defaults,
+        e.g. the codec zstd, that the table does not set: restoring those would add them)."""
+        from urllib.parse import unquote, urlparse
 
-    def _set_codec(self, job: CompactionJob, cat: str, table: str) -> dict[str, str | None]:
+        path = unquote(urlparse(metadata_file).path) if metadata_file.startswith("file:") else metadata_file
+        return {str(k): str(v) for k, v in (json.loads(Path(path).read_text()).get("properties") or {}).items()}
+
+    def _set_codec(self, job: CompactionJob, cat: str, table: str, registered: str) -> dict[str, str | None]:
         """The output codec as table properties (repark's writer reads only those: a session setting or a
         rewrite option does not reach it); returns what to restore afterwards (None: unset)."""
-        want = {CODEC_PROPERTY: job.output_codec}
+        before = self._properties(registered)
+        codec, level = codec_properties(before.get(FORMAT_PROPERTY, "parquet"))  # ORC and Avro tables too
+        want = {codec: job.output_codec}
         if job.output_codec_level is not None:
-            want[LEVEL_PROPERTY] = str(int(job.output_codec_level))
-        before = self._properties(cat, table)
+            want[level] = str(int(job.output_codec_level))
         changed = {k: v for k, v in want.items() if before.get(k) != v}
         if changed:
             self._sql(f"ALTER TABLE {cat}.{table} SET TBLPROPERTIES ("
@@ -249,7 +265,7 @@ class ReparkEngine(EngineBase):
         with clock.phase("register", "the catalog's metadata file registered in repark's memory catalog"):
             registered, cat, table = self._register(job)
         with clock.phase("codec", "the output codec as table properties, in repark's memory catalog"):
-            restore = self._set_codec(job, cat, table)
+            restore = self._set_codec(job, cat, table, registered)
         with clock.phase("rewrite_data_files", "one procedure call: plan, rewrite, commit to the memory catalog"):
             result = self._rewrite(cat, table, options)
         if job.intent().applies_deletes:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from bench.core.catalog import CatalogSettings, load_sql_catalog
-from bench.engines.repark import CommitConflict, current_location, memory_limit_gb, swap_location
+from bench.engines.repark import CommitConflict, ReparkEngine, current_location, memory_limit_gb, swap_location
 from tests.helpers import INTEGRITY_CHECKS, TINY, bench_env, run_bench
 
 
@@ -57,6 +57,10 @@ def test_commit_is_a_compare_and_swap(tmp_path):
     assert current_location(settings, "bench.t") == moved
     swap_location(settings, "bench.t", moved, registered)  # from the current one it swaps
     assert current_location(settings, "bench.t") == registered
+    # what the codec step restores is the table's own properties, read from its metadata file: a table with no
+    # codec property gets none back (repark's SHOW TBLPROPERTIES lists its default, zstd, as if set)
+    props = ReparkEngine._properties(registered)
+    assert "write.parquet.compression-codec" not in props and props == dict(t.properties)
 
 
 def test_pool_size_from_the_budget():
