@@ -171,7 +171,7 @@ def run_case(opts: ConformanceOptions, case: Case, catalog: Path, engines: list[
     for r in results:
         cls = engine_class(r.engine_base)
         v, evidence = verdict(r, cls.refusal_pattern)
-        mine = bool(written and set(written.packages) & set(cls.packages))
+        mine = bool(written and set(written.packages) & {*cls.packages, *cls.library_packages})
         cells.append(ConformanceCell(case=case.name, covers=case.covers, engine=r.engine, verdict=v,  # type: ignore[arg-type]
                                      evidence=evidence, run=f"runs/{case.name}/{Path(r.engine).name}",
                                      findings=r.verification.findings, self_written=mine))

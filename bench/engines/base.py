@@ -196,6 +196,9 @@ class Engine(Protocol):
     description: ClassVar[str]
     color: ClassVar[str]  # its colour in the report's charts
     packages: ClassVar[tuple[str, ...]]  # distributions whose versions every result records
+    # the table library it runs on, as the distributions a conformance writer names (Written.packages), where its
+    # `packages` do not say it (e.g. an engine whose versions come from its own environment)
+    library_packages: ClassVar[tuple[str, ...]]
     Options: ClassVar[type[BaseModel]]  # what a scenario may put under `engines: <name>:`
     output_codecs: ClassVar[frozenset[str] | None]  # codecs it can write (None: any Parquet codec)
     min_budget_bytes: ClassVar[int]  # the smallest memory budget it can start in (a frontier's floor)
@@ -270,6 +273,7 @@ class EngineBase:
     description: ClassVar[str] = ""
     color: ClassVar[str] = "#7B8794"
     packages: ClassVar[tuple[str, ...]] = ()
+    library_packages: ClassVar[tuple[str, ...]] = ()
     Options: ClassVar[type[BaseModel]] = NoOptions
     output_codecs: ClassVar[frozenset[str] | None] = None
     min_budget_bytes: ClassVar[int] = 64 * 1024 * 1024  # the smallest memory budget it can start in

@@ -58,6 +58,8 @@ class GlutenEngine(SparkEngine):
                                   "own environment")
     color: ClassVar[str] = "#D4A017"
     packages: ClassVar[tuple[str, ...]] = ()  # recorded from its own environment (versions())
+    # Spark and Iceberg's Java library (its own runtime jar, 1.10.0): a table spark's library wrote is its own too
+    library_packages: ClassVar[tuple[str, ...]] = SparkEngine.packages
     environment: ClassVar[envs.EngineEnvironment | None] = envs.EngineEnvironment(
         python="3.11", requirements=PINS,
         why="velox-spark 1.7.0.1 pins pyspark==3.5.5; the harness runs pyspark 3.5.9",
