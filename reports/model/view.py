@@ -183,12 +183,18 @@ class ResultSet:
 
     @property
     def headline_speedup(self) -> Speedup | None:
-        """The largest speedup between engines that commit; between plain engines (NAME, not NAME:PROFILE)
-        when the set has such a pair, so variants of one engine do not make the headline (they have
-        their own table)."""
+        """The first engine named (the run's baseline: `--engines spark,...`) against the fastest other engine;
+        between plain engines (NAME, not NAME:PROFILE) when the set has such a pair, so variants of one engine do
+        not make the headline (they have their own table).  Without a baseline in the set: the largest speedup.
+        (The largest alone would put the slowest engine in the headline of a run of four.)"""
         usable = [s for s in self.speedups if s.ratio.n]
         plain = {lr.r.engine for lr in self.runs if lr.r.engine == lr.r.engine_base}
         usable = [s for s in usable if s.faster in plain and s.slower in plain] or usable
+        named = self.run_state.state.engines if self.run_state else []
+        base = next((e for e in named if any(e in (s.faster, s.slower) for s in usable)), None)
+        if base is not None:  # the other engine's speed relative to the baseline's: the largest is the fastest
+            return max((s for s in usable if base in (s.faster, s.slower)),
+                       key=lambda s: (s.ratio.median or 0.0) ** (1 if s.slower == base else -1))
         if not usable:
             return None
         return max(usable, key=lambda s: s.ratio.median or 0.0)  # n > 0: a median
