@@ -183,7 +183,7 @@ class ResultSet:
 
     @property
     def headline_speedup(self) -> Speedup | None:
-        """The first engine named (the run's baseline: `--engines spark,...`) against the fastest other engine;
+        """The first engine named (the run's baseline: `--engines A,B,...` makes A) against the fastest other engine;
         between plain engines (NAME, not NAME:PROFILE) when the set has such a pair, so variants of one engine do
         not make the headline (they have their own table).  Without a baseline in the set: the largest speedup.
         (The largest alone would put the slowest engine in the headline of a run of four.)"""
