@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar, TypeVar
 
 from markupsafe import Markup
 from pydantic import ValidationError
@@ -42,7 +43,7 @@ from bench.core.errors import UserError
 from bench.core.fit import Fit
 from bench.core.fmt import fmt_bytes, fmt_gb, fmt_r2, fmt_ratio, fmt_scale, fmt_seconds, fmt_value
 from reports import charts
-from reports.model import FALLBACK_COLORS, ResultSet
+from reports.model import ResultSet, fill_colors
 
 QUANTITY = {"duration_s": "compaction time", "peak_rss_bytes": "peak memory (RSS)",
             "min_budget_bytes": "smallest passing budget", "datagen_s": "data generation"}
@@ -90,12 +91,7 @@ def engine_colors(located: list[Located], base: dict[str, str]) -> dict[str, str
     """The results' colours where the results name the engine; the fallback palette, in the stable order
     of the summaries' engine lists, for the others."""
     engines = list(dict.fromkeys(e for loc in located for e in _engines(loc.summary)))
-    out = {e: base[e] for e in engines if e in base}
-    used = {c.lower() for c in base.values() if c}
-    spare = [c for c in FALLBACK_COLORS if c.lower() not in used] or FALLBACK_COLORS
-    for i, e in enumerate(e for e in engines if e not in out):
-        out[e] = spare[i % len(spare)]
-    return out
+    return fill_colors({e: base.get(e) for e in engines}, base.values())
 
 
 def _engines(s: Summary) -> list[str]:
@@ -213,6 +209,14 @@ class CampaignView:
     charts: dict[str, Markup] = field(default_factory=dict)
     state_note: str = ""
     run_sets: list[str] = field(default_factory=list)
+    s: Summary
+
+    kind: ClassVar[str]  # what the report calls it
+    id_field: ClassVar[str]  # the field of its summary that names it
+
+    @property
+    def ident(self) -> str:
+        return getattr(self.s, self.id_field)
 
 
 @dataclass(kw_only=True)
@@ -227,10 +231,7 @@ class SweepView(CampaignView):
     datagen_text: str = ""
 
     kind = "sweep"
-
-    @property
-    def ident(self) -> str:
-        return self.s.sweep_id
+    id_field = "sweep_id"
 
 
 @dataclass
@@ -267,10 +268,7 @@ class FrontierView(CampaignView):
     node_ram_on_chart: bool = False
 
     kind = "frontier"
-
-    @property
-    def ident(self) -> str:
-        return self.s.frontier_id
+    id_field = "frontier_id"
 
 
 def _state_note(kind: str, s: Summary) -> str:
@@ -285,18 +283,28 @@ def _state_note(kind: str, s: Summary) -> str:
     return f"This {kind}{when} {note}."
 
 
+V = TypeVar("V", bound=CampaignView)
+
+
+def _open(cls: type[V], loc: Located, anchor: str, colors: dict[str, str], sets: list[ResultSet],
+          **extra: Any) -> tuple[V, list[ResultSet]]:
+    """A campaign's view with what every one has (its summary, engines and their colours, the note when it did not
+    finish, the anchors of the run sets under its directory), and those run sets."""
+    engines = _engines(loc.summary)
+    v = cls(s=loc.summary, path=loc.path, anchor=anchor, colors={e: colors[e] for e in engines}, engines=engines,
+            state_note=_state_note(cls.kind, loc.summary), **extra)
+    mine = [rs for rs in sets if _under(rs, loc.path.parent)]
+    v.run_sets = [rs.anchor for rs in mine]
+    return v, mine
+
+
 def _order(engines: list[str], present) -> list[str]:
     return [e for e in engines if e in set(present)]
 
 
 def sweep_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[ResultSet]) -> SweepView:
-    s: SweepSummary = loc.summary  # type: ignore[assignment]
-    root = loc.path.parent
-    engines = _engines(s)
-    v = SweepView(s=s, path=loc.path, anchor=anchor, colors={e: colors[e] for e in engines}, engines=engines,
-                  state_note=_state_note("sweep", s))
-    mine = [rs for rs in sets if _under(rs, root)]
-    v.run_sets = [rs.anchor for rs in mine]
+    v, mine = _open(SweepView, loc, anchor, colors, sets)
+    s, root, engines = v.s, loc.path.parent, v.engines
 
     def links(scale: float, run_dir: str) -> list[Link]:
         found = [rs for rs in mine if _same(rs.scale, scale)]
@@ -390,13 +398,8 @@ def _speedup_series(s: SweepSummary):
 
 
 def frontier_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[ResultSet]) -> FrontierView:
-    s: FrontierSummary = loc.summary  # type: ignore[assignment]
-    root = loc.path.parent
-    engines = _engines(s)
-    v = FrontierView(s=s, path=loc.path, anchor=anchor, colors={e: colors[e] for e in engines}, engines=engines,
-                     state_note=_state_note("frontier", s))
-    mine = [rs for rs in sets if _under(rs, root)]
-    v.run_sets = [rs.anchor for rs in mine]
+    v, mine = _open(FrontierView, loc, anchor, colors, sets)
+    s, root, engines = v.s, loc.path.parent, v.engines
 
     def link(point: FrontierPoint, probe: Probe) -> Link | None:
         for rs in mine:
@@ -500,10 +503,7 @@ class TuneView(CampaignView):
     verdict: str = ""
 
     kind = "tune"
-
-    @property
-    def ident(self) -> str:
-        return self.s.tune_id
+    id_field = "tune_id"
 
     @property
     def searchable(self) -> list[KnobRow]:
@@ -540,14 +540,8 @@ def _verdict(s: TuneSummary, tuned: str) -> str:
 
 
 def tune_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[ResultSet]) -> TuneView:
-    s: TuneSummary = loc.summary  # type: ignore[assignment]
-    root = loc.path.parent
-    engines = _engines(s)
-    tuned = tuned_label(s)
-    v = TuneView(s=s, path=loc.path, anchor=anchor, colors={e: colors[e] for e in engines}, engines=engines,
-                 tuned=tuned, state_note=_state_note("tune", s))
-    mine = [rs for rs in sets if _under(rs, root)]
-    v.run_sets = [rs.anchor for rs in mine]
+    v, mine = _open(TuneView, loc, anchor, colors, sets, tuned=tuned_label(loc.summary))  # type: ignore[arg-type]
+    s, root, tuned = v.s, loc.path.parent, v.tuned
 
     def link(run_dir: str) -> Link | None:
         for rs in mine:
@@ -591,10 +585,7 @@ class HarnessView(CampaignView):
     s: HarnessScalingSummary
 
     kind = "harness scaling"
-
-    @property
-    def ident(self) -> str:
-        return self.s.scaling_id
+    id_field = "scaling_id"
 
 
 def harness_view(loc: Located, anchor: str) -> HarnessView:

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 
 from bench.core.spread import Spread
-from reports.model import ResultSet
+from reports.model import ResultSet, by_scenario_scale
 
 MODEL = "time(n) = fixed + parallel / n, least squares over the medians in 1/n"
 ASSUMPTIONS = ("the parallel part divides evenly over the nodes; the fixed part (driver, planning, commit) "
@@ -122,11 +122,8 @@ def _facts(rs: ResultSet, label: str) -> tuple[bool, int, int | None, int | None
 
 def cluster_sections(sets: list[ResultSet]) -> list[ClusterSection]:
     """One section per (scenario, scale) whose run sets hold a cluster engine."""
-    groups: dict[tuple[str, float], list[ResultSet]] = {}
-    for rs in sets:
-        groups.setdefault((rs.scenario_name, rs.scale), []).append(rs)
     out = []
-    for (scenario, scale), group in groups.items():
+    for (scenario, scale), group in by_scenario_scale(sets):
         rows: list[ClusterRow] = []
         singles: list[ClusterRow] = []
         for rs in group:

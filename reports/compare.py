@@ -28,7 +28,7 @@ from bench.core.results import RunResult
 from bench.core.spread import Spread
 from bench.core.stats import floor_multiples, median, paired_speedup
 from reports.floorcheck import FloorCheck, floor_check
-from reports.model import EngineRow, LoadedRun, ResultSet
+from reports.model import EngineRow, LoadedRun, ResultSet, group_by
 
 
 # --- shared -------------------------------------------------------------------------------------------
@@ -347,12 +347,9 @@ def _sort_row(rs: ResultSet, engine: str) -> SortRow | None:
 def sort_comparisons(sets: list[ResultSet]) -> list[SortComparison]:
     """Per dataset compacted with more than one rewrite strategy across the run sets: each engine and
     strategy's reads (engines that commit nothing have no after-reads, and no row)."""
-    groups: dict[tuple, list[ResultSet]] = {}
-    for rs in sets:
-        key = (rs.scenario_name, round(rs.scale, 12), rs.first.dataset_recipe_hash)
-        groups.setdefault(key, []).append(rs)
     out = []
-    for (scenario, scale, _), members in groups.items():
+    for (scenario, scale, _), members in group_by(sets, lambda rs: (rs.scenario_name, round(rs.scale, 12),
+                                                                    rs.first.dataset_recipe_hash)):
         rows = [row for rs in members for e in rs.committing if (row := _sort_row(rs, e)) is not None]
         strategies = list(dict.fromkeys(row.strategy for row in rows))
         if len(strategies) > 1:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from bench.core.fit import CoreScaling, Fit, core_scalings, node_model
 from bench.core.spread import Spread
 from bench.core.units import MiB
-from reports.model import ResultSet
+from reports.model import ResultSet, by_scenario_scale
 
 # what bounds the model's time: the uncapped run's time (the model's cpu-bound part: whatever held the engine back
 # without a cap, the CPU or a shared disk) or the cap over the bytes
@@ -95,17 +95,10 @@ def model_seconds(uncapped_s: float, bytes_in: int, bytes_out: int, read_bps: in
     return m["seconds"], CAPPED if m["bound"] == "storage" else UNCAPPED
 
 
-def _group(sets: list[ResultSet]) -> dict[tuple[str, float], list[ResultSet]]:
-    groups: dict[tuple[str, float], list[ResultSet]] = {}
-    for rs in sets:
-        groups.setdefault((rs.scenario_name, rs.scale), []).append(rs)
-    return groups
-
-
 def cap_sections(sets: list[ResultSet]) -> list[CapSection]:
     """One section per (scenario, scale) whose run sets hold runs under --storage-cap."""
     out = []
-    for (scenario, scale), group in _group(sets).items():
+    for (scenario, scale), group in by_scenario_scale(sets):
         points: list[CapPoint] = []
         sizes: dict[str, tuple[int, int, float]] = {}  # label -> (bytes in, bytes out, cores) of the uncapped runs
         for rs in group:
@@ -201,7 +194,7 @@ class CoreSection:
 def core_sections(sets: list[ResultSet]) -> list[CoreSection]:
     """One section per (scenario, scale) with verified runs under --cores 1 and --cores 2 of one engine."""
     out = []
-    for (scenario, scale), group in _group(sets).items():
+    for (scenario, scale), group in by_scenario_scale(sets):
         found = core_scalings([lr.r for rs in group for lr in rs.runs])
         if found:
             out.append(CoreSection(scenario=scenario, scale=scale, scalings=found))

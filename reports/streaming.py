@@ -23,16 +23,26 @@ MEANING = {
 }
 
 
-@dataclass
-class StreamRow:
-    engine: str
-    color: str
+class _Streamed:
+    """A row of one streaming run: its totals as `t`."""
+
     r: RunResult
 
     @property
     def t(self):
         assert self.r.streaming is not None
         return self.r.streaming.totals
+
+
+def _color(rs: ResultSet, r: RunResult) -> str:
+    return rs.colors.get(r.engine) or r.engine_color or charts.MUTED
+
+
+@dataclass
+class StreamRow(_Streamed):
+    engine: str
+    color: str
+    r: RunResult
 
 
 @dataclass
@@ -86,7 +96,7 @@ def streaming_sections(sets: list[ResultSet]) -> list[StreamView]:
         v = StreamView(rs.run_id, rs.scenario_name, rs.scale, first.mode, first.cycles_planned,
                        first.commits_per_cycle, first.rows_per_commit, list(first.maintenance), first.sink)
         for r in sorted(runs, key=lambda r: (not (r.streaming and r.streaming.baseline), r.engine)):
-            v.rows.append(StreamRow(r.engine, rs.colors.get(r.engine) or r.engine_color or charts.MUTED, r))
+            v.rows.append(StreamRow(r.engine, _color(rs, r), r))
             for c in r.streaming.cycles if r.streaming else []:
                 if c.verdict == "unsafe":
                     v.unsafe.append(f"{r.engine} cycle {c.cycle}: {c.reason}")
@@ -101,7 +111,7 @@ def streaming_sections(sets: list[ResultSet]) -> list[StreamView]:
 
 # --- append sinks: the presets side by side -------------------------------------------------------------
 @dataclass
-class SinkRow:
+class SinkRow(_Streamed):
     """One engine's (or the baseline's) run of one sink preset in one mode."""
 
     preset: str
@@ -117,11 +127,6 @@ class SinkRow:
     def sink(self):
         assert self.r.streaming is not None and self.r.streaming.sink is not None
         return self.r.streaming.sink
-
-    @property
-    def t(self):
-        assert self.r.streaming is not None
-        return self.r.streaming.totals
 
 
 @dataclass
@@ -145,8 +150,8 @@ def sink_rows(sets: list[ResultSet]) -> list[SinkRow]:
             if st is None or st.sink is None:
                 continue
             mine = st.totals.final_planning_s
-            rows.append(SinkRow(st.sink.preset or rs.scenario_name, st.mode, rs.run_id, lr.r.engine,
-                                rs.colors.get(lr.r.engine) or lr.r.engine_color or charts.MUTED, st.baseline, lr.r,
+            rows.append(SinkRow(st.sink.preset or rs.scenario_name, st.mode, rs.run_id, lr.r.engine, _color(rs, lr.r),
+                                st.baseline, lr.r,
                                 round(base_planning / mine, 3) if base_planning and mine else None))
     return sorted(rows, key=lambda x: (x.sink.rows_per_flush, x.preset, x.mode, not x.baseline, x.engine))
 
@@ -163,5 +168,5 @@ def sink_comparison(sets: list[ResultSet]) -> SinkView | None:
             points.setdefault(row.engine, []).append((row.t.files_per_gb, row.t.cost_usd_per_gb, row.preset,
                                                       SINK_MARKERS.get(row.mode, "o")))
     colors = {row.engine: row.color for row in rows}
-    modes = {row.mode for row in rows}
+    modes = dict.fromkeys(row.mode for row in rows)  # in the rows' order: a set's order follows the hash seed
     return SinkView(rows, Markup(charts.sink_chart(points, colors, {m: SINK_MARKERS.get(m, "o") for m in modes})))

@@ -75,11 +75,12 @@ def make_result(engine, rep, status="ok", duration=10.0, verified=None, run_id="
     return RunResult(**fields)
 
 
-def write_results(tmp_path: Path, results, run_id="hand", state="complete", pid=0, expected=None) -> Path:
+def write_results(tmp_path: Path, results, run_id="hand", state="complete", pid=0, expected=None,
+                  engines=("spark", "risingwave")) -> Path:
     for r in results:
         save(tmp_path, r)
     write_run_state(tmp_path / run_id, RunState(run_id=run_id, state=state, pid=pid, scenario="bin-packing",
-                                                engines=["spark", "risingwave"], reps=2,
+                                                engines=list(engines), reps=2,
                                                 expected_results=len(results) if expected is None else expected,
                                                 started_at="2025-01-01T00:00:00Z"))
     return tmp_path / run_id

@@ -96,6 +96,24 @@ def test_the_headline_speedup_pairs_verified_runs_only(pairs_dir):
     assert "over 2 verified pairs" in html
 
 
+def test_the_headline_is_the_first_engine_named_against_the_fastest_other(tmp_path):
+    """Of three engines, the headline is the baseline (named first) against the fastest, not the largest ratio
+    (which would be the fastest against the slowest)."""
+    from bench.core.results import read_run_state
+    from reports.model import build, load_runs
+
+    runs = [make_result(e, rep, duration=d) for rep in (0, 1) for e, d in
+            (("spark", 30.0), ("risingwave", 3.0), ("repark", 60.0))]
+    for engines, head in ((("spark", "risingwave", "repark"), ("risingwave", "spark", 10.0)),
+                          (("repark", "spark", "risingwave"), ("risingwave", "repark", 20.0)),
+                          ((), ("risingwave", "repark", 20.0))):  # no baseline recorded: the largest
+        run_dir = write_results(tmp_path / "-".join(engines or ("none",)), runs, engines=engines)
+        assert read_run_state(run_dir).engines == list(engines)
+        (rs,) = build(load_runs([run_dir])).sets
+        h = rs.headline_speedup
+        assert (h.faster, h.slower, h.ratio.median) == pytest.approx(head), engines
+
+
 def test_cost_is_the_stored_one_unless_repriced(results_dir):
     html = render([results_dir])
     assert float(_cell(html, "risingwave", "cost_median")) == pytest.approx(0.768 * 5.0 / 3600)
