@@ -1,0 +1,111 @@
+"""How often the engine opened the input's files while it compacted, counted from outside by the kernel's inotify
+(IN_OPEN on every directory of the table): no tracing of the engine, the same for every engine, a count of real
+open() calls of real files.  Issue 43's mechanism (each rewrite task opens every delete file that may apply to its
+data files) is a claim about exactly these opens.
+
+    watch = OpenWatch.of(location, live)   # None: not countable (remote warehouse, no delete file)
+    watch.start()                          # when the engine is told to compact (after the cache policy)
+    ...                                    # the engine compacts
+    watch.stop(); record = watch.record(tasks)
+
+What it can miss, and says so: the kernel drops events when its queue overflows (IN_Q_OVERFLOW, the record is
+then a lower bound), and merges an event identical to the last one still unread (two opens of the same file with
+no other event between them: watching closes too keeps an open/close/open sequence apart, so only opens by two
+readers at the same moment can merge).  Opens by any process count (the harness opens no input file while it
+watches).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from inotify_simple import INotify, flags
+
+from bench.core.opens import DeleteOpens
+from bench.core.table.entries import LiveFiles, local_path
+
+READ_TIMEOUT_MS = 100
+MASK = flags.OPEN | flags.CLOSE_NOWRITE | flags.CLOSE_WRITE | flags.ONLYDIR
+
+
+@dataclass
+class OpenWatch:
+    root: Path
+    position: set[str]  # the input's files, as local paths
+    equality: set[str]
+    data: set[str]
+    opens: Counter[str] = field(default_factory=Counter)  # path -> opens while watched
+    overflow: bool = False
+    cpu_s: float = 0.0
+    _inotify: INotify | None = None
+    _dirs: dict[int, str] = field(default_factory=dict)  # watch descriptor -> directory
+    _thread: threading.Thread | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    @classmethod
+    def of(cls, location: str, live: LiveFiles) -> OpenWatch | None:
+        """A watch over the table at `location` for the files of `live`; None when it cannot count (a warehouse
+        not on this machine's file system) or there is nothing to count (no delete file)."""
+        root = Path(local_path(location))
+        if "://" in location or not root.is_dir() or not (live.position or live.equality):
+            return None
+        paths = [{os.path.normpath(local_path(e.data_file.file_path)) for e in es}
+                 for es in (live.position, live.equality, live.data)]
+        return cls(root, *paths)
+
+    def start(self) -> None:
+        self._inotify = INotify()
+        for d, _, _ in os.walk(self.root):
+            self._dirs[self._inotify.add_watch(d, MASK)] = d
+        self._thread = threading.Thread(target=self._loop, name="bench-open-watch", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        t0 = time.thread_time()
+        assert self._inotify is not None
+        while True:
+            stopping = self._stop.is_set()
+            events = self._inotify.read(timeout=0 if stopping else READ_TIMEOUT_MS)
+            for e in events:
+                if e.mask & flags.Q_OVERFLOW:
+                    self.overflow = True
+                elif e.mask & flags.OPEN and e.name:
+                    self.opens[os.path.join(self._dirs.get(e.wd, ""), e.name)] += 1
+            if stopping and not events:
+                break
+        self.cpu_s = time.thread_time() - t0
+
+    def stop(self) -> None:
+        """Stop counting (what the kernel queued until now still counts); safe to call twice or unstarted."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._inotify is not None:
+            self._inotify.close()
+            self._inotify = None
+
+    def record(self, tasks: int | None = None) -> DeleteOpens:
+        """What was counted, as the result's record; `tasks`: the engine's read tasks, when it reported them."""
+        deletes = self.position | self.equality
+        per_file = [self.opens.get(p, 0) for p in sorted(deletes)]
+        total = sum(per_file)
+        return DeleteOpens(
+            delete_files=len(deletes), opened=sum(1 for n in per_file if n), opens=total,
+            position_opens=sum(self.opens.get(p, 0) for p in self.position),
+            equality_opens=sum(self.opens.get(p, 0) for p in self.equality),
+            per_file_min=min(per_file), per_file_median=float(statistics.median(per_file)), per_file_max=max(per_file),
+            data_files=len(self.data), data_opens=sum(self.opens.get(p, 0) for p in self.data), tasks=tasks,
+            opens_per_task=round(total / tasks, 2) if tasks else None, lower_bound=self.overflow,
+            watcher_cpu_s=round(self.cpu_s, 3),
+            note="the kernel's event queue overflowed: some opens were not counted" if self.overflow else "")
+
+
+def not_counted(why: str) -> DeleteOpens:
+    return DeleteOpens(note=why)

@@ -1,0 +1,41 @@
+"""The delete files' opens (bench.telemetry.opens): real opens of real files, counted by the kernel's inotify,
+sorted into position deletes, equality deletes and data files; a file never opened counts 0; what is opened
+after the watch stopped does not count."""
+
+import threading
+from pathlib import Path
+
+from bench.telemetry.opens import OpenWatch
+
+
+def test_opens_from_two_threads_at_once_are_all_counted_per_file(tmp_path: Path):
+    part = tmp_path / "data" / "p=1"  # a partition's directory: watched too
+    part.mkdir(parents=True)
+    pos, eq1, eq2, data = (str(part / f"{n}.parquet") for n in ("pos", "eq1", "eq2", "data"))
+    unopened = str(tmp_path / "data" / "eq3.parquet")
+    for f in (pos, eq1, eq2, data, unopened):
+        Path(f).write_bytes(b"x")
+    watch = OpenWatch(root=tmp_path, position={pos}, equality={eq1, eq2, unopened}, data={data})
+    watch.start()
+
+    def reader() -> None:
+        for _ in range(500):
+            for f in (eq1, eq2):
+                with open(f, "rb") as fh:
+                    fh.read()
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    Path(pos).read_bytes()
+    Path(data).read_bytes()
+    Path(data).read_bytes()
+    watch.stop()
+    Path(eq1).read_bytes()  # after the watch: not counted
+    rec = watch.record(tasks=4)
+    assert (rec.opens, rec.equality_opens, rec.position_opens, rec.data_opens) == (2001, 2000, 1, 2)
+    assert (rec.delete_files, rec.opened, rec.per_file_min, rec.per_file_max) == (4, 3, 0, 1000)
+    assert rec.per_file_median == 500.5 and rec.opens_per_task == 500.25 and not rec.lower_bound
+    assert "2,001 opens of 3 of 4 delete files" in rec.describe() and "500.2 per task (4 tasks)" in rec.describe()
+    watch.stop()  # twice: harmless
