@@ -25,5 +25,7 @@ def open_watch(ctx: RunContext, r: RunResult) -> OpenWatch | None:
 def opens_record(ctx: RunContext, r: RunResult, watch: OpenWatch | None, er: EngineRun) -> DeleteOpens | None:
     if watch is None:
         return not_counted(REMOTE) if r.before.delete_files and ctx.settings.is_remote else None
+    if not watch.started:
+        return not_counted("the engine never reached its compaction (its setup did not end)")
     tasks = er.record.outcome.read_tasks if er.record is not None and er.record.outcome is not None else None
     return watch.record(tasks)

@@ -138,6 +138,9 @@ def compact(ctx: RunContext, slot: Slot, r: RunResult,
     r.cache, r.setup_io = guard.cache or CacheState(), guard.io
     record_engine(ctx, r, er)
     r.delete_opens = opens_record(ctx, r, watch, er)
+    if r.delete_opens is not None:
+        ctx.progress.info(f"[{slot.engine} {slot.tag}] delete files opened while compacting: "
+                          f"{r.delete_opens.describe()}")
     return er, live
 
 

@@ -43,6 +43,7 @@ class OpenWatch:
     opens: Counter[str] = field(default_factory=Counter)  # path -> opens while watched
     overflow: bool = False
     cpu_s: float = 0.0
+    started: bool = False  # the engine was told to compact (its setup ended)
     _inotify: INotify | None = None
     _dirs: dict[int, str] = field(default_factory=dict)  # watch descriptor -> directory
     _thread: threading.Thread | None = None
@@ -60,6 +61,7 @@ class OpenWatch:
         return cls(root, *paths)
 
     def start(self) -> None:
+        self.started = True
         self._inotify = INotify()
         for d, _, _ in os.walk(self.root):
             self._dirs[self._inotify.add_watch(d, MASK)] = d

@@ -232,6 +232,11 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
         assert after["delete_files"] == 0  # the same end state for every engine
         assert r["before"]["position_delete_files"] == 4 and r["before"]["equality_delete_files"] == 4
         assert r["telemetry"]["peak_rss_bytes"] > 0 and r["duration_s"] > 0
+        # the harness counted the delete files' opens while it compacted (bench.telemetry.opens): applying the
+        # deletes, every engine opened each of the 8 delete files at least once
+        opens = r["delete_opens"]
+        assert opens["opens"] is not None and (opens["delete_files"], opens["opened"]) == (8, 8), (engine, opens)
+        assert opens["opens"] == opens["position_opens"] + opens["equality_opens"] and opens["data_opens"] > 0
         # every step is a phase; the phases add up to the compaction time
         assert abs(sum(p["seconds"] for p in r["phases"]) - r["duration_s"]) < 1e-6
         # readers gained: before, the full scan merged the delete files; after, none (bench.reads)
