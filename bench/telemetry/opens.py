@@ -56,7 +56,8 @@ class OpenWatch:
         """A watch over the table at `location` for the files of `live`; None when it cannot count (a warehouse
         not on this machine's file system) or there is nothing to count (no delete file)."""
         root = Path(local_path(location))
-        if "://" in location or not root.is_dir() or not (live.position or live.equality):
+        local = not ("://" in location and not location.startswith("file:"))
+        if not local or not root.is_dir() or not (live.position or live.equality):
             return None
         paths = [{os.path.normpath(local_path(e.data_file.file_path)) for e in es}
                  for es in (live.position, live.equality, live.data)]
