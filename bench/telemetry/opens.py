@@ -12,8 +12,8 @@ What it can miss, and says so: the kernel drops events when its queue overflows 
 then a lower bound), and merges an event identical to the last one still unread (two opens of the same file with
 no other event between them).  Watching closes too keeps an open/close/open sequence apart, and a file's opens
 are the larger of its open and close events, so only two readers opening one file at the same moment can lose
-one (at most 4 of 2,000 in tests/telemetry/test_opens.py's tries).  Opens by any process count (the harness opens no input file while it
-watches).
+one (at most 4 of 2,000 in tests/telemetry/test_opens.py's tries).  Opens by any process count (the harness
+opens no input file while it watches).
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ class OpenWatch:
         local = not ("://" in location and not location.startswith("file:"))
         if not local or not root.is_dir() or not (live.position or live.equality):
             return None
-        paths = [{os.path.normpath(local_path(e.data_file.file_path)) for e in es}
-                 for es in (live.position, live.equality, live.data)]
-        return cls(root, *paths)
+        def paths(entries: list) -> set[str]:
+            return {os.path.normpath(local_path(e.data_file.file_path)) for e in entries}
+        return cls(root, paths(live.position), paths(live.equality), paths(live.data))
 
     def start(self) -> None:
         self.started = True
