@@ -37,4 +37,5 @@ class DeleteOpens(BaseModel):
                     if self.opens_per_task is not None and self.tasks else "")
         return (f"{self.opens:,}{' (at least)' if self.lower_bound else ''} opens of {self.opened:,} of "
                 f"{self.delete_files:,} delete files; per delete file min {self.per_file_min:,}, median "
-                f"{self.per_file_median:,.0f}, max {self.per_file_max:,}{per_task}")
+                f"{self.per_file_median:,.0f}, max {self.per_file_max:,}{per_task}"
+                + (f" ({self.note})" if self.note else ""))

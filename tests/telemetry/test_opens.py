@@ -42,3 +42,16 @@ def test_opens_from_two_threads_at_once_are_all_counted_per_file(tmp_path: Path)
     assert 497 <= rec.per_file_median <= 500.5 and rec.opens_per_task == round(rec.opens / 4, 2)
     assert f"{rec.opens:,} opens of 3 of 4 delete files" in rec.describe() and "(4 tasks)" in rec.describe()
     watch.stop()  # twice: harmless
+
+
+def test_a_flood_of_opens_is_counted_up_to_the_cap_and_said_to_be_a_lower_bound(tmp_path: Path):
+    f = tmp_path / "eq.parquet"
+    f.write_bytes(b"x")
+    watch = OpenWatch(root=tmp_path, position=set(), equality={str(f)}, data=set(), max_events=100)
+    watch.start()
+    for _ in range(300):  # 600 events (open + close): more than the cap
+        f.read_bytes()
+    watch.stop()
+    rec = watch.record()
+    assert rec.lower_bound and watch.capped_after_s is not None and watch.events >= 100 and 50 <= rec.opens <= 300
+    assert "counting ended after" in rec.note and "(at least)" in rec.describe()
