@@ -35,11 +35,12 @@ def test_opens_from_two_threads_at_once_are_all_counted_per_file(tmp_path: Path)
     Path(eq1).read_bytes()  # after the watch: not counted
     rec = watch.record(tasks=4)
     # one reader at a time: exact; two readers opening the same file at the same moment: the kernel may merge an
-    # open (and its close) with the other's, so a few may be lost (at most 4 of 2,000 in 30 tries on this machine)
-    assert (rec.position_opens, rec.data_opens) == (1, 2) and 1990 <= rec.equality_opens <= 2000
+    # open (and its close) with the other's, so a few may be lost (at most 14 of 2,000 in 60 tries on this machine
+    # under a load of 7-12 on its 2 cores)
+    assert (rec.position_opens, rec.data_opens) == (1, 2) and 1950 <= rec.equality_opens <= 2000
     assert rec.opens == rec.equality_opens + 1 and not rec.lower_bound
-    assert (rec.delete_files, rec.opened, rec.per_file_min) == (4, 3, 0) and 995 <= rec.per_file_max <= 1000
-    assert 497 <= rec.per_file_median <= 500.5 and rec.opens_per_task == round(rec.opens / 4, 2)
+    assert (rec.delete_files, rec.opened, rec.per_file_min) == (4, 3, 0) and 975 <= rec.per_file_max <= 1000
+    assert 487 <= rec.per_file_median <= 500.5 and rec.opens_per_task == round(rec.opens / 4, 2)
     assert f"{rec.opens:,} opens of 3 of 4 delete files" in rec.describe() and "(4 tasks)" in rec.describe()
     watch.stop()  # twice: harmless
 
