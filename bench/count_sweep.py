@@ -21,6 +21,7 @@ from bench.core.errors import UserError
 from bench.core.fit import Fit, fit_line
 from bench.core.fmt import fmt_scale
 from bench.core.machine import environment
+from bench.core.opens import DeleteOpens
 from bench.core.progress import Progress
 from bench.core.results import RunResult, now_iso
 from bench.core.spread import Spread
@@ -70,7 +71,16 @@ def count_point(engine: str, file_scale: float, results: list[RunResult], run_di
         read_chars=Spread.of(r.telemetry.read_chars for r in good),
         phases_s={n: statistics.median(sum(p.seconds for p in r.phases if p.name == n) for r in good)
                   for n in dict.fromkeys(names)},
-        run_dir=run_dir)
+        delete_opens=median_opens(good), run_dir=run_dir)
+
+
+def median_opens(runs: list[RunResult]) -> DeleteOpens | None:
+    """The delete-file opens of the run with the median count (the first run's record when none was counted)."""
+    counted = sorted((r.delete_opens for r in runs if r.delete_opens is not None and r.delete_opens.opens is not None),
+                     key=lambda o: o.opens or 0)
+    if counted:
+        return counted[(len(counted) - 1) // 2]
+    return next((r.delete_opens for r in runs if r.delete_opens is not None), None)
 
 
 def _line(xs: list[float], ys: list[float], quantity: str, unit: str, x: str = FILES_X) -> Fit:
@@ -174,6 +184,8 @@ def count_table(s: CountSweepSummary) -> str:
         rows.append(f"{p.engine:<12} {p.files:>7,} {p.data_files:>6,} {p.position_delete_files:>6,} "
                     f"{p.equality_delete_files:>6,} {','.join(sorted(set(p.statuses))):<14} {t:>9} {m:>10} "
                     f"{fmt_bytes(int(p.read_chars.median)) if p.read_chars.median else '-':>12}")
+    rows += [f"{p.engine} at {p.files:,} files: delete files opened: {p.delete_opens.describe()}"
+             for p in s.points if p.delete_opens is not None]
     for e in s.engines:
         for label, f, unit in (("time", s.time_fits.get(e), "s"), ("peak RSS", s.memory_fits.get(e), "MB"),
                                ("bytes read (rchar)", s.read_fits.get(e), "MB")):

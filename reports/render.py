@@ -15,7 +15,7 @@ from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
 from bench.core.fit import MIN_BUSY
 from bench.core.fmt import fmt_bytes, fmt_gb, fmt_r2, fmt_ratio, fmt_scale, fmt_seconds, fmt_usd
-from reports import campaigns, charts, cluster, compare, confine, conformance, floorcheck, safety, streaming
+from reports import campaigns, charts, cluster, compare, confine, conformance, countview, floorcheck, safety, streaming
 from reports.model import (
     STATUS_MEANING,
     Report,
@@ -123,10 +123,13 @@ def _charts(rs: ResultSet, series) -> dict[str, Markup]:
 def render_html(paths, instance_type: str | None = None, title: str | None = None) -> str:
     located = campaigns.locate(paths)  # sweeps, frontiers and tunes: shown above the run sets they contain
     matrices = conformance.locate(paths)
-    loaded = load_runs(paths, allow_empty=bool(located or matrices))
+    counted = countview.locate_counts(paths)  # count sweeps: time and memory against file counts
+    loaded = load_runs([p for p in paths if not countview.is_counts_file(p)], allow_empty=bool(located or matrices
+                                                                                                  or counted))
     report: Report = build(loaded, instance_type)
     _, report.sets = conformance.case_run_sets(report.sets, matrices)  # a conformance run's own runs: its cells
     camp = campaigns.build(located, report.sets, assign_colors(loaded.runs))
+    count_sweeps = countview.count_sections(counted, assign_colors(loaded.runs))
     tpl = template()
     css = (TEMPLATES / "report.css").read_text()
     floors = compare.floor_views(report.sets)
@@ -159,9 +162,11 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         version = "dev"
     if title is None:
         scenarios = [v.s.scenario for v in camp.all if not isinstance(v, campaigns.HarnessView)]
+        scenarios += [v.s.scenario for v in count_sweeps]
         names = list(dict.fromkeys(scenarios + [rs.scenario_name for rs in report.sets] +
                                    [st.state.scenario or st.state.run_id for st in report.incomplete_only]))
-        engines = list(dict.fromkeys([e for v in camp.all for e in v.engines] +
+        engines = list(dict.fromkeys([e for v in camp.all for e in v.engines] + [e for v in count_sweeps
+                                                                               for e in v.s.engines] +
                                      [e for rs in report.sets for e in rs.engines]))
         title = (f"{', '.join(names)}: {' vs '.join(engines)}" if engines else
                  f"{', '.join(names)}: incomplete run" if names else
@@ -179,7 +184,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         conformance=matrices, conformance_meaning=conformance.MEANING, touch_lookup=conformance.LOOKUP,
         reader_findings_meaning=conformance.READER_FINDINGS, conformance_bad=conformance.BAD,
         self_written_meaning=conformance.SELF_WRITTEN, conformance_versions=conformance.versions_line,
-        sort_comparisons=compare.sort_comparisons(report.sets),
+        sort_comparisons=compare.sort_comparisons(report.sets), count_sweeps=count_sweeps,
     )
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from bench.core.fileio import write_atomic
 from bench.core.fit import Fit
+from bench.core.opens import DeleteOpens
 from bench.core.results import ScenarioRecord
 from bench.core.spread import Spread
 
@@ -43,6 +44,7 @@ class CountPoint(BaseModel):
     peak_rss_bytes: Spread = Field(default_factory=Spread)
     read_chars: Spread = Field(default_factory=Spread)  # bytes read through read syscalls, cached or not (rchar)
     phases_s: dict[str, float] = Field(default_factory=dict)  # phase -> median seconds over verified runs
+    delete_opens: DeleteOpens | None = None  # the delete files' opens of the verified run with the median count
     run_dir: str = ""
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from bench.core.expected import Expected
 from bench.core.fileio import write_atomic
+from bench.core.opens import DeleteOpens
 from bench.core.published import PUBLISHED_INSTANCE, PUBLISHED_MACHINE
 from bench.core.source_records import OtherCommit, RefPin
 from bench.core.spread import Spread
@@ -946,6 +947,7 @@ class RunResult(BaseModel):
     storage_cap: StorageCap | None = None  # --storage-cap (None: not asked for)
     core_limit: CoreLimit | None = None  # --cores (None: the engine had every core this process may use)
     telemetry: TelemetrySummary = Field(default_factory=TelemetrySummary)
+    delete_opens: DeleteOpens | None = None  # the input's delete files opened while it compacted (None: not counted)
     catalog_server: CatalogServerUsage | None = None
     samples_file: str | None = None
     cost: Cost = Field(default_factory=Cost)

@@ -134,6 +134,9 @@ class EngineOutcome(BaseModel):
     commits: Literal["table", "none"] = "table"
     output_files: list[str] = Field(default_factory=list)
     deployment: Deployment = Field(default_factory=lambda: Deployment(mode="embedded"))  # how it ran
+    # the units of work that read the input, as the engine counts them (Spark: the tasks of its rewrite jobs);
+    # None: it reports none.  The runner divides the delete files' opens it counted by them (bench.telemetry.opens)
+    read_tasks: int | None = None
 
 
 class PhaseClock:

@@ -46,6 +46,7 @@ from bench.runner.engine_run import (
 )
 from bench.runner.inputs import SETUP_READ_ALLOWANCE, SetupGuard
 from bench.runner.live import INGEST_BRANCH, EngineHold, judge, live_writer
+from bench.runner.opens import open_watch, opens_record
 from bench.runner.process import EngineRun
 from bench.runner.reads import reads_after, reads_before
 from bench.runner.record import finish, new_result
@@ -118,16 +119,28 @@ def compact(ctx: RunContext, slot: Slot, r: RunResult,
                          f"{fmt_rate(ctx.storage_cap.write_bps)} on {ctx.cap_device[0]}, written files flushed"
                          if ctx.storage_cap and ctx.cap_device else "")
                       + (f", {ctx.cores} core(s): CPUs {','.join(map(str, ctx.cpus))}" if ctx.cpus else ""))
+    watch = open_watch(ctx, r)  # the delete files' opens, counted from the engine's go (bench.telemetry.opens)
+
+    def go(read_bytes: int | None, read_chars: int | None) -> CacheState:
+        cache = guard.release(read_bytes, read_chars)
+        if watch is not None:
+            watch.start()
+        return cache
     with live_writer(ctx, slot) as live:
         guard.park()
         try:
-            er = run_engine_process(ctx, slot, job, work, companion=live[0] if live else None,
-                                    on_ready=guard.release)
+            er = run_engine_process(ctx, slot, job, work, companion=live[0] if live else None, on_ready=go)
         finally:
+            if watch is not None:
+                watch.stop()
             if guard.cache is None:  # the engine never finished its setup: the table back all the same
                 guard.release(None, None)
     r.cache, r.setup_io = guard.cache or CacheState(), guard.io
     record_engine(ctx, r, er)
+    r.delete_opens = opens_record(ctx, r, watch, er)
+    if r.delete_opens is not None:
+        ctx.progress.info(f"[{slot.engine} {slot.tag}] delete files opened while compacting: "
+                          f"{r.delete_opens.describe()}")
     return er, live
 
 

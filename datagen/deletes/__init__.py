@@ -53,7 +53,10 @@ Iceberg's own `ParquetUtil.fileMetrics`, `MetricsConfig.forPositionDelete` for p
 file_path bounds are exact) in a JVM over py4j (`bench.core.iceberg_java`): pyiceberg cannot commit
 delete files, and adding the data files in the same RowDelta as their position deletes is what a
 streaming writer does (one snapshot), which a pyiceberg append followed by a Java RowDelta could not
-reproduce.  Commits are annotated with `bench.checkpoints` and `bench.commit` in the snapshot summary.
+reproduce.  Commits are annotated with `bench.checkpoints` and `bench.commit` in the snapshot summary.  Each
+file's metadata (Iceberg's Java DataFile/DeleteFile, metrics read from its footer) is built on a few threads as its
+writer finishes, and the writers run a commit group ahead of the commits: what is committed, and in which order,
+is the same as one file at a time.
 
 Partitioned (`partitioning` set; layout, skew and scale rule in `datagen.partitions`): data file i is in
 the partition the layout gives it, and checkpoint i's position- and equality-delete files are in that

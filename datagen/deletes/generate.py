@@ -7,8 +7,9 @@ import collections
 import math
 import multiprocessing as mp
 import os
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from datagen.recipes import DeletesRecipe
 from datagen.schema import PARTITIONED_SCHEMA, SCHEMA, bucket_members, pools_for
 from datagen.writer import write_properties
 
+METADATA_THREADS = 4  # threads building the files' metadata in the committing JVM (py4j round trips overlap)
 COMMIT_JVM_HEAP = "1g"  # the committing JVM only builds metadata: metrics come from Parquet footers
 TABLE_PROPERTIES = {
     "format-version": "2",
@@ -103,9 +105,11 @@ class _Pipeline:
                                                         max(1, pl.n * pl.rows_per_file // 2))
         self.pending: collections.deque[Future] = collections.deque()
         self.next = 0
+        # writers run a commit group ahead: they keep writing while the main process commits the group before
+        self.window = pl.per_commit + 2 * ctx.workers
 
     def fill(self, ex: ProcessPoolExecutor) -> None:
-        while self.next < self.pl.n and len(self.pending) < 2 * self.ctx.workers:
+        while self.next < self.pl.n and len(self.pending) < self.window:
             self.pending.append(ex.submit(checkpoint_task, (self.location, self.props, self.ctx.seed, self.pl,
                                                             self.next)))
             self.next += 1
@@ -126,17 +130,27 @@ class _Pipeline:
         return ex.submit(equality_task, (self.location, self.props, self.ctx.seed, i, matched, n_unmatched, v2_max,
                                          fp.partition, fp.partition_path))
 
-    def commit_group(self, committer: RowDeltaCommitter, group: list[CheckpointOut], eqs: list[Written]) -> int:
-        """One RowDelta of the group's data + position deletes, then one of its equality deletes."""
+    @staticmethod
+    def file_metadata(committer: RowDeltaCommitter, o: CheckpointOut) -> tuple[Any, Any]:
+        """A checkpoint's data file and position-delete file (None without one) as Iceberg's Java DataFile /
+        DeleteFile, their metrics read from their Parquet footers by Iceberg's Java library."""
+        data = committer.data_file(o.data.path, o.data.size, o.data.partition)
+        p = o.position
+        return data, (committer.position_file(p.path, p.size, p.partition) if p else None)
+
+    def commit_group(self, committer: RowDeltaCommitter, group: list[CheckpointOut], metas: list[Future],
+                     eqs: list[Written], meta: ThreadPoolExecutor) -> int:
+        """One RowDelta of the group's data + position deletes, then one of its equality deletes.  Each file's
+        metadata is built on `meta`'s threads (the checkpoints' as they arrived: `metas`), each file's round trips
+        to the JVM beside the others'; the files are added in the group's order."""
         tag = f"{group[0].index}-{group[-1].index}"
-        rows = [committer.data_file(o.data.path, o.data.size, o.data.partition) for o in group]
-        positions = [committer.position_file(o.position.path, o.position.size, o.position.partition)
-                     for o in group if o.position]
+        built = [f.result() for f in metas]
+        rows, positions = [d for d, _ in built], [p for _, p in built if p is not None]
         committer.row_delta(rows, positions, {"bench.checkpoints": tag, "bench.commit": "data+position-deletes"})
         self.truth.bytes["data"] += sum(o.data.size for o in group)
         self.truth.bytes["position"] += sum(o.position.size for o in group if o.position)
         if eqs:
-            committer.row_delta([], [committer.equality_file(w.path, w.size, w.partition) for w in eqs],
+            committer.row_delta([], list(meta.map(lambda w: committer.equality_file(w.path, w.size, w.partition), eqs)),
                                 {"bench.checkpoints": tag, "bench.commit": "equality-deletes"})
             self.truth.bytes["equality"] += sum(w.size for w in eqs)
         return len(rows) + len(positions) + len(eqs)
@@ -151,17 +165,20 @@ class _Pipeline:
         n_files = pl.n + pl.position_files + pl.equality_files
         with ProcessPoolExecutor(max_workers=ctx.workers, mp_context=mp.get_context("fork"),
                                  initializer=pool_initializer, initargs=(os.getpid(),)) as ex, \
+                ThreadPoolExecutor(METADATA_THREADS, thread_name_prefix="datagen-metadata") as meta, \
                 ctx.progress.task(f"datagen {ctx.ident}", total=n_files, unit="files") as task:
             self.fill(ex)  # writers start while the JVM starts
             try:
                 with committer_factory() as committer:
                     group: list[CheckpointOut] = []
                     eq_jobs: list[Future] = []
+                    metas: list[Future] = []
                     for i in range(pl.n):
                         out: CheckpointOut = self.pending.popleft().result()
                         self.fill(ex)
                         assert out.index == i
                         group.append(out)
+                        metas.append(meta.submit(self.file_metadata, committer, out))
                         self.truth.add(out)
                         if self.tally is not None:
                             self.tally.add_data(i, out.survivors, out.checksum)
@@ -171,8 +188,9 @@ class _Pipeline:
                         if pl.has_eq[i]:
                             eq_jobs.append(self.equality_job(ex, i))
                         if len(group) == pl.per_commit or i == pl.n - 1:
-                            task.advance(self.commit_group(committer, group, [f.result() for f in eq_jobs]))
-                            group, eq_jobs = [], []
+                            task.advance(self.commit_group(committer, group, metas, [f.result() for f in eq_jobs],
+                                                           meta))
+                            group, eq_jobs, metas = [], [], []
                     commits = committer.commits
             except BaseException:
                 for f in self.pending:  # do not wait for writers nobody will commit

@@ -38,15 +38,16 @@ def _x_right(gbs: list[float]) -> float:
     return (max(gbs) if gbs else 1.0) * 1.12 or 1.0
 
 
-def _fit_handle(ax, eng: str, fit, color: str, x_right: float, value_fmt):
-    """An engine's legend entry, naming its fit (fixed + per GB, in `value_fmt`) when it has a usable one, whose
-    line it draws; and the highest value that line reaches (None without one)."""
+def _fit_handle(ax, eng: str, fit, color: str, x_right: float, value_fmt, per: str = "GB", per_x: float = 1.0):
+    """An engine's legend entry, naming its fit (fixed + slope per `per_x` of x, `per`, in `value_fmt`) when it has a
+    usable one, whose line it draws; and the highest value that line reaches (None without one)."""
     from matplotlib.lines import Line2D
 
     label, high = eng, None
     if _usable(fit):
         high = _draw_fit(ax, fit, color, x_right)
-        label = f"{eng}: {value_fmt(fit.fixed)} + {value_fmt(fit.per_gb)}/GB" + (" — POOR FIT" if fit.poor else "")
+        label = (f"{eng}: {value_fmt(fit.fixed)} + {value_fmt(fit.per_gb * per_x)}/{per}"
+                 + (" — POOR FIT" if fit.poor else ""))
     return Line2D([], [], color=color, marker="o", ms=5, mec="white", lw=1.5, label=label), high
 
 
@@ -62,6 +63,8 @@ class XAxis:
     label: str
     tick: Callable[[float], str]
     log: bool = False
+    per: str = "GB"  # a fitted line's slope is given per `per_x` of x (legend: fixed + slope/per)
+    per_x: float = 1.0
 
 
 GB_AXIS = XAxis("input, GB uncompressed (logical)", _gb_tick)
@@ -115,7 +118,7 @@ def scaling_chart(series, colors, *, title: str, value_fmt, byte_axis: bool = Fa
                 if m is None:
                     ax.plot(g, 0, marker="x", ms=7, mew=1.8, color=BAD, zorder=5, ls="none", clip_on=False)
                     missing = True
-            handle, high = _fit_handle(ax, eng, fit, color, x_right, value_fmt)
+            handle, high = _fit_handle(ax, eng, fit, color, x_right, value_fmt, axis.per, axis.per_x)
             top = top if high is None else max(top, high)
             handles.append(handle)
         if missing:

@@ -232,6 +232,11 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
         assert after["delete_files"] == 0  # the same end state for every engine
         assert r["before"]["position_delete_files"] == 4 and r["before"]["equality_delete_files"] == 4
         assert r["telemetry"]["peak_rss_bytes"] > 0 and r["duration_s"] > 0
+        # the harness counted the delete files' opens while it compacted (bench.telemetry.opens): applying the
+        # deletes, every engine opened each of the 8 delete files at least once
+        opens = r["delete_opens"]
+        assert opens["opens"] is not None and (opens["delete_files"], opens["opened"]) == (8, 8), (engine, opens)
+        assert opens["opens"] == opens["position_opens"] + opens["equality_opens"] and opens["data_opens"] > 0
         # every step is a phase; the phases add up to the compaction time
         assert abs(sum(p["seconds"] for p in r["phases"]) - r["duration_s"]) < 1e-6
         # readers gained: before, the full scan merged the delete files; after, none (bench.reads)
@@ -259,6 +264,11 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
     # rewrite_data_files removes the dangling deletes it can (remove-dangling-deletes: the position deletes, older
     # than the new files); the equality deletes of the last commit (as new as the new files) go through the Java API;
     # rewrite_position_delete_files runs only where position deletes are left
+    # the mechanism, counted: Spark opened each position-delete file once (its data file) and each equality-delete
+    # file once per data file it may apply to (checkpoint i's keys bound v2 below the data after i: i + 1 files)
+    opens = spark["delete_opens"]
+    assert opens["position_opens"] == 4 and opens["data_opens"] == 8 and opens["tasks"] >= 1, opens
+    assert opens["equality_opens"] == sum(i + 1 for i in generated["plan"].eq_checkpoints), opens
     left = spark["engine_result"]["delete_files_left_after_rewrite"]
     assert left == {"position": 0, "equality": 4}, left
     assert [p["name"] for p in spark["phases"]][:3] == ["rewrite_data_files", "inspect", "remove dangling deletes"]

@@ -12,7 +12,10 @@ class RowDeltaCommitter:
     file_path bounds are exact)."""
 
     def __init__(self, jvm: Any, table: Any, equality_ids: Any):
-        """`equality_ids`: a Java int[] of the equality-delete field ids."""
+        """`equality_ids`: a Java int[] of the equality-delete field ids.  The Java classes' static methods are
+        looked up once: each py4j lookup is a round trip to the JVM, and a table of 60,000 files builds 60,000
+        files' metadata (the same objects either way).  The methods building one file's metadata may be called
+        from several threads at once (py4j gives each thread its own connection)."""
         self.ice = jvm.org.apache.iceberg
         self.table = table
         self.spec = table.spec()
@@ -22,9 +25,12 @@ class RowDeltaCommitter:
         self.position_metrics = self.ice.MetricsConfig.forPositionDelete(table)
         self.eq_ids = equality_ids
         self.commits = 0
+        self._file_metrics = self.ice.parquet.ParquetUtil.fileMetrics
+        self._data_builder = self.ice.DataFiles.builder
+        self._delete_builder = self.ice.FileMetadata.deleteFileBuilder
 
     def _metrics(self, path: str, config: Any) -> Any:
-        return self.ice.parquet.ParquetUtil.fileMetrics(self.io.newInputFile(path), config)
+        return self._file_metrics(self.io.newInputFile(path), config)
 
     def _in_partition(self, builder: Any, partition: tuple[int, ...] | list[int] | None) -> Any:
         """The file's partition tuple (Iceberg's representation: ints here, e.g. days, hours, buckets)
@@ -37,18 +43,18 @@ class RowDeltaCommitter:
         return builder.withPartition(data)
 
     def data_file(self, path: str, size: int, partition: tuple[int, ...] | None = None) -> Any:
-        builder = (self.ice.DataFiles.builder(self.spec).withPath(path).withFormat(self.parquet)
+        builder = (self._data_builder(self.spec).withPath(path).withFormat(self.parquet)
                    .withFileSizeInBytes(size).withMetrics(self._metrics(path, self.data_metrics)))
         return self._in_partition(builder, partition).build()
 
     def position_file(self, path: str, size: int, partition: tuple[int, ...] | None = None) -> Any:
-        builder = (self.ice.FileMetadata.deleteFileBuilder(self.spec).ofPositionDeletes().withPath(path)
+        builder = (self._delete_builder(self.spec).ofPositionDeletes().withPath(path)
                    .withFormat(self.parquet).withFileSizeInBytes(size)
                    .withMetrics(self._metrics(path, self.position_metrics)))
         return self._in_partition(builder, partition).build()
 
     def equality_file(self, path: str, size: int, partition: tuple[int, ...] | None = None) -> Any:
-        builder = (self.ice.FileMetadata.deleteFileBuilder(self.spec).ofEqualityDeletes(self.eq_ids)
+        builder = (self._delete_builder(self.spec).ofEqualityDeletes(self.eq_ids)
                    .withPath(path).withFormat(self.parquet).withFileSizeInBytes(size)
                    .withMetrics(self._metrics(path, self.data_metrics)))
         return self._in_partition(builder, partition).build()

@@ -52,7 +52,7 @@ from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import CapRole, Deployment, DeployMode, MemoryCap
 from bench.engines.base import CompactionJob, EngineBase, EngineOOM, EngineOutcome, Knob, MaintenanceOp, PhaseClock
 from bench.engines.procedure import Scalar, derived_options, spark_literal, spark_map
-from bench.engines.spark import memory, session
+from bench.engines.spark import memory, session, tasks
 from bench.engines.spark.cluster import ClusterView, StandaloneCluster, is_loopback, parse_master
 
 SUPPORTED_JAVA = (8, 11, 17)  # Spark 3.5
@@ -70,10 +70,6 @@ EXECUTOR_OOM_TEXT = re.compile(r"ExecutorLostFailure[^\n]*?(?:exit(?:ed)? (?:wit
 EXECUTOR_TASK_OOM = re.compile(r"\(\S+ executor (\w+)\): (?:java\.lang\.OutOfMemoryError|\S*SparkOutOfMemoryError)")
 EXECUTOR_READY_TIMEOUT_S = 120.0
 ICEBERG_MAX_CONCURRENT_GROUPS = 5  # max-concurrent-file-group-rewrites: Iceberg's default (RewriteDataFiles)
-# Iceberg's rewrite runs each file group as a Spark job described "Rewriting N files (..., file group i/T, ...)"
-# (RewriteDataFilesSparkAction.jobDesc): T is the number of file groups it planned
-# (RewritePositionDeleteFilesSparkAction's say "position delete files": not matched)
-FILE_GROUP_DESC = re.compile(r"^Rewriting \d+ files \(.*?file group \d+/(\d+)")
 EXTERNAL_WEBUI_PORT = 8080  # a standalone master's default web UI port
 # fixed driver ports towards a cluster on other machines (its security group admits exactly these)
 DRIVER_PORT, BLOCK_MANAGER_PORT = 7078, 7079
@@ -500,7 +496,8 @@ class SparkEngine(EngineBase):
         deployment = self._deployment()
         deployment.writes_at_once = self._writes_at_once(opts.rewrite_options)
         return EngineOutcome(engine_result=result, settings=settings, versions=self._versions(),
-                             actions=list(self.actions), deployment=deployment)
+                             actions=list(self.actions), deployment=deployment,
+                             read_tasks=tasks.rewrite_tasks(self.spark))
 
     def asked(self, job: CompactionJob) -> dict[str, Any]:
         """What Spark is asked for `job` (derived_options), the scenario's explicit rewrite_options over it
@@ -566,14 +563,8 @@ class SparkEngine(EngineBase):
         key = "max-concurrent-file-group-rewrites"
         out = ({key: int(rewrite_options[key])} if key in rewrite_options
                else {f"{key} (Iceberg's default)": ICEBERG_MAX_CONCURRENT_GROUPS})
-        try:
-            jobs = self.spark.sparkContext._jsc.sc().statusStore().jobsList(None)
-            totals = set()
-            for i in range(jobs.size()):
-                desc = jobs.apply(i).description()
-                m = FILE_GROUP_DESC.search(str(desc.get())) if desc.isDefined() else None
-                if m:
-                    totals.add(int(m.group(1)))
+        try:  # the file groups Iceberg planned, as its rewrite jobs describe themselves
+            totals = {groups for groups, _ in tasks.rewrite_jobs(self.spark)}
             if totals:
                 out["file groups"] = max(totals)
         except Exception:  # noqa: BLE001 - the setting is still known
