@@ -84,7 +84,7 @@ def median_opens(runs: list[RunResult]) -> DeleteOpens | None:
 
 
 def _line(xs: list[float], ys: list[float], quantity: str, unit: str, x: str = FILES_X) -> Fit:
-    f = fit_line(xs, ys, quantity, unit)
+    f = fit_line(xs, ys, quantity, unit, x_unit="files" if x == FILES_X else "pairs")
     f.x = x  # per_gb is then per file (or per pair)
     return f
 

@@ -57,8 +57,8 @@ class Fit(BaseModel):
         return y - half, y + half
 
 
-def fit_line(xs: list[float], ys: list[float], quantity: str, unit: str = "") -> Fit:
-    """Least squares y = fixed + per_gb x over the points (x in GB)."""
+def fit_line(xs: list[float], ys: list[float], quantity: str, unit: str = "", x_unit: str = "GB") -> Fit:
+    """Least squares y = fixed + per_gb x over the points (x in GB, or in `x_unit`: a count sweep's files)."""
     x = np.asarray(xs, dtype=float)
     y = np.asarray(ys, dtype=float)
     f = Fit(quantity=quantity, unit=unit, n=len(x), xs=[float(v) for v in x], ys=[float(v) for v in y])
@@ -95,7 +95,7 @@ def fit_line(xs: list[float], ys: list[float], quantity: str, unit: str = "") ->
         lo, hi = f"{min(map(abs, rrs)):.0%}", f"{max(map(abs, rrs)):.0%}"
         size = lo if lo == hi else f"{lo}-{hi}"
         runs = "" if len(rrs) == 1 else f" ({len(rrs)} points)"
-        problems.append(f"at {xv:.3g} GB{runs} the measured value is {size} {side} the line")
+        problems.append(f"at {xv:.3g} {x_unit}{runs} the measured value is {size} {side} the line")
     if f.fixed < 0:
         problems.append(f"negative fixed cost ({f.fixed:.3g} {unit}): the line does not describe small tables")
     f.poor = bool(problems)
