@@ -45,3 +45,19 @@ def derived_options(job: CompactionJob) -> dict[str, Scalar]:
         if not job.partition_filter:  # Iceberg's removal scans the whole table: with a filter, the harness's step
             options["remove-dangling-deletes"] = True
     return options
+
+
+def strategy_args(job: CompactionJob) -> str:
+    """The procedure's strategy arguments: binpack; sort (no sort_order: the table's own sort order); or
+    sort with sort_order => 'zorder(c1,c2,...)' (Iceberg's z-order)."""
+    if job.strategy == "sort":
+        return "strategy => 'sort', "
+    if job.strategy == "zorder":
+        return f"strategy => 'sort', sort_order => {spark_literal('zorder(' + ','.join(job.zorder_columns) + ')')}, "
+    return "strategy => 'binpack', "
+
+
+def where_arg(job: CompactionJob) -> str:
+    """The procedures' partition filter argument (`, where => '...'`; Spark SQL: pyiceberg's syntax is a subset), or
+    "" without one."""
+    return f", where => {spark_literal(job.partition_filter)}" if job.partition_filter else ""

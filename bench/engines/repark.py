@@ -18,8 +18,18 @@ through its in-memory catalog, and the harness's catalog moves only by compare-a
              one, only if it still names the one registered (compare-and-swap in one SQLite statement, as Iceberg's
              JdbcCatalog commits): when another writer committed meanwhile, the commit fails as a conflict and the
              rewrite is not published.
-What it cannot do here is declared (`not_supported`): an S3 warehouse or an external REST catalog (the pointer
-swap needs the local SQLite catalog), branches, sort and z-order, partition filters, maintenance steps.
+The scenario's strategy and partition filter reach the same call as Spark's (bench.engines.procedure): `strategy =>
+'sort'` (the table's sort order), `sort_order => 'zorder(c1,c2)'`, `where => '<filter>'`.
+Maintenance steps (streaming scenarios): each operation its own round trip, as each of Spark's procedures is its own
+commit: register, then `CALL <cat>.system.expire_snapshots(table, older_than, retain_last)` (repark reads a
+TIMESTAMP literal as UTC) or `rewrite_manifests(table)` or the compaction above, then the compare-and-swap.  repark's
+expire_snapshots deletes the files only the expired snapshots referenced inside the procedure, before the harness can
+swap the pointer: when the swap is refused (a writer committed meanwhile), the catalog keeps listing the snapshots
+repark expired while their files are gone (the current snapshot is intact: it is never expired).
+What it cannot do here is declared: an S3 warehouse or an external REST catalog (`option_problems`: the pointer swap
+needs the local SQLite catalog), branches (`not_supported`: repark refuses them with remove-dangling-deletes), a
+partition filter on a table with delete files (`harness_cannot`: the scoped removal of dangling deletes is wired
+for Spark only).
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import importlib.metadata
 import json
 import math
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,8 +48,8 @@ from bench.core.catalog import CatalogSettings
 from bench.core.requirements import Requirement
 from bench.core.results import Deployment, MemoryCap
 from bench.engines import environment as envs
-from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
-from bench.engines.procedure import Scalar, derived_options, spark_literal, spark_map
+from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, MaintenanceOp, PhaseClock
+from bench.engines.procedure import Scalar, derived_options, spark_literal, spark_map, strategy_args, where_arg
 
 DISTRIBUTION = "repark"
 PINNED_VERSION = "1.5.5"
@@ -139,13 +150,20 @@ class ReparkEngine(EngineBase):
     # supported by the Rust ORC writer"), DataFusion's NotImplemented
     refusal_pattern: ClassVar[str] = r"FeatureUnsupported|NotImplemented|[Nn]ot (yet )?supported"
     # format v3: `bench conformance --cases format-v3-deletion-vectors` (a Spark-written v3 table with deletion
-    # vectors) verified correct here, no delete file live afterwards
-    supports: ClassVar[frozenset[str]] = frozenset({"format-v3"})
+    # vectors) verified correct here, no delete file live afterwards; sort, z-order and a partition filter: its
+    # rewrite_data_files takes strategy, sort_order and where (tests/engines/test_repark.py); maintenance: its
+    # expire_snapshots and rewrite_manifests procedures (tests/runner/test_streaming.py)
+    supports: ClassVar[frozenset[str]] = frozenset({"format-v3", "sort", "zorder", "partition-filter", "maintenance",
+                                                    "expire-snapshots", "rewrite-manifests"})
     not_supported: ClassVar[dict[str, str]] = {
         "branch": "repark 1.5.5 refuses 'branch' with remove-dangling-deletes ('the fork's dangling-delete pass "
                   "reads main's head'), and the harness swaps only the table's pointer (main) by compare-and-swap",
-        "maintenance": "not wired: repark has expire_snapshots and rewrite_manifests procedures, but each maintenance "
-                       "step would need its own register/compare-and-swap round trip (not built yet)",
+    }
+    harness_cannot: ClassVar[dict[str, str]] = {
+        "partition-filter-deletes": "a partition filter on a table with delete files needs the delete files the "
+                                    "selected partitions left dangling removed within the filter (remove-dangling-"
+                                    "deletes scans the whole table): that step is wired for Spark's Java API only, "
+                                    "not for repark 1.5.5",
     }
 
     def __init__(self) -> None:
@@ -212,9 +230,10 @@ class ReparkEngine(EngineBase):
                   f"metadata_file => {spark_literal(registered)})")
         return registered, cat, table
 
-    def _rewrite(self, cat: str, table: str, options: dict[str, Any]) -> dict[str, Any]:
+    def _rewrite(self, job: CompactionJob, cat: str, table: str, options: dict[str, Any]) -> dict[str, Any]:
+        """rewrite_data_files with the job's strategy (bin-pack, sort, z-order) and partition filter, as Spark's."""
         rows = self._sql(f"CALL {cat}.system.rewrite_data_files(table => {spark_literal(table)}, "
-                         f"options => {spark_map(options)})")
+                         f"{strategy_args(job)}options => {spark_map(options)}{where_arg(job)})")
         return rows[0].asDict() if rows else {}
 
     @staticmethod
@@ -267,29 +286,58 @@ class ReparkEngine(EngineBase):
         with clock.phase("codec", "the output codec as table properties, in repark's memory catalog"):
             restore = self._set_codec(job, cat, table, registered)
         with clock.phase("rewrite_data_files", "one procedure call: plan, rewrite, commit to the memory catalog"):
-            result = self._rewrite(cat, table, options)
+            result = self._rewrite(job, cat, table, options)
         if job.intent().applies_deletes:
             with clock.phase("inspect", "live delete files, from repark's delete_files metadata table"):
                 left = self._live_deletes(cat, table)
             result["delete_files_left_after_rewrite"] = left
             if left:
                 with clock.phase("second pass", f"rewrite-all: drops the {left} delete file(s) the first left live"):
-                    result["second_pass"] = self._rewrite(cat, table, {**options, "rewrite-all": True})
+                    result["second_pass"] = self._rewrite(job, cat, table, {**options, "rewrite-all": True})
         if restore:
             with clock.phase("codec", "the table's own codec properties back, as they were"):
                 self._restore(cat, table, restore)
+        result["metadata"] = self._publish(job, clock, cat, table, registered)
+        return EngineOutcome(engine_result=result, settings=self._settings(job), versions=self.versions(),
+                             actions=list(self.actions),
+                             deployment=Deployment(mode="embedded", cores=self._partitions))
+
+    def _publish(self, job: CompactionJob, clock: PhaseClock, cat: str, table: str, registered: str) -> dict[str, Any]:
+        """The compare-and-swap of the harness's catalog pointer from `registered` to repark's current metadata file
+        (CommitConflict when it moved meanwhile); nothing when repark made no new metadata."""
         with clock.phase("commit", "compare-and-swap of the harness's catalog pointer (SQLite)"):
             new = self._current(cat, table)
             if new != registered:
                 swap_location(job.catalog, table, registered, new)
-        result["metadata"] = {"registered": registered, "committed": new if new != registered else None}
         if new == registered:
             self.actions.append("nothing to commit: repark made no new metadata (no-op)")
         else:
             self.actions.append(f"catalog pointer swapped {registered} -> {new} (compare-and-swap)")
-        return EngineOutcome(engine_result=result, settings=self._settings(job), versions=self.versions(),
-                             actions=list(self.actions),
-                             deployment=Deployment(mode="embedded", cores=self._partitions))
+        return {"registered": registered, "committed": new if new != registered else None}
+
+    def _procedure(self, job: CompactionJob, clock: PhaseClock, name: str, args: str, detail: str) -> dict[str, Any]:
+        """One maintenance procedure as its own round trip: register, `CALL <cat>.system.<name>(table => ...<args>)`
+        (phase `name`), compare-and-swap; its result row with the metadata files registered and committed."""
+        if self.spark is None:
+            raise RuntimeError(f"repark engine: {name} before open()")
+        with clock.phase("register", "the catalog's metadata file registered in repark's memory catalog"):
+            registered, cat, table = self._register(job)
+        with clock.phase(name, detail):
+            rows = self._sql(f"CALL {cat}.system.{name}(table => {spark_literal(table)}{args})")
+        result: dict[str, Any] = rows[0].asDict() if rows else {}
+        result["metadata"] = self._publish(job, clock, cat, table, registered)
+        return result
+
+    def expire_snapshots(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
+        older = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() - op.older_than_s))  # read as UTC
+        return self._procedure(job, clock, "expire_snapshots", f", older_than => TIMESTAMP '{older}', retain_last => "
+                               f"{int(op.retain_last)}", f"procedure expire_snapshots(older_than {older} UTC, "
+                               f"retain_last {op.retain_last}): commits to the memory catalog and deletes the files "
+                               "only expired snapshots referenced")
+
+    def rewrite_manifests(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:
+        return self._procedure(job, clock, "rewrite_manifests", "", "procedure rewrite_manifests: metadata only, "
+                               "committed to the memory catalog")
 
     def _settings(self, job: CompactionJob) -> dict[str, Any]:
         return {"repark.memory.limit.gb": self._pool_gb, "repark.target.partitions": self._partitions,

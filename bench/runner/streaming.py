@@ -61,7 +61,14 @@ from bench.runner.live import INGEST_BRANCH
 from bench.runner.process import EngineRun, storage_record, tail
 from bench.runner.record import finish, new_result
 from bench.verify.readers import merge_on_read
-from bench.verify.streaming import RULES, check_content, cycle_integrity, measure_table
+from bench.verify.streaming import (
+    CYCLE_LINEAGE_RULE,
+    RULES,
+    check_content,
+    cycle_integrity,
+    cycle_lineage,
+    measure_table,
+)
 from datagen.queries import reads_plan
 from datagen.sink import AppendWriter
 from datagen.streaming import StreamCommit, StreamShape, StreamWriter
@@ -247,7 +254,8 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
               for c in rec.cycles] + [integrity_check(c) for c in rec.cycles]
     if len(rec.cycles) != st.cycles:
         checks.append(Check(name="all_cycles_ran", ok=False, message=f"{len(rec.cycles)} of {st.cycles} cycles ran"))
-    r.verification = Verification(checks=checks, rules=list(RULES),
+    lineage = any(x.name == "row_lineage_kept" for c in rec.cycles for x in c.integrity)
+    r.verification = Verification(checks=checks, rules=list(RULES) + ([CYCLE_LINEAGE_RULE] if lineage else []),
                                   differences=[difference(c) for c in checks if not c.ok])
     r.verified = r.verification.verified = bool(checks) and all(c.ok for c in checks)
     r.duration_s = rec.totals.maintenance_s if r.status == "ok" else None
@@ -341,6 +349,8 @@ def cycles(ctx: RunContext, r: RunResult, slot: Slot, writer: Writer, branch: st
                                         frozenset(ctx.scenario.output.sets_properties)
                                         | (frozenset() if slot.engine == BASELINE
                                            else engine_class(slot.engine).sets_properties))
+        if slot.engine != BASELINE:  # format v3: the rows the maintenance moved keep their lineage
+            cyc.integrity += cycle_lineage(tbl, branch, before.live, STREAM_PREFIX)
         deleted = [k for c in this if c.landed for k in c.deleted_keys]
         published_from = verify_cycle(ctx, cyc, tbl, writer, branch, snaps, deleted, published_from)
         reads(ctx, cyc, writer, writer.expected().answers if branch == "main" else None)

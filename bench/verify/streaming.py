@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Container
 
 from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
@@ -24,6 +25,8 @@ from bench.core.results import Check, CycleRecord, ReaderAnswer
 from bench.core.table import live_files, local_path
 from bench.core.table.deletes import equality_delete_work
 from bench.verify.integrity import IntegrityInput, history_checks, identity_checks
+from bench.verify.lineage import RULE as LINEAGE_RULE
+from bench.verify.lineage import lineage_check
 from bench.verify.live import key_evidence
 from bench.verify.readers import read
 
@@ -37,6 +40,8 @@ RULES = [
     "safe: every reader that answered sees exactly that table; unsafe: rows lost or deleted rows back (evidence: "
     "the keys the writer deleted in the cycle that are back); a run is verified when every cycle is safe",
 ]
+# on a format v3 table, with the integrity of every cycle whose maintenance wrote data files (cycle_lineage)
+CYCLE_LINEAGE_RULE = "per cycle, " + LINEAGE_RULE
 STREAM_READERS = ("duckdb-merge-on-read", "duckdb-iceberg")  # pyiceberg cannot apply equality deletes
 # DuckDB's iceberg extension compares every row with every applicable equality key (duckdb-iceberg#626): ~20 s
 # for 4e8 comparisons here; above this it does not check a cycle (said in its answer), our merge-on-read does
@@ -95,6 +100,19 @@ def cycle_integrity(before: TableMetadata, tbl: Table, branch: str, snaps: list[
                               f"{len(wrong)} of the {len(mine)} snapshot(s) the maintenance committed are not a "
                               f"replace: " + ", ".join(f"{s['snapshot_id']} {s['operation']}" for s in wrong[:3]))))
     return out
+
+
+def cycle_lineage(tbl: Table, branch: str, before_live: Container[str], writer_prefix: str) -> list[Check]:
+    """Format v3: a single run's `row_lineage_kept` over the data files one cycle's maintenance wrote (live on `branch`
+    after it, not before it, and not the writer's: their names start with `writer_prefix`); [] on an older format or
+    when the maintenance wrote no data file (expiry, manifests only)."""
+    head = tbl.metadata.refs.get(branch)
+    if tbl.metadata.format_version < 3 or head is None:
+        return []
+    new = [e.data_file.file_path for e in live_files(tbl, head.snapshot_id).data
+           if e.data_file.file_path not in before_live
+           and not os.path.basename(e.data_file.file_path).startswith(writer_prefix)]
+    return [lineage_check(new)] if new else []
 
 
 def check_content(rec: CycleRecord, tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None,

@@ -76,3 +76,54 @@ def test_missing_environment_is_one_line_naming_the_command(tmp_path):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "bench setup --engines repark" in lines[0], p.stderr
     assert not (tmp_path / "wh").exists() or not list((tmp_path / "wh").rglob("*.parquet"))  # nothing ran
+
+
+V3_TABLE = """
+import json, os, sys
+from repark import ReparkSession
+spark = (ReparkSession.builder.config("repark.memory.limit.gb", "1")
+         .config("repark.sql.allowCreateFormatVersion3", "true").getOrCreate())
+spark.register_memory_catalog("m", sys.argv[1])
+spark.sql("CREATE NAMESPACE m.db").collect()
+spark.sql("CREATE TABLE m.db.t (id bigint, s string) USING iceberg TBLPROPERTIES ('format-version'='3')").collect()
+for i in range(3):
+    spark.sql(f"INSERT INTO m.db.t VALUES ({i}, 'a'), ({i + 10}, 'b')").collect()
+def current():
+    rows = spark.sql("SELECT file FROM m.db.t.metadata_log_entries").toArrow().to_pylist()
+    return max((r["file"] for r in rows), key=lambda f: os.path.basename(f).split("-")[0])
+before = current()
+spark.sql("CALL m.system.rewrite_data_files(table => 'db.t', options => map('min-input-files', '2'))").collect()
+print(json.dumps({"before": before, "after": current()}))
+"""
+
+
+def test_a_v3_streaming_cycle_checks_the_lineage_of_what_maintenance_wrote(tmp_path):
+    """Issue 41: a streaming cycle on a format v3 table applies a single run's row_lineage_kept to the data files
+    its maintenance wrote (bench.verify.streaming.cycle_lineage, called per cycle by bench.runner.streaming).  Real v3
+    metadata: repark (format v3 on request) makes a three-file table and compacts it; its output carries the rows'
+    lineage, the inserted files (no _row_id written: ids inherited from first_row_id) read as new would not."""
+    import subprocess
+
+    from pyiceberg.table import StaticTable
+
+    from bench.core.table import live_files
+    from bench.engines import environment as envs
+    from bench.engines.repark import ENVIRONMENT
+    from bench.verify.streaming import cycle_lineage
+
+    python = envs.interpreter("repark", ENVIRONMENT)
+    p = subprocess.run([str(python), "-c", V3_TABLE, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    paths = json.loads(p.stdout.strip().splitlines()[-1])
+    before, after = (StaticTable.from_metadata(paths[k]) for k in ("before", "after"))
+    assert after.metadata.format_version == 3
+    inserted = {e.data_file.file_path for e in live_files(before).data}
+    kept = cycle_lineage(after, "main", inserted, "stream-")
+    assert [c.name for c in kept] == ["row_lineage_kept"] and kept[0].ok and kept[0].required, kept
+    assert kept[0].message.startswith("1 new data file(s) carry")
+    lost = cycle_lineage(before, "main", set(), "stream-")  # every inserted file as if maintenance had written it
+    assert len(lost) == 1 and not lost[0].ok and "3 of 3 new data file(s) lose the rows' lineage" in lost[0].message
+    assert "no _row_id" in lost[0].message
+    assert cycle_lineage(after, "main", inserted, "compacted-") == []  # the writer's own files are not checked
+    assert cycle_lineage(after, "main", inserted | {e.data_file.file_path for e in live_files(after).data},
+                         "stream-") == []  # the maintenance wrote no data file (expiry, manifests)

@@ -78,14 +78,16 @@ def test_streaming_cycles_are_verified_in_both_engine_orders_and_reported(tmp_pa
 
     kept = vaulted()
     previous = None  # the engine run before, across both runs
-    # the reversed order needs one cycle only: every operation fires in the first (the manifests every 2nd)
-    for run_id, engines, cycles in (("rev", "risingwave,spark", "1"), ("st", "spark,risingwave,arrow-floor", "2")):
+    # the reversed order needs one cycle only: every operation fires in the first (the manifests every 2nd); repark
+    # (its own environment) after Spark there: each of its operations published by compare-and-swap
+    for run_id, engines, cycles in (("rev", "risingwave,spark,repark", "1"),
+                                    ("st", "spark,risingwave,arrow-floor", "2")):
         p = run_bench("run", scenario, "--scale", TINY, "--engines", engines, "--warehouse", shared_warehouse,
                       "--results-dir", results, "--run-id", run_id, "--cycles", cycles, timeout=900)
         assert p.returncode == 0, p.stderr[-3000:]
         runs = _results(results / run_id)
-        order = ["none", "risingwave", "spark"] if run_id == "rev" else ["none", "spark", "risingwave"]
-        assert [runs[e].order_position for e in order] == [0, 1, 2]
+        order = ["none", "risingwave", "spark", "repark"] if run_id == "rev" else ["none", "spark", "risingwave"]
+        assert [runs[e].order_position for e in order] == list(range(len(order)))
         for engine in order:
             r = runs[engine]
             assert r.status == "ok" and r.verified and not r.counts, (run_id, engine, r.error)
@@ -100,6 +102,14 @@ def test_streaming_cycles_are_verified_in_both_engine_orders_and_reported(tmp_pa
                 assert deleted > 0 and r.input.restored_from_vault > 0, (run_id, engine, deleted, r.input)
             previous = r
         assert vaulted() == kept
+        if run_id == "rev":  # repark: three operations, each its own round trip and compare-and-swap
+            ops = {o.op: o.result for o in runs["repark"].streaming.cycles[0].op_results}
+            assert all(res["metadata"]["committed"] for res in ops.values()), ops
+            assert ops["compact"]["rewritten_data_files_count"] > 0, ops
+            assert ops["rewrite_manifests"]["added_manifests_count"] > 0, ops
+            assert ops["expire_snapshots"]["deleted_manifest_lists_count"] > 0, ops  # it deletes what it expired
+            assert [p.name for p in runs["repark"].streaming.cycles[0].phases if p.op == "expire_snapshots"] == [
+                "expire_snapshots: register", "expire_snapshots: expire_snapshots", "expire_snapshots: commit"]
     floor = runs["arrow-floor"]
     assert floor.status == "unsupported" and "commits nothing" in floor.error
     base = runs["none"].streaming

@@ -51,7 +51,7 @@ from bench.core.iceberg_java.spark_conf import session as spark_session
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import CapRole, Deployment, DeployMode, MemoryCap
 from bench.engines.base import CompactionJob, EngineBase, EngineOOM, EngineOutcome, Knob, MaintenanceOp, PhaseClock
-from bench.engines.procedure import Scalar, derived_options, spark_literal, spark_map
+from bench.engines.procedure import Scalar, derived_options, spark_literal, spark_map, strategy_args, where_arg
 from bench.engines.spark import memory, session, tasks
 from bench.engines.spark.cluster import ClusterView, StandaloneCluster, is_loopback, parse_master
 
@@ -154,16 +154,6 @@ def _row_dict(rows: list) -> dict[str, Any]:
     if len(rows) > 1:
         d["rows"] = [r.asDict(recursive=True) for r in rows]
     return d
-
-
-def strategy_args(job: CompactionJob) -> str:
-    """The procedure's strategy arguments: binpack; sort (no sort_order: the table's own sort order); or
-    sort with sort_order => 'zorder(c1,c2,...)' (Iceberg's z-order)."""
-    if job.strategy == "sort":
-        return "strategy => 'sort', "
-    if job.strategy == "zorder":
-        return f"strategy => 'sort', sort_order => {spark_literal('zorder(' + ','.join(job.zorder_columns) + ')')}, "
-    return "strategy => 'binpack', "
 
 
 class SparkEngine(EngineBase):
@@ -481,7 +471,7 @@ class SparkEngine(EngineBase):
         options: dict[str, Any] = asked["rewrite_data_files"]
         result: dict[str, Any] = {}
         # a partition filter: both procedures take it as `where` (Spark SQL; pyiceberg's syntax is a subset)
-        where = f", where => {spark_literal(job.partition_filter)}" if job.partition_filter else ""
+        where = where_arg(job)
         try:
             with clock.phase("rewrite_data_files", "one procedure call: plan, rewrite and commit"):
                 rows = self._sql(f"CALL {cat.name}.system.rewrite_data_files(table => {spark_literal(table)}, "
