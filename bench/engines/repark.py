@@ -18,8 +18,8 @@ through its in-memory catalog, and the harness's catalog moves only by compare-a
              one, only if it still names the one registered (compare-and-swap in one SQLite statement, as Iceberg's
              JdbcCatalog commits): when another writer committed meanwhile, the commit fails as a conflict and the
              rewrite is not published.
-The scenario's strategy and partition filter reach the same call as Spark's (bench.engines.procedure): `strategy =>
-'sort'` (the table's sort order), `sort_order => 'zorder(c1,c2)'`, `where => '<filter>'`.
+The scenario's strategy reaches the same call as Spark's (bench.engines.procedure): `strategy => 'sort'` (the table's
+sort order) or `sort_order => 'zorder(c1,c2)'`.
 Maintenance steps (streaming scenarios): each operation its own round trip, as each of Spark's procedures is its own
 commit: register, then `CALL <cat>.system.expire_snapshots(table, older_than, retain_last)` (repark reads a
 TIMESTAMP literal as UTC) or `rewrite_manifests(table)` or the compaction above, then the compare-and-swap.  repark's
@@ -27,9 +27,9 @@ expire_snapshots deletes the files only the expired snapshots referenced inside 
 swap the pointer: when the swap is refused (a writer committed meanwhile), the catalog keeps listing the snapshots
 repark expired while their files are gone (the current snapshot is intact: it is never expired).
 What it cannot do here is declared: an S3 warehouse or an external REST catalog (`option_problems`: the pointer swap
-needs the local SQLite catalog), branches (`not_supported`: repark refuses them with remove-dangling-deletes), a
-partition filter on a table with delete files (`harness_cannot`: the scoped removal of dangling deletes is wired
-for Spark only).
+needs the local SQLite catalog); branches (`not_supported`: repark refuses them with remove-dangling-deletes); a
+partition filter (`not_supported`: its `where` parser refuses a predicate on a date column, the harness's filters'
+kind; the `where` argument is passed as Spark's, for the day it parses one).
 """
 
 from __future__ import annotations
@@ -63,6 +63,12 @@ GIB = 1024**3
 # the Rust crates of repark's build that change a measurement, from the wheel's CycloneDX SBOM
 SBOM_CRATES = ("iceberg", "repark-iceberg", "datafusion", "parquet", "arrow")
 COMMIT_CONFLICT = "CommitConflict"
+# established here on 2026-11-29 with a table partitioned by a date column, as daily-recent's
+PARTITION_FILTER = (
+    "repark 1.5.5's rewrite_data_files cannot parse a `where` on a date column: \"Error during planning: Cannot parse "
+    "predicates in where option: event_date >= '2025-12-25'\" (the same for DATE '...', CAST(... AS date), date(...), "
+    "a TIMESTAMP literal and an integer of days), while it parses bigint and string comparisons; the harness's "
+    "partition filters select day partitions (daily-recent)")
 FORMAT_PROPERTY = "write.format.default"  # the data file format a writer uses (Iceberg's default: parquet)
 
 
@@ -151,20 +157,16 @@ class ReparkEngine(EngineBase):
     # supported by the Rust ORC writer"), DataFusion's NotImplemented
     refusal_pattern: ClassVar[str] = r"FeatureUnsupported|NotImplemented|[Nn]ot (yet )?supported"
     # format v3: `bench conformance --cases format-v3-deletion-vectors` (a Spark-written v3 table with deletion
-    # vectors) verified correct here, no delete file live afterwards; sort, z-order and a partition filter: its
-    # rewrite_data_files takes strategy, sort_order and where (tests/engines/test_repark.py); maintenance: its
-    # expire_snapshots and rewrite_manifests procedures (tests/runner/test_streaming.py)
-    supports: ClassVar[frozenset[str]] = frozenset({"format-v3", "sort", "zorder", "partition-filter", "maintenance",
-                                                    "expire-snapshots", "rewrite-manifests"})
+    # vectors) verified correct here, no delete file live afterwards; sort and z-order: its rewrite_data_files takes
+    # strategy and sort_order (tests/engines/test_repark.py); maintenance: its expire_snapshots and rewrite_manifests
+    # procedures (tests/runner/test_streaming.py)
+    supports: ClassVar[frozenset[str]] = frozenset({"format-v3", "sort", "zorder", "maintenance", "expire-snapshots",
+                                                    "rewrite-manifests"})
     not_supported: ClassVar[dict[str, str]] = {
         "branch": "repark 1.5.5 refuses 'branch' with remove-dangling-deletes ('the fork's dangling-delete pass "
                   "reads main's head'), and the harness swaps only the table's pointer (main) by compare-and-swap",
-    }
-    harness_cannot: ClassVar[dict[str, str]] = {
-        "partition-filter-deletes": "a partition filter on a table with delete files needs the delete files the "
-                                    "selected partitions left dangling removed within the filter (remove-dangling-"
-                                    "deletes scans the whole table): that step is wired for Spark's Java API only, "
-                                    "not for repark 1.5.5",
+        "partition-filter": PARTITION_FILTER,
+        "partition-filter-deletes": PARTITION_FILTER,
     }
 
     def __init__(self) -> None:
