@@ -145,7 +145,7 @@ def sbom_versions(dist: importlib.metadata.Distribution) -> dict[str, str]:
 class ReparkEngine(EngineBase):
     name: ClassVar[str] = "repark"
     description: ClassVar[str] = ("repark 1.5.5: pure-Rust PySpark-like engine (iceberg-rust fork + DataFusion), "
-                                  "its rewrite_data_files port (bin-pack, sort, z-order, where), expire_snapshots and "
+                                  "its rewrite_data_files port (bin-pack, sort, z-order), expire_snapshots and "
                                   "rewrite_manifests; own environment (Python 3.12), memory catalog, each commit "
                                   "published to the harness's catalog by compare-and-swap")
     color: ClassVar[str] = "#8E44AD"
