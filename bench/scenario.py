@@ -217,6 +217,9 @@ class Scenario(BaseModel):
         if self.streaming is not None:
             needs |= {"maintenance"} | {op.op.replace("_", "-") for op in self.streaming.maintenance} - {"compact"}
             needs |= {"branch"} if self.streaming.mode == "branch" else set()
+            if self.streaming.mode != "sequential" and any(op.op == "expire_snapshots"
+                                                           for op in self.streaming.maintenance):
+                needs |= {"expire-under-writer"}
         return needs
 
     def on_table(self, format_version: int) -> None:

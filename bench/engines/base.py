@@ -46,6 +46,8 @@ FEATURES = {
     "maintenance": "continuous maintenance of a table that is being written: maintenance steps of operations "
                    "(job.maintenance) on a table another writer commits to, cycle after cycle (streaming scenarios)",
     "expire-snapshots": "snapshot expiration with the engine's own tool (maintenance operation expire_snapshots)",
+    "expire-under-writer": "snapshot expiration while another writer commits (streaming modes concurrent and "
+                           "branch): an expiry whose commit is refused must not have deleted any file",
     "rewrite-manifests": "manifest rewriting with the engine's own tool (maintenance operation rewrite_manifests)",
     "format-v3": "a table of Iceberg format v3 (deletion vectors, row lineage): reading it and committing v3 metadata",
 }

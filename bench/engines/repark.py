@@ -167,6 +167,10 @@ class ReparkEngine(EngineBase):
                   "reads main's head'), and the harness swaps only the table's pointer (main) by compare-and-swap",
         "partition-filter": PARTITION_FILTER,
         "partition-filter-deletes": PARTITION_FILTER,
+        "expire-under-writer": (
+            "repark 1.5.5's expire_snapshots deletes the expired snapshots' files inside the procedure, before the "
+            "harness's compare-and-swap can be refused (it has no option to keep them): under a concurrent writer a "
+            "refused swap would leave the catalog listing snapshots whose files are gone"),
     }
 
     def __init__(self) -> None:

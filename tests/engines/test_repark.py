@@ -151,3 +151,19 @@ def test_sort_and_zorder_are_verified(tmp_path, shared_warehouse):
     assert "sort_order => 'zorder(v1,v2)'" in " ".join(runs["zorder"]["engine_actions"])
     assert runs["zorder"]["scenario_record"]["content"]["rewrite"]["strategy"] == "zorder"
 
+
+
+def test_its_expiry_under_a_concurrent_writer_is_declared_not_run():
+    """repark's expire_snapshots deletes files before the harness's compare-and-swap: under a writer that commits
+    meanwhile a refused swap would break the table's history, so such runs are unsupported (with the reason);
+    sequential maintenance, where nothing else commits, needs no such guarantee."""
+    from bench.engines import engine_class
+    from bench.scenario import load_scenario
+
+    sc = load_scenario("streaming-cdc")
+    assert "expire-under-writer" not in sc.needs()
+    concurrent = sc.with_stream_mode("concurrent").needs()
+    assert "expire-under-writer" in concurrent
+    assert "before the harness's compare-and-swap" in (ReparkEngine.why_not("expire-under-writer") or "")
+    for other in ("spark", "gluten", "risingwave"):  # commit first (Iceberg Java), or delete nothing (RisingWave's)
+        assert engine_class(other).why_not("expire-under-writer") is None

@@ -180,7 +180,8 @@ class SparkEngine(EngineBase):
     # Iceberg 1.10 reads and writes format v3 (deletion vectors): verified on a Spark-written v3 table with one
     # (tests/runner/test_work_intent.py)
     supports: ClassVar[frozenset[str]] = frozenset({"sort", "zorder", "partition-filter", "partition-filter-deletes",
-                                                    "maintenance", "expire-snapshots", "rewrite-manifests",
+                                                    "maintenance", "expire-snapshots", "expire-under-writer",
+                                                    "rewrite-manifests",
                                                     "format-v3"})
     not_supported: ClassVar[dict[str, str]] = {"branch": (
         "Iceberg 1.10.2's rewrite_data_files cannot compact a branch: the action plans from the table's current "
