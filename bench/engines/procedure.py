@@ -25,6 +25,16 @@ def spark_map(options: dict[str, Any]) -> str:
     return "map(" + ", ".join(f"{spark_literal(k)}, {spark_literal(v)}" for k, v in options.items()) + ")"
 
 
+def row_dict(rows: list) -> dict[str, Any]:
+    """A procedure call's result rows as a dict (the first row; every row under `rows` when there are several)."""
+    if not rows:
+        return {}
+    d = rows[0].asDict(recursive=True)
+    if len(rows) > 1:
+        d["rows"] = [r.asDict(recursive=True) for r in rows]
+    return d
+
+
 def derived_options(job: CompactionJob) -> dict[str, Scalar]:
     """rewrite_data_files' options from the job's sizes and intent (bench.core.work): small files are work in a
     partition holding `min_files` or more (min-input-files; Iceberg's default 5 would leave smaller partitions
