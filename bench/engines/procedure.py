@@ -1,23 +1,16 @@
 """Iceberg's `rewrite_data_files` procedure as Spark SQL text: the options an engine that speaks it (Spark with
-Iceberg's Java procedures, repark's port of them) derives from the job's intent, and the SQL literals of a call.
+Iceberg's Java procedures, repark's port of them) derives from the job's intent, and the map literal of a call's
+options (its string literals: bench.core.sql.spark_literal).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from bench.core.sql import spark_literal
 from bench.engines.base import CompactionJob
 
 Scalar = str | int | float | bool
-
-
-def spark_literal(value: Any) -> str:
-    """A Spark SQL string literal (backslash escapes) of a scalar; booleans as 'true'/'false'."""
-    if isinstance(value, bool):
-        value = "true" if value else "false"
-    if not isinstance(value, (str, int, float)):
-        raise ValueError(f"only scalars can be Spark SQL literals, got {value!r}")
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def spark_map(options: dict[str, Any]) -> str:

@@ -36,9 +36,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from bench.core.catalog import CatalogSettings
 from bench.core.requirements import Requirement
 from bench.core.results import Deployment, MemoryCap
+from bench.core.sql import spark_literal
 from bench.engines import environment as envs
 from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
-from bench.engines.procedure import Scalar, derived_options, spark_literal, spark_map
+from bench.engines.procedure import Scalar, derived_options, spark_map
 
 DISTRIBUTION = "repark"
 PINNED_VERSION = "1.5.5"

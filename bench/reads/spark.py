@@ -23,6 +23,7 @@ from bench.core.iceberg_java.runtime import iceberg_jars
 from bench.core.iceberg_java.spark_conf import base_conf, log4j_option, session
 from bench.core.machine import drop_page_cache, java_binary
 from bench.core.results import ReadQuery
+from bench.core.sql import spark_idents
 from bench.reads.queries import aggregate_answer, query_sql
 
 NAME = "spark-sql"
@@ -34,12 +35,7 @@ def table_ref(table: str, catalog: str = CATALOG_NAME) -> str:
     """The table in Spark SQL: its catalog is mounted under the harness catalog's own name (Iceberg's
     JdbcCatalog finds tables by that name)."""
     ns, name = table.split(".")[-2:]
-    return f"{_quoted(catalog)}.{_quoted(ns)}.{_quoted(name)}"
-
-
-def _quoted(name: str) -> str:
-    """A Spark SQL identifier (backticks)."""
-    return "`" + str(name).replace("`", "``") + "`"
+    return spark_idents(catalog, ns, name)
 
 
 def unavailable(settings: CatalogSettings) -> str:

@@ -21,8 +21,8 @@ from typing import Any
 from bench.core import children
 from bench.core.catalog.rest import ServedCatalog
 from bench.core.fileio import write_atomic
+from bench.core.fmt import fmt_bytes
 from bench.core.results import CatalogServerUsage, CoreLimit, EngineStatus, StorageCap
-from bench.core.units import fmt_bytes
 from bench.engines import worker_launch
 from bench.engines.base import CompactionJob, WorkerRecord
 from bench.engines.worker import CONTROL_ENV

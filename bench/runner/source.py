@@ -17,6 +17,7 @@ from pyiceberg.table import Table
 from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GeneratedTable, GroundTruth, save_manifest
 from bench.core.errors import UserError
+from bench.core.fmt import fmt_bytes
 from bench.core.pin import SourceFingerprint, pinned_files
 from bench.core.progress import Progress
 from bench.core.results import ReaderAnswer, ReaderFinding, SourceRecord
@@ -25,7 +26,6 @@ from bench.core.source_records import RefPin
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import classify, scope
 from bench.core.table.shape import shape
-from bench.core.units import fmt_bytes
 from bench.runner.expiry import render_expiry
 from bench.scenario import Scenario
 from bench.verify import table_stats

@@ -57,6 +57,7 @@ from pyiceberg.table.sorting import SortOrder
 from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GroundTruth
 from bench.core.expected import Expected
+from bench.core.fmt import fmt_bytes
 from bench.core.partition_filter import table_selector
 from bench.core.results import (
     Check,
@@ -72,7 +73,6 @@ from bench.core.results import (
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import scope
 from bench.core.table.files import footers
-from bench.core.units import fmt_bytes
 from bench.core.work import WorkIntent, default_intent
 from bench.verify.expected import RULE as EXPECTED_RULE
 from bench.verify.expected import expected_check, witnesses

@@ -26,7 +26,7 @@ from bench.core.catalog import CatalogSettings
 from bench.core.checksum import checksum_select
 from bench.core.iceberg_java.spark_conf import base_conf, log4j_option, session
 from bench.core.machine import java_binary
-from bench.core.sql import ident, string_list
+from bench.core.sql import ident, spark_idents, string_list
 from bench.verify.columns import duckdb_types
 
 NAME = "iceberg-java"
@@ -37,10 +37,6 @@ DRIVER_MEMORY = "2g"
 
 class ReferenceUnavailable(RuntimeError):
     """The reference reader cannot run here (no Java, no pyspark, no catalog it can open)."""
-
-
-def _quoted(name: str) -> str:
-    return "`" + str(name).replace("`", "``") + "`"
 
 
 def _job(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None, out_dir: Path) -> dict:
@@ -60,7 +56,7 @@ def _job(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None, 
                  "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS", "spark.sql.session.timeZone": "UTC",
                  "spark.sql.shuffle.partitions": "2"})
     ns, name = tuple(tbl.name())[-2:]
-    return {"conf": conf, "table": ".".join(_quoted(x) for x in (settings.name, ns, name)),
+    return {"conf": conf, "table": spark_idents(settings.name, ns, name),
             "snapshot_id": snapshot_id, "out": str(out_dir)}
 
 

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from bench.core.iceberg_java.commit import remove_delete_files
+from bench.core.sql import spark_literal
 from bench.engines.base import CompactionJob, PhaseClock
-from bench.engines.procedure import row_dict, spark_literal
+from bench.engines.procedure import row_dict
 
 # what the engine is asked beyond rewrite_data_files on a table with deletes (`asked`'s steps)
 STEPS = ["rewrite_position_delete_files (rewrite-all), where position delete files are still live",

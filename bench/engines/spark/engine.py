@@ -34,8 +34,9 @@ from bench.core.iceberg_java import runtime as iceberg_runtime
 from bench.core.iceberg_java.spark_conf import session as spark_session
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import CapRole, MemoryCap
+from bench.core.sql import spark_literal
 from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, Knob, MaintenanceOp, PhaseClock
-from bench.engines.procedure import derived_options, row_dict, spark_literal, spark_map
+from bench.engines.procedure import derived_options, row_dict, spark_map
 from bench.engines.spark import deletes, failures, memory, session, tasks
 from bench.engines.spark.cluster import is_loopback
 from bench.engines.spark.deploy import SparkDeploy
