@@ -16,8 +16,8 @@ through its in-memory catalog, and the harness's catalog moves only by compare-a
              first pass made dangling live (as Iceberg Java does); a rewrite of every file (rewrite-all) drops them;
              `commit`: the harness's catalog pointer is swapped from the metadata file registered to repark's last
              one, only if it still names the one registered (compare-and-swap in one SQLite statement, as Iceberg's
-             JdbcCatalog commits): when another writer committed meanwhile, the commit fails as a conflict and the
-             rewrite is not published.
+             JdbcCatalog commits: bench.core.catalog.pointer): when another writer committed meanwhile, the commit
+             fails as a conflict and the rewrite is not published.
 What it cannot do here is declared (`not_supported`): an S3 warehouse or an external REST catalog (the pointer
 swap needs the local SQLite catalog), branches, sort and z-order, partition filters, maintenance steps.
 """
@@ -27,13 +27,12 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import math
-import sqlite3
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bench.core.catalog import CatalogSettings
+from bench.core.catalog import CatalogSettings, pointer
 from bench.core.requirements import Requirement
 from bench.core.results import Deployment, MemoryCap
 from bench.core.sql import spark_literal
@@ -87,29 +86,17 @@ def memory_limit_gb(budget_bytes: int | None, explicit: int | None) -> int:
 
 def current_location(settings: CatalogSettings, table: str) -> str:
     """The metadata file the harness's catalog names for `table` ('ns.t')."""
-    ns, name = table.split(".", 1)
-    with sqlite3.connect(settings.sqlite_path, timeout=30) as db:
-        row = db.execute("SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? AND "
-                         "table_namespace = ? AND table_name = ?", (settings.name, ns, name)).fetchone()
-    if row is None or not row[0]:
-        raise RuntimeError(f"table {table} is not in the catalog {settings.sqlite_path}")
-    return str(row[0])
+    return pointer.current_location(settings.sqlite_path, settings.name, table)
 
 
 def swap_location(settings: CatalogSettings, table: str, expected: str, new: str) -> None:
-    """Point the harness's catalog at `new` only if it still names `expected` (one UPDATE: compare-and-swap)."""
-    ns, name = table.split(".", 1)
-    db = sqlite3.connect(settings.sqlite_path, timeout=30)
+    """Point the harness's catalog at `new` only if it still names `expected` (bench.core.catalog.pointer's
+    compare-and-swap); CommitConflict otherwise."""
     try:
-        with db:
-            changed = db.execute("UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? "
-                                 "WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? AND "
-                                 "metadata_location = ?", (new, expected, settings.name, ns, name, expected)).rowcount
-    finally:
-        db.close()
-    if changed != 1:
+        pointer.swap_location(settings.sqlite_path, settings.name, table, expected, new)
+    except pointer.PointerMoved as e:
         raise CommitConflict(f"the catalog's pointer of {table} moved while repark compacted "
-                             f"(it no longer names {expected}); the rewrite ({new}) is not published")
+                             f"(it no longer names {expected}); the rewrite ({new}) is not published") from e
 
 
 def sbom_versions(dist: importlib.metadata.Distribution) -> dict[str, str]:
