@@ -24,7 +24,7 @@ from pyiceberg.table import Table
 from bench.core import children
 from bench.core.catalog import CatalogSettings
 from bench.core.checksum import checksum_select
-from bench.core.iceberg_java.spark_conf import base_conf, log4j_option, session
+from bench.core.iceberg_java.spark_conf import local_conf, session
 from bench.core.machine import java_binary
 from bench.core.sql import ident, spark_idents, string_list
 from bench.verify.columns import duckdb_types
@@ -49,12 +49,11 @@ def _job(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None, 
     if java_binary() is None:
         raise ReferenceUnavailable("java not found")
     try:
-        conf = base_conf(settings, "local[2]", app_name="bench-reference-reader")
+        conf = local_conf(settings, 2, "bench-reference-reader", DRIVER_MEMORY, extra={
+            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS", "spark.sql.session.timeZone": "UTC",
+            "spark.sql.shuffle.partitions": "2"})
     except Exception as e:  # noqa: BLE001 - the reason is the answer
         raise ReferenceUnavailable(str(e).splitlines()[0] if str(e) else type(e).__name__) from e
-    conf.update({"spark.driver.memory": DRIVER_MEMORY, "spark.driver.extraJavaOptions": log4j_option(),
-                 "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS", "spark.sql.session.timeZone": "UTC",
-                 "spark.sql.shuffle.partitions": "2"})
     ns, name = tuple(tbl.name())[-2:]
     return {"conf": conf, "table": spark_idents(settings.name, ns, name),
             "snapshot_id": snapshot_id, "out": str(out_dir)}
