@@ -123,7 +123,7 @@ def _live_sizes(tbl, ref: str) -> dict[str, int]:
     if head is None:
         return {}
     files = live_files(tbl, head.snapshot_id)
-    return {e.data_file.file_path: e.data_file.file_size_in_bytes for e in [*files.data, *files.deletes]}
+    return {e.data_file.file_path: e.data_file.file_size_in_bytes for e in files.all}
 
 
 def conflicts(ctx: RunContext, slot: Slot, log: Path, unix0: float, unix1: float) -> tuple[int, list[str]]:
