@@ -98,7 +98,7 @@ class SparkEngine(EngineBase):
         self.jars: list[str] = []
         self.conf: dict[str, str] = {}
         self.deploy = SparkDeploy()
-        self.deletes: deletes.DeleteSteps | None = None
+        self.delete_steps: deletes.DeleteSteps | None = None
 
     # -- bench doctor ----------------------------------------------------------------------------
     def requirements(self) -> list[Requirement]:
@@ -172,7 +172,7 @@ class SparkEngine(EngineBase):
             namespace = job.table.rsplit(".", 1)[0]
             self.spark.sql(f"SHOW TABLES IN {job.catalog.name}.{namespace}").collect()
         if job.intent().applies_deletes:
-            self.deletes = deletes.DeleteSteps(self.spark, self._sql, self.actions.append, clock, job)
+            self.delete_steps = deletes.DeleteSteps(self.spark, self._sql, self.actions.append, clock, job)
 
     def memory_caps(self) -> list[MemoryCap]:
         """The JVM's limits as it reports them: heap (Runtime.maxMemory), direct memory and metaspace
@@ -224,8 +224,8 @@ class SparkEngine(EngineBase):
                                  f"{strategy_args(job)}options => {spark_map(options)}{where})")
             result = row_dict(rows)
             if job.intent().applies_deletes:
-                assert self.deletes is not None
-                self.deletes.finish(job, clock, table, where, result)
+                assert self.delete_steps is not None
+                self.delete_steps.finish(job, clock, table, where, result)
         except Exception as exc:  # noqa: BLE001 - classified below
             raise self._classify(exc) from exc
         settings = self._settings(job)
