@@ -352,7 +352,7 @@ def child(job: dict[str, Any]) -> dict[str, Any]:
         if failed:
             raise SystemExit("a reader could not read the table: " + "; ".join(f"{a.reader}: {a.why_not}"
                                                                                 for a in failed))
-        if not agree(answers):
+        if not answers or not agree(answers):
             raise SystemExit(f"the readers disagree: {[a.model_dump(exclude_none=True) for a in answers]}")
         facts |= {"rows": answers[0].rows, "readers": "+".join(a.reader for a in answers)}
     else:
