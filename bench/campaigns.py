@@ -62,7 +62,7 @@ from bench.core.cost import (
 from bench.core.dataset import load_manifest
 from bench.core.errors import UserError
 from bench.core.fit import CoreScaling, Fit, NodeModel, core_scalings, fit_line, node_model, scaling_for
-from bench.core.fmt import fmt_scale
+from bench.core.fmt import fmt_bytes, fmt_scale
 from bench.core.machine import environment, node_ram_bytes, usable_cores
 from bench.core.progress import Progress
 from bench.core.published import PUBLISHED_INSTANCE, PUBLISHED_RAM_BYTES
@@ -77,7 +77,7 @@ from bench.core.storage import (
     custom_storage,
     storage_option,
 )
-from bench.core.units import GiB, MiB, check_scale, fmt_bytes, parse_size
+from bench.core.units import GiB, MiB, check_scale, parse_size
 from bench.engines import campaign_engines, engine_class, parse_engines
 from bench.runner import CommonOptions, RunOptions, run_scenario
 from bench.runner.context import check_results_dir, resolve_file_scale

@@ -19,13 +19,13 @@ from bench.core.campaign import recorded
 from bench.core.count_campaign import FILES_X, PAIRS_X, BudgetMeet, CountPoint, CountSweepSummary, write_counts
 from bench.core.errors import UserError
 from bench.core.fit import Fit, fit_line
-from bench.core.fmt import fmt_scale
+from bench.core.fmt import fmt_bytes, fmt_scale
 from bench.core.machine import environment
 from bench.core.opens import DeleteOpens
 from bench.core.progress import Progress
 from bench.core.results import RunResult, now_iso
 from bench.core.spread import Spread
-from bench.core.units import check_scale, fmt_bytes
+from bench.core.units import check_scale
 from bench.engines import campaign_engines, parse_engines
 from bench.runner import CommonOptions, RunOptions, run_scenario
 from bench.runner.context import check_results_dir, resolve_file_scale

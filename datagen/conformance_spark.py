@@ -82,20 +82,13 @@ def _writers(spark: Any, case: Case) -> dict[str, Any]:
 
 
 def main(spec: str, root: str) -> int:
-    from pyspark.sql import SparkSession
-
-    from bench.core.iceberg_java.spark_conf import base_conf, log4j_option
+    from bench.core.iceberg_java.spark_conf import local_conf, session
 
     cases = [Case.model_validate(c) for c in json.loads(Path(spec).read_text())]
     settings = CatalogSettings.for_warehouse(Path(root) / "lake")
     load_catalog(settings).create_namespace_if_not_exists(NAMESPACE)
-    conf = base_conf(settings, "local[2]", app_name="bench-conformance-writer")
-    conf.update({"spark.driver.memory": "1g", "spark.driver.extraJavaOptions": log4j_option(),
-                 "spark.sql.session.timeZone": "UTC"})
-    builder = SparkSession.builder
-    for k, v in conf.items():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    spark = session(local_conf(settings, 2, "bench-conformance-writer", "1g",
+                               extra={"spark.sql.session.timeZone": "UTC"}))
     try:
         def write_one(case: Case) -> None:
             if case.writer == "java-api":

@@ -73,16 +73,14 @@ def _train(out: str) -> None:
     """What a test's Spark run does, in a driver whose class path is the engine's (Spark's jars): create, insert,
     rewrite, expire, read an Iceberg table."""
     from bench.core.catalog import CatalogSettings, load_sql_catalog
-    from bench.core.iceberg_java.spark_conf import base_conf, log4j_option, session
+    from bench.core.iceberg_java.spark_conf import local_conf, session
 
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     with tempfile.TemporaryDirectory() as wh:
         settings = CatalogSettings(warehouse=wh)
         load_sql_catalog(settings).create_namespace("t")  # the catalog's tables, as the harness makes them
-        conf = base_conf(settings, "local[2]", app_name="bench-test-cds")
-        conf.update({"spark.driver.memory": "1g",
-                     "spark.driver.extraJavaOptions": f"{log4j_option()} -XX:ArchiveClassesAtExit={out} {QUIET}"})
-        spark = session(conf)
+        spark = session(local_conf(settings, 2, "bench-test-cds", "1g",
+                                   java_options=(f"-XX:ArchiveClassesAtExit={out}", QUIET)))
         c = settings.name
         spark.sql(f"CREATE TABLE {c}.t.x (id BIGINT, s STRING, d DATE) USING iceberg PARTITIONED BY (d) "
                   "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")

@@ -8,17 +8,14 @@ import os
 from collections.abc import Iterator
 
 from bench.core.catalog import CatalogSettings
-from bench.core.iceberg_java.spark_conf import session
-from bench.engines.spark.session import base_conf, log4j_option
+from bench.core.iceberg_java.spark_conf import local_conf, session
 
 
 @contextlib.contextmanager
 def spark_session(settings: CatalogSettings, heap: str = "1g") -> Iterator:
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark import SparkContext
-    conf = base_conf(settings, "local[1]", app_name="bench-test")
-    conf.update({"spark.driver.memory": heap, "spark.driver.extraJavaOptions": log4j_option()})
-    spark = session(conf)
+    spark = session(local_conf(settings, 1, "bench-test", heap))
     try:
         yield spark
     finally:

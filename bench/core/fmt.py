@@ -1,9 +1,12 @@
 """Number formats shared by the campaigns' tables and run ids, the report's charts, tables and the model's sentences:
-one home, so one scale or size reads the same everywhere."""
+one home, so one scale or size reads the same everywhere (the CLI's messages and the verifier's check texts too)."""
 
 from __future__ import annotations
 
-GiB = 1024**3
+from bench.core.units import GiB, KiB, MiB
+
+__all__ = ["GiB", "fmt_bytes", "fmt_gb", "fmt_r2", "fmt_ratio", "fmt_scale", "fmt_seconds", "fmt_usd", "fmt_value",
+           "nbytes", "seconds"]
 
 
 def seconds(v: float) -> str:
@@ -15,7 +18,8 @@ def seconds(v: float) -> str:
 
 
 def nbytes(v: float) -> str:
-    for unit, div in (("GiB", GiB), ("MiB", 1024**2), ("KiB", 1024)):
+    """A size in binary units, three significant digits: '512 B', '1.50 KiB', '95.4 MiB', '128 GiB'."""
+    for unit, div in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
         if abs(v) >= div:
             x = v / div
             return f"{x:.2f} {unit}" if x < 10 else f"{x:.1f} {unit}" if x < 100 else f"{x:.0f} {unit}"
@@ -31,7 +35,8 @@ def fmt_usd(v: float | None) -> str:
     return f"${v:.3g}" if v >= 1e-4 else f"${v:.2e}"
 
 
-def fmt_bytes(v) -> str:
+def fmt_bytes(v: float | None) -> str:
+    """A size for people (`nbytes`), or '—' for none: the one formatter of sizes in docs, reports and messages."""
     return "—" if v is None else nbytes(float(v))
 
 

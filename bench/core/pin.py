@@ -30,7 +30,7 @@ from pyiceberg.table import Table
 
 from bench.core.catalog.s3 import filesystem
 from bench.core.source_records import OtherCommit, RefPin
-from bench.core.table.entries import local_path
+from bench.core.table.entries import local_path, manifest_live_entries
 
 SAMPLE_BYTES = 64 * 1024  # hashed at each end of a file (the whole file when it is at most twice this)
 MISSING = -1
@@ -111,7 +111,7 @@ def pinned_files(tbl: Table, snapshot_ids: set[int]) -> list[str]:
             if m.manifest_path in seen:
                 continue
             seen.add(m.manifest_path)
-            paths.update(e.data_file.file_path for e in m.fetch_manifest_entry(tbl.io, discard_deleted=True))
+            paths.update(e.data_file.file_path for e in manifest_live_entries(tbl, m))
     return sorted(paths)
 
 

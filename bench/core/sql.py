@@ -1,6 +1,8 @@
-"""Quoting for the standard SQL the harness writes (DuckDB, SQLite).  The one place."""
+"""Quoting for the SQL the harness writes: standard SQL (DuckDB, SQLite) and Spark SQL.  The one place."""
 
 from __future__ import annotations
+
+from typing import Any
 
 
 def literal(text: str) -> str:
@@ -22,3 +24,22 @@ def idents(names: list[str] | tuple[str, ...], prefix: str = "") -> str:
 def string_list(items: list[str]) -> str:
     """A DuckDB list literal of strings: ['a', 'b']."""
     return "[" + ", ".join(literal(i) for i in items) + "]"
+
+
+def spark_ident(name: str) -> str:
+    """A Spark SQL identifier (backticks, doubled inside)."""
+    return "`" + str(name).replace("`", "``") + "`"
+
+
+def spark_idents(*parts: str) -> str:
+    """A qualified Spark SQL name, each part quoted: spark_idents("cat", "ns", "t") -> '`cat`.`ns`.`t`'."""
+    return ".".join(spark_ident(p) for p in parts)
+
+
+def spark_literal(value: Any) -> str:
+    """A Spark SQL string literal (backslash escapes) of a scalar; booleans as 'true'/'false'."""
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    if not isinstance(value, (str, int, float)):
+        raise ValueError(f"only scalars can be Spark SQL literals, got {value!r}")
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"

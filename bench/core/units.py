@@ -1,4 +1,4 @@
-"""Sizes and scales: one parser, one formatter, one scale check."""
+"""Sizes and scales: one parser, the JVM's size spelling, one scale check (sizes for people: bench.core.fmt)."""
 
 from __future__ import annotations
 
@@ -26,16 +26,6 @@ def parse_size(text: str | int, what: str = "size") -> int:
 def fmt_mib(n: int) -> str:
     """Bytes as a JVM/Spark size in MiB ('512m'), at least 1m."""
     return f"{max(1, n // MiB)}m"
-
-
-def fmt_bytes(n: float | None) -> str:
-    """Human-readable binary size for messages ('1.5 GiB')."""
-    if n is None:
-        return "-"
-    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
-        if abs(n) >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{int(n)} B"
 
 
 def check_scale(scale: float | None, what: str = "--scale") -> float:

@@ -29,7 +29,9 @@ from bench.core.requirements import Requirement
 from bench.core.results import MemoryCap
 from bench.engines import environment as envs
 from bench.engines.base import CompactionJob, EngineOutcome, PhaseClock
-from bench.engines.spark.engine import SparkEngine, SparkOptions
+from bench.engines.spark import session
+from bench.engines.spark.engine import SparkEngine
+from bench.engines.spark.options import SparkOptions
 
 OFFHEAP_SHARE = 0.4  # of the budget, for Velox's off-heap memory; the JVM's plan gets the rest
 # Gluten's fallback reporter: "Validation failed for plan: <node> ..., due to: <reason>" (the reason may start on
@@ -112,8 +114,7 @@ class GlutenEngine(SparkEngine):
             elif key != "spark.driver.memory":  # the memory plan's heap stands
                 conf[key] = value
         conf.update(NATIVE_WRITE)
-        for k, v in opts.spark_conf.items():  # the scenario's Spark settings still win
-            conf[str(k)] = str(v).lower() if isinstance(v, bool) else str(v)
+        conf.update(session.scenario_conf(opts.spark_conf))  # the scenario's Spark settings still win
         return conf
 
     def memory_caps(self) -> list[MemoryCap]:

@@ -1,28 +1,31 @@
 """Iceberg's `rewrite_data_files` procedure as Spark SQL text: the options an engine that speaks it (Spark with
-Iceberg's Java procedures, repark's port of them) derives from the job's intent, and the SQL literals of a call.
+Iceberg's Java procedures, repark's port of them) derives from the job's intent, and the map literal of a call's
+options (its string literals: bench.core.sql.spark_literal).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from bench.core.sql import spark_literal
 from bench.engines.base import CompactionJob
 
 Scalar = str | int | float | bool
 
 
-def spark_literal(value: Any) -> str:
-    """A Spark SQL string literal (backslash escapes) of a scalar; booleans as 'true'/'false'."""
-    if isinstance(value, bool):
-        value = "true" if value else "false"
-    if not isinstance(value, (str, int, float)):
-        raise ValueError(f"only scalars can be Spark SQL literals, got {value!r}")
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def spark_map(options: dict[str, Any]) -> str:
     """map('k', 'v', ...) of Spark SQL literals."""
     return "map(" + ", ".join(f"{spark_literal(k)}, {spark_literal(v)}" for k, v in options.items()) + ")"
+
+
+def row_dict(rows: list) -> dict[str, Any]:
+    """A procedure call's result rows as a dict (the first row; every row under `rows` when there are several)."""
+    if not rows:
+        return {}
+    d = rows[0].asDict(recursive=True)
+    if len(rows) > 1:
+        d["rows"] = [r.asDict(recursive=True) for r in rows]
+    return d
 
 
 def derived_options(job: CompactionJob) -> dict[str, Scalar]:

@@ -16,8 +16,8 @@ through its in-memory catalog, and the harness's catalog moves only by compare-a
              first pass made dangling live (as Iceberg Java does); a rewrite of every file (rewrite-all) drops them;
              `commit`: the harness's catalog pointer is swapped from the metadata file registered to repark's last
              one, only if it still names the one registered (compare-and-swap in one SQLite statement, as Iceberg's
-             JdbcCatalog commits): when another writer committed meanwhile, the commit fails as a conflict and the
-             rewrite is not published.
+             JdbcCatalog commits: bench.core.catalog.pointer): when another writer committed meanwhile, the commit
+             fails as a conflict and the rewrite is not published.
 The scenario's strategy reaches the same call as Spark's (bench.engines.procedure): `strategy => 'sort'` (the table's
 sort order) or `sort_order => 'zorder(c1,c2)'`.
 Maintenance steps (streaming scenarios): each operation its own round trip, as each of Spark's procedures is its own
@@ -25,7 +25,8 @@ commit: register, then `CALL <cat>.system.expire_snapshots(table, older_than, re
 TIMESTAMP literal as UTC) or `rewrite_manifests(table)` or the compaction above, then the compare-and-swap.  repark's
 expire_snapshots deletes the files only the expired snapshots referenced inside the procedure, before the harness can
 swap the pointer: when the swap is refused (a writer committed meanwhile), the catalog keeps listing the snapshots
-repark expired while their files are gone (the current snapshot is intact: it is never expired).
+repark expired while their files are gone (the current snapshot is intact: it is never expired); so under a writer
+that commits meanwhile its expiry is declared unsupported (`expire-under-writer`).
 What it cannot do here is declared: an S3 warehouse or an external REST catalog (`option_problems`: the pointer swap
 needs the local SQLite catalog); branches (`not_supported`: repark refuses them with remove-dangling-deletes); a
 partition filter (`not_supported`: its `where` parser refuses a predicate on a date column, the harness's filters'
@@ -37,19 +38,19 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import math
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bench.core.catalog import CatalogSettings
+from bench.core.catalog import CatalogSettings, pointer
 from bench.core.requirements import Requirement
 from bench.core.results import Deployment, MemoryCap
+from bench.core.sql import spark_literal
 from bench.engines import environment as envs
 from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, MaintenanceOp, PhaseClock
-from bench.engines.procedure import Scalar, derived_options, spark_literal, spark_map, strategy_args, where_arg
+from bench.engines.procedure import Scalar, derived_options, spark_map, strategy_args, where_arg
 
 DISTRIBUTION = "repark"
 PINNED_VERSION = "1.5.5"
@@ -103,29 +104,17 @@ def memory_limit_gb(budget_bytes: int | None, explicit: int | None) -> int:
 
 def current_location(settings: CatalogSettings, table: str) -> str:
     """The metadata file the harness's catalog names for `table` ('ns.t')."""
-    ns, name = table.split(".", 1)
-    with sqlite3.connect(settings.sqlite_path, timeout=30) as db:
-        row = db.execute("SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? AND "
-                         "table_namespace = ? AND table_name = ?", (settings.name, ns, name)).fetchone()
-    if row is None or not row[0]:
-        raise RuntimeError(f"table {table} is not in the catalog {settings.sqlite_path}")
-    return str(row[0])
+    return pointer.current_location(settings.sqlite_path, settings.name, table)
 
 
 def swap_location(settings: CatalogSettings, table: str, expected: str, new: str) -> None:
-    """Point the harness's catalog at `new` only if it still names `expected` (one UPDATE: compare-and-swap)."""
-    ns, name = table.split(".", 1)
-    db = sqlite3.connect(settings.sqlite_path, timeout=30)
+    """Point the harness's catalog at `new` only if it still names `expected` (bench.core.catalog.pointer's
+    compare-and-swap); CommitConflict otherwise."""
     try:
-        with db:
-            changed = db.execute("UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ? "
-                                 "WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? AND "
-                                 "metadata_location = ?", (new, expected, settings.name, ns, name, expected)).rowcount
-    finally:
-        db.close()
-    if changed != 1:
+        pointer.swap_location(settings.sqlite_path, settings.name, table, expected, new)
+    except pointer.PointerMoved as e:
         raise CommitConflict(f"the catalog's pointer of {table} moved while repark compacted "
-                             f"(it no longer names {expected}); the rewrite ({new}) is not published")
+                             f"(it no longer names {expected}); the rewrite ({new}) is not published") from e
 
 
 def sbom_versions(dist: importlib.metadata.Distribution) -> dict[str, str]:

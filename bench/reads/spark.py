@@ -20,9 +20,10 @@ from bench.core.catalog import CATALOG_NAME, CatalogSettings
 from bench.core.checksum import arrow_checksum
 from bench.core.iceberg_java.gateway import catalog_properties
 from bench.core.iceberg_java.runtime import iceberg_jars
-from bench.core.iceberg_java.spark_conf import base_conf, log4j_option, session
+from bench.core.iceberg_java.spark_conf import local_conf, session
 from bench.core.machine import drop_page_cache, java_binary
 from bench.core.results import ReadQuery
+from bench.core.sql import spark_idents
 from bench.reads.queries import aggregate_answer, query_sql
 
 NAME = "spark-sql"
@@ -34,12 +35,7 @@ def table_ref(table: str, catalog: str = CATALOG_NAME) -> str:
     """The table in Spark SQL: its catalog is mounted under the harness catalog's own name (Iceberg's
     JdbcCatalog finds tables by that name)."""
     ns, name = table.split(".")[-2:]
-    return f"{_quoted(catalog)}.{_quoted(ns)}.{_quoted(name)}"
-
-
-def _quoted(name: str) -> str:
-    """A Spark SQL identifier (backticks)."""
-    return "`" + str(name).replace("`", "``") + "`"
+    return spark_idents(catalog, ns, name)
 
 
 def unavailable(settings: CatalogSettings) -> str:
@@ -61,10 +57,8 @@ def unavailable(settings: CatalogSettings) -> str:
 def conf(settings: CatalogSettings) -> dict[str, str]:
     """The harness's Spark session conf (`bench.core.iceberg_java.spark_conf`), local, with a driver
     heap and Arrow for the point lookup's rows."""
-    out = base_conf(settings, "local[*]", app_name="bench-reads")
-    out.update({"spark.driver.memory": DRIVER_MEMORY, "spark.driver.extraJavaOptions": log4j_option(),
-                "spark.sql.execution.arrow.pyspark.enabled": "true"})
-    return out
+    return local_conf(settings, "*", "bench-reads", DRIVER_MEMORY,
+                      extra={"spark.sql.execution.arrow.pyspark.enabled": "true"})
 
 
 def run_queries(settings: CatalogSettings, table: str, queries: list[ReadQuery],

@@ -340,6 +340,7 @@ def child(job: dict[str, Any]) -> dict[str, Any]:
         facts |= {"rows": st.rows, "reader": st.content_reader}
     elif step == "verification":
         from bench.verify.readers import read
+        from bench.verify.referee import agree
 
         tbl = catalog.load_table(job["table"])
         facts["warmed_bytes"] = _warm(tbl.location())
@@ -351,7 +352,7 @@ def child(job: dict[str, Any]) -> dict[str, Any]:
         if failed:
             raise SystemExit("a reader could not read the table: " + "; ".join(f"{a.reader}: {a.why_not}"
                                                                                 for a in failed))
-        if len({a.content for a in answers}) != 1:
+        if not answers or not agree(answers):
             raise SystemExit(f"the readers disagree: {[a.model_dump(exclude_none=True) for a in answers]}")
         facts |= {"rows": answers[0].rows, "readers": "+".join(a.reader for a in answers)}
     else:

@@ -5,9 +5,7 @@ and the classification of how it ended (ok, failed, oom, heap-oom, timeout)."""
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import select
 import signal
 import subprocess
@@ -19,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.core import children
-from bench.core.catalog.rest import ServedCatalog
+from bench.core.catalog.rest import ServedCatalog, request_log
 from bench.core.fileio import write_atomic
+from bench.core.fmt import fmt_bytes
 from bench.core.results import CatalogServerUsage, CoreLimit, EngineStatus, StorageCap
-from bench.core.units import fmt_bytes
 from bench.engines import worker_launch
 from bench.engines.base import CompactionJob, WorkerRecord
 from bench.engines.worker import CONTROL_ENV
@@ -88,21 +86,16 @@ def server_usage(served: ServedCatalog | None, sampler: Sampler | None, t0: floa
     rows = sampler.samples if sampler is not None else []
     use = CatalogServerUsage(pid=served.pid, peak_rss_bytes=sampler.summary.peak_rss_bytes if sampler else None,
                              cpu_s=round(rows[-1]["cpu_s"], 3) if rows else None)
-    if served.log_file and served.log_file.exists():
-        for line in served.log_file.read_text(errors="replace").splitlines():
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            if "t" not in e or not (t0 <= e["t"] <= t1) or str(e.get("path", "")).startswith("/bench/"):
-                continue
-            use.requests += 1
-            use.request_s += e.get("ms", 0.0) / 1000
-            if int(e.get("status", 0)) >= 500:
-                use.server_errors.append(f"{e.get('method')} {e.get('path')} {e.get('status')}")
-            if e.get("method") == "POST" and re.fullmatch(r"/v1/namespaces/[^/]+/tables/[^/]+", e.get("path", "")):
-                use.commits += 1
-                use.commit_s += e.get("ms", 0.0) / 1000
+    for e in request_log.requests(served.log_file, t0, t1):
+        if str(e.get("path", "")).startswith("/bench/"):
+            continue
+        use.requests += 1
+        use.request_s += e.get("ms", 0.0) / 1000
+        if int(e.get("status", 0)) >= 500:
+            use.server_errors.append(f"{e.get('method')} {e.get('path')} {e.get('status')}")
+        if request_log.is_commit(e):
+            use.commits += 1
+            use.commit_s += e.get("ms", 0.0) / 1000
     use.request_s, use.commit_s = round(use.request_s, 4), round(use.commit_s, 4)
     return use
 

@@ -14,6 +14,7 @@ from bench.core.catalog import load_catalog
 from bench.core.catalog.rest import serve
 from bench.core.dataset import GeneratedTable
 from bench.core.errors import RunFailed, UserError
+from bench.core.fmt import fmt_bytes
 from bench.core.lock import WarehouseLock
 from bench.core.machine import HARNESS_PACKAGES, environment, package_versions
 from bench.core.pin import pin_source
@@ -31,7 +32,6 @@ from bench.core.results import (
 )
 from bench.core.source import load_source
 from bench.core.table import live_files
-from bench.core.units import fmt_bytes
 from bench.engines import engine_class
 from bench.engines.base import EngineOutcome
 from bench.runner.context import RunContext, RunOptions, Slot, resolve, resolve_filter, schedule

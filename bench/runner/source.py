@@ -17,6 +17,7 @@ from pyiceberg.table import Table
 from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GeneratedTable, GroundTruth, save_manifest
 from bench.core.errors import UserError
+from bench.core.fmt import fmt_bytes
 from bench.core.pin import SourceFingerprint, pinned_files
 from bench.core.progress import Progress
 from bench.core.results import ReaderAnswer, ReaderFinding, SourceRecord
@@ -25,11 +26,11 @@ from bench.core.source_records import RefPin
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import classify, scope
 from bench.core.table.shape import shape
-from bench.core.units import fmt_bytes
 from bench.runner.expiry import render_expiry
 from bench.scenario import Scenario
 from bench.verify import table_stats
 from bench.verify.readers import REFERENCE, read
+from bench.verify.referee import agree, findings_against
 from datagen.conformance import load_cases, touched
 from datagen.dataset import drop_incomplete, reuse, seal
 
@@ -53,15 +54,6 @@ def _first_answer(group: tuple[str, ...], tbl: Table, snapshot_id: int | None,
     return None, tried
 
 
-def findings_against(reference: ReaderAnswer, answers: list[ReaderAnswer], on: str) -> list[ReaderFinding]:
-    """The readers among `answers` that read otherwise than the reference reader, or failed where it read."""
-    ref_rows, ref_checksum = reference.got()
-    return [ReaderFinding(reader=a.reader, resolves=a.resolves, on=on, rows=a.rows, checksum=a.checksum,
-                          error=a.error if not a.answered else None, reference_rows=ref_rows,
-                          reference_checksum=ref_checksum)
-            for a in answers if (a.answered and a.content != reference.content) or a.error]
-
-
 def decide_truth(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None
                  ) -> tuple[tuple[int, str], str, list[ReaderFinding]]:
     """((rows, checksum), who read it, reader findings) of the snapshot: the two readers of TRUTH_READERS when they
@@ -73,7 +65,7 @@ def decide_truth(tbl: Table, snapshot_id: int | None, settings: CatalogSettings 
         a, t = _first_answer(group, tbl, snapshot_id, settings)
         tried += t
         picked += [a] if a is not None else []
-    if len(picked) == 2 and picked[0].content == picked[1].content:
+    if len(picked) == 2 and agree(picked):
         return picked[0].got(), f"read: {picked[0].reader} + {picked[1].reader}", []
     ref = read(REFERENCE, tbl, snapshot_id, settings)
     if not ref.answered:
@@ -84,8 +76,8 @@ def decide_truth(tbl: Table, snapshot_id: int | None, settings: CatalogSettings 
                                  f"reference reader (Iceberg's Java library) cannot read it either "
                                  f"({ref.why_not[:300]}), and its readers disagree or fail ({said})".split())[:1200])
     findings = findings_against(ref, tried, "the source snapshot")
-    agree = [a.reader for a in tried if a.answered and a.content == ref.content]
-    return ref.got(), f"read: {REFERENCE} (the reference reader; agreeing: {', '.join(agree) or 'none'})", findings
+    agreeing = [a.reader for a in tried if a.answered and a.content == ref.content]
+    return ref.got(), f"read: {REFERENCE} (the reference reader; agreeing: {', '.join(agreeing) or 'none'})", findings
 
 
 def ground_truth(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None) -> GroundTruth:

@@ -20,7 +20,6 @@ A local warehouse only (the files maintenance wrote are found by listing the tab
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -31,6 +30,7 @@ from typing import Any
 
 from pyiceberg.table.snapshots import ancestors_of
 
+from bench.core.catalog.rest import request_log
 from bench.core.cost import run_cost
 from bench.core.errors import UserError
 from bench.core.results import (
@@ -130,7 +130,7 @@ def _live_sizes(tbl, ref: str) -> dict[str, int]:
     if head is None:
         return {}
     files = live_files(tbl, head.snapshot_id)
-    return {e.data_file.file_path: e.data_file.file_size_in_bytes for e in [*files.data, *files.deletes]}
+    return {e.data_file.file_path: e.data_file.file_size_in_bytes for e in files.all}
 
 
 def conflicts(ctx: RunContext, slot: Slot, log: Path, unix0: float, unix1: float) -> tuple[int, list[str]]:
@@ -138,16 +138,10 @@ def conflicts(ctx: RunContext, slot: Slot, log: Path, unix0: float, unix1: float
     times unix0 and unix1 (the writer commits through JDBC, so these are the engine's), and the lines of
     the engine's log that name a retry or a conflict (the engine's own `conflict_log_pattern`)."""
     n, evidence = 0, []
-    served = ctx.served
-    if served is not None and served.log_file and served.log_file.exists():
-        for line in served.log_file.read_text(errors="replace").splitlines():
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            if unix0 <= e.get("t", 0) <= unix1 and e.get("method") == "POST" and e.get("status") == 409:
-                n += 1
-                evidence.append(f"REST catalog: 409 to POST {e.get('path')}")
+    for e in request_log.requests(ctx.served.log_file if ctx.served else None, unix0, unix1):
+        if e.get("method") == "POST" and e.get("status") == 409:
+            n += 1
+            evidence.append(f"REST catalog: 409 to POST {e.get('path')}")
     pattern = engine_class(slot.engine).conflict_log_pattern
     try:
         lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines()

@@ -154,7 +154,7 @@ def join_rows_s(table: Any, cols: list[str]) -> tuple[float, float]:
     build = probe.take(list(range(0, probe.num_rows, 10)))
     con.register("probe", probe)
     con.register("build", build)
-    on = " AND ".join(f'p."{c}" IS NOT DISTINCT FROM b."{c}"' for c in cols)
+    on = " AND ".join(f"p.{ident(c)} IS NOT DISTINCT FROM b.{ident(c)}" for c in cols)
     t0, c0 = time.perf_counter(), time.process_time()
     con.execute(f"SELECT count(*) FROM probe p ANTI JOIN build b ON {on}").fetchone()
     s, cpu = time.perf_counter() - t0, time.process_time() - c0

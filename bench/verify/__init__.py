@@ -2,6 +2,7 @@
 engine from the table's own metadata and files, never from what an engine says it did.
 
     readers   content readers with different code paths (by name, by field id, delete-aware)
+    referee   who decides when readers disagree, and the findings about the readers that read otherwise
     stats     TableStats of a snapshot (files, bytes, codecs, row groups, rows, checksum)
     checks    the declarative checks per scenario kind and `verify()`
     integrity what a compaction must never change: identity, history, the kind of its commits

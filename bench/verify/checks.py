@@ -57,6 +57,7 @@ from pyiceberg.table.sorting import SortOrder
 from bench.core.catalog import CatalogSettings
 from bench.core.dataset import GroundTruth
 from bench.core.expected import Expected
+from bench.core.fmt import fmt_bytes
 from bench.core.partition_filter import table_selector
 from bench.core.results import (
     Check,
@@ -72,7 +73,6 @@ from bench.core.results import (
 from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import scope
 from bench.core.table.files import footers
-from bench.core.units import fmt_bytes
 from bench.core.work import WorkIntent, default_intent
 from bench.verify.expected import RULE as EXPECTED_RULE
 from bench.verify.expected import expected_check, witnesses
@@ -84,6 +84,7 @@ from bench.verify.parquet_types import RULE as PARQUET_TYPES_RULE
 from bench.verify.parquet_types import parquet_types_check
 from bench.verify.partitions import file_partition_problems
 from bench.verify.readers import FALLBACK, READERS, REFERENCE, SELECTIVE, read, read_selected
+from bench.verify.referee import overrule
 from bench.verify.rows import row_difference
 from bench.verify.sortorder import file_sort_problem, files_per_probe, key_ranges, order_text, probes
 from bench.verify.stats import table_stats
@@ -245,14 +246,7 @@ def referee(vi: VerifyInput, tbl: Table) -> list[ReaderFinding]:
     ref = vi.answers[REFERENCE] = read(REFERENCE, tbl, None, vi.settings)
     if not ref.answered:
         return []
-    ref_rows, ref_checksum = ref.got()
-    out = []
-    for a in vi.answers.values():
-        if a.answered and not a.advisory and a.content != ref.content:
-            a.advisory = f"overruled by the reference reader ({ref_rows} rows, checksum {ref_checksum})"
-            out.append(ReaderFinding(reader=a.reader, resolves=a.resolves, on="the output", rows=a.rows,
-                                     checksum=a.checksum, reference_rows=ref_rows, reference_checksum=ref_checksum))
-    return out
+    return overrule(ref, list(vi.answers.values()), "the output")
 
 
 def content_checks(vi: VerifyInput, within: Within | None = None) -> list[Check]:

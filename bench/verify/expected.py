@@ -16,6 +16,7 @@ from bench.core.sql import ident
 from bench.verify.avro import NAME as AVRO
 from bench.verify.avro import AvroUnavailable, avro_rows
 from bench.verify.readers import ReaderUnavailable, merge_on_read
+from bench.verify.referee import finding
 
 READER = "duckdb-merge-on-read"
 RULE = ("expected rows (a conformance case): the output holds the rows the case states by the Iceberg spec's rules "
@@ -59,7 +60,5 @@ def expected_check(tbl: Table, snapshot_id: int | None, expected: Expected, name
 
 def witnesses(answers: dict[str, ReaderAnswer], expected: Expected, on: str) -> list[ReaderFinding]:
     """Each reader that answered a row count other than the expected one: a finding about that reader."""
-    return [ReaderFinding(reader=a.reader, resolves=a.resolves, on=on, rows=a.rows, checksum=a.checksum,
-                          reference_rows=expected.rows, reference_checksum="",
-                          against="the case's expected rows (by the Iceberg spec)")
+    return [finding(a, on, expected.rows, "", against="the case's expected rows (by the Iceberg spec)")
             for a in answers.values() if a.rows is not None and a.rows != expected.rows]

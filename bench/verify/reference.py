@@ -24,9 +24,9 @@ from pyiceberg.table import Table
 from bench.core import children
 from bench.core.catalog import CatalogSettings
 from bench.core.checksum import checksum_select
-from bench.core.iceberg_java.spark_conf import base_conf, log4j_option, session
+from bench.core.iceberg_java.spark_conf import local_conf, session
 from bench.core.machine import java_binary
-from bench.core.sql import ident, string_list
+from bench.core.sql import ident, spark_idents, string_list
 from bench.verify.columns import duckdb_types
 
 NAME = "iceberg-java"
@@ -39,10 +39,6 @@ class ReferenceUnavailable(RuntimeError):
     """The reference reader cannot run here (no Java, no pyspark, no catalog it can open)."""
 
 
-def _quoted(name: str) -> str:
-    return "`" + str(name).replace("`", "``") + "`"
-
-
 def _job(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None, out_dir: Path) -> dict:
     if settings is None:
         raise ReferenceUnavailable("no catalog settings to open the table with")
@@ -53,14 +49,13 @@ def _job(tbl: Table, snapshot_id: int | None, settings: CatalogSettings | None, 
     if java_binary() is None:
         raise ReferenceUnavailable("java not found")
     try:
-        conf = base_conf(settings, "local[2]", app_name="bench-reference-reader")
+        conf = local_conf(settings, 2, "bench-reference-reader", DRIVER_MEMORY, extra={
+            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS", "spark.sql.session.timeZone": "UTC",
+            "spark.sql.shuffle.partitions": "2"})
     except Exception as e:  # noqa: BLE001 - the reason is the answer
         raise ReferenceUnavailable(str(e).splitlines()[0] if str(e) else type(e).__name__) from e
-    conf.update({"spark.driver.memory": DRIVER_MEMORY, "spark.driver.extraJavaOptions": log4j_option(),
-                 "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS", "spark.sql.session.timeZone": "UTC",
-                 "spark.sql.shuffle.partitions": "2"})
     ns, name = tuple(tbl.name())[-2:]
-    return {"conf": conf, "table": ".".join(_quoted(x) for x in (settings.name, ns, name)),
+    return {"conf": conf, "table": spark_idents(settings.name, ns, name),
             "snapshot_id": snapshot_id, "out": str(out_dir)}
 
 

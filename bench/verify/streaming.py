@@ -68,10 +68,9 @@ def measure_table(rec: CycleRecord, tbl: Table, snapshot_id: int | None) -> None
     t0 = time.perf_counter()
     files = live_files(tbl, snap.snapshot_id)  # what planning a scan reads: the manifest list and every manifest
     rec.planning_s = round(time.perf_counter() - t0, 4)
-    pos = [e for e in files.deletes if e.data_file.content.name == "POSITION_DELETES"]
     t = rec.table
     t.data_files, t.delete_files = len(files.data), len(files.deletes)
-    t.position_delete_files, t.equality_delete_files = len(pos), len(files.deletes) - len(pos)
+    t.position_delete_files, t.equality_delete_files = len(files.position), len(files.equality)
     t.data_bytes = sum(e.data_file.file_size_in_bytes for e in files.data)
     t.delete_bytes = sum(e.data_file.file_size_in_bytes for e in files.deletes)
     manifests = snap.manifests(tbl.io)

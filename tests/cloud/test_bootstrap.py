@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ import psutil
 import pytest
 
 from bench import cloud
+from bench.engines.spark.cluster import MASTER_CLASS, free_ports, spark_home
 from tests.cloud.helpers import BUCKET
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -280,29 +280,8 @@ def test_bootstrap_refuses_to_start_without_its_settings(tmp_path):
 
 
 # ----- the Spark cluster roles (spark_workers > 0) -----------------------------------------------------
-MASTER_CLASS = "org.apache.spark.deploy.master.Master"
-WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 GRACE_S = 5  # the worker's "master gone" grace in these tests (the cloud's: 300 s)
 # it counts from the last answer, whole seconds (date +%s), polled every 1 s: up to 2 s before the master went
-
-
-def spark_home() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
-
-
-def free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def master_status(webui_port: int) -> dict | None:

@@ -1,5 +1,5 @@
 """The lower layer's small parts: progress output, the warehouse lock, sizes, SQL quoting, the phase
-clock."""
+clock, the REST catalog's request log."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ import time
 
 import pytest
 
+from bench.core.catalog.rest import request_log
 from bench.core.errors import UserError
+from bench.core.fmt import fmt_bytes
 from bench.core.lock import WarehouseLock
 from bench.core.progress import Progress
-from bench.core.sql import ident, literal
+from bench.core.sql import ident, literal, spark_idents, spark_literal
 from bench.core.units import check_scale, parse_size
 from bench.engines.base import PhaseClock
 
@@ -95,6 +97,27 @@ def test_sizes_scales_and_quoting():
         with pytest.raises(UserError, match="positive"):
             check_scale(bad)
     assert literal("it's") == "'it''s'" and ident('a"b') == '"a""b"'
+    assert spark_idents("bench", "ns", "t`x") == "`bench`.`ns`.`t``x`"
+    assert spark_literal("it's \\") == "'it\\'s \\\\'" and spark_literal(True) == "'true'"
+    # one formatter of sizes for people: three significant digits, binary units
+    assert [fmt_bytes(v) for v in (512, 1536, int(95.4 * 2**20), 3 * 2**30, None)] == [
+        "512 B", "1.50 KiB", "95.4 MiB", "3.00 GiB", "—"]
+
+
+def test_request_log_is_read_within_a_window_and_commits_are_told_apart(tmp_path):
+    log = tmp_path / "rest.jsonl"
+    w = request_log.RequestLog(log)
+    w.write({"event": "serving", "uri": "http://127.0.0.1:1", "db": "x"})
+    for t, method, path in ((10.0, "POST", "/v1/namespaces/bench/tables/t"), (11.0, "GET", "/v1/config"),
+                            (12.0, "POST", "/v1/namespaces/bench/tables"), (20.0, "POST", "/v1/namespaces/b/tables/t")):
+        w.write({"t": t, "method": method, "path": path, "status": 200, "ms": 1.0})
+    w.close()
+    with open(log, "a") as fh:
+        fh.write('{"t": 11.5, "method": "PO')  # a line cut short by a killed server
+    got = request_log.requests(log, 9.0, 15.0)
+    assert [e["t"] for e in got] == [10.0, 11.0, 12.0]
+    assert [request_log.is_commit(e) for e in got] == [True, False, False]  # creating a table is no commit
+    assert request_log.requests(None, 0, 1e12) == [] and request_log.requests(tmp_path / "none", 0, 1e12) == []
 
 
 def test_phase_clock_phases_add_up_to_the_call():

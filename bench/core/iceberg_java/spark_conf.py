@@ -1,5 +1,6 @@
-"""A Spark session's conf on this machine, for every JVM of the harness that runs Spark SQL (the Spark
-engine, `bench.engines.spark`; the fallback reader, `bench.reads.spark`): loopback only, no driver UI,
+"""A Spark session's conf on this machine, and the session, for every JVM of the harness that runs Spark SQL (the
+Spark engine, `bench.engines.spark`; the fallback reader, `bench.reads.spark`; the reference reader,
+`bench.verify.reference`; the conformance cases' writer, `datagen.conformance_spark`): loopback only, no driver UI,
 Iceberg's SQL extensions, the harness catalog mounted as `<settings.name>` (Iceberg's JdbcCatalog on the
 embedded SQLite file, or its REST client for an external catalog: online only, the offline runtime lacks
 HttpClient5) and the Iceberg jars of `runtime.iceberg_jars` (offline from pinned packages, online from
@@ -49,6 +50,18 @@ def base_conf(settings: CatalogSettings, master: str, app_name: str = "bench",
 
 def log4j_option() -> str:
     return f"-Dlog4j2.configurationFile={quiet_log4j2_file().as_uri()}"
+
+
+def local_conf(settings: CatalogSettings, cores: int | str, app_name: str, driver_memory: str,
+               java_options: tuple[str, ...] = (), extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A local session of the harness's own (a reader, a writer, a test; the engine plans its own within a budget):
+    `base_conf` in `local[<cores>]` with a driver heap, the quiet log4j configuration (then `java_options`) and
+    `extra` settings last."""
+    conf = base_conf(settings, f"local[{cores}]", app_name=app_name)
+    conf.update({"spark.driver.memory": driver_memory,
+                 "spark.driver.extraJavaOptions": " ".join([log4j_option(), *java_options])})
+    conf.update(extra or {})
+    return conf
 
 
 def session(conf: dict[str, str]) -> SparkSession:

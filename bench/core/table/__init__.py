@@ -7,6 +7,13 @@
 Datagen, the verifier and engines that need it call these; nothing here knows who asks.
 """
 
-from bench.core.table.entries import LiveFiles, live_entries, live_files, local_path, snapshot_of
+from bench.core.table.entries import (
+    LiveFiles,
+    live_entries,
+    live_files,
+    local_path,
+    manifest_live_entries,
+    snapshot_of,
+)
 
-__all__ = ["LiveFiles", "live_entries", "live_files", "local_path", "snapshot_of"]
+__all__ = ["LiveFiles", "live_entries", "live_files", "local_path", "manifest_live_entries", "snapshot_of"]

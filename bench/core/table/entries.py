@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyiceberg.manifest import DataFileContent, ManifestEntry
+from pyiceberg.manifest import DataFileContent, ManifestEntry, ManifestFile
 from pyiceberg.table import Table
 
 
@@ -23,6 +23,11 @@ def snapshot_of(tbl: Table, snapshot_id: int | None = None) -> Any:
     return tbl.snapshot_by_id(snapshot_id) if snapshot_id else tbl.current_snapshot()
 
 
+def manifest_live_entries(tbl: Table, manifest: ManifestFile) -> list[ManifestEntry]:
+    """The live entries of one manifest (added or existing: a deleted entry is no file of the snapshot)."""
+    return manifest.fetch_manifest_entry(tbl.io, discard_deleted=True)
+
+
 def live_entries(tbl: Table, snapshot_id: int | None = None) -> list[ManifestEntry]:
     """Every live manifest entry of a snapshot (default: current)."""
     snap = snapshot_of(tbl, snapshot_id)
@@ -30,7 +35,7 @@ def live_entries(tbl: Table, snapshot_id: int | None = None) -> list[ManifestEnt
         return []
     entries: list[ManifestEntry] = []
     for m in snap.manifests(tbl.io):
-        entries.extend(m.fetch_manifest_entry(tbl.io, discard_deleted=True))
+        entries.extend(manifest_live_entries(tbl, m))
     return entries
 
 

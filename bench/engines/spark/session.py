@@ -6,9 +6,17 @@ standalone cluster of `bench.engines.spark.cluster`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from bench.core.iceberg_java.spark_conf import EXTENSIONS, base_conf, catalog_conf, log4j_option
 
-__all__ = ["EXTENSIONS", "base_conf", "catalog_conf", "driver_address", "log4j_option", "standalone_conf"]
+__all__ = ["EXTENSIONS", "base_conf", "catalog_conf", "driver_address", "log4j_option", "scenario_conf",
+           "standalone_conf"]
+
+
+def scenario_conf(spark_conf: dict[str, Any]) -> dict[str, str]:
+    """A scenario's `spark_conf` as Spark settings (booleans as Spark spells them), applied last."""
+    return {str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark_conf.items()}
 
 
 def standalone_conf(cores: int, executors: int, executor_java_options: list[str]) -> dict[str, str]:

@@ -9,8 +9,9 @@ and forces auth); the protocol surface the clients need is small.
 The package:
 - `service`: `CatalogService`, the REST operations over one SqlCatalog (no sockets); commits are
   compare-and-swap, so a failed requirement or a lost race is 409, never a silent overwrite;
-- `http`: the werkzeug route table (`URL_MAP`, also what GET /v1/config advertises), the WSGI app,
-  the optional JSON-lines request log and `CatalogServer` (loopback only: no auth);
+- `http`: the werkzeug route table (`URL_MAP`, also what GET /v1/config advertises), the WSGI app
+  and `CatalogServer` (loopback only: no auth);
+- `request_log`: the optional JSON-lines request log, written by the server and read by the runner;
 - `python -m bench.core.catalog.rest` (`main`): the server process;
 - here: `serve(settings)`, a context manager running that process for a `with` block (so catalog
   work is not measured against an engine), and `check_rest_uri(uri)`.

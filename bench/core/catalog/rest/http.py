@@ -9,9 +9,8 @@ HEAD answers carry no body.
 `CatalogServer` runs it on werkzeug's threaded server (one thread per connection; it dechunks
 `Transfer-Encoding: chunked` request bodies, as iceberg-rust's and pyiceberg's clients send, and
 closes the connection after every answer), bound to a loopback address only: the catalog has no
-authentication.  With a log file it appends one JSON object per line: first
-`{"event": "serving", "uri", "db"}`, then per request `{"t": unix time at the end, "method", "path",
-"status", "ms": handling time}` plus `"error": "<type>: <message>"` when status >= 400.
+authentication.  With a log file it appends one JSON object per request (`bench.core.catalog.rest.request_log`:
+the format, and its reader).
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel
@@ -37,6 +36,7 @@ from werkzeug.wrappers import Request, Response
 
 from bench.core.catalog import CatalogSettings
 from bench.core.catalog.rest import service as svc
+from bench.core.catalog.rest.request_log import RequestLog
 from bench.core.catalog.rest.service import CatalogService, Result, error_model, rest_error
 from bench.core.errors import UserError
 
@@ -277,23 +277,6 @@ ENDPOINTS = advertised_endpoints()
 # --------------------------------------------------------------------------------------------
 # the WSGI application
 # --------------------------------------------------------------------------------------------
-
-class RequestLog:
-    """One JSON object per line, appended (line-buffered, from any thread)."""
-
-    def __init__(self, path: str | Path):
-        self._fh: TextIO = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - server lifetime
-        self._lock = threading.Lock()
-
-    def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record) + "\n"
-        with self._lock:
-            self._fh.write(line)
-
-    def close(self) -> None:
-        with self._lock:
-            self._fh.close()
-
 
 def _raw_path(request: Request) -> str:
     """The request path as sent (percent-encoded), without the trailing slash."""

@@ -246,8 +246,8 @@ class CatalogService:
     # -- namespaces -----------------------------------------------------------------------------
     @_operation
     def list_namespaces(self, parent: Namespace = ()) -> Result:
-        if parent and not self.catalog.namespace_exists(parent):
-            raise RestError(404, "NoSuchNamespaceException", f"Namespace does not exist: {_dotted(parent)}")
+        if parent:
+            self._require_namespace(parent)
         return 200, ListNamespaceResponse(namespaces=self.catalog.list_namespaces(parent))
 
     @_operation
@@ -266,9 +266,8 @@ class CatalogService:
 
     @_operation
     def namespace_exists(self, namespace: Namespace) -> Result:
-        if self.catalog.namespace_exists(namespace):
-            return 204, None
-        raise RestError(404, "NoSuchNamespaceException", f"Namespace does not exist: {_dotted(namespace)}")
+        self._require_namespace(namespace)
+        return 204, None
 
     @_operation
     def drop_namespace(self, namespace: Namespace) -> Result:
@@ -318,9 +317,8 @@ class CatalogService:
 
     @_operation
     def table_exists(self, identifier: Identifier) -> Result:
-        if self.catalog.table_exists(identifier):
-            return 204, None
-        raise RestError(404, "NoSuchTableException", f"Table does not exist: {_dotted(identifier)}")
+        self._require_table(identifier)
+        return 204, None
 
     @_operation
     def drop_table(self, identifier: Identifier, purge: bool = False) -> Result:
@@ -353,10 +351,13 @@ class CatalogService:
         if not self.catalog.namespace_exists(namespace):
             raise RestError(404, "NoSuchNamespaceException", f"Namespace does not exist: {_dotted(namespace)}")
 
-    def _commit(self, identifier: Identifier, req: CommitTableRequest):
-        creating = any(isinstance(r, AssertCreate) for r in req.requirements)
-        if not creating and not self.catalog.table_exists(identifier):
+    def _require_table(self, identifier: Identifier) -> None:
+        if not self.catalog.table_exists(identifier):
             raise RestError(404, "NoSuchTableException", f"Table does not exist: {_dotted(identifier)}")
+
+    def _commit(self, identifier: Identifier, req: CommitTableRequest):
+        if not any(isinstance(r, AssertCreate) for r in req.requirements):
+            self._require_table(identifier)
         # SqlCatalog.commit_table validates the requirements against the freshly loaded metadata and
         # swaps the metadata pointer only if it is still the validated one -> CommitFailedException.
         return self.catalog.commit_table(_Named(identifier), tuple(req.requirements), tuple(req.updates))
