@@ -371,7 +371,8 @@ def _apply_plan(values: dict, sources: Path, storage: StorageOption, nodes: int 
                 file_scale: float | None = None) -> Plan | None:
     """Print the plan of this run and size the volume and the deadline from it (unless set); the plan, or None
     when there was nothing to plan from.  With several nodes the deadline is the longest node's."""
-    from bench.campaigns import DEFAULT_TIMEOUT_S, make_plan, plan_table
+    from bench.campaigns.plan import DEFAULT_TIMEOUT_S, make_plan
+    from bench.campaigns.verdict import plan_table
 
     scenarios = values.get("scenarios") or PUBLISHED_SCENARIOS
     if not Path(sources).is_dir():
@@ -397,7 +398,7 @@ def _apply_plan(values: dict, sources: Path, storage: StorageOption, nodes: int 
 def _spread_over_nodes(values: dict, plan: Plan | None, nodes: int) -> None:
     """Terraform's node_scenarios: the plan's spread (longest planned wall first onto the least loaded node), or
     without a complete plan the scenarios in their order, dealt out in turn.  One group: nothing to set."""
-    from bench.campaigns import assign_nodes
+    from bench.campaigns.plan import assign_nodes
 
     if "node_scenarios" in values:  # given with --var: the user's spread wins
         click.echo(f"nodes: node_scenarios as given: {values['node_scenarios']}")

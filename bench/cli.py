@@ -323,7 +323,7 @@ def inspect(scenario, source_catalog, source_table, source_snapshot, sources, as
     anything runs."""
     import json
 
-    from bench.campaigns import expected_on_table
+    from bench.campaigns.expected import expected_on_table
     from bench.runner.expiry import pinned_expiry
     from bench.runner.source import inspect_source, render
 
@@ -356,8 +356,9 @@ def inspect(scenario, source_catalog, source_table, source_snapshot, sources, as
 def sweep(scenario, scales, file_scales, scale, reps, memory_budget, engines, core_runs, common):
     """Run SCENARIO at several scales and fit time and memory against input size per engine (or, with
     --file-scales, at one scale over several file counts and fit them against the input's files)."""
-    from bench.campaigns import SweepOptions, parse_scales
-    from bench.campaigns import sweep as run_sweep
+    from bench.campaigns.shared import parse_scales
+    from bench.campaigns.sweep import SweepOptions
+    from bench.campaigns.sweep import sweep as run_sweep
 
     if file_scales is not None:
         from bench.count_sweep import CountSweepOptions, count_sweep, parse_file_scales
@@ -400,8 +401,9 @@ def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, e
              source_table, source_snapshot, common):
     """Find, per engine, the smallest memory budget at which SCENARIO completes verified (on a generated
     table at one or more scales, or on a zero-copy clone of your own table)."""
-    from bench.campaigns import FrontierOptions, parse_partitions, parse_scales
-    from bench.campaigns import frontier as run_frontier
+    from bench.campaigns.frontier import FrontierOptions
+    from bench.campaigns.frontier import frontier as run_frontier
+    from bench.campaigns.shared import parse_partitions, parse_scales
 
     source = source_ref(source_catalog, source_table, source_snapshot)
     if source is None and (scale is None) == (scales is None):
@@ -519,7 +521,8 @@ def tune(engine, scenario, scale, budget_minutes, max_configs, reps, confirm_rep
 def plan(scenarios, scale, instance_type, reps, sources, storage, storage_mb_s, budget_minutes, budget_usd, nodes,
          node_setup_minutes, timeout, file_scale):
     """Expected time, memory, disk and cost of a full reproduction, from the fitted models."""
-    from bench.campaigns import make_plan, plan_table
+    from bench.campaigns.plan import make_plan
+    from bench.campaigns.verdict import plan_table
     from bench.core.storage import storage_option
 
     if storage and storage_mb_s:

@@ -135,7 +135,7 @@ def budget_meet(engine: str, fit: Fit, budget: int) -> BudgetMeet:
 
 
 def count_sweep(opts: CountSweepOptions, progress: Progress) -> CountSweepSummary:
-    from bench.campaigns import campaign_dir
+    from bench.campaigns.shared import campaign_dir
     from bench.core.machine import node_ram_bytes
     from bench.core.units import parse_size
 

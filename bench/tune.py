@@ -26,7 +26,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from bench.campaigns import MIN_PROBE_TIMEOUT_S, campaign_dir, stat_of
+from bench.campaigns.frontier import MIN_PROBE_TIMEOUT_S
+from bench.campaigns.points import stat_of
+from bench.campaigns.shared import campaign_dir
 from bench.core.campaign import TuneConfig, TuneConfirmation, TuneKnob, TuneSummary, recorded, write_summary
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError

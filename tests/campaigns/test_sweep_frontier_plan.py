@@ -55,7 +55,7 @@ def test_node_model_is_cpu_or_storage_bound():
 def test_storage_options_say_which_can_produce_a_published_time():
     """193 GB read and 110 GB written in the published 277 s: EBS shares one limit between reads and writes,
     S3 has the network's each way; only the burst moves the bytes in time."""
-    from bench.campaigns import storage_answers
+    from bench.campaigns.extrapolate import storage_answers
     from bench.core.storage import STORAGE_OPTIONS, storage_option
 
     s3 = storage_option("s3-burst")
@@ -79,7 +79,8 @@ def test_storage_options_say_which_can_produce_a_published_time():
 
 
 def test_plan_states_each_steps_share_and_whether_it_fits_the_budget(tmp_path):
-    from bench.campaigns import make_plan, plan_table, verdict
+    from bench.campaigns.plan import make_plan
+    from bench.campaigns.verdict import plan_table, verdict
     from bench.core.campaign import DatagenPoint, Point, SweepSummary, write_summary
     from bench.core.spread import Spread
     from bench.core.storage import storage_option
@@ -158,7 +159,8 @@ def _synthetic_sweep(directory, scenario: str, per_gb: float):
 def test_plan_spreads_scenarios_over_nodes(tmp_path):
     """--nodes N: whole scenarios on N nodes at once, the longest first; the wall is the longest node's, the cost
     the sum of the nodes' times; the verdict names the fewest nodes that fit, or the price per hour that would."""
-    from bench.campaigns import assign_nodes, make_plan, plan_table, verdict
+    from bench.campaigns.plan import assign_nodes, make_plan
+    from bench.campaigns.verdict import plan_table, verdict
     from bench.core.storage import storage_option
 
     for sc, per_gb in (("bin-packing", 40.0), ("bin-packing-zstd", 30.0), ("deletes-high", 10.0)):
@@ -214,7 +216,7 @@ def test_plan_spreads_scenarios_over_nodes(tmp_path):
 def test_plan_scales_the_harness_steps_by_their_measured_efficiency(tmp_path):
     """A `bench selfcheck scaling` summary under --from: datagen and verification scale to 16 cores by Amdahl on
     their measured 1 -> 2 core efficiency (where the 1-core run kept its core busy), not perfectly."""
-    from bench.campaigns import make_plan
+    from bench.campaigns.plan import make_plan
     from bench.core.campaign import HarnessScalingSummary, write_summary
     from bench.core.fit import CoreScaling
     from bench.core.storage import storage_option
@@ -241,7 +243,7 @@ def test_plan_scales_the_harness_steps_by_their_measured_efficiency(tmp_path):
 
 
 def test_frontier_predictions_compare_with_the_published_outcome():
-    from bench.campaigns import summarize_frontier
+    from bench.campaigns.frontier import summarize_frontier
     from bench.scenario import load_scenario
 
     sc = load_scenario("deletes-high")  # published: risingwave ok, spark heap-oom
@@ -294,7 +296,7 @@ def test_sweep_then_plan(tmp_path, shared_warehouse):
     assert "the m5.4xlarge's storage options (a MODEL" in p.stdout and "s3-burst" in p.stdout
     assert s.datagen and s.speedups and "models, not measurements" in p.stdout
     assert all(pt.restore_s is not None and pt.reads_s is None for pt in s.points)  # measured; readers off
-    from bench.campaigns import refit
+    from bench.campaigns.sweep import refit
 
     again = refit(tmp_path / "sw")  # points, fits and models again from the result files alone
     assert [(q.engine, q.scale, q.duration_s, q.restore_s) for q in again.points] == \
@@ -305,7 +307,7 @@ def test_sweep_then_plan(tmp_path, shared_warehouse):
     assert plan.returncode == 0, plan.stderr
     assert "a MODEL, not a measurement" in plan.stdout and "m5.4xlarge (16 vCPU" in plan.stdout
     assert "EBS:" in plan.stdout and "deadline" in plan.stdout
-    from bench.campaigns import make_plan
+    from bench.campaigns.plan import make_plan
 
     pl = make_plan(["bin-packing", "deletes-high"], 1.0, "m5.4xlarge", 3, [tmp_path])
     bp, dh = pl.scenarios

@@ -147,7 +147,7 @@ def test_the_plan_docs_aws_quotes_is_what_its_kept_measurements_give():
     """docs/aws.md quotes `bench plan` of the four published scenarios from the measurements kept in
     docs/reference/plan (sweeps, the memory frontier, 1 -> 2 core runs, the harness's scaling): JSON only, small,
     and each quoted total and cost is what the plan computes from them today."""
-    from bench.campaigns import make_plan
+    from bench.campaigns.plan import make_plan
     from bench.core.storage import storage_option
 
     kept = [f for f in (REFERENCE / "plan").rglob("*") if f.is_file()]
