@@ -1,0 +1,71 @@
+"""`conformance.json`: a `bench conformance` run, one cell per case and engine."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from bench.core.expected import Expected
+from bench.core.records.verification import Check, ReaderFinding
+
+# records written before 2026-11-29 said "wrong" for both wrong kinds (and "unsupported" for engine failures)
+Verdict = Literal["correct", "wrong-rows", "wrong-metadata", "failed", "unsupported", "harness-cannot", "wrong"]
+WRONG = ("wrong-rows", "wrong-metadata", "wrong")
+
+
+class ConformanceCell(BaseModel):
+    """One engine on one conformance case (bench.conformance.verdict says how the verdict is reached)."""
+
+    case: str
+    covers: list[str] = Field(default_factory=list)  # the table shapes the case touches
+    engine: str
+    verdict: Verdict
+    # wrong-*: the failed checks (rows: examples; metadata: the fields); failed: the engine's error; unsupported: its
+    # reason; harness-cannot: what the harness could not do
+    evidence: str = ""
+    run: str = ""  # the run's directory, relative to the conformance run's
+    findings: list[ReaderFinding] = Field(default_factory=list)  # readers overruled by the reference or the case
+    # the table was written by this engine's own library (e.g. Spark on a Spark-written case): the case's expected
+    # rows, not that library, decide the cell
+    self_written: bool = False
+
+
+class ConformanceCase(BaseModel):
+    """A case as the run judged it: what it stands for, what it states it leaves, who wrote its table, and whether
+    the table as written holds what it states (checked before any engine runs)."""
+
+    name: str
+    covers: list[str] = Field(default_factory=list)
+    expected: Expected | None = None
+    written_by: str = ""  # library and version that wrote the table
+    table_check: Check | None = None  # the table as written against `expected` (a harness check)
+
+
+class ConformanceRecord(BaseModel):
+    """`conformance.json`: a `bench conformance` run, one cell per case and engine."""
+
+    run_id: str
+    started_at: str = ""
+    ended_at: str = ""
+    seconds: float | None = None  # the whole campaign: the cases' tables written (or reused), then the runs
+    tables_s: float | None = None  # of it, writing the cases' tables (near 0 when they were reused)
+    engines: list[str] = Field(default_factory=list)
+    # the versions the verdicts come from: per engine its own, "readers" the harness's readers (pyiceberg, DuckDB,
+    # its iceberg extension, Iceberg's Java library through Spark: the reference reader), "writer" the cases' writer
+    versions: dict[str, dict[str, str | None]] = Field(default_factory=dict)
+    cases: list[ConformanceCase] = Field(default_factory=list)
+    cells: list[ConformanceCell] = Field(default_factory=list)
+
+    @field_validator("cases", mode="before")
+    @classmethod
+    def _named_cases(cls, v: Any) -> Any:
+        """Records before 2026-11-29 listed the cases' names only."""
+        return [{"name": c} if isinstance(c, str) else c for c in v] if isinstance(v, list) else v
+
+    @property
+    def case_names(self) -> list[str]:
+        return [c.name for c in self.cases]
+
+    def case(self, name: str) -> ConformanceCase | None:
+        return next((c for c in self.cases if c.name == name), None)
