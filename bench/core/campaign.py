@@ -20,7 +20,7 @@ from pydantic import AliasChoices, BaseModel, Field
 from bench.core.fileio import write_atomic
 from bench.core.fit import CoreScaling, Fit, NodeModel
 from bench.core.published import PUBLISHED_INSTANCE
-from bench.core.results import ScenarioRecord, now_iso
+from bench.core.results import Lifecycle, ScenarioRecord, now_iso
 from bench.core.spread import Spread
 from bench.core.storage import StorageOption
 
@@ -119,7 +119,7 @@ class SweepSummary(BaseModel):
     file_scale: float | None = None  # --file-scale: every run's file counts of this scale (None: each run's scale)
     reps: int
     engines: list[str]
-    state: Literal["running", "complete", "interrupted"] = "running"
+    state: Lifecycle = "running"
     pid: int = 0  # the harness process (a `running` summary whose pid is gone was killed)
     started_at: str = ""
     ended_at: str | None = None
@@ -208,7 +208,7 @@ class FrontierSummary(BaseModel):
     partitions: list[int] = Field(default_factory=list)
     source_table: str = ""  # --source-table: the user's own table (its clone), instead of generated scales
     engines: list[str]
-    state: Literal["running", "complete", "interrupted"] = "running"
+    state: Lifecycle = "running"
     pid: int = 0  # the harness process (a `running` summary whose pid is gone was killed)
     started_at: str = ""
     ended_at: str | None = None
@@ -357,7 +357,7 @@ class TuneSummary(BaseModel):
     min_gain: float = 0.05
     max_configs: int = 0
     budget_s: float = 0.0
-    state: Literal["running", "complete", "interrupted"] = "running"
+    state: Lifecycle = "running"
     pid: int = 0
     started_at: str = ""
     ended_at: str | None = None
@@ -387,7 +387,7 @@ class HarnessScalingSummary(BaseModel):
     scaling_id: str
     started_at: str = ""
     ended_at: str | None = None
-    state: Literal["running", "complete", "interrupted"] = "running"
+    state: Lifecycle = "running"
     machine: str = ""
     cores: int = 0
     table: str = ""  # what was generated and read, e.g. "bin-packing recipe, 87 files, 0.96 GB"

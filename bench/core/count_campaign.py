@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from bench.core.fileio import write_atomic
 from bench.core.fit import Fit
 from bench.core.opens import DeleteOpens
-from bench.core.results import ScenarioRecord
+from bench.core.results import Lifecycle, ScenarioRecord
 from bench.core.spread import Spread
 
 COUNTS_FILE = "counts.json"
@@ -68,7 +68,7 @@ class CountSweepSummary(BaseModel):
     engines: list[str]
     started_at: str = ""
     ended_at: str | None = None
-    state: Literal["running", "complete", "interrupted"] = "running"
+    state: Lifecycle = "running"
     machine: str = ""
     budget_bytes: int | None = None
     run_dirs: dict[str, str] = Field(default_factory=dict)  # file scale -> run directory

@@ -73,6 +73,7 @@ __all__ = [
     "RUN_STATE_FILE",
     "RunResult",
     "RunState",
+    "Lifecycle",
     "now_iso",
     "file_label",
     "result_path",
@@ -272,12 +273,17 @@ class RunResult(BaseModel):
                 and self.streaming is None)
 
 
+# a run's or a campaign's state: running until it ends complete, or interrupted (an exception, a Ctrl-C, a kill: a
+# `running` record whose pid is gone was killed)
+Lifecycle = Literal["running", "complete", "interrupted"]
+
+
 class RunState(BaseModel):
     """`run.json`: written when a run starts and when it ends, so a run killed in between is known
     to be incomplete (the report says so instead of failing)."""
 
     run_id: str
-    state: Literal["running", "complete", "interrupted"] = "running"
+    state: Lifecycle = "running"
     pid: int = 0
     started_at: str = ""
     ended_at: str | None = None

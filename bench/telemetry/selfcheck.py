@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from bench.core.errors import UserError
+from bench.core.errors import UserError, one_line_errors
 from bench.telemetry.sampler import Sampler
 
 # root -> "jvm" child with N idle threads -> 2 grandchildren sleeping.
@@ -168,12 +168,8 @@ def run_selfcheck(seconds: float = 10.0, threads: int = 100, reps: int = 8, hash
               help="Sampling interval, seconds.")
 @click.option("--work-dir", type=click.Path(file_okay=False), default=None,
               help="Where the I/O workload writes (default: the temp directory).")
+@one_line_errors
 def selfcheck_telemetry(seconds, threads, reps, interval, work_dir):
     """Cost of the sampler: its own CPU (goal <= 1% of a core) and wall-time overhead (goal <= 1.03)."""
-    try:
-        for line in run_selfcheck(seconds=seconds, threads=threads, reps=reps, interval_s=interval,
-                                  work_dir=work_dir):
-            click.echo(line)
-    except UserError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
+    for line in run_selfcheck(seconds=seconds, threads=threads, reps=reps, interval_s=interval, work_dir=work_dir):
+        click.echo(line)
