@@ -56,6 +56,12 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needles
     assert not (tmp_path / "results").exists() and not (tmp_path / "wh").exists()
 
 
+def test_selfcheck_telemetry_bad_work_dir_is_one_line(tmp_path):
+    """The lazily loaded `selfcheck telemetry` turns a UserError into one line and exit 2 like every command."""
+    p = run_bench("selfcheck", "telemetry", "--work-dir", tmp_path / "nope")
+    _one_line_error(p, "--work-dir", "is not a directory")
+
+
 def test_a_scenario_asking_for_a_layout_its_table_cannot_have_is_one_line(tmp_path):
     src = (Path(__file__).resolve().parents[2] / "scenarios" / "bin-packing.yaml").read_text()
     bad = tmp_path / "bad.yaml"
