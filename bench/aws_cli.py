@@ -27,7 +27,7 @@ import tarfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -161,6 +161,46 @@ def aws():
     """Run the benchmark at full scale on AWS (terraform/) and fetch its results."""
 
 
+def _stacked(*options: Any) -> Any:
+    """The click options given, as one decorator (in the order given, as if stacked one above the other)."""
+    def apply(fn: Any) -> Any:
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+    return apply
+
+
+# `bench aws up`'s options of the data volume, the warehouse and a Spark cluster's workers
+_up_storage_options = _stacked(
+    click.option("--max-disk-performance", is_flag=True, default=False,
+                 help="gp3 at 16000 IOPS / 1000 MiB/s instead of the 3000 / 125 MiB/s baseline."),
+    click.option("--warehouse-on-s3", is_flag=True, default=False,
+                 help="Warehouse on S3 (needs harness support for s3:// warehouses)."),
+    click.option("--storage", type=click.Choice(TF_STORAGE), default=None,
+                 help="Where the table lives, one choice (Terraform's `storage`): gp3-baseline, gp3-max, or s3 (the "
+                      "warehouse on S3, what a full reproduction in 90 minutes needs; see `bench plan --storage`). "
+                      "Not with --max-disk-performance or --warehouse-on-s3."),
+    click.option("--spark-workers", "spark_workers", type=click.IntRange(min=0, max=32), default=None,
+                 help="Spark worker nodes beside the bench node (default 0: one node). N > 0 runs Spark on a "
+                      "standalone cluster of 1 + N instances and needs --warehouse-on-s3."),
+)
+
+# `bench aws up`'s options of a user's own table
+_up_source_options = _stacked(
+    click.option("--source-catalog", type=click.Path(dir_okay=False), default=None,
+                 help="Your own table instead of generated ones: its catalog file (as for `bench run`), shipped to "
+                      "the instance; no secrets in it (the instance role is the credential)."),
+    click.option("--source-table", metavar="NS.TABLE", default=None, help="Your own table in that catalog."),
+    click.option("--source-snapshot", type=int, default=None, metavar="ID",
+                 help="The snapshot of your table to clone (default: its current one)."),
+    click.option("--source-location", metavar="s3://BUCKET/PREFIX", default=None,
+                 help="Where your table's files are: the instance role may read only there, never write "
+                      "(default: the table's location, loaded through the catalog here)."),
+    click.option("--source-glue", is_flag=True, default=False,
+                 help="The catalog is AWS Glue: let the role read the table's Glue database and table entries."),
+)
+
+
 @aws.command("up")
 @tf_dir_option
 @click.option("--scenarios", default=None, help="Comma-separated scenarios (default: the five published).")
@@ -173,17 +213,7 @@ def aws():
 @click.option("--instance-type", default=None, help="Default m5.4xlarge, as published.")
 @click.option("--max-lifetime", "max_lifetime", type=click.IntRange(min=15), default=None,
               help="Hard deadline in minutes (default 480).")
-@click.option("--max-disk-performance", is_flag=True, default=False,
-              help="gp3 at 16000 IOPS / 1000 MiB/s instead of the 3000 / 125 MiB/s baseline.")
-@click.option("--warehouse-on-s3", is_flag=True, default=False,
-              help="Warehouse on S3 (needs harness support for s3:// warehouses).")
-@click.option("--storage", type=click.Choice(TF_STORAGE), default=None,
-              help="Where the table lives, one choice (Terraform's `storage`): gp3-baseline, gp3-max, or s3 (the "
-                   "warehouse on S3, what a full reproduction in 90 minutes needs; see `bench plan --storage`). "
-                   "Not with --max-disk-performance or --warehouse-on-s3.")
-@click.option("--spark-workers", "spark_workers", type=click.IntRange(min=0, max=32), default=None,
-              help="Spark worker nodes beside the bench node (default 0: one node). N > 0 runs Spark on a "
-                   "standalone cluster of 1 + N instances and needs --warehouse-on-s3.")
+@_up_storage_options
 @click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True,
               help="Spread the scenarios over N identical benchmark instances at once (Terraform's node_scenarios): "
                    "each scenario whole on one node, with every engine; the longest planned first onto the least "
@@ -200,17 +230,7 @@ def aws():
               help="Any other variable of terraform/variables.tf (repeatable).")
 @click.option("--plan-from", "plan_from", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where to look for sweeps and frontiers to plan from (default: ./results).")
-@click.option("--source-catalog", type=click.Path(dir_okay=False), default=None,
-              help="Your own table instead of generated ones: its catalog file (as for `bench run`), shipped to "
-                   "the instance; no secrets in it (the instance role is the credential).")
-@click.option("--source-table", metavar="NS.TABLE", default=None, help="Your own table in that catalog.")
-@click.option("--source-snapshot", type=int, default=None, metavar="ID",
-              help="The snapshot of your table to clone (default: its current one).")
-@click.option("--source-location", metavar="s3://BUCKET/PREFIX", default=None,
-              help="Where your table's files are: the instance role may read only there, never write "
-                   "(default: the table's location, loaded through the catalog here).")
-@click.option("--source-glue", is_flag=True, default=False,
-              help="The catalog is AWS Glue: let the role read the table's Glue database and table entries.")
+@_up_source_options
 @click.option("--auto-approve", is_flag=True, default=False, help="Do not ask before applying.")
 @one_line_errors
 def up(terraform_dir, scenarios, scale, file_scale, engines, reps, region, instance_type, max_lifetime,
@@ -224,11 +244,7 @@ def up(terraform_dir, scenarios, scale, file_scale, engines, reps, region, insta
     --source-catalog/--source-table every scenario runs on a zero-copy clone of your own table in S3,
     which the instance may read and never write.  With --nodes N the scenarios are spread over N instances
     that run at once, each uploading its own results and status.json."""
-    if nodes > 1 and spark_workers:
-        raise UserError("--nodes and --spark-workers do not go together: several benchmark nodes, or one with a "
-                        "Spark cluster")
-    if nodes > 1 and (source_table or source_catalog):
-        raise UserError("--nodes and --source-table do not go together: your own table runs on one node")
+    _check_nodes(nodes, spark_workers, bool(source_table or source_catalog))
     run_id = run_id or new_run_id()
     values: dict = {"run_id": run_id}
     if spot:
@@ -251,11 +267,7 @@ def up(terraform_dir, scenarios, scale, file_scale, engines, reps, region, insta
     values |= _harness_values(git_ref, git_url, run_id)
     values["uploader_path"] = str(PROJECT_ROOT / "bench" / "cloud.py")  # embedded in the user data, from anywhere
     values |= dict(_parse_var(v) for v in tf_vars)
-    if file_scale is not None:  # every scenario's `bench run` on the instance gets it (Terraform's extra_run_args)
-        if source:
-            raise UserError("--file-scale shapes the generated tables; with --source-table your table is the input")
-        values["extra_run_args"] = " ".join(x for x in (str(values.get("extra_run_args") or ""),
-                                                        f"--file-scale {file_scale!r}") if x)
+    _add_file_scale(values, file_scale, bool(source))
     if source:
         click.echo("plan: none for your own table (`bench plan` models generated tables by scale; `bench inspect "
                    "SCENARIO --source-catalog ...` gives the expected time per engine): Terraform's defaults size "
@@ -266,7 +278,29 @@ def up(terraform_dir, scenarios, scale, file_scale, engines, reps, region, insta
         if nodes > 1:
             _spread_over_nodes(values, plan, nodes)
     _apply(terraform_dir, values, run_id, auto_approve)
-    outs = tf_outputs(terraform_dir)
+    _say_launched(tf_outputs(terraform_dir))
+
+
+def _check_nodes(nodes: int, spark_workers: int | None, own_table: bool) -> None:
+    """Several benchmark nodes go with neither a Spark cluster nor a user's own table."""
+    if nodes > 1 and spark_workers:
+        raise UserError("--nodes and --spark-workers do not go together: several benchmark nodes, or one with a "
+                        "Spark cluster")
+    if nodes > 1 and own_table:
+        raise UserError("--nodes and --source-table do not go together: your own table runs on one node")
+
+
+def _add_file_scale(values: dict, file_scale: float | None, own_table: bool) -> None:
+    """--file-scale: every scenario's `bench run` on the instance gets it (Terraform's extra_run_args)."""
+    if file_scale is not None:
+        if own_table:
+            raise UserError("--file-scale shapes the generated tables; with --source-table your table is the input")
+        values["extra_run_args"] = " ".join(x for x in (str(values.get("extra_run_args") or ""),
+                                                        f"--file-scale {file_scale!r}") if x)
+
+
+def _say_launched(outs: dict) -> None:
+    """What `up` launched and where its results will land."""
     extra = list(outs.get("node_instance_ids") or [])
     click.echo(f"run {outs.get('run_id')}: instance {outs.get('instance_id')} is running the benchmark;\n"
                f"results will land in {outs.get('results_uri')} (status.json last).\n"
