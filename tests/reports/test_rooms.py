@@ -1,10 +1,11 @@
-"""The report's rooms stay small: no module under reports/ over 700 lines, no function over 80 (the project's
-standard; the view model and the charts are packages split by section to keep it)."""
+"""The rooms stay small: no module under bench/, datagen/ or reports/ over 700 lines, no function over 80 (the
+project's standard; campaigns, results, the Spark engine, the view model and the charts are split to keep it)."""
 
 import ast
 from pathlib import Path
 
-REPORTS = Path(__file__).resolve().parents[2] / "reports"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("bench", "datagen", "reports")
 MAX_MODULE_LINES = 700
 MAX_FUNCTION_LINES = 80
 
@@ -26,7 +27,7 @@ def too_large(root: Path) -> list[str]:
 
 
 def test_no_module_over_700_lines_no_function_over_80(tmp_path):
-    assert too_large(REPORTS) == []
+    assert [x for pkg in PACKAGES for x in too_large(ROOT / pkg)] == []
     # the check itself: a long module and a long function are caught
     (tmp_path / "big.py").write_text("def f():\n" + "    x = 1\n" * 90 + "\n" * 700)
     assert [line.split(": ", 1)[1] for line in too_large(tmp_path)] == ["module (791 lines)", "function f (91 lines)"]
