@@ -141,6 +141,7 @@ def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3)
         out.append("**No headline:** no repetition has a verified run of two committing engines.")
     out.append("")
     out += _engine_table(rs)
+    out += _unfinished(rs)
     for check in floor_checks([lr.r for lr in rs.runs]):
         out += [""] + summary_lines(check)
     if rs.reads is not None and rs.reads.rows and rs.reads.engines:
@@ -401,3 +402,18 @@ def update_pages(root: Path, pages=None, check: bool = False) -> list[str]:
             if not check:
                 write_atomic(page, new, mode=0o644)
     return diffs
+
+
+def _unfinished(rs) -> list[str]:
+    """The runs that ended without a result (time-out, OOM, crash): what they had reached when they ended, from
+    their telemetry (peak memory, bytes read from disk, cores), so a failure is evidence, not a blank row."""
+    lines = []
+    for lr in rs.measured:
+        r = lr.r
+        if r.status in ("ok", "unsupported"):
+            continue
+        t = r.telemetry
+        lines.append(f"- {r.engine} rep {r.rep}: **{r.status}** ({(r.error or '').split(';')[0]}); by then peak RSS "
+                     f"{fmt_bytes(t.peak_rss_bytes)}, read from disk {fmt_bytes(t.read_bytes)} "
+                     f"({fmt_bytes(r.bytes_in)} of input), mean cores busy {t.mean_cores or 0:.2f}.")
+    return ["", "Runs that ended without a result:", "", *lines] if lines else []

@@ -37,7 +37,8 @@ def test_results_page_quotes_reference_runs_only():
         # a block of one committing engine against the floor has no headline: its statement is engine, floor, bound;
         # a streaming run's is its totals per engine, a conformance run's its matrix
         statements = ("**Headline:", "Engine, floor and bound:", "| engine | verified | safe cycles |",
-                      "| case | covers |", "| preset (batch, interval, roll at) |", "| engine | file scale |")
+                      "| case | covers |", "| preset (batch, interval, roll at) |", "| engine | file scale |",
+                      "Runs that ended without a result:")
         assert any(s in body for s in statements) and "Run `" in body, \
             f"block {b.group('src')} names no run, headline, floor, streaming totals or matrix"
 
