@@ -86,8 +86,9 @@ def count_markdown(s: CountSweepSummary, level: int = 3) -> str:
     out = [f"{'#' * level} {s.scenario}: file counts at scale {fmt_scale(s.scale)}", "",
            f"Run `{s.sweep_id}` (a count sweep, {s.state}), file scales "
            f"{', '.join(fmt_scale(f) for f in s.file_scales)}, "
-           f"{s.reps} repetition{'s' if s.reps != 1 else ''} each, on {s.machine}; the bytes and rows of scale "
-           f"{fmt_scale(s.scale)} at every point.", "",
+           f"{s.reps} repetition{'s' if s.reps != 1 else ''} each, on {s.machine}; the data of scale "
+           f"{fmt_scale(s.scale)} at every point (the generator's target; on disk and in rows, many small files' "
+           "Parquet overhead shows: the input column).", "",
            "| engine | file scale | input files (data + pos + eq) | input on disk | status | time | peak RSS | "
            "read (rchar) | phases |" + (" delete-file opens |" if opens else ""),
            "|---|---|---|---|---|---|---|---|---|" + ("---|" if opens else "")]
