@@ -33,10 +33,17 @@ def line_text(f: Fit, unit: str, k: float) -> str:
             + (", poor" if f.poor else "") + ")")
 
 
+def _status(p: CountPoint) -> str:
+    """The runs' statuses, and how many of them were verified (only those enter the cells and the lines)."""
+    n = len(p.statuses)
+    said = ", ".join(sorted(set(p.statuses)))
+    return said if p.verified == n else f"{said}; {p.verified} of {n} verified (the rest count nowhere)"
+
+
 def point_cells(p: CountPoint) -> dict[str, str]:
     """One point's table cells, as both the Markdown and the HTML tables show them."""
     return {"files": f"{p.files:,} ({p.data_files:,} + {p.position_delete_files:,} + {p.equality_delete_files:,})",
-            "bytes": fmt_bytes(p.bytes), "status": ", ".join(sorted(set(p.statuses))),
+            "bytes": fmt_bytes(p.bytes), "status": _status(p),
             "time": f"{p.duration_s.median:.1f} s" if p.duration_s.median is not None else "—",
             "rss": fmt_bytes(int(p.peak_rss_bytes.median)) if p.peak_rss_bytes.median else "—",
             "read": fmt_bytes(int(p.read_chars.median)) if p.read_chars.median else "—",
