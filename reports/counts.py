@@ -34,10 +34,10 @@ def line_text(f: Fit, unit: str, k: float) -> str:
 
 
 def _status(p: CountPoint) -> str:
-    """The runs' statuses, and how many of them were verified (only those enter the cells and the lines)."""
-    n = len(p.statuses)
+    """The runs' statuses; runs that ended ok and were not verified said so (they count in no cell and no line)."""
     said = ", ".join(sorted(set(p.statuses)))
-    return said if p.verified == n else f"{said}; {p.verified} of {n} verified (the rest count nowhere)"
+    unverified = p.statuses.count("ok") - p.verified
+    return f"{said}, not verified ({unverified} of {len(p.statuses)})" if unverified > 0 else said
 
 
 def point_cells(p: CountPoint) -> dict[str, str]:
