@@ -30,7 +30,8 @@ from pyiceberg.table import Table
 
 from bench.core.catalog.s3 import filesystem
 from bench.core.source_records import OtherCommit, RefPin
-from bench.core.table.entries import local_path, manifest_live_entries
+from bench.core.table.entries import manifest_live_entries
+from bench.core.uri import local_path
 
 SAMPLE_BYTES = 64 * 1024  # hashed at each end of a file (the whole file when it is at most twice this)
 MISSING = -1

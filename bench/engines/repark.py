@@ -48,6 +48,7 @@ from bench.core.catalog import CatalogSettings, pointer
 from bench.core.requirements import Requirement
 from bench.core.results import Deployment, MemoryCap
 from bench.core.sql import spark_literal
+from bench.core.uri import local_path
 from bench.engines import environment as envs
 from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, MaintenanceOp, PhaseClock
 from bench.engines.procedure import Scalar, derived_options, spark_map, strategy_args, where_arg
@@ -236,9 +237,7 @@ class ReparkEngine(EngineBase):
     def _properties(metadata_file: str) -> dict[str, str]:
         """The table's own properties, from its metadata file (repark's SHOW TBLPROPERTIES also lists defaults,
         e.g. the codec zstd, that the table does not set: restoring those would add them)."""
-        from urllib.parse import unquote, urlparse
-
-        path = unquote(urlparse(metadata_file).path) if metadata_file.startswith("file:") else metadata_file
+        path = local_path(metadata_file)  # stdlib only: repark's environment has no pyiceberg
         return {str(k): str(v) for k, v in (json.loads(Path(path).read_text()).get("properties") or {}).items()}
 
     def _set_codec(self, job: CompactionJob, cat: str, table: str, registered: str) -> dict[str, str | None]:

@@ -29,7 +29,8 @@ from pathlib import Path
 from inotify_simple import INotify, flags
 
 from bench.core.opens import DeleteOpens
-from bench.core.table.entries import LiveFiles, local_path
+from bench.core.table.entries import LiveFiles
+from bench.core.uri import local_path
 
 READ_TIMEOUT_MS = 100
 # events counted at the most: the counting thread shares the cores with the engine (~2 us of Python per event), so

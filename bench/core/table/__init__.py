@@ -11,9 +11,9 @@ from bench.core.table.entries import (
     LiveFiles,
     live_entries,
     live_files,
-    local_path,
     manifest_live_entries,
     snapshot_of,
 )
+from bench.core.uri import local_path
 
 __all__ = ["LiveFiles", "live_entries", "live_files", "local_path", "manifest_live_entries", "snapshot_of"]

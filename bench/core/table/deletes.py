@@ -15,7 +15,8 @@ from typing import Any
 
 from pyiceberg.manifest import DataFile, ManifestEntry
 
-from bench.core.table.entries import LiveFiles, local_path
+from bench.core.table.entries import LiveFiles
+from bench.core.uri import local_path
 
 # DuckDB 1.5.5's iceberg extension compares every data row with every applicable equality-delete row
 # (duckdb/duckdb-iceberg#626: minutes for 2M rows x 220k keys here); above this many comparisons

@@ -9,15 +9,6 @@ from pyiceberg.manifest import DataFileContent, ManifestEntry, ManifestFile
 from pyiceberg.table import Table
 
 
-def local_path(uri: str) -> str:
-    """A local file URI (file:///x or file:/x) as a path; other URIs unchanged."""
-    if uri.startswith("file://"):
-        return uri[len("file://"):]
-    if uri.startswith("file:"):
-        return uri[len("file:"):]
-    return uri
-
-
 def snapshot_of(tbl: Table, snapshot_id: int | None = None) -> Any:
     """The snapshot `snapshot_id` (default: the current one), or None for an empty table."""
     return tbl.snapshot_by_id(snapshot_id) if snapshot_id else tbl.current_snapshot()

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 
 from bench.core.catalog.s3 import filesystem
 from bench.core.results import FileFacts
-from bench.core.table.entries import local_path
+from bench.core.uri import local_path
 
 
 def open_uri(uri: str):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.core.catalog.s3 import is_s3
 from bench.core.fileio import write_atomic
-from bench.core.table.entries import local_path
+from bench.core.uri import local_path
 
 ALGORITHM = "blake2b"
 

@@ -27,7 +27,7 @@ from pyiceberg.table import Table
 
 from bench.core.catalog.s3 import filesystem
 from bench.core.fileio import write_atomic
-from bench.core.table.entries import local_path
+from bench.core.uri import local_path
 
 
 def list_files(location: str) -> dict[str, int]:
@@ -67,7 +67,7 @@ def prune_metadata(tbl: Table) -> list[str]:
 
 def _relative(uri: str, location: str) -> str:
     """`uri` relative to `location` (file:/x, file:///x and /x spell the same local path)."""
-    from bench.core.table.entries import local_path
+    from bench.core.uri import local_path
 
     path, root = local_path(uri), local_path(location).rstrip("/")
     return path[len(root) + 1:] if path.startswith(root + "/") else path
