@@ -12,12 +12,12 @@ BIN := $(VENV)/bin
 SCENARIO ?= bin-packing
 ENGINES ?= spark,risingwave,arrow-floor
 RUN_ARGS ?=
-APT_PACKAGES := openjdk-17-jre-headless libjarjar-java libxerial-sqlite-jdbc-java
+APT_PACKAGES := openjdk-17-jre-headless
 TEST_APT_PACKAGES := chromium
 
 .PHONY: engines setup system-deps test-deps test-apt checkov test-cds checks run test docs reference reference-plan clean-warehouse
 
-# Debian packages: Java for Iceberg's JVMs, jarjar to repair the Iceberg runtime jar, the SQLite JDBC driver.
+# Debian packages: Java for Iceberg's JVMs (their jars come from Maven Central at `bench setup`).
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -43,7 +43,7 @@ setup: system-deps $(VENV)/.installed
 
 # Engines that run in an environment of their own (another Python, pins the harness cannot hold): built once from
 # the package registry into .cache/engines/<name>/ (bench.engines.environment); `make run` needs none of them.
-ENGINE_ENVS ?= repark,gluten
+ENGINE_ENVS ?= repark,gluten,spark-3.5
 engines: setup
 	$(BIN)/bench setup --engines $(ENGINE_ENVS)
 

@@ -28,6 +28,7 @@ REGISTRY: dict[str, str] = {
     "arrow-floor": "bench.engines.arrow_floor:ArrowFloorEngine",
     "repark": "bench.engines.repark:ReparkEngine",
     "gluten": "bench.engines.gluten:GlutenEngine",
+    "spark-3.5": "bench.engines.spark_35:Spark35Engine",
 }
 DEFAULT_ENGINES = ("spark", "risingwave", "arrow-floor")  # what `bench run` runs unless told otherwise
 CAMPAIGN_ENGINES = ("spark", "risingwave")  # what sweeps, frontiers and plans compare unless told otherwise
@@ -62,7 +63,7 @@ for _spec in filter(None, (x.strip() for x in os.environ.get("BENCH_EXTRA_ENGINE
     if _target:
         REGISTRY[_name.strip()] = _target.strip()
 
-LABEL = re.compile(r"([A-Za-z0-9_-]+)(?::([A-Za-z0-9_-]+))?")
+LABEL = re.compile(r"([A-Za-z0-9_.-]+)(?::([A-Za-z0-9_-]+))?")
 
 
 def engine_names() -> list[str]:
@@ -77,7 +78,7 @@ def split_label(label: str) -> tuple[str, str | None]:
     """'spark:tuned' -> ('spark', 'tuned'); 'spark' -> ('spark', None)."""
     m = LABEL.fullmatch(label.strip())
     if not m:
-        raise UserError(f"engine {label!r}: write NAME or NAME:PROFILE (letters, digits, '-', '_')")
+        raise UserError(f"engine {label!r}: write NAME or NAME:PROFILE (letters, digits, '-', '_', '.' in the name)")
     return m.group(1), m.group(2)
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bench.core.catalog import CatalogSettings
+from bench.core.iceberg_java import runtime
 from bench.core.requirements import Requirement
 from bench.core.results import MemoryCap
 from bench.engines import environment as envs
@@ -60,6 +61,7 @@ class GlutenEngine(SparkEngine):
                                   "own environment")
     color: ClassVar[str] = "#D4A017"
     packages: ClassVar[tuple[str, ...]] = ()  # recorded from its own environment (versions())
+    line: ClassVar[runtime.SparkLine] = runtime.spark_line("3.5")  # its Java versions and AWS SDK bundle
     # Spark and Iceberg's Java library (its own runtime jar, 1.10.0): a table spark's library wrote is its own too
     library_packages: ClassVar[tuple[str, ...]] = SparkEngine.packages
     environment: ClassVar[envs.EngineEnvironment | None] = envs.EngineEnvironment(
@@ -80,22 +82,18 @@ class GlutenEngine(SparkEngine):
 
     def option_problems(self, options: dict[str, Any], settings: CatalogSettings) -> list[str]:
         opts = SparkOptions.model_validate(options)
-        problems = ["gluten is wired for local mode only"] if opts.deploy != "local" else []
-        if settings.is_remote or settings.external_rest:
-            problems.append("gluten is wired for the local warehouse and its JDBC (SQLite) catalog only")
-        return problems
+        return ["gluten is wired for local mode only"] if opts.deploy != "local" else []
 
-    def engine_jars(self, settings: CatalogSettings) -> list[str] | None:
+    def engine_jars(self, settings: CatalogSettings) -> list[str]:
         from velox_spark import jar as vjar
-
-        from bench.core.iceberg_java.runtime import sqlite_jdbc_jar
 
         bundle, source = vjar.resolve()
         if bundle is None:
             raise RuntimeError(f"velox-spark's Gluten bundle jar is missing ({source})")
-        # beside it in the wheel: gluten-iceberg and its Iceberg runtime 1.10.0
+        # beside it in the wheel: gluten-iceberg and its Iceberg runtime 1.10.0; from the jar cache the JDBC driver
+        # and, for an S3 warehouse, the Spark 3.5 line's AWS SDK bundle
         extras = sorted(str(p) for p in Path(bundle).parent.glob("*.jar") if p != bundle)
-        return [str(bundle), *extras, str(sqlite_jdbc_jar())]
+        return [str(bundle), *extras, runtime.jdbc_jar(), *([str(self.line.aws.path)] if settings.is_remote else [])]
 
     def _conf(self, job: CompactionJob, opts: SparkOptions) -> dict[str, str]:
         from bench.core.machine import node_ram_bytes

@@ -1,6 +1,6 @@
-"""Iceberg's Java library in the lower layer: the offline jars (relocated Jackson built with jarjar,
-cached), the online Maven download (against a real HTTP server on 127.0.0.1 posing as Maven Central),
-and the plain JVM (py4j) the deletes generator commits through."""
+"""Iceberg's Java library in the lower layer: the resolver (jars from Maven Central, checked against the lock and
+the published SHA-1, cached; against a real HTTP server on 127.0.0.1 posing as Maven Central), and the plain JVM
+(py4j) the deletes generator commits through."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import hashlib
 import http.server
 import threading
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -19,141 +18,35 @@ from bench.core.iceberg_java import gateway, runtime
 from bench.core.iceberg_java.gateway import JavaIceberg, catalog_properties
 
 # ------------------------------------------------------------------------------------------------
-# provisioning (no JVM besides jarjar)
+# the resolver: jars from a repository laid out like Maven Central, checked against the lock
 
 
-@pytest.fixture(scope="module")
-def built_cache(tmp_path_factory):
-    """A fresh BENCH_CACHE_DIR, provisioned once for this module's provisioning tests."""
-    cache = tmp_path_factory.mktemp("bench-cache")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("BENCH_CACHE_DIR", str(cache))
-        mp.delenv("BENCH_SPARK_MAVEN", raising=False)
-        mp.delenv("BENCH_MAVEN", raising=False)
-        t0 = time.perf_counter()
-        first = list(runtime.provision())
-        t_first = time.perf_counter() - t0
-    return {"cache": cache, "first": first, "t_first": t_first}
+def _artifact(group: str, name: str, version: str, data: bytes) -> runtime.Artifact:
+    return runtime.Artifact(group, name, version, len(data), hashlib.sha256(data).hexdigest())
 
 
 @pytest.fixture
-def temp_cache(built_cache, monkeypatch):
-    """Point this test (only) at the temporary cache."""
-    monkeypatch.setenv("BENCH_CACHE_DIR", str(built_cache["cache"]))
-    monkeypatch.delenv("BENCH_SPARK_MAVEN", raising=False)
-    monkeypatch.delenv("BENCH_MAVEN", raising=False)
-    return built_cache
-
-
-def requirement(name: str):
-    reqs = {r.name: r for r in runtime.requirements()}
-    return reqs[name]
-
-
-def test_provision_builds_into_the_cache_dir(temp_cache):
-    jar = runtime.relocated_jar_path()
-    assert jar is not None and jar.is_file()
-    assert jar.is_relative_to(temp_cache["cache"] / "iceberg-java")
-    assert any("building" in line for line in temp_cache["first"])
-    assert (jar.parent / "build.json").is_file()
-    # no half-built directories left behind
-    assert not [p for p in (temp_cache["cache"] / "iceberg-java").iterdir() if p.name.startswith(".build-")]
-
-
-def test_provision_twice_reuses_the_cache(temp_cache):
-    jar = runtime.relocated_jar_path()
-    mtime = jar.stat().st_mtime_ns
-    t0 = time.perf_counter()
-    second = list(runtime.provision())
-    t_second = time.perf_counter() - t0
-    assert any("(cached" in line for line in second), second
-    assert not any("building" in line for line in second)
-    assert jar.stat().st_mtime_ns == mtime
-    assert t_second < 2.0 and t_second < temp_cache["t_first"], (t_second, temp_cache["t_first"])
-
-
-def test_relocated_jar_is_complete(temp_cache):
-    jar = runtime.relocated_jar_path()
-    with zipfile.ZipFile(jar) as z:
-        names = set(z.namelist())
-        assert "org/apache/iceberg/shaded/com/fasterxml/jackson/core/JsonFactoryBuilder.class" in names
-        for cls in runtime.REQUIRED_CLASSES:
-            assert cls in names
-        assert not [n for n in names if n.startswith("com/fasterxml/")]
-        assert not [n for n in names if n.startswith("META-INF/versions/") or n.endswith("module-info.class")]
-        svc = "META-INF/services/org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonFactory"
-        assert z.read(svc).decode().strip() == "org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonFactory"
-        # every class the runtime jar references under the shaded Jackson prefix is now provided
-        with zipfile.ZipFile(runtime.runtime_jar()) as rt:
-            present = {n for n in rt.namelist() if n.startswith("org/apache/iceberg/shaded/com/fasterxml/")}
-        assert "org/apache/iceberg/shaded/com/fasterxml/jackson/core/JsonFactoryBuilder.class" not in present
-    assert all(r.ok for r in runtime.requirements()), runtime.requirements()
-    jars = runtime.iceberg_jars()
-    assert jars[0].endswith(runtime.RUNTIME_JAR_NAME) and jars[1] == str(jar)
-    assert "sqlite-jdbc" in jars[2] and all(Path(j).is_file() for j in jars)
-
-
-@pytest.mark.parametrize("damage", ["empty", "truncated", "unrelocated"])
-def test_damaged_cached_jar_is_detected_and_repaired(temp_cache, damage):
-    jar = runtime.relocated_jar_path()
-    good = jar.read_bytes()
-    if damage == "empty":
-        jar.write_bytes(b"")
-    elif damage == "truncated":
-        jar.write_bytes(good[: len(good) // 2])
-    else:  # a readable jar that still has unrelocated Jackson classes
-        with zipfile.ZipFile(jar, "a") as z:
-            z.writestr("com/fasterxml/jackson/core/JsonFactory.class", b"\xca\xfe\xba\xbe")
-    req = requirement("relocated jackson jar")
-    assert not req.ok
-    assert "bench setup" in req.fix
-    with pytest.raises(UserError, match="bench setup"):
-        runtime.iceberg_jars()
-    if damage == "truncated":  # provision() replaces a damaged build (one rebuild is enough to show it)
-        lines = list(runtime.provision())
-        assert any("discarding" in line for line in lines), lines
-    else:
-        jar.write_bytes(good)
-    assert requirement("relocated jackson jar").ok
-
-
-def test_missing_cache_is_reported_with_the_fix(tmp_path, monkeypatch):
-    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "empty-cache"))
-    monkeypatch.delenv("BENCH_SPARK_MAVEN", raising=False)
-    monkeypatch.delenv("BENCH_MAVEN", raising=False)
-    req = requirement("relocated jackson jar")
-    assert not req.ok and "not built" in req.detail and "bench setup" in req.fix
-    with pytest.raises(UserError, match="bench setup"):
-        runtime.iceberg_jars()
-
-
-def test_missing_jarjar_is_reported(monkeypatch, tmp_path):
-    monkeypatch.setattr(runtime, "JAVA_DIR", tmp_path)
-    reqs = {r.name: r for r in runtime.requirements()}
-    assert not reqs["jarjar"].ok and reqs["jarjar"].fix == "apt-get install -y libjarjar-java"
-    assert not reqs["sqlite jdbc jar"].ok and "libxerial-sqlite-jdbc-java" in reqs["sqlite jdbc jar"].fix
-    assert not reqs["relocated jackson jar"].ok
-    with pytest.raises(UserError, match="libjarjar-java"):
-        list(runtime.provision())
-
-
-def test_java_requirement_reports_version():
-    req = requirement("java")
-    assert req.ok, req
-    assert "17" in req.detail
-
-
-@pytest.fixture
-def maven_repo(tmp_path):
-    """A directory laid out like Maven Central, served on 127.0.0.1 (stopped after the test)."""
+def fake_maven(tmp_path, monkeypatch):
+    """A repository laid out like Maven Central on 127.0.0.1 (stopped after the test), a lock whose two lines pin
+    its jars, and an empty jar cache."""
     root = tmp_path / "repo"
-    for name in runtime.MAVEN_ARTIFACTS:
-        url = runtime.maven_url(name, repo="http://x")
-        rel = url[len("http://x/"):]
-        jar = root / rel
-        jar.parent.mkdir(parents=True, exist_ok=True)
-        jar.write_bytes(f"jar of {name}".encode())
-        Path(str(jar) + ".sha1").write_text(hashlib.sha1(jar.read_bytes()).hexdigest() + "\n")
+    jars = {"rt41": b"runtime 4.1", "aws12": b"aws bundle 1.12", "rt35": b"runtime 3.5", "aws10": b"aws bundle 1.10",
+            "jdbc": b"sqlite jdbc"}
+    arts = {"rt41": _artifact("org.apache.iceberg", "iceberg-spark-runtime-4.1_2.13", "1.12.0", jars["rt41"]),
+            "aws12": _artifact("org.apache.iceberg", "iceberg-aws-bundle", "1.12.0", jars["aws12"]),
+            "rt35": _artifact("org.apache.iceberg", "iceberg-spark-runtime-3.5_2.12", "1.10.2", jars["rt35"]),
+            "aws10": _artifact("org.apache.iceberg", "iceberg-aws-bundle", "1.10.1", jars["aws10"]),
+            "jdbc": _artifact("org.xerial", "sqlite-jdbc", "3.54.1.0", jars["jdbc"])}
+    for key, art in arts.items():
+        path = root / art.relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(jars[key])
+        Path(f"{path}.sha1").write_text(hashlib.sha1(jars[key]).hexdigest() + "  " + art.file_name + "\n")
+    lines = {"4.1": runtime.SparkLine("4.1", "4.1.4", "1.12.0", arts["rt41"], arts["aws12"], (17, 21)),
+             "3.5": runtime.SparkLine("3.5", "3.5.9", "1.10.2", arts["rt35"], arts["aws10"], (11, 17))}
+    fake = runtime.Lock("4.1", lines, arts["jdbc"], tuple(arts.values()))
+    monkeypatch.setattr(runtime, "lock", lambda: fake)
+    monkeypatch.setattr(runtime, "HARNESS_LINE", lines["4.1"])
 
     class Handler(http.server.SimpleHTTPRequestHandler):
         def __init__(self, *a, **kw):
@@ -163,49 +56,84 @@ def maven_repo(tmp_path):
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    t = threading.Thread(target=server.serve_forever, daemon=True)
-    t.start()
-    yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("BENCH_MAVEN_REPO", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "cache"))
+    yield {"root": root, "arts": arts, "lines": lines}
     server.shutdown()
     server.server_close()
 
 
-def test_maven_mode_downloads_checked_jars_once(maven_repo, tmp_path, monkeypatch):
-    root, url = maven_repo
-    monkeypatch.setenv("BENCH_MAVEN", "1")
-    monkeypatch.setenv("BENCH_MAVEN_REPO", url)
-    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "cache"))
-    jars = runtime.iceberg_jars(remote=True)  # an S3 warehouse: the AWS bundle too
-    assert [Path(j).name for j in jars] == ["iceberg-spark-runtime-3.5_2.12-1.10.2.jar",
-                                            "sqlite-jdbc-3.40.1.0.jar", "iceberg-aws-bundle-1.10.2.jar"]
-    assert Path(jars[0]).read_bytes() == b"jar of runtime"
+def test_setup_fetches_every_locked_jar_once_and_runs_never_download(fake_maven, monkeypatch):
+    arts = fake_maven["arts"]
+    with pytest.raises(UserError, match="not in the jar cache .*bench setup"):
+        runtime.iceberg_jars()  # before setup: one line naming the command, no download
+    assert not (runtime.cache_root() / "maven").exists()
+    reqs = {r.name: r for r in runtime.requirements()}
+    assert not reqs["jar iceberg-spark-runtime-4.1_2.13 1.12.0"].ok
+    assert "bench setup" in reqs["jar iceberg-spark-runtime-4.1_2.13 1.12.0"].fix
+    lines = list(runtime.provision())
+    assert sum("(fetched from" in line for line in lines) == 5, lines
+    assert runtime.iceberg_jars() == [str(arts["rt41"].path), str(arts["jdbc"].path)]
+    assert runtime.iceberg_jars(remote=True, line="3.5") == [str(arts["rt35"].path), str(arts["jdbc"].path),
+                                                             str(arts["aws10"].path)]
+    assert arts["rt41"].path.read_bytes() == b"runtime 4.1"
     assert runtime.s3_requirement().ok
-    # cached: the server is not asked again (a broken repository does not matter any more)
+    # cached: the repository is not asked again (a broken one does not matter any more)
     monkeypatch.setenv("BENCH_MAVEN_REPO", "http://127.0.0.1:9")
-    assert runtime.iceberg_jars(remote=True) == jars
+    again = list(runtime.provision())
+    assert sum("(cached)" in line for line in again) == 5, again
+    assert not [p for p in arts["rt41"].path.parent.iterdir() if p.name.startswith(".")]  # no temporary left
 
 
-def test_maven_mode_refuses_a_jar_whose_checksum_differs(maven_repo, tmp_path, monkeypatch):
-    root, url = maven_repo
-    jar = next(root.rglob("sqlite-jdbc-*.jar"))
-    jar.write_bytes(b"tampered")
-    monkeypatch.setenv("BENCH_MAVEN", "1")
-    monkeypatch.setenv("BENCH_MAVEN_REPO", url)
-    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "cache"))
-    with pytest.raises(UserError, match="SHA-1 .* does not match"):
-        runtime.iceberg_jars()
-    assert not runtime.maven_path("sqlite-jdbc").exists()  # nothing half-trusted left in the cache
+def test_a_jar_whose_published_sha1_differs_is_refused_and_not_cached(fake_maven):
+    art = fake_maven["arts"]["jdbc"]
+    (fake_maven["root"] / art.relative).write_bytes(b"sqlite jdbc, tampered")
+    with pytest.raises(UserError, match="SHA-1 .* does not match the published"):
+        runtime.fetch(art)
+    assert not art.path.exists() and not list(art.path.parent.iterdir())  # nothing half-trusted left
 
 
-def test_offline_refuses_s3_and_external_rest(monkeypatch):
-    monkeypatch.delenv("BENCH_MAVEN", raising=False)
-    monkeypatch.delenv("BENCH_SPARK_MAVEN", raising=False)
-    with pytest.raises(UserError, match="iceberg-aws-bundle"):
-        runtime.iceberg_jars(remote=True)
-    assert not runtime.s3_requirement().ok
-    external = CatalogSettings(warehouse="/tmp/x", rest_uri="http://127.0.0.1:8181", external_rest=True)
-    with pytest.raises(UserError, match="HttpClient5"):
-        catalog_properties(external)
+def test_a_jar_the_lock_does_not_pin_is_refused_even_with_a_matching_sha1(fake_maven):
+    art = fake_maven["arts"]["rt35"]
+    path = fake_maven["root"] / art.relative
+    path.write_bytes(b"another runtime")  # the repository's own checksum agrees: a changed artifact
+    Path(f"{path}.sha1").write_text(hashlib.sha1(b"another runtime").hexdigest())
+    with pytest.raises(UserError, match="the lock pins"):
+        runtime.fetch(art)
+    assert not art.path.exists()
+
+
+def test_an_unreachable_repository_is_one_line(fake_maven, monkeypatch):
+    monkeypatch.setenv("BENCH_MAVEN_REPO", "http://127.0.0.1:9")
+    with pytest.raises(UserError, match="cannot download .*BENCH_MAVEN_REPO"):
+        list(runtime.provision())
+
+
+def test_the_cached_jars_are_the_locked_ones():
+    """The jars this machine's JVMs load are byte for byte the ones the lock pins (checked when fetched)."""
+    list(runtime.provision())
+    for art in runtime.lock().artifacts:
+        assert art.path.stat().st_size == art.size
+        assert hashlib.sha256(art.path.read_bytes()).hexdigest() == art.sha256, art.coordinate
+    assert {line.iceberg for line in runtime.lock().lines.values()} >= {"1.12.0", "1.10.2"}
+
+
+def test_java_requirement_reports_version():
+    req = {r.name: r for r in runtime.requirements()}["java"]
+    assert req.ok, req
+    assert "17" in req.detail
+
+
+def test_an_external_rest_catalog_goes_through_icebergs_rest_client():
+    external = CatalogSettings(warehouse="/tmp/x", rest_uri="http://127.0.0.1:8181", external_rest=True,
+                               properties={"warehouse": "prod"})
+    assert catalog_properties(external) == {"type": "rest", "uri": "http://127.0.0.1:8181", "warehouse": "prod"}
+    embedded = CatalogSettings(warehouse="/tmp/x")
+    assert catalog_properties(embedded)["catalog-impl"] == "org.apache.iceberg.jdbc.JdbcCatalog"
+    served = embedded.with_rest("http://127.0.0.1:8182")
+    assert catalog_properties(served, rest=True) == {"type": "rest", "uri": "http://127.0.0.1:8182",
+                                                     "warehouse": "/tmp/x"}
 
 
 def test_plain_jvm_opens_the_catalog_and_commits(tmp_path):

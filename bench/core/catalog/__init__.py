@@ -171,11 +171,23 @@ class CatalogSettings(BaseModel):
         """The warehouse lock (bench.core.lock): in the local state directory."""
         return self.state_path / ".bench.lock"
 
+    def java_rest_properties(self) -> dict[str, str]:
+        """Catalog properties for Iceberg Java's REST client (without the type key): an external catalog's URI and
+        properties, or the loopback server of the embedded catalog with this warehouse's FileIO settings."""
+        if not self.rest_uri:
+            raise UserError(f"catalog {self.name!r} has no REST server (rest_uri unset)")
+        if self.external_rest:
+            return {"uri": str(self.rest_uri), **{k: str(v) for k, v in self.properties.items()}}
+        props = {"uri": str(self.rest_uri), "warehouse": self.rest_warehouse}
+        if self.is_remote:
+            props.update(s3.S3Connection.from_env().java_catalog_properties())
+        return props
+
     def java_catalog_properties(self) -> dict[str, str]:
         """Catalog properties for Iceberg's Java library (a JVM's JdbcCatalog on the SQLite file, or
         its REST client for an external catalog), without the catalog-impl/type key."""
         if self.external_rest:
-            return {"uri": str(self.rest_uri), **{k: str(v) for k, v in self.properties.items()}}
+            return self.java_rest_properties()
         # the catalog tables exist (pyiceberg's SqlCatalog creates them first); Iceberg's own check for
         # them (JdbcCatalog.initializeCatalogTables, 1.10) leaves a DatabaseMetaData result set open, which
         # holds a read lock on the SQLite file for the JVM's life and blocks every other writer's commit

@@ -7,8 +7,7 @@
 The JVM is a plain one (no Spark session): classpath = the Iceberg jars of `runtime.iceberg_jars()`
 plus Hadoop's client; it starts in well under a second and exits when this process closes it (or
 dies: py4j's die-on-exit watches its stdin).  The catalog is Iceberg's JdbcCatalog on the embedded
-SQLite file, or its REST client for an external catalog (online only: the offline runtime jar lacks
-HttpClient5).
+SQLite file, or its REST client for an external catalog.
 """
 
 from __future__ import annotations
@@ -49,13 +48,13 @@ def quiet_log4j2_file() -> Path:
     return path
 
 
-def catalog_properties(settings: CatalogSettings) -> dict[str, str]:
-    """Properties for Iceberg's CatalogUtil.buildIcebergCatalog: the implementation and its settings."""
-    impl = {"type": "rest"} if settings.external_rest else {"catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog"}
-    if settings.external_rest and not runtime.use_maven():
-        raise UserError("a JVM cannot use a REST catalog offline (the offline Iceberg runtime lacks "
-                        "HttpClient5); use the embedded catalog or set BENCH_MAVEN=1 online")
-    return {**impl, **settings.java_catalog_properties()}
+def catalog_properties(settings: CatalogSettings, rest: bool = False) -> dict[str, str]:
+    """Properties for Iceberg's CatalogUtil.buildIcebergCatalog: the implementation and its settings.  An
+    external catalog is always reached through Iceberg's REST client; the embedded one through its JdbcCatalog on
+    the SQLite file, or with `rest` through the loopback REST server that serves it (an engine's catalog)."""
+    if rest or settings.external_rest:
+        return {"type": "rest", **settings.java_rest_properties()}
+    return {"catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog", **settings.java_catalog_properties()}
 
 
 def archive_dir() -> Path:

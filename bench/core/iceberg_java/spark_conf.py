@@ -2,9 +2,9 @@
 Spark engine, `bench.engines.spark`; the fallback reader, `bench.reads.spark`; the reference reader,
 `bench.verify.reference`; the conformance cases' writer, `datagen.conformance_spark`): loopback only, no driver UI,
 Iceberg's SQL extensions, the harness catalog mounted as `<settings.name>` (Iceberg's JdbcCatalog on the
-embedded SQLite file, or its REST client for an external catalog: online only, the offline runtime lacks
-HttpClient5) and the Iceberg jars of `runtime.iceberg_jars` (offline from pinned packages, online from
-Maven Central with S3FileIO for an S3 warehouse).
+embedded SQLite file, or its REST client: an external catalog, or the loopback server an engine reaches, as every
+engine does) and the Iceberg jars of `runtime.iceberg_jars` (from the jar cache, with the AWS SDK bundle for an S3
+warehouse).
 """
 
 from __future__ import annotations
@@ -21,19 +21,20 @@ from bench.core.iceberg_java.runtime import iceberg_jars
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 
 
-def catalog_conf(settings: CatalogSettings) -> dict[str, str]:
-    """Spark conf that mounts the harness catalog as `<settings.name>`."""
+def catalog_conf(settings: CatalogSettings, rest: bool = False) -> dict[str, str]:
+    """Spark conf that mounts the harness catalog as `<settings.name>` (`rest`: through its loopback REST server)."""
     name = settings.name
     conf = {f"spark.sql.catalog.{name}": "org.apache.iceberg.spark.SparkCatalog"}
-    for k, v in catalog_properties(settings).items():
+    for k, v in catalog_properties(settings, rest).items():
         conf[f"spark.sql.catalog.{name}.{k}"] = v
     return conf
 
 
 def base_conf(settings: CatalogSettings, master: str, app_name: str = "bench",
-              jars: list[str] | None = None) -> dict[str, str]:
+              jars: list[str] | None = None, rest: bool = False) -> dict[str, str]:
     """Everything a session on this machine needs, before the memory plan and the scenario's conf (`jars`:
-    other Iceberg jars than the harness's, e.g. an engine's own runtime)."""
+    other Iceberg jars than the harness's, e.g. an engine's own runtime; `rest`: the catalog through its loopback
+    REST server)."""
     conf = {
         "spark.master": master,
         "spark.app.name": app_name,
@@ -44,7 +45,7 @@ def base_conf(settings: CatalogSettings, master: str, app_name: str = "bench",
         "spark.sql.extensions": EXTENSIONS,
         "spark.jars": ",".join(jars if jars is not None else iceberg_jars(remote=settings.is_remote)),
     }
-    conf.update(catalog_conf(settings))
+    conf.update(catalog_conf(settings, rest))
     return conf
 
 

@@ -35,6 +35,7 @@ from bench.core.iceberg_java.spark_conf import session as spark_session
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import CapRole, MemoryCap
 from bench.core.sql import spark_literal
+from bench.engines import environment as envs
 from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, Knob, MaintenanceOp, PhaseClock
 from bench.engines.procedure import derived_options, row_dict, spark_map, strategy_args, where_arg
 from bench.engines.spark import deletes, failures, memory, session, tasks
@@ -44,21 +45,25 @@ from bench.engines.spark.options import KNOBS, SparkOptions
 
 __all__ = ["SparkEngine", "SparkOptions", "strategy_args"]
 
-SUPPORTED_JAVA = (8, 11, 17)  # Spark 3.5
-PYSPARK_DIST = "pyspark==3.5.9"
+LINE = iceberg_runtime.HARNESS_LINE  # the harness's Spark line: its pyspark is the harness's
 ICEBERG_MAX_CONCURRENT_GROUPS = 5  # max-concurrent-file-group-rewrites: Iceberg's default (RewriteDataFiles)
 
 
 class SparkEngine(EngineBase):
     name: ClassVar[str] = "spark"
-    description: ClassVar[str] = ("Apache Spark 3.5 + Iceberg 1.10 rewrite_data_files (bin-pack, sort, z-order), "
-                                  "local mode "
-                                  "(one JVM) or standalone mode (a master, one worker and one executor on "
-                                  "127.0.0.1; option mode), JDBC (SQLite) catalog")
+    # the Spark line (bench/core/iceberg_java/maven.lock.toml): its pyspark and its Iceberg runtime jar; a line
+    # other than the harness's runs in an engine environment with that line's pyspark (spark-3.5)
+    line: ClassVar[iceberg_runtime.SparkLine] = LINE
+    description: ClassVar[str] = (f"Apache {LINE.describe()} rewrite_data_files (bin-pack, sort, z-order), local "
+                                  "mode (one JVM) or standalone mode (a master, one worker and one executor on "
+                                  "127.0.0.1; option mode), through the harness's REST catalog")
     color: ClassVar[str] = "#E25A1C"
     # Iceberg Java's and Spark's own refusals (UnsupportedOperationException: "Cannot ... unsupported ...")
     refusal_pattern: ClassVar[str] = r"UnsupportedOperationException|[Nn]ot (yet )?supported"
-    packages: ClassVar[tuple[str, ...]] = ("pyspark", "snowpark-connect-deps-iceberg")
+    packages: ClassVar[tuple[str, ...]] = ("pyspark",)
+    # Iceberg's REST client (RESTCatalog), against the loopback server as every engine: catalog round trips are
+    # the same for every engine; the live writer's commit gate holds its commits too
+    commits_through_rest: ClassVar[bool] = True
     # Iceberg Java's commit retries (Tasks) and the exceptions a lost commit race raises
     conflict_log_pattern: ClassVar[str] = r"Retrying task after failure|CommitFailedException|ValidationException"
     Options: ClassVar[type[BaseModel]] = SparkOptions
@@ -93,13 +98,13 @@ class SparkEngine(EngineBase):
 
     # -- bench doctor ----------------------------------------------------------------------------
     def requirements(self) -> list[Requirement]:
-        java = iceberg_runtime.java_requirement(SUPPORTED_JAVA, "Spark 3.5")
-        return [java, *iceberg_runtime.requirements()[1:],
-                module_requirement("pyspark", f"pip install {PYSPARK_DIST} (or `make setup`)")]
+        own = [envs.requirement(self.name, self.environment)] if self.environment else [
+            module_requirement("pyspark", f"pip install pyspark=={self.line.pyspark} (or `make setup`)")]
+        return [iceberg_runtime.java_requirement(self.line), *iceberg_runtime.jar_requirements(self.line), *own]
 
     def storage_requirements(self, settings: CatalogSettings) -> list[Requirement]:
-        """An S3 warehouse needs iceberg-aws-bundle: online only (BENCH_MAVEN=1)."""
-        return [iceberg_runtime.s3_requirement()] if settings.is_remote else []
+        """An S3 warehouse needs the line's iceberg-aws-bundle (the AWS SDK) beside the runtime's S3FileIO."""
+        return [iceberg_runtime.s3_requirement(self.line)] if settings.is_remote else []
 
     def option_problems(self, options: dict[str, Any], settings: CatalogSettings) -> list[str]:
         """A cluster on other machines cannot read a warehouse on this node's disk."""
@@ -120,7 +125,7 @@ class SparkEngine(EngineBase):
         self.deploy.configure(job, opts)
         self.plan = memory.memory_plan(opts.profile, job.memory_budget_bytes, mode=opts.deploy, workers=opts.workers)
         conf = session.base_conf(job.catalog, self.deploy.master, app_name=f"bench-{job.scenario}",
-                                 jars=self.engine_jars(job.catalog))
+                                 jars=self.engine_jars(job.catalog), rest=self.commits_through_rest)
         self.jars = conf["spark.jars"].split(",")
         conf.update(self.plan["conf"])
         if opts.memory_fraction is not None:
@@ -138,10 +143,10 @@ class SparkEngine(EngineBase):
         conf.update(session.scenario_conf(opts.spark_conf))  # the scenario's Spark settings, applied last (recorded)
         return conf
 
-    def engine_jars(self, settings: CatalogSettings) -> list[str] | None:
-        """The session's Iceberg jars: None for the harness's (bench.core.iceberg_java.runtime); a variant with
-        its own runtime (gluten) names its own."""
-        return None
+    def engine_jars(self, settings: CatalogSettings) -> list[str]:
+        """The session's jars: the line's Iceberg runtime and the JDBC driver, with the AWS SDK bundle for an S3
+        warehouse (bench.core.iceberg_java.runtime); gluten names its own."""
+        return iceberg_runtime.iceberg_jars(remote=settings.is_remote, line=self.line.name)
 
     def open(self, job: CompactionJob, clock: PhaseClock) -> None:
         opts = self.options(job)
@@ -159,7 +164,7 @@ class SparkEngine(EngineBase):
             if job.output_codec_level is not None:
                 self._set("spark.sql.iceberg.compression-level", str(int(job.output_codec_level)))
         self.deploy.await_executors(self.spark, conf, clock)
-        with clock.phase("catalog warm-up", "SHOW TABLES: initializes Iceberg's JdbcCatalog, loads no table"):
+        with clock.phase("catalog warm-up", "SHOW TABLES: initializes Iceberg's catalog client, loads no table"):
             namespace = job.table.rsplit(".", 1)[0]
             self.spark.sql(f"SHOW TABLES IN {job.catalog.name}.{namespace}").collect()
         if job.intent().applies_deletes:
