@@ -27,6 +27,9 @@ class DeleteOpens(BaseModel):
     opens_per_task: float | None = None  # opens / tasks: a mean (an open is not attributed to a task)
     lower_bound: bool = False  # the kernel merged or dropped events: the true counts are at least these
     watcher_cpu_s: float | None = None  # the harness's CPU time spent counting (beside the engine, same cores)
+    # files whose opens were counted when the input was sampled (None: every file): the counts above are then the
+    # sample's scaled to every file, the spread per file the sample's own (the note says so)
+    watched_files: int | None = None
     note: str = ""
 
     def describe(self) -> str:
@@ -35,7 +38,8 @@ class DeleteOpens(BaseModel):
             return f"not counted ({self.note})" if self.note else "not counted"
         per_task = (f", {self.opens_per_task:,.1f} per task ({self.tasks:,} tasks)"
                     if self.opens_per_task is not None and self.tasks else "")
-        return (f"{self.opens:,}{' (at least)' if self.lower_bound else ''} opens of {self.opened:,} of "
+        about = "about " if self.watched_files is not None else ""
+        return (f"{about}{self.opens:,}{' (at least)' if self.lower_bound else ''} opens of {about}{self.opened:,} of "
                 f"{self.delete_files:,} delete files; per delete file min {self.per_file_min:,}, median "
                 f"{self.per_file_median:,.0f}, max {self.per_file_max:,}{per_task}"
                 + (f" ({self.note})" if self.note else ""))

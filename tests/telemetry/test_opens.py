@@ -56,3 +56,33 @@ def test_a_flood_of_opens_is_counted_up_to_the_cap_and_said_to_be_a_lower_bound(
     rec = watch.record()
     assert rec.lower_bound and watch.capped_after_s is not None and watch.events >= 100 and 50 <= rec.opens <= 300
     assert "counting ended after" in rec.note and "(at least)" in rec.describe()
+
+
+def test_a_large_input_is_sampled_file_by_file_and_scaled(tmp_path: Path, monkeypatch):
+    """Above SAMPLE_ABOVE delete files only an even sample of each kind is watched (one watch per file); the totals
+    are the sample's counts scaled to every file, and the record says so."""
+    from bench.telemetry import opens
+
+    monkeypatch.setattr(opens, "SAMPLE_ABOVE", 10)
+    monkeypatch.setattr(opens, "SAMPLE_FILES", 4)
+    d = tmp_path / "data"
+    d.mkdir()
+    eq = [str(d / f"eq{i:02}.parquet") for i in range(20)]
+    data = [str(d / f"d{i:02}.parquet") for i in range(8)]
+    for f in eq + data:
+        Path(f).write_bytes(b"x")
+    watch = OpenWatch(root=tmp_path, position=set(), equality=set(eq), data=set(data))
+    watch.sample = set().union(opens.even_sample(set(eq), 4), opens.even_sample(set(data), 4))
+    assert len(watch.sample) == 8
+    watch.start()
+    for f in eq:  # every equality delete opened 3 times, every data file once
+        for _ in range(3):
+            Path(f).read_bytes()
+    for f in data:
+        Path(f).read_bytes()
+    watch.stop()
+    rec = watch.record()
+    assert (rec.equality_opens, rec.opens, rec.data_opens, rec.opened) == (60, 60, 8, 20)
+    assert (rec.per_file_min, rec.per_file_max, rec.watched_files) == (3, 3, 8)
+    assert "sampled: 4 of 20 delete files and 4 of 8 data files watched" in rec.note
+    assert rec.describe().startswith("about 60 opens of about 20 of 20 delete files")

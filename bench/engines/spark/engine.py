@@ -125,7 +125,8 @@ class SparkEngine(EngineBase):
         self.deploy.configure(job, opts)
         self.plan = memory.memory_plan(opts.profile, job.memory_budget_bytes, mode=opts.deploy, workers=opts.workers)
         conf = session.base_conf(job.catalog, self.deploy.master, app_name=f"bench-{job.scenario}",
-                                 jars=self.engine_jars(job.catalog), rest=self.commits_through_rest)
+                                 jars=self.engine_jars(job.catalog),
+                                 rest=self.commits_through_rest and opts.catalog == "rest")
         self.jars = conf["spark.jars"].split(",")
         conf.update(self.plan["conf"])
         if opts.memory_fraction is not None:

@@ -58,6 +58,9 @@ class SparkOptions(BaseModel):
     # task slots per core given: local[k x cores], or k x cores executor cores in standalone (published: 1)
     slots_per_core: int = Field(1, ge=1, le=8)
     memory_fraction: float | None = Field(None, gt=0.0, lt=1.0)  # over the profile's spark.memory.fraction
+    # the catalog: the harness's REST server, as every engine reaches it; or `jdbc`, Iceberg's JdbcCatalog on the
+    # embedded SQLite file in the engine's JVM (no server: what the catalog's round trips cost, measured against rest)
+    catalog: Literal["rest", "jdbc"] = "rest"
     rewrite_options: dict[str, Scalar] = Field(default_factory=dict)  # extra rewrite_data_files options
     spark_conf: dict[str, Scalar] = Field(default_factory=dict)  # extra Spark settings, applied last
 
