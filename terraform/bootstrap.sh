@@ -43,8 +43,6 @@
 #   BENCH_SOURCE_CATALOG_URI, BENCH_SOURCE_SNAPSHOT   with BENCH_SOURCE_TABLE (the snapshot: default current)
 #   BENCH_CLEAN_WAREHOUSE    1 = delete a local scenario's warehouse after it ran (default 1)
 #   BENCH_STATE_DIR          local state (catalog, dataset manifests) of s3:// warehouses (default $BENCH_DATA_DIR/state)
-#   BENCH_MAVEN              1 = Iceberg's Java jars from Maven Central (default 1 with an s3:// warehouse:
-#                            every JVM of the harness needs iceberg-aws-bundle there, only Maven Central has it)
 #   BENCH_DATA_DIR           work directory on the data volume (default /data)
 #   BENCH_DATA_DEVICE        auto (the one unformatted non-root disk), /dev/..., or none (default auto)
 #   BENCH_LOG_DIR            default /var/log/bench
@@ -97,7 +95,6 @@ export BENCH_DATA_DEVICE=${BENCH_DATA_DEVICE:-auto}
 export BENCH_WAREHOUSE=${BENCH_WAREHOUSE:-$BENCH_DATA_DIR/warehouse}
 export BENCH_CLEAN_WAREHOUSE=${BENCH_CLEAN_WAREHOUSE:-1}
 export BENCH_STATE_DIR=${BENCH_STATE_DIR:-$BENCH_DATA_DIR/state}
-if [[ $BENCH_WAREHOUSE == s3://* ]]; then export BENCH_MAVEN=${BENCH_MAVEN:-${BENCH_SPARK_MAVEN:-1}}; fi
 export BENCH_LOG_DIR=${BENCH_LOG_DIR:-/var/log/bench}
 export BENCH_SOURCE_TABLE=${BENCH_SOURCE_TABLE:-}
 export BENCH_SOURCE_CATALOG_URI=${BENCH_SOURCE_CATALOG_URI:-}
@@ -360,7 +357,7 @@ if [[ $BENCH_INSTALL_SYSTEM_PACKAGES == 1 ]]; then
   apt-get update -q || fail "apt-get update"
   apt-get install -y -q --no-install-recommends ca-certificates curl git make xfsprogs \
     python3-venv python3-pip python3-boto3 \
-    openjdk-17-jre-headless libjarjar-java libxerial-sqlite-jdbc-java || fail "apt-get install"
+    openjdk-17-jre-headless || fail "apt-get install"
 fi
 if [[ $BENCH_ENABLE_SSM == 1 ]]; then
   region=${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}

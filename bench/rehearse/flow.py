@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bench.core import children
 from bench.core.errors import UserError
+from bench.core.iceberg_java.runtime import cache_root
 from bench.rehearse import gaps
 from bench.rehearse.emulator import Emulator
 from bench.rehearse.module_copy import cli_config, copy_module, local_provider, plugin_dir
@@ -189,7 +190,7 @@ class Rehearsal:
         creds = sandbox.role_credentials(iam, sts, ec2, iid)
         root = self.tmp / "instance"
         path, env = sandbox.prepare(root, script, iid, {**self.emulator.aws_env(), **creds},
-                                    PROJECT_ROOT / ".cache" / "iceberg-java")
+                                    cache_root() / "maven")
         self.say_phase("boot", f"instance {iid}: its user data ({len(script)} bytes) runs in {root} with the role "
                        f"{creds['BENCH_REHEARSE_ROLE']}'s credentials (log: bootstrap.log) ...")
         rc = self.run("boot", ["bash", str(path)], env=env, cwd=root, timeout=self.opts.timeout_min * 60 + 60,

@@ -22,7 +22,7 @@ class RowDeltaCommitter:
         self.io = table.io()
         self.parquet = self.ice.FileFormat.PARQUET
         self.data_metrics = self.ice.MetricsConfig.forTable(table)
-        self.position_metrics = self.ice.MetricsConfig.forPositionDelete(table)
+        self.position_metrics = self.ice.MetricsConfig.forPositionDelete()
         self.eq_ids = equality_ids
         self.commits = 0
         self._file_metrics = self.ice.parquet.ParquetUtil.fileMetrics
