@@ -51,15 +51,20 @@ def test_sort_and_zorder_are_verified_and_compared(tmp_path, shared_warehouse):
     assert {c["name"] for c in bad["verification"]["checks"] if not c["ok"] and c["required"]} == {"sorted_output"}
     assert "adjacent row pairs out of order" in _checks(bad)["sorted_output"]["message"]
 
-    p = run_bench("run", "sorted-smallfiles", "--engines", "spark,arrow-floor", "--strategy", "zorder",
+    # z-order: Iceberg 1.10.2 (spark-3.5) z-orders a table that declares a sort order; Iceberg 1.11 and 1.12 refuse
+    # it (their rewrite asks for the unsorted order id 0, which such a table does not list: apache/iceberg #17814,
+    # open): the engine's failure, recorded with its error
+    p = run_bench("run", "sorted-smallfiles", "--engines", "spark-3.5,spark,arrow-floor", "--strategy", "zorder",
                   "--run-id", "zorder", *common)
     assert p.returncode == 0, p.stderr[-3000:]
     z = _results(tmp_path / "zorder")
-    assert z["spark"]["verified"], z["spark"]["verification"]["differences"]
-    assert z["spark"]["scenario_record"]["content"]["rewrite"]["strategy"] == "zorder"
-    assert "sort_order => 'zorder(v1,v2)'" in " ".join(z["spark"]["engine_actions"])
-    assert {"zorder_clustering_v1", "zorder_clustering_v2"} <= set(_checks(z["spark"]))
-    assert "sorted_output" not in _checks(z["spark"])
+    old = z["spark-3.5"]
+    assert old["verified"], old["verification"]["differences"]
+    assert old["scenario_record"]["content"]["rewrite"]["strategy"] == "zorder"
+    assert "sort_order => 'zorder(v1,v2)'" in " ".join(old["engine_actions"])
+    assert {"zorder_clustering_v1", "zorder_clustering_v2"} <= set(_checks(old))
+    assert "sorted_output" not in _checks(old)
+    assert z["spark"]["status"] == "failed" and "Cannot use output sort order id 0" in z["spark"]["error"]
     assert z["arrow-floor"]["status"] == "unsupported" and "z-order" in z["arrow-floor"]["error"]
 
     out = tmp_path / "compare.html"

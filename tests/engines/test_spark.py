@@ -92,7 +92,7 @@ def job_for(settings: CatalogSettings, table: str, tmp: Path, **kw) -> Compactio
 def provisioned():
     """The real runtime in the default cache (what `bench setup` builds); idempotent."""
     lines = list(runtime.provision())
-    assert lines[-1].startswith("iceberg java runtime ready")
+    assert lines[-1].startswith("iceberg java ready")
     return runtime.iceberg_jars()
 
 
