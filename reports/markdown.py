@@ -119,7 +119,7 @@ def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3)
     out = [f"{'#' * level} {rs.scenario_name}, {on}", ""]
     out.append(f"Run `{first.run_id}` (`{_rel(run_dir, root)}`), started {started or 'at an unrecorded time'}, "
                f"{len(reps)} repetition{'s' if len(reps) != 1 else ''}, cache {'/'.join(caches) or '?'}, "
-               f"on {rs.machine}. Input: {size}.")
+               f"on {rs.machine}. Input: {size}." + (f" Runtimes: {rs.runtimes}." if rs.runtimes else ""))
     if rs.incomplete and rs.run_state is not None:
         out += ["", f"**{rs.run_state.warning}**"]
     out.append("")

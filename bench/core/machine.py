@@ -199,8 +199,9 @@ def os_info() -> dict:
             "libc": " ".join(platform.libc_ver()).strip() or None}
 
 
-def environment(warehouse=None, packages=HARNESS_PACKAGES) -> Environment:
-    """Everything about this machine and software that affects a measurement (no hostname)."""
+def environment(warehouse=None, packages=HARNESS_PACKAGES, iceberg_java: str | None = None) -> Environment:
+    """Everything about this machine and software that affects a measurement (no hostname); `iceberg_java`: the
+    Iceberg Java release of the harness's own JVMs."""
     java = {k: v for k, v in java_version().items() if k != "major"}
     return Environment.model_validate({
         "packages": package_versions(packages),
@@ -211,4 +212,5 @@ def environment(warehouse=None, packages=HARNESS_PACKAGES) -> Environment:
         "disk": disk_info(warehouse),
         "os": os_info(),
         "instance_type": os.environ.get("BENCH_INSTANCE_TYPE") or None,
+        "iceberg_java": iceberg_java,
     })

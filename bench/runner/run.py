@@ -15,6 +15,7 @@ from bench.core.catalog.rest import serve
 from bench.core.dataset import GeneratedTable
 from bench.core.errors import RunFailed, UserError
 from bench.core.fmt import fmt_bytes
+from bench.core.iceberg_java.runtime import ICEBERG_VERSION
 from bench.core.lock import WarehouseLock
 from bench.core.machine import HARNESS_PACKAGES, environment, package_versions
 from bench.core.pin import pin_source
@@ -263,7 +264,8 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
         slots = [replace(s, branch=INGEST_BRANCH) for s in slots]
     ctx.environment = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
                                   packages=HARNESS_PACKAGES + tuple(p for e in ctx.engines
-                                                                    for p in engine_class(e).packages))
+                                                                    for p in engine_class(e).packages),
+                                  iceberg_java=ICEBERG_VERSION)
     ctx.environment.warehouse = ctx.settings.storage_description()
     ctx.versions = package_versions(HARNESS_PACKAGES + tuple(p for e in ctx.engines for p in engine_class(e).packages))
     state = RunState(run_id=ctx.run_id, pid=os.getpid(), started_at=now_iso(), scenario=ctx.scenario.name,

@@ -52,6 +52,7 @@ def build(loaded: Loaded, instance_type: str | None = None) -> Report:
         rs.env_differs = any(lr.r.environment.cpu != rs.env.cpu or lr.r.environment.packages != rs.env.packages
                              for lr in members)
         rs.machine = rs.env.describe()
+        rs.runtimes = runtimes(rs)
         rs.cost = costs(rs, instance_type if reprice else None)
         rs.budget = next((r.memory_budget_bytes for r in results if r.memory_budget_bytes), None)
         rs.enforcement = sorted({r.memory_enforcement for r in results if r.memory_enforcement})
@@ -66,6 +67,19 @@ def build(loaded: Loaded, instance_type: str | None = None) -> Report:
     with_results = {lr.path.parent for rs in sets for lr in rs.runs}
     incomplete_only = [st for d, st in loaded.states.items() if d not in with_results]
     return Report(sets, incomplete_only, len(loaded.runs))
+
+
+def runtimes(rs: ResultSet) -> str:
+    """The Spark and Iceberg versions each engine recorded, and the Iceberg Java of the harness's own JVMs; "" for
+    results that do not record the latter."""
+    if not rs.env.iceberg_java:
+        return ""
+    parts = []
+    for e in rs.engines:
+        v = next((lr.r.versions for lr in rs.runs if lr.r.engine == e and lr.r.versions.get("iceberg")), None)
+        if v is not None:
+            parts.append(f"{e} " + (f"Spark {v['spark']} + " if v.get("spark") else "") + f"Iceberg {v['iceberg']}")
+    return "; ".join([*parts, f"the harness's own JVMs Iceberg {rs.env.iceberg_java}"])
 
 
 def _scenario(rs: ResultSet) -> None:

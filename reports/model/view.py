@@ -130,6 +130,7 @@ class ResultSet:
     env: Environment = field(default_factory=Environment)
     env_differs: bool = False
     machine: str = ""
+    runtimes: str = ""  # each engine's Spark and Iceberg versions and the harness JVMs' Iceberg, as recorded
     cost: CostView | None = None
     reasons: list[str] = field(default_factory=list)
     published_speedup: float | None = None

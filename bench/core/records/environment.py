@@ -58,6 +58,9 @@ class Environment(_Facts):
     disk: DiskFacts = Field(default_factory=DiskFacts)
     os: OsFacts = Field(default_factory=OsFacts)
     instance_type: str | None = None  # the EC2 instance type measured on (None: not a known one)
+    # the Iceberg Java release of the harness's own JVMs (datagen's commits, the reference reader, the conformance
+    # writer, the readers): one per run, whatever each engine runs
+    iceberg_java: str | None = None
     warehouse: dict[str, Any] | None = None  # where the warehouse was (no secrets)
 
     @property
