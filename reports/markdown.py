@@ -142,6 +142,7 @@ def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3)
     out.append("")
     out += _engine_table(rs)
     out += _unfinished(rs)
+    out += _catalog(rs)
     for check in floor_checks([lr.r for lr in rs.runs]):
         out += [""] + summary_lines(check)
     if rs.reads is not None and rs.reads.rows and rs.reads.engines:
@@ -163,6 +164,23 @@ def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3)
         if rv.failures:
             out += ["", "Reads checks that failed: " + "; ".join(rv.failures)]
     return "\n".join(out) + "\n"
+
+
+def _catalog(rs: ResultSet) -> list[str]:
+    """The loopback REST catalog's work during each engine's verified runs (medians), and its share of the engine's
+    compaction time: the catalog's round trips, the same server for every engine that goes through it."""
+    rows = [row for row in rs.rows if row.catalog_measured and row.catalog["requests"].median is not None]
+    if not rows:
+        return []
+    out = ["", "The REST catalog during each engine's runs (medians over verified runs; server time: the server "
+               "handling the engine's requests, commits included):", "",
+           "| engine | requests | commits | server time | share of its compaction time |", "|---|---|---|---|---|"]
+    for row in rows:
+        c, d = row.catalog, rs.stats[row.engine].duration_s.median
+        share = f"{c['request_s'].median / d:.1%}" if d and c["request_s"].median is not None else "—"
+        out.append(_row([row.engine, f"{c['requests'].median:,.0f}", f"{c['commits'].median:,.0f}",
+                         fmt_seconds(c["request_s"].median), share]))
+    return out
 
 
 def streaming_markdown(rs: ResultSet, root: Path | None = None, level: int = 3) -> str:
