@@ -169,9 +169,11 @@ def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3)
 def _catalog(rs: ResultSet) -> list[str]:
     """The loopback REST catalog's work during each engine's verified runs (medians), and its share of the engine's
     compaction time: the catalog's round trips, the same server for every engine that goes through it."""
-    rows = [row for row in rs.rows if row.catalog_measured and row.catalog["requests"].median is not None]
+    measured = [row for row in rs.rows if row.catalog_measured and row.catalog["requests"].median is not None]
+    rows = [row for row in measured if row.catalog["requests"].median]
     if not rows:
         return []
+    silent = [row.engine for row in measured if not row.catalog["requests"].median]
     out = ["", "The REST catalog during each engine's runs (medians over verified runs; server time: the server "
                "handling the engine's requests, commits included):", "",
            "| engine | requests | commits | server time | share of its compaction time |", "|---|---|---|---|---|"]
@@ -180,6 +182,8 @@ def _catalog(rs: ResultSet) -> list[str]:
         share = f"{c['request_s'].median / d:.1%}" if d and c["request_s"].median is not None else "—"
         out.append(_row([row.engine, f"{c['requests'].median:,.0f}", f"{c['commits'].median:,.0f}",
                          fmt_seconds(c["request_s"].median), share]))
+    if silent:
+        out += ["", f"No request to it from {', '.join(silent)} (their catalog reached otherwise, or none)."]
     return out
 
 
