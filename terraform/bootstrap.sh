@@ -43,8 +43,6 @@
 #   BENCH_SOURCE_CATALOG_URI, BENCH_SOURCE_SNAPSHOT   with BENCH_SOURCE_TABLE (the snapshot: default current)
 #   BENCH_CLEAN_WAREHOUSE    1 = delete a local scenario's warehouse after it ran (default 1)
 #   BENCH_STATE_DIR          local state (catalog, dataset manifests) of s3:// warehouses (default $BENCH_DATA_DIR/state)
-#   BENCH_MAVEN              1 = Iceberg's Java jars from Maven Central (default 1 with an s3:// warehouse:
-#                            every JVM of the harness needs iceberg-aws-bundle there, only Maven Central has it)
 #   BENCH_DATA_DIR           work directory on the data volume (default /data)
 #   BENCH_DATA_DEVICE        auto (the one unformatted non-root disk), /dev/..., or none (default auto)
 #   BENCH_LOG_DIR            default /var/log/bench
@@ -97,7 +95,6 @@ export BENCH_DATA_DEVICE=${BENCH_DATA_DEVICE:-auto}
 export BENCH_WAREHOUSE=${BENCH_WAREHOUSE:-$BENCH_DATA_DIR/warehouse}
 export BENCH_CLEAN_WAREHOUSE=${BENCH_CLEAN_WAREHOUSE:-1}
 export BENCH_STATE_DIR=${BENCH_STATE_DIR:-$BENCH_DATA_DIR/state}
-if [[ $BENCH_WAREHOUSE == s3://* ]]; then export BENCH_MAVEN=${BENCH_MAVEN:-${BENCH_SPARK_MAVEN:-1}}; fi
 export BENCH_LOG_DIR=${BENCH_LOG_DIR:-/var/log/bench}
 export BENCH_SOURCE_TABLE=${BENCH_SOURCE_TABLE:-}
 export BENCH_SOURCE_CATALOG_URI=${BENCH_SOURCE_CATALOG_URI:-}
