@@ -102,8 +102,9 @@ def doctor(engines, warehouse, repair):
                    ".cache/engines/; engines without one need nothing more.")
 @one_line_errors
 def setup(engines):
-    """Provision Iceberg's Java runtime offline (idempotent, cached; online with BENCH_MAVEN=1); with --engines,
-    build the engines' own environments from the package registry."""
+    """Fetch the jars of Iceberg's Java library the lock names, each Spark line's AWS SDK bundle among them, from
+    Maven Central once (idempotent, cached); with --engines, build the engines' own environments from the package
+    registry."""
     from bench.core.iceberg_java.runtime import provision
 
     for line in provision():

@@ -14,7 +14,9 @@ What differs from `spark`:
   * what fell back to Spark: the lines of Gluten's validation failures in the engine's own log, counted by
     operator and reason (`engine_result.gluten_fallbacks`).
 It declares what spark declares (sort, z-order, partition filters, maintenance, format v3; not branches), in local
-mode with the local warehouse's JDBC catalog (`option_problems`).
+mode only (`option_problems`).  Like spark it reaches the catalog through the loopback REST server and an S3
+warehouse through Iceberg's S3FileIO (its 1.10.0 runtime with the 3.5 line's AWS SDK bundle): tested end to end on
+a local S3 server, where the scan and the write fall back to Spark as they do on a local warehouse.
 """
 
 from __future__ import annotations

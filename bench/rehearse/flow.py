@@ -20,7 +20,7 @@ from pathlib import Path
 
 from bench.core import children
 from bench.core.errors import UserError
-from bench.core.iceberg_java.runtime import cache_root
+from bench.core.iceberg_java import runtime
 from bench.rehearse import gaps
 from bench.rehearse.emulator import Emulator
 from bench.rehearse.module_copy import cli_config, copy_module, local_provider, plugin_dir
@@ -136,13 +136,6 @@ class Rehearsal:
 
     def up(self) -> None:
         o = self.opts
-        s3 = any(a in o.up_args for a in ("--source-table",)) or "s3" in o.up_args
-        if s3 and o.boot and "spark" in o.engines.split(","):
-            o.engines = ",".join(e for e in o.engines.split(",") if e != "spark") or "risingwave"
-            gap = ("Spark cannot reach a warehouse on the emulator's S3 offline (Iceberg's AWS bundle is only on Maven "
-                   f"Central): the booted instance runs {o.engines} only")
-            self.summary["gaps"].append(gap)
-            self.say_phase("gap", gap)
         args = ["up", "--auto-approve", "--run-id", self.run_id, "--engines", o.engines,
                 "--max-lifetime", str(o.timeout_min), "--plan-from", str(self.tmp / "no-plan"),
                 "--var", "detailed_monitoring=false", "--var", "upload_reserve_seconds=120", *o.up_args]
@@ -190,7 +183,7 @@ class Rehearsal:
         creds = sandbox.role_credentials(iam, sts, ec2, iid)
         root = self.tmp / "instance"
         path, env = sandbox.prepare(root, script, iid, {**self.emulator.aws_env(), **creds},
-                                    cache_root() / "maven")
+                                    runtime.cache_root() / "maven")
         self.say_phase("boot", f"instance {iid}: its user data ({len(script)} bytes) runs in {root} with the role "
                        f"{creds['BENCH_REHEARSE_ROLE']}'s credentials (log: bootstrap.log) ...")
         rc = self.run("boot", ["bash", str(path)], env=env, cwd=root, timeout=self.opts.timeout_min * 60 + 60,

@@ -9,8 +9,9 @@ stand-in a small script first on the sandbox's PATH (docs/aws.md lists them):
   never used without a data disk, and python3-boto3, whose place the harness's Python takes as
   BENCH_PYTHON, excepted);
 - `make -C <harness> setup`: the harness's virtualenv is made from the packages this checkout's environment
-  already has (no download), with the unpacked archive first on its path, this checkout's jar cache (the jars
-  `bench setup` fetched from Maven Central) linked in, then the real `bench setup`, which finds them there;
+  already has (no download), with the unpacked archive first on its path, this machine's jar cache (the Maven
+  Central jars of the lock, AWS SDK bundles included) linked or copied in, then the real `bench setup`, which
+  finds every jar there;
 - `shutdown -P +N` (the deadline) is recorded, not armed: the rehearsal's own timeout is the deadline;
 - `systemctl poweroff` asks the emulator's EC2 API to stop or terminate the instance, as its
   instance-initiated shutdown behaviour says;
@@ -90,11 +91,12 @@ if [[ $1 == -C && $3 == setup && $# == 3 ]]; then
   printf '#!%s\\nimport sys\\nfrom bench.cli import entry\\nsys.exit(entry())\\n' "$dir/.venv/bin/python" \\
     > "$dir/.venv/bin/bench"
   chmod +x "$dir/.venv/bin/bench"
-  if [[ -d $REHEARSE_JAVA_CACHE && ! -e $dir/.cache/maven ]]; then  # the jars this machine fetched, not again
-    mkdir -p "$dir/.cache" && cp -al "$REHEARSE_JAVA_CACHE" "$dir/.cache/maven" 2>/dev/null \
-      || cp -a "$REHEARSE_JAVA_CACHE" "$dir/.cache/maven" || exit 1
+  if [[ -d $REHEARSE_JAR_CACHE && ! -e $dir/.cache/maven ]]; then  # the jars this machine fetched: none downloaded
+    mkdir -p "$dir/.cache" || exit 1
+    cp -al "$REHEARSE_JAR_CACHE" "$dir/.cache/maven" 2> /dev/null || cp -a "$REHEARSE_JAR_CACHE" "$dir/.cache/maven" \
+      || exit 1
   fi
-  echo "make setup: virtualenv from this machine's packages, the jar cache linked (rehearsal), then bench setup"
+  echo "make setup: virtualenv from this machine's packages, the jar cache linked in (rehearsal), then bench setup"
   exec "$dir/.venv/bin/bench" setup
 fi
 exec /usr/bin/make "$@"
@@ -121,7 +123,7 @@ print("powered off:", how)
 
 
 def prepare(root: Path, script: str, instance_id: str, aws_env: dict[str, str],
-            java_cache: Path) -> tuple[Path, dict[str, str]]:
+            jar_cache: Path) -> tuple[Path, dict[str, str]]:
     """Write the sandbox (user data, stand-ins); return the script and the environment to run it with."""
     shims = root / "shims"
     shims.mkdir(parents=True)
@@ -138,7 +140,7 @@ def prepare(root: Path, script: str, instance_id: str, aws_env: dict[str, str],
         "REHEARSE_ROOT": str(root), "REHEARSE_INSTANCE_ID": instance_id, "REHEARSE_PYTHON": sys.executable,
         "REHEARSE_BASE_PYTHON": getattr(sys, "_base_executable", sys.executable),
         "REHEARSE_SITE_PACKAGES": sysconfig.get_paths()["purelib"],
-        "REHEARSE_SUBSTITUTED": " ".join(SUBSTITUTED_PACKAGES), "REHEARSE_JAVA_CACHE": str(java_cache),
+        "REHEARSE_SUBSTITUTED": " ".join(SUBSTITUTED_PACKAGES), "REHEARSE_JAR_CACHE": str(jar_cache),
         **aws_env,
     }
     return path, env

@@ -263,8 +263,8 @@ def resolve_cache(requested: str | None, settings: CatalogSettings) -> tuple[str
 
 def storage_problems(sc: Scenario, scale: float, seed: int, engines: list[str],
                      settings: CatalogSettings, datagen: bool = True, file_scale: float | None = None) -> list[str]:
-    """What cannot reach this warehouse (e.g. a JVM on S3 offline), as one-line items (`datagen`: the
-    generator's needs too; not for the clone of a source table)."""
+    """What cannot reach this warehouse (e.g. a JVM on S3 without its AWS SDK bundle in the jar cache), as one-line
+    items (`datagen`: the generator's needs too; not for the clone of a source table)."""
     if settings.is_remote:
         settings.storage_description()  # bad S3 settings in the environment -> UserError now
     out = [f"datagen: {r.detail} -> {r.fix}" for r in storage_requirements(sc.table, scale, seed, settings, file_scale)

@@ -1,13 +1,16 @@
 """The warehouse on S3, against a real S3-compatible server (moto's, on 127.0.0.1, started and stopped
-here): datagen writes to the bucket, the loopback REST catalog vends the S3 settings, iceberg-compaction
-compacts there, the verifier reads the files back (DuckDB + httpfs, pyarrow footers); Spark and the
-deletes generator refuse an S3 warehouse offline with one line; no secret lands in a file."""
+here): datagen writes to the bucket (pyiceberg, and the deletes generator's JVM), the loopback REST catalog
+vends the S3 settings, every engine compacts there (iceberg-compaction; spark, spark-3.5 and gluten with
+Iceberg's S3FileIO through Iceberg's REST client), the verifier and the readers read the files back (DuckDB +
+httpfs, pyarrow footers, Spark SQL, the reference reader); no secret lands in a file.  The `bench run`s share
+one dataset per warehouse prefix (module fixtures)."""
 
 from __future__ import annotations
 
 import json
 import logging
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,8 +19,8 @@ from tests.helpers import TINY, bench_env, run_bench
 BUCKET = "bench-wh"
 SECRET = "s3cr3t-never-written-Zq81"
 AWS_VARS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE",
-            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "BENCH_SPARK_MAVEN",
-            "BENCH_WAREHOUSE", "BENCH_STATE_DIR")
+            "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "BENCH_WAREHOUSE",
+            "BENCH_STATE_DIR")
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +49,13 @@ def _client(endpoint: str):
 def _keys(endpoint: str, prefix: str) -> list[str]:
     pages = _client(endpoint).get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
     return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
+
+
+def _objects(endpoint: str, prefix: str) -> dict[str, tuple[int, str, str]]:
+    """Every object under `prefix` as the server lists it: key -> (size, ETag, last modified)."""
+    pages = _client(endpoint).get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
+    return {o["Key"]: (o["Size"], o["ETag"], o["LastModified"].isoformat())
+            for page in pages for o in page.get("Contents", [])}
 
 
 def _aws_env(endpoint: str, state: Path) -> dict[str, str]:
@@ -122,53 +132,108 @@ def test_s3_properties_from_environment():
         S3Connection.from_env({"AWS_ENDPOINT_URL_S3": "127.0.0.1:9000"})
 
 
-def test_spark_s3_conf_online_and_refusal_offline(monkeypatch, tmp_path):
-    """A JVM (Spark's session, the deletes generator's committer) reaches S3 through Iceberg's S3FileIO:
-    refused offline, configured online (BENCH_MAVEN=1: jars from Maven Central, faked here)."""
+def test_jvm_s3_conf(monkeypatch, tmp_path):
+    """Every JVM reaches an S3 warehouse through Iceberg's S3FileIO, its line's AWS SDK bundle from the jar cache:
+    an engine's session through the loopback REST catalog (Iceberg's REST client), the harness's own JVMs (readers,
+    the reference reader, datagen's committer) through the JdbcCatalog on the SQLite file; the same S3 settings
+    either way and no secret (the AWS SDK reads the keys from the environment).  A cache without the bundle is one
+    line naming `bench setup`."""
     from bench.core.catalog import CatalogSettings
-    from bench.core.errors import UserError
     from bench.core.iceberg_java import runtime
-    from bench.engines.spark.session import base_conf
+    from bench.core.iceberg_java.spark_conf import base_conf
+    from bench.engines.spark.engine import SparkEngine
+    from bench.engines.spark_35 import Spark35Engine
+    from bench.runner.context import storage_problems
+    from bench.scenario import load_scenario
 
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "k")
     monkeypatch.setenv("BENCH_STATE_DIR", str(tmp_path))
     settings = CatalogSettings.for_warehouse("s3://bucket-a/wh")
-    monkeypatch.delenv("BENCH_SPARK_MAVEN", raising=False)
-    monkeypatch.delenv("BENCH_MAVEN", raising=False)
-    with pytest.raises(UserError, match="iceberg-aws-bundle"):
-        base_conf(settings, "local[1]")
-    assert not runtime.s3_requirement().ok
-    monkeypatch.setenv("BENCH_MAVEN", "1")
-    monkeypatch.setattr(runtime, "fetch_maven", lambda name: tmp_path / f"{name}.jar")  # no network here
-    conf = base_conf(settings, "local[1]")
-    assert conf["spark.jars"].split(",")[-1] == str(tmp_path / "aws-bundle.jar")
+    served = settings.with_rest("http://127.0.0.1:8181")
     cat = "spark.sql.catalog.bench."
-    assert conf[cat + "io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
-    assert conf[cat + "s3.endpoint"] == "http://127.0.0.1:9000" and conf[cat + "s3.path-style-access"] == "true"
-    assert conf[cat + "client.region"] == "us-east-1" and conf[cat + "warehouse"] == "s3://bucket-a/wh"
-    assert conf[cat + "uri"] == f"jdbc:sqlite:{settings.state_path / 'catalog.db'}"
-    assert not any(SECRET in v for v in conf.values())  # the AWS SDK reads keys from the environment
-    local = base_conf(CatalogSettings.for_warehouse(tmp_path / "wh"), "local[1]")
-    assert "aws-bundle" not in local["spark.jars"]
+    for engine, bundle in ((SparkEngine(), "iceberg-aws-bundle-1.12.0.jar"),
+                           (Spark35Engine(), "iceberg-aws-bundle-1.10.1.jar")):
+        assert all(r.ok for r in engine.storage_requirements(settings))
+        conf = base_conf(served, "local[1]", jars=engine.engine_jars(served), rest=engine.commits_through_rest)
+        jars = conf["spark.jars"].split(",")
+        assert jars[-1].endswith(bundle) and jars[0].endswith(f"-{engine.line.iceberg}.jar")
+        assert conf[cat + "type"] == "rest" and conf[cat + "uri"] == "http://127.0.0.1:8181"
+        assert conf[cat + "warehouse"] == "s3://bucket-a/wh"
+        assert conf[cat + "io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
+        assert conf[cat + "s3.endpoint"] == "http://127.0.0.1:9000" and conf[cat + "s3.path-style-access"] == "true"
+        assert conf[cat + "client.region"] == "us-east-1"
+        assert not any(SECRET in v for v in conf.values())
+    own = base_conf(settings, "local[1]")
+    assert own[cat + "uri"] == f"jdbc:sqlite:{settings.state_path / 'catalog.db'}"
+    assert own[cat + "io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO" and own[cat + "warehouse"] == settings.warehouse
+    assert own["spark.jars"].split(",")[-1].endswith("iceberg-aws-bundle-1.12.0.jar")
+    assert not any(SECRET in v for v in own.values())
+    assert "aws-bundle" not in base_conf(CatalogSettings.for_warehouse(tmp_path / "wh"), "local[1]")["spark.jars"]
+
+    bundle = runtime.HARNESS_LINE.aws
+    monkeypatch.setattr(runtime.Artifact, "present", lambda a: a != bundle)  # a cache without the 1.12 bundle
+    problems = storage_problems(load_scenario("deletes-standard"), 0.00005, 0, ["spark", "spark-3.5", "risingwave"],
+                                settings)
+    assert len(problems) == 2 and problems[0].startswith("datagen: ") and problems[1].startswith("spark: ")
+    assert all("iceberg-aws-bundle" in p and "bench setup" in p for p in problems), problems
 
 
 # --- end to end through the CLI -----------------------------------------------------------------------
-def test_run_risingwave_on_s3(s3_endpoint, tmp_path):
+@pytest.fixture(scope="module")
+def home(s3_endpoint, tmp_path_factory):
+    """What the module's `bench run`s share: the local state of the S3 warehouses (catalog, dataset manifests), so
+    the bin-packing dataset in s3://bench-wh/wh is generated once and restored for each engine after."""
+    root = tmp_path_factory.mktemp("s3home")
+    (root / "cwd").mkdir()
+    return SimpleNamespace(root=root, cwd=root / "cwd", state=root / "state", results=root / "results",
+                           env=_env(s3_endpoint, root / "state"))
+
+
+def _run(home, run_id: str, engines: str, *args, scenario: str = "bin-packing", prefix: str = "wh") -> dict:
+    """`bench run SCENARIO --engines ENGINES` on s3://bench-wh/PREFIX; {engine: its record}, each ok and verified."""
+    r = run_bench("run", scenario, "--scale", TINY, "--engines", engines, "--warehouse", f"s3://{BUCKET}/{prefix}",
+                  "--results-dir", home.results, "--run-id", run_id, *args, cwd=home.cwd, env=home.env, timeout=300)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert SECRET not in r.stdout + r.stderr
+    recs = {x["engine"]: x for x in (json.loads(p.read_text()) for p in (home.results / run_id).glob(f"{scenario}--*"))}
+    assert sorted(recs) == sorted(engines.split(","))
+    for rec in recs.values():
+        assert rec["status"] == "ok" and rec["verified"] is True, (rec.get("error"), rec["verification"])
+        assert rec["files_out"] < rec["files_in"] and rec["environment"]["warehouse"]["storage"] == "s3"
+    return recs
+
+
+def _state(home, prefix: str = "wh") -> Path:
+    """The local state directory of s3://bench-wh/PREFIX under the module's state root."""
+    from bench.core.catalog import state_dir_for
+
+    return home.state / state_dir_for(f"s3://{BUCKET}/{prefix}").name
+
+
+def _live_files(home, endpoint: str, dataset: str, prefix: str = "wh") -> set[str]:
+    """The table's live data files, from the warehouse's local catalog, read with pyiceberg on S3."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    props = {"s3.endpoint": endpoint, "s3.region": "us-east-1", "s3.access-key-id": "test-key",
+             "s3.secret-access-key": SECRET}
+    cat = SqlCatalog("bench", uri=f"sqlite:///{_state(home, prefix) / 'catalog.db'}",
+                     warehouse=f"s3://{BUCKET}/{prefix}", **props)
+    return {t.file.file_path for t in cat.load_table(dataset).scan().plan_files()}
+
+
+def _no_secret_in_files(root: Path) -> None:
+    for p in root.rglob("*"):
+        if p.is_file():
+            assert SECRET.encode() not in p.read_bytes(), p
+
+
+def test_run_risingwave_on_s3(s3_endpoint, home):
     """bench run on s3://bucket/wh: generated, compacted and verified in the bucket; only the catalog and
     the manifests are local; the secret is in no file and no output."""
-    env = _env(s3_endpoint, tmp_path / "state")
-    cwd = tmp_path / "cwd"
-    cwd.mkdir()
-    results = tmp_path / "results"
-    r = run_bench("run", "bin-packing", "--scale", TINY, "--engines", "risingwave", "--warehouse",
-                  f"s3://{BUCKET}/wh", "--results-dir", results, "--run-id", "s3", cwd=cwd, env=env, timeout=180)
-    assert r.returncode == 0, r.stderr + r.stdout
-    rec = json.loads((results / "s3" / "bin-packing--risingwave--rep0.json").read_text())
-    assert rec["status"] == "ok" and rec["verified"] is True, rec.get("error")
-    assert rec["files_in"] >= 16 and rec["files_out"] < rec["files_in"]
-    assert rec["environment"]["warehouse"]["storage"] == "s3"
+    rec = _run(home, "rw", "risingwave")["risingwave"]
+    assert rec["files_in"] >= 16
     assert rec["environment"]["warehouse"]["warehouse"] == f"s3://{BUCKET}/wh"
 
     keys = _keys(s3_endpoint, "wh/")
@@ -178,47 +243,98 @@ def test_run_risingwave_on_s3(s3_endpoint, tmp_path):
     assert any(k.endswith(".metadata.json") for k in keys)
 
     # the table's live files (read from the local catalog) are exactly those objects' URIs
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    states = [p for p in (tmp_path / "state").iterdir() if p.is_dir()]
-    assert len(states) == 1 and states[0].name.startswith(f"{BUCKET}-")
-    state = states[0]
-    props = {"s3.endpoint": s3_endpoint, "s3.region": "us-east-1", "s3.access-key-id": "test-key",
-             "s3.secret-access-key": SECRET}
-    cat = SqlCatalog("bench", uri=f"sqlite:///{state / 'catalog.db'}", warehouse=f"s3://{BUCKET}/wh", **props)
-    tbl = cat.load_table(rec["dataset"])
-    live = {t.file.file_path for t in tbl.scan().plan_files()}
+    live = _live_files(home, s3_endpoint, rec["dataset"])
     assert len(live) == rec["files_out"] and live <= {f"s3://{BUCKET}/{k}" for k in data}
 
     # nothing of the warehouse on local disk: only the catalog, the manifests and a marker
-    assert not (cwd / "warehouse").exists() and not any(cwd.rglob("*"))
+    state = _state(home)
+    assert not (home.cwd / "warehouse").exists() and not any(home.cwd.rglob("*"))
     assert sorted(p.name for p in state.iterdir()) == [".bench.lock", "catalog.db", "datasets", "warehouse.json"]
     # the one exception: spare copies of the dataset's metadata files (bench.core.table.state.keep_spares),
     # kept beside the manifests so a commit that deletes old metadata, or the table parked while an engine
     # sets up, cannot break the restore
     spares = [p for p in (state / "datasets").rglob("*") if ".spare" in str(p.relative_to(state))]
     assert sum(p.name.endswith(".metadata.json") for p in spares) == 1, spares
-    assert not [p for p in tmp_path.rglob("*") if p not in spares and (
+    assert not [p for p in home.root.rglob("*") if p not in spares and (
         p.suffix in (".avro",) or p.name.endswith(".metadata.json")
         or (p.suffix == ".parquet" and p.name != "samples.parquet"))]
-    # no secret in any file written, nor in the output
-    for p in [*tmp_path.rglob("*")]:
-        if p.is_file():
-            assert SECRET.encode() not in p.read_bytes(), p
-    assert SECRET not in r.stdout + r.stderr
+    _no_secret_in_files(home.root)
 
     # datagen finds the dataset again through the local manifest + the bucket
     d = run_bench("datagen", "bin-packing", "--scale", TINY, "--warehouse", f"s3://{BUCKET}/wh",
-                  cwd=cwd, env=env, timeout=120)
+                  cwd=home.cwd, env=home.env, timeout=120)
     assert d.returncode == 0 and "reused" in d.stdout, d.stderr + d.stdout
     # an emptied prefix with the local state left behind: the dataset is generated again, not trusted
     client = _client(s3_endpoint)
     for k in keys + _keys(s3_endpoint, "wh/"):
         client.delete_object(Bucket=BUCKET, Key=k)
     d = run_bench("datagen", "bin-packing", "--scale", TINY, "--warehouse", f"s3://{BUCKET}/wh",
-                  cwd=cwd, env=env, timeout=120)
+                  cwd=home.cwd, env=home.env, timeout=120)
     assert d.returncode == 0 and "(generated)" in d.stdout, d.stderr + d.stdout
     assert sum("/data/gen-" in k for k in _keys(s3_endpoint, "wh/")) == rec["files_in"]
+
+
+def _java_engine_on_s3(home, endpoint: str, rec: dict, iceberg: str) -> None:
+    """A JVM engine's run on s3://bench-wh/wh: its line's Iceberg, its session's catalog the loopback REST server
+    with Iceberg's S3FileIO (no secret in its settings), its output files objects of the bucket (its class path has
+    no other S3 client: Hadoop's S3A is not on it)."""
+    assert rec["versions"]["iceberg"] == iceberg
+    conf = rec["engine_settings"]["spark_conf"]
+    cat = "spark.sql.catalog.bench."
+    assert conf[cat + "type"] == "rest" and conf[cat + "uri"].startswith("http://127.0.0.1:")
+    assert conf[cat + "io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO" and conf[cat + "s3.endpoint"] == endpoint
+    assert any(j.endswith(".jar") and "iceberg-aws-bundle-" in j for j in rec["engine_settings"]["jars"])
+    assert not any("hadoop-aws" in j for j in rec["engine_settings"]["jars"])
+    live = _live_files(home, endpoint, rec["dataset"])
+    keys = {f"s3://{BUCKET}/{k}" for k in _keys(endpoint, "wh/")}
+    assert len(live) == rec["files_out"] and live <= keys and not any("/data/gen-" in f for f in live)
+    _no_secret_in_files(home.root)
+
+
+def test_run_spark_on_s3(s3_endpoint, home):
+    """spark (Spark 4.1, Iceberg 1.12) on the dataset in the bucket, verified; the reader queries (DuckDB's iceberg
+    extension through the REST catalog, httpfs) read the bucket before and after it, their answers the truth."""
+    rec = _run(home, "spark", "spark", "--readers", "on")["spark"]
+    _java_engine_on_s3(home, s3_endpoint, rec, "1.12.0")
+    reads = rec["reads"]
+    assert reads["ok"] and reads["after_measured"], reads["message"]
+    assert all(q["before"] == q["after"] == q["truth"] for q in reads["queries"]), reads["queries"]
+
+
+def test_run_spark_35_on_s3(s3_endpoint, home):
+    """spark-3.5 (Spark 3.5.9, Iceberg 1.10.2, its own environment) on the same dataset, verified."""
+    _java_engine_on_s3(home, s3_endpoint, _run(home, "spark35", "spark-3.5")["spark-3.5"], "1.10.2")
+
+
+def test_run_gluten_on_s3(s3_endpoint, home):
+    """gluten (Gluten's Velox bundle, its own Iceberg 1.10.0 runtime, the 3.5 line's AWS bundle) on the same dataset,
+    verified; what fell back to Spark is recorded as on a local warehouse."""
+    rec = _run(home, "gluten", "gluten")["gluten"]
+    _java_engine_on_s3(home, s3_endpoint, rec, "1.10.0")
+    fallbacks = rec["engine_result"]["gluten_fallbacks"]
+    assert fallbacks["recorded"] and {k.split(":")[0] for k in fallbacks["by_reason"]} == {"BatchScan", "AppendData"}
+
+
+def test_deletes_generated_and_compacted_by_spark_on_s3(s3_endpoint, home):
+    """deletes-standard on s3://bench-wh/deletes: datagen's committing JVM (Iceberg's RowDelta, S3FileIO on the
+    JdbcCatalog) commits the data, position- and equality-delete files it wrote to the bucket; spark compacts them
+    away (rewrite_data_files, rewrite_position_delete_files, the dangling deletes removed through Iceberg's Java
+    API), verified; `bench doctor` on that warehouse says every engine can reach it."""
+    rec = _run(home, "deletes", "spark", scenario="deletes-standard", prefix="deletes")["spark"]
+    before = rec["before"]
+    assert before["position_delete_files"] >= 1 and before["equality_delete_files"] >= 1
+    assert rec["after"]["delete_files"] == 0 and rec["versions"]["iceberg"] == "1.12.0"
+    written = [k for k in _keys(s3_endpoint, "deletes/") if k.endswith(".parquet")]
+    assert len(written) >= before["data_files"] + before["delete_files"] + rec["files_out"]
+    _no_secret_in_files(home.root)
+
+    doc = run_bench("doctor", "--engines", "risingwave,spark,spark-3.5,gluten", cwd=home.cwd, timeout=120,
+                    env={**home.env, "BENCH_WAREHOUSE": f"s3://{BUCKET}/deletes"})
+    assert doc.returncode == 0, doc.stdout + doc.stderr
+    assert "[ok  ] S3 warehouse reachable" in doc.stdout
+    assert "[ok  ] deletes datagen on an S3 warehouse (iceberg-aws-bundle)" in doc.stdout
+    for engine, bundle in (("spark", "1.12.0"), ("spark-3.5", "1.10.1"), ("gluten", "1.10.1")):
+        assert f"[ok  ] engine {engine}: S3 warehouse (jar iceberg-aws-bundle {bundle})" in doc.stdout, doc.stdout
 
 
 def test_rest_catalog_vends_s3_settings(aws_environ, tmp_path):
@@ -248,37 +364,11 @@ def test_rest_catalog_vends_s3_settings(aws_environ, tmp_path):
     assert any(k.startswith("vend/") and k.endswith(".parquet") for k in _keys(aws_environ, "vend/"))
 
 
-def test_spark_and_deletes_on_s3_refused_offline(s3_endpoint, tmp_path):
-    """Offline, Spark and the deletes generator cannot reach S3: exit 2 with one line, before anything
-    is generated or run."""
-    env = _env(s3_endpoint, tmp_path / "state")
-    results = tmp_path / "results"
-    r = run_bench("run", "bin-packing", "--scale", TINY, "--engines", "risingwave,spark", "--warehouse",
-                  f"s3://{BUCKET}/refused", "--results-dir", results, cwd=tmp_path, env=env, timeout=120)
-    assert r.returncode == 2, r.stderr + r.stdout
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ")
-    assert "iceberg-aws-bundle" in lines[0] and "BENCH_MAVEN=1" in lines[0] and lines[0].count("spark:") == 1
-    assert _keys(s3_endpoint, "refused") == [] and not results.exists()
-
-    d = run_bench("datagen", "deletes-standard", "--scale", TINY, "--warehouse", f"s3://{BUCKET}/refused-del",
-                  cwd=tmp_path, env=env, timeout=120)
-    assert d.returncode == 2, d.stderr + d.stdout
-    lines = d.stderr.strip().splitlines()
-    assert len(lines) == 1 and "deletes scenarios cannot be generated on an S3 warehouse offline" in lines[0]
-    assert _keys(s3_endpoint, "refused-del") == []
-
-    doc = run_bench("doctor", "--engines", "risingwave,spark", cwd=tmp_path, timeout=120,
-                    env={**env, "BENCH_WAREHOUSE": f"s3://{BUCKET}/wh"})
-    assert doc.returncode == 1
-    assert "[ok  ] S3 warehouse reachable" in doc.stdout
-    assert "[FAIL] engine spark: S3 warehouse (iceberg-aws-bundle)" in doc.stdout
-
-
 def test_delete_compaction_and_delete_aware_readers_on_s3(aws_environ, tmp_path):
     """Position deletes on S3 (written by DuckDB through the REST catalog), read by the delete-aware
-    readers (DuckDB's iceberg extension, our merge-on-read over s3:// files, pyiceberg's scan),
-    compacted away by iceberg-compaction on S3, and verified."""
+    readers (DuckDB's iceberg extension, our merge-on-read over s3:// files, pyiceberg's scan, the reference
+    reader: Spark SQL in its own JVM, the JdbcCatalog with S3FileIO), compacted away by iceberg-compaction on S3,
+    and verified."""
     import pyarrow as pa
 
     from bench.core.catalog import CatalogSettings, load_sql_catalog
@@ -314,7 +404,7 @@ def test_delete_compaction_and_delete_aware_readers_on_s3(aws_environ, tmp_path)
         before = table_stats(with_deletes, settings=served)
         assert before.position_delete_files >= 1 and before.rows == 200 - len(range(0, 200, 7))
         answers = {n: read(n, with_deletes, None, served)
-                   for n in ("duckdb-iceberg", "duckdb-merge-on-read", "pyiceberg-scan")}
+                   for n in ("duckdb-iceberg", "duckdb-merge-on-read", "pyiceberg-scan", "iceberg-java")}
         assert {a.content for a in answers.values()} == {(before.rows, before.checksum)}, answers
 
         job = CompactionJob(table="bench.t", catalog=served, scenario="s3-deletes", kind="deletes",

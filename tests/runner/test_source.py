@@ -9,7 +9,15 @@ import pytest
 from click.testing import CliRunner
 
 from bench.cli import main
-from tests.core.test_s3_warehouse import BUCKET, SECRET, _client, _env, _keys, s3_endpoint  # noqa: F401 - its S3 server
+from tests.core.test_s3_warehouse import (  # noqa: F401 - s3_endpoint: its S3 server
+    BUCKET,
+    SECRET,
+    _client,
+    _env,
+    _keys,
+    _objects,
+    s3_endpoint,
+)
 from tests.helpers import run_bench
 from tests.runner.foreign import (
     Writer,
@@ -317,10 +325,12 @@ def _bucket_hashes(endpoint: str, prefix: str) -> dict[str, str]:
 
 
 def test_a_source_on_s3_is_cloned_in_the_bucket_compacted_and_left_unchanged(s3_endpoint, tmp_path, monkeypatch):  # noqa: F811
-    """A foreign table on the local S3 server (its catalog file takes the S3 settings from the environment,
-    `${VAR}`), with position deletes written by DuckDB: its clone in another prefix of the bucket,
-    compacted by RisingWave on S3, verified, every object of the source byte-identical.  The floor (it reads
-    local files only) and a local warehouse for an S3 source are refused in one line."""
+    """A foreign table on the local S3 server behind a SQL catalog (pyiceberg's SqlCatalog; its catalog file takes
+    the S3 settings from the environment, `${VAR}`), with position deletes written by DuckDB: its clone in another
+    prefix of the bucket, compacted by Spark (Iceberg's S3FileIO through the REST catalog) and by RisingWave's engine
+    on S3, each verified; every object of the source as the server lists it (size, ETag, last modified) and its
+    content unchanged.  The floor (it reads local files only) and a local warehouse for an S3 source are refused
+    in one line."""
     env = _env(s3_endpoint, tmp_path / "state")
     for k, v in env.items():
         if k.startswith("AWS_"):
@@ -331,8 +341,8 @@ def test_a_source_on_s3_is_cloned_in_the_bucket_compacted_and_left_unchanged(s3_
     cfg = make_foreign_table(src, commits=3, rows=100, warehouse=f"s3://{BUCKET}/shop", io=io)
     duckdb_deletes(src, f"s3://{BUCKET}/shop", "order_id % 11 = 0")
     assert SECRET not in cfg.read_text()
-    objects = _bucket_hashes(s3_endpoint, "shop/")
-    db = tree_hashes(src)
+    listed, objects, db = _objects(s3_endpoint, "shop/"), _bucket_hashes(s3_endpoint, "shop/"), tree_hashes(src)
+    assert len(listed) >= 3 * 3 + 1 and set(listed) == set(objects)  # 3 days x 3 commits of data, deletes, metadata
     cli = CliRunner()
     for engines, warehouse, says in (("arrow-floor", f"s3://{BUCKET}/wh", "arrow-floor reads local files only"),
                                      ("risingwave", str(tmp_path / "local"), "lives on S3 (s3://bench-wh/shop/")):
@@ -343,12 +353,13 @@ def test_a_source_on_s3_is_cloned_in_the_bucket_compacted_and_left_unchanged(s3_
                                     "--results-dir", str(tmp_path / "nores")])
         assert bad.exit_code == 2 and says in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output
     r = run_bench("run", "deletes-standard", "--source-catalog", cfg, "--source-table", "shop.orders",
-                  "--engines", "risingwave", "--warehouse", f"s3://{BUCKET}/wh", "--results-dir",
+                  "--engines", "spark,risingwave", "--warehouse", f"s3://{BUCKET}/wh", "--results-dir",
                   tmp_path / "res", "--run-id", "s3", "--storage-cap", "64MiB/s", env=env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert _bucket_hashes(s3_endpoint, "shop/") == objects and tree_hashes(src) == db
+    assert _objects(s3_endpoint, "shop/") == listed and _bucket_hashes(s3_endpoint, "shop/") == objects
+    assert tree_hashes(src) == db
     results = [json.loads(p.read_text()) for p in sorted((tmp_path / "res" / "s3").glob("deletes-standard--*.json"))]
-    assert [x["engine"] for x in results] == ["risingwave"] and not (tmp_path / "nores").exists()
+    assert [x["engine"] for x in results] == ["risingwave", "spark"] and not (tmp_path / "nores").exists()
     for x in results:
         assert x["status"] == "ok" and x["verified"], x["verification"]["differences"]
         assert x["source"]["unchanged"] is True and x["environment"]["warehouse"]["storage"] == "s3"
@@ -358,6 +369,9 @@ def test_a_source_on_s3_is_cloned_in_the_bucket_compacted_and_left_unchanged(s3_
         cap = x["storage_cap"]
         assert "tc htb" in cap["mechanism"] and cap["read_bytes_per_s"] == 64 * 2**20
         assert cap["device_read_bytes"] >= x["bytes_in"] and cap["device_write_bytes"] >= x["bytes_out"] > 0
+    spark = results[1]
+    assert spark["engine_settings"]["spark_conf"]["spark.sql.catalog.bench.io-impl"] == \
+        "org.apache.iceberg.aws.s3.S3FileIO"
     written = [k for k in _keys(s3_endpoint, "wh/") if k.endswith(".parquet")]
     assert written and all("/clone_" in k for k in written)  # new files only under the clone's prefix
     clone = results[0]["source"]["clone"].split(".")[-1]

@@ -8,7 +8,7 @@ from typing import Any
 
 class RowDeltaCommitter:
     """RowDelta commits of data and delete files written by another writer (metrics from Iceberg's
-    own `ParquetUtil.fileMetrics`; `MetricsConfig.forPositionDelete` for position deletes so their
+    own `ParquetUtil.fileMetrics`; `MetricsConfig.forPositionDelete()` for position deletes so their
     file_path bounds are exact)."""
 
     def __init__(self, jvm: Any, table: Any, equality_ids: Any):
@@ -22,6 +22,7 @@ class RowDeltaCommitter:
         self.io = table.io()
         self.parquet = self.ice.FileFormat.PARQUET
         self.data_metrics = self.ice.MetricsConfig.forTable(table)
+        # Iceberg 1.12 dropped the Table argument: the position-delete mode no longer depends on table properties
         self.position_metrics = self.ice.MetricsConfig.forPositionDelete()
         self.eq_ids = equality_ids
         self.commits = 0

@@ -308,4 +308,5 @@ def s3_requirement(line: SparkLine | None = None) -> Requirement:
     """What a JVM needs for an S3 warehouse: the AWS SDK bundle beside the runtime's S3FileIO."""
     art = (line or HARNESS_LINE).aws
     return Requirement(f"S3 warehouse (jar {art.artifact} {art.version})", art.present(),
-                       str(art.path) if art.present() else "not in the jar cache", "" if art.present() else SETUP_FIX)
+                       str(art.path) if art.present() else f"{art.coordinate} not in the jar cache ({art.path.parent})",
+                       "" if art.present() else SETUP_FIX)
