@@ -130,7 +130,7 @@ class ResultSet:
     env: Environment = field(default_factory=Environment)
     env_differs: bool = False
     machine: str = ""
-    runtimes: str = ""  # each engine's Spark and Iceberg versions and the harness JVMs' Iceberg, as recorded
+    runtimes: str = ""  # the Iceberg release of each engine and of the harness's JVMs, as recorded
     cost: CostView | None = None
     reasons: list[str] = field(default_factory=list)
     published_speedup: float | None = None
