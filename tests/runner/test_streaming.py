@@ -108,7 +108,9 @@ def test_streaming_cycles_are_verified_in_both_engine_orders_and_reported(tmp_pa
             assert ops["compact"]["rewritten_data_files_count"] > 0, ops
             assert ops["rewrite_manifests"]["added_manifests_count"] > 0, ops
             assert ops["expire_snapshots"]["deleted_manifest_lists_count"] > 0, ops  # it deletes what it expired
-            assert [p.name for p in runs["repark"].streaming.cycles[0].phases if p.op == "expire_snapshots"] == [
+            # (an untimed gap of a millisecond or more between its steps is a phase "other": a loaded machine's)
+            assert [p.name for p in runs["repark"].streaming.cycles[0].phases
+                    if p.op == "expire_snapshots" and not p.name.endswith(": other")] == [
                 "expire_snapshots: register", "expire_snapshots: expire_snapshots", "expire_snapshots: commit"]
     floor = runs["arrow-floor"]
     assert floor.status == "unsupported" and "commits nothing" in floor.error
