@@ -37,6 +37,17 @@ SOURCE_ROOT = Path(__file__).resolve().parents[2]
 PIP_TIMEOUT_S = 900
 
 
+# what a Spark engine's worker needs beside its pyspark in an environment of Python 3.11 (py4j, the worker's pydantic
+# and psutil, pyiceberg with pyarrow for the deletes inspector), every distribution pinned
+SPARK_WORKER_PINS = (
+    "py4j==0.10.9.7", "annotated-types==0.8.0", "cachetools==8.0.2", "certifi==2026.10.19.post1",
+    "charset-normalizer==3.5.3", "click==8.5.1", "fsspec==2026.9.0", "idna==3.20", "markdown-it-py==4.3.0",
+    "mdurl==0.1.2", "mmh3==5.3.1", "psutil==7.2.2", "pyarrow==26.0.1", "pydantic==2.14.4", "pydantic_core==2.50.5",
+    "Pygments==2.21.0", "pyiceberg==0.12.0", "pyparsing==3.3.3", "pyroaring==1.2.0", "python-dateutil==4.0.0",
+    "requests==2.34.2", "rich==15.0.0", "SQLAlchemy==2.1.9", "strictyaml==1.7.3", "tenacity==9.2.1",
+    "typing-inspection==0.4.5", "typing_extensions==4.16.0", "tzdata==2026.6", "urllib3==2.8.0", "zstandard==0.25.0")
+
+
 @dataclass(frozen=True)
 class EngineEnvironment:
     """What an engine needs apart from the harness: a Python version (found on PATH as pythonX.Y or under
