@@ -49,6 +49,9 @@ FEATURES = {
     "expire-under-writer": "snapshot expiration while another writer commits (streaming modes concurrent and "
                            "branch): an expiry whose commit is refused must not have deleted any file",
     "rewrite-manifests": "manifest rewriting with the engine's own tool (maintenance operation rewrite_manifests)",
+    "rewrite-manifests-branch": "manifest rewriting on a branch other than main (maintenance operation "
+                                "rewrite_manifests in streaming mode branch): reading the branch's manifests and "
+                                "committing to it",
     "format-v3": "a table of Iceberg format v3 (deletion vectors, row lineage): reading it and committing v3 metadata",
 }
 # An untimed gap in compact() longer than this becomes a phase "other" (so the phases add up).

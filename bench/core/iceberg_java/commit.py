@@ -75,16 +75,17 @@ class RowDeltaCommitter:
         self.commits += 1
 
 
-def remove_delete_files(jvm: Any, table: Any, paths: set[str], summary: dict[str, str] | None = None) -> dict:
-    """Remove the live delete files named in `paths` from `table` in one RewriteFiles commit (no row
+def remove_delete_files(jvm: Any, table: Any, paths: set[str], summary: dict[str, str] | None = None,
+                        branch: str = "main") -> dict:
+    """Remove the live delete files named in `paths` from `branch` of `table` in one RewriteFiles commit (no row
     changes; the caller decides which files, e.g. the dangling ones by bench.core.table.deletes).
     Returns {"position": n, "equality": m} removed."""
-    snap = table.currentSnapshot()
+    snap = table.currentSnapshot() if branch == "main" else table.snapshot(branch)
     removed = {"position": 0, "equality": 0}
     if snap is None or not paths:
         return removed
     io, specs, mf = table.io(), table.specs(), jvm.org.apache.iceberg.ManifestFiles
-    rewrite = table.newRewrite()
+    rewrite = table.newRewrite() if branch == "main" else table.newRewrite().toBranch(branch)
     for m in snap.deleteManifests(io):
         it = mf.readDeleteManifest(m, io, specs).iterator()
         while it.hasNext():
