@@ -234,6 +234,9 @@ class Engine(Protocol):
     conflict_log_pattern: ClassVar[str]
     # its own interpreter and pinned requirements (bench.engines.environment); None: the harness's environment
     environment: ClassVar[EngineEnvironment | None]
+    # the engine this one is an earlier version of (e.g. spark-3.5 of spark), "" for none: a conformance matrix with
+    # both shows, per case, how the verdict changed between them
+    earlier_version_of: ClassVar[str]
 
     @classmethod
     def why_not(cls, feature: str) -> str | None:
@@ -295,6 +298,7 @@ class EngineBase:
     sets_properties: ClassVar[frozenset[str]] = frozenset()
     conflict_log_pattern: ClassVar[str] = ""
     environment: ClassVar[EngineEnvironment | None] = None
+    earlier_version_of: ClassVar[str] = ""
 
     def requirements(self) -> list[Requirement]:
         return []
