@@ -16,6 +16,7 @@ from pyiceberg.manifest import DataFileContent
 from bench.core.catalog import CatalogSettings, load_sql_catalog
 from bench.core.catalog.rest import serve
 from bench.core.errors import UserError
+from bench.core.iceberg_java.runtime import HARNESS_LINE
 from bench.core.table import live_entries, live_files, local_path
 from bench.core.table.deletes import classify
 from bench.scenario import load_scenario
@@ -256,7 +257,7 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
     # Spark is read from Gluten's own reporter: the rewrite's Iceberg scan (IcebergStagedScan) is not offloaded
     gl = records["gluten"]
     assert gl["versions"]["iceberg"] == "1.10.0" and gl["versions"]["gluten"] == "1.7.0"
-    assert gl["versions"]["spark"] == "3.5.5" and spark["versions"]["iceberg"] == "1.10.2"
+    assert gl["versions"]["spark"] == "3.5.5" and spark["versions"]["iceberg"] == HARNESS_LINE.iceberg
     fallbacks = gl["engine_result"]["gluten_fallbacks"]
     assert fallbacks["recorded"] and any(r.startswith("BatchScan: Unsupported scan IcebergStagedScan")
                                          for r in fallbacks["by_reason"]), fallbacks
