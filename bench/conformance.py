@@ -161,13 +161,14 @@ def verdict(r: RunResult, refuses: str = "") -> tuple[str, str]:
 def run_case(opts: ConformanceOptions, case: Case, catalog: Path, engines: list[str], run_dir: Path,
              progress: Progress, shared: SharedProcesses | None = None,
              written: Written | None = None) -> tuple[list[ConformanceCell], list[RunResult]]:
-    """One case through `bench run`'s path, one cell per engine (in the engines' shared processes when given)."""
-    ref = SourceRef(catalog_file=str(catalog), table=case.table)
+    """One case through `bench run`'s path, one cell per engine (in the engines' shared processes when given); a
+    case on a branch with the table pinned at the branch's head, each engine asked to compact that branch."""
     try:
+        ref = case_ref(case, catalog)
         results = run_scenario(RunOptions(scenario=case.scenario, engines=",".join(engines), source=ref,
                                           warehouse=opts.warehouse, results_dir=str(run_dir / "runs"),
                                           run_id=case.name, timeout_s=opts.timeout_s, readers=False,
-                                          shared=shared, expected=case.expected), progress)
+                                          shared=shared, expected=case.expected, branch=case.branch), progress)
     except Exception as e:  # noqa: BLE001 - the harness refused the table or failed on it: it cannot judge it
         why = f"refused: {e}" if isinstance(e, UserError) else f"the harness failed: {type(e).__name__}: {e}"
         return [ConformanceCell(case=case.name, covers=case.covers, engine=e_, verdict="harness-cannot",
@@ -183,14 +184,28 @@ def run_case(opts: ConformanceOptions, case: Case, catalog: Path, engines: list[
     return cells, results
 
 
+def case_ref(case: Case, catalog: Path) -> SourceRef:
+    """The case's table as a source: at its current snapshot, or at the head of the branch it compacts (UserError
+    when the table has no such branch)."""
+    ref = SourceRef(catalog_file=str(catalog), table=case.table)
+    if case.branch is None:
+        return ref
+    head = load_source(ref).metadata.refs.get(case.branch)
+    if head is None:
+        raise UserError(f"the case's table has no branch {case.branch!r}")
+    return ref.model_copy(update={"snapshot_id": head.snapshot_id})
+
+
 def table_check(case: Case, catalog: Path) -> Check:
-    """The case's table as written against what the case states (a harness check: a table that does not hold it
-    is the harness's defect, and no engine is judged on it)."""
+    """The case's table as written (the head of its branch, for a case on one) against what the case states (a
+    harness check: a table that does not hold it is the harness's defect, and no engine is judged on it)."""
     try:
-        tbl = load_source(SourceRef(catalog_file=str(catalog), table=case.table))
+        ref = case_ref(case, catalog)
+        tbl = load_source(ref)
     except UserError as e:
         return Check(name=TABLE_CHECK, ok=False, whose="harness", about="rows", message=f"cannot load it: {e}")
-    return expected_check(tbl, None, case.expected, TABLE_CHECK, "harness", "the case's table as written")
+    on = "the case's table as written" + (f" (branch {case.branch})" if case.branch else "")
+    return expected_check(tbl, ref.snapshot_id, case.expected, TABLE_CHECK, "harness", on)
 
 
 def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceRecord:
@@ -203,7 +218,8 @@ def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceReco
         raise UserError(f"{run_dir} exists: choose another --run-id")
     run_dir.mkdir(parents=True)
     rec = ConformanceRecord(run_id=run_id, started_at=now_iso(), engines=engines,
-                            cases=[ConformanceCase(name=c.name, covers=c.covers, expected=c.expected) for c in cases],
+                            cases=[ConformanceCase(name=c.name, covers=c.covers, expected=c.expected, branch=c.branch)
+                                   for c in cases],
                             runtimes={HARNESS_RUNTIME: harness_runtime()}, version_pairs=version_pairs(engines))
     t0 = time.perf_counter()
     with progress.task(f"writing {len(cases)} conformance tables with their writers (Spark SQL, pyiceberg; each "
@@ -283,7 +299,9 @@ def record_versions(rec: ConformanceRecord, results: list[RunResult]) -> None:
         own = rec.versions.setdefault(r.engine, {})
         own.update({k: v for k, v in r.versions.items() if k in cls.packages or (k not in HARNESS_PACKAGES
                                                                                   and k not in engine_packages)})
-        label = runtime_label(own, cls.packages)
+        label = runtime_label(own, cls.packages) or rec.runtimes.get(r.engine)
+        if not label and cls.declared_runtime():  # no run of it reported versions yet (each refused)
+            label = f"{cls.declared_runtime()} (as declared: no run reported its versions)"
         if label:
             rec.runtimes[r.engine] = label
         rec.versions.setdefault("readers", {}).update(

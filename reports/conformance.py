@@ -63,6 +63,10 @@ class MatrixView:
         got: list[str] = [c.verdict for c in self.rec.cells if c.engine == engine]
         return {v: got.count(v) for v in (*MEANING, *OLD)}
 
+    def counts_text(self, engine: str) -> str:
+        """E.g. "2 correct, 1 unsupported": the verdicts it has, in the verdicts' order."""
+        return ", ".join(f"{n} {k}" for k, n in self.counts(engine).items() if n)
+
     @property
     def self_written(self) -> bool:
         return any(c.self_written for c in self.rec.cells)
@@ -133,7 +137,7 @@ def matrix_markdown(v: MatrixView, level: int = 3) -> str:
            f"Run `{rec.run_id}`, started {rec.started_at or '?'}"
            + (f", {rec.seconds:.0f} s" if rec.seconds else "")
            + (f" ({rec.tables_s:.0f} s of it writing the cases' tables)" if rec.tables_s else "") + ". "
-           + "; ".join(f"{e}: " + ", ".join(f"{n} {k}" for k, n in v.counts(e).items() if n) for e in rec.engines)
+           + "; ".join(f"{e}: {v.counts_text(e)}" for e in rec.engines)
            + ".", ""]
     if rec.runtimes:
         out += [f"Runtimes: {runtimes_line(rec)}.", ""]

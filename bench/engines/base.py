@@ -242,6 +242,11 @@ class Engine(Protocol):
     def why_not(cls, feature: str) -> str | None:
         """None when it supports `feature` (FEATURES), else why it cannot."""
 
+    @classmethod
+    def declared_runtime(cls) -> str:
+        """Its runtime in a few words as it declares it (e.g. its Spark line), "" when it declares none: what a record
+        says of an engine none of whose runs reported versions (every run refused)."""
+
     def requirements(self) -> list[Requirement]:
         """Everything this engine needs on this machine; cheap, no side effects."""
 
@@ -302,6 +307,10 @@ class EngineBase:
 
     def requirements(self) -> list[Requirement]:
         return []
+
+    @classmethod
+    def declared_runtime(cls) -> str:
+        return ""
 
     @classmethod
     def why_not(cls, feature: str) -> str | None:

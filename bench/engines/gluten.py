@@ -75,6 +75,10 @@ class GlutenEngine(SparkEngine):
                    "spark-3.5's Iceberg 1.10.2; gluten's 1.10.0 has the same action"),
         "rewrite-manifests-branch": MANIFESTS_ON_BRANCH.format(iceberg="1.10.0")}
 
+    @classmethod
+    def declared_runtime(cls) -> str:
+        return "Spark 3.5.5 + Iceberg 1.10.0 on Gluten 1.7.0"  # its wheel's, not its line's (PINS)
+
     def __init__(self) -> None:
         super().__init__()
         self.offheap = 0

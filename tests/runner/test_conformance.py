@@ -35,7 +35,7 @@ PYICEBERG_WRITTEN = {"rename-column", "quoted-names", "empty-table"}  # of the m
 SPARK = HARNESS_LINE  # the harness's Spark line: the `spark` engine's, the reference reader's and the Spark writer's
 EARLIER = spark_line("3.5")  # spark-3.5's
 MATRIX_CASES = ["equality-delete-null-key", "equality-delete-partition-scoped", "rename-column", "quoted-names",
-                "empty-table", "format-v3-deletion-vectors"]
+                "empty-table", "format-v3-deletion-vectors", "branch-compaction"]
 
 
 # issue 39's cases (the shapes real tables take): written and checked here with every case pyiceberg writes (cheap: no
@@ -204,9 +204,9 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
             "risingwave wrong-metadata") in p.stderr, p.stderr[-2000:]
     assert "equality-delete-null-key" in p.stdout and "versions, spark: " in p.stdout
     assert f"iceberg {SPARK.iceberg}" in p.stdout and f"iceberg {EARLIER.iceberg}" in p.stdout
-    # the version column: spark-3.5 is an earlier version of spark; on these cases Iceberg 1.10.2 and 1.12.0 agree
-    assert (f"changed, spark-3.5 -> spark ({EARLIER.describe()} -> {SPARK.describe()}): no verdict changed"
-            in p.stdout), p.stdout[-3000:]
+    # the version column: spark-3.5 is an earlier version of spark; of these cases only the branch's verdict changed
+    assert (f"changed, spark-3.5 -> spark ({EARLIER.describe()} -> {SPARK.describe()}): branch-compaction "
+            "unsupported -> correct" in p.stdout), p.stdout[-3000:]
     assert f"the reference reader and the cases' Spark writer: {SPARK.describe()} (the harness's JVMs)" in p.stdout
     rec = json.loads((results / "c" / "conformance.json").read_text())
     assert sorted(c["name"] for c in rec["cases"]) == sorted(cases)  # in the suite's order
@@ -216,9 +216,11 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
         assert case["table_check"]["ok"] and case["table_check"]["whose"] == "harness", case
     assert rec["versions"]["spark"]["iceberg"] == SPARK.iceberg and rec["versions"]["risingwave"]["iceberg-compaction"]
     assert rec["versions"]["spark-3.5"]["iceberg"] == EARLIER.iceberg
-    assert rec["versions"]["spark-3.5"]["spark"] == EARLIER.pyspark and rec["versions"]["spark"]["spark"] == SPARK.pyspark
+    assert rec["versions"]["spark-3.5"]["spark"] == EARLIER.pyspark
+    assert rec["versions"]["spark"]["spark"] == SPARK.pyspark
+    rw = rec["versions"]["risingwave"]["iceberg-compaction"]
     assert rec["runtimes"] == {"spark": SPARK.describe(), "spark-3.5": EARLIER.describe(),
-                               "risingwave": f"iceberg-compaction {rec['versions']['risingwave']['iceberg-compaction']}",
+                               "risingwave": f"iceberg-compaction {rw}",
                                HARNESS_RUNTIME: f"{SPARK.describe()} (the harness's JVMs)"}, rec["runtimes"]
     assert rec["version_pairs"] == [{"engine": "spark", "earlier": "spark-3.5"}]
     assert rec["versions"]["readers"]["duckdb"] and rec["versions"]["readers"]["pyiceberg"]
@@ -226,10 +228,17 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     assert len(cells) == len(engines) * len(cases)
     assert not [c for c in rec["cells"] if c["verdict"] == "harness-cannot"], rec["cells"]
     assert cells[("equality-delete-null-key", "spark")]["verdict"] == "correct", cells
-    # Spark's cells (either line) on the tables its own library wrote are marked self-written; pyiceberg wrote the others
+    # Spark's cells (either line) on the tables its own library wrote are self-written; pyiceberg wrote the others
     assert all(c["self_written"] == (c["engine"] != "risingwave" and c["case"] not in PYICEBERG_WRITTEN)
                for c in rec["cells"]), rec["cells"]
-    assert all(cells[(case, "spark-3.5")]["verdict"] == cells[(case, "spark")]["verdict"] for case in cases), cells
+    same = [c for c in cases if c != "branch-compaction"]
+    assert all(cells[(case, "spark-3.5")]["verdict"] == cells[(case, "spark")]["verdict"] for case in same), cells
+    # a branch compacted: Iceberg 1.12's rewrite_data_files takes it (committed to the branch alone, main published
+    # after for verification), Iceberg 1.10.2's cannot (declared, with the reason); RisingWave's engine takes it too
+    branch = {e: cells[("branch-compaction", e)] for e in engines}
+    assert branch["spark"]["verdict"] == "correct" and branch["risingwave"]["verdict"] == "correct", branch
+    assert branch["spark-3.5"]["verdict"] == "unsupported" and "Iceberg 1.10.2" in branch["spark-3.5"]["evidence"]
+    assert next(c for c in rec["cases"] if c["name"] == "branch-compaction")["branch"] == "audit"
     rw = cells[("equality-delete-null-key", "risingwave")]
     assert rw["verdict"] == "wrong-rows" and "rows that came back: 2" in rw["evidence"], rw
     assert "'k': None" in rw["evidence"] and "null key" in rw["evidence"]
@@ -250,7 +259,14 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
         assert cells[(case, "spark")]["verdict"] == "correct", cells[(case, "spark")]
     # the engines ran in shared processes: one Spark JVM per Spark line for every case, no run timed into a statistic
     runs = [json.loads(f.read_text()) for f in (results / "c" / "runs").glob("*/*--rep0.json")]
-    assert len(runs) == len(engines) * len(cases) and all(r["shared_process"] for r in runs)
+    assert len(runs) == len(engines) * len(cases)
+    runs = [r for r in runs if r["status"] != "unsupported"]  # recorded, never run
+    assert len(runs) == len(engines) * len(cases) - 1 and all(r["shared_process"] for r in runs)
+    spark = json.loads((results / "c" / "runs" / "branch-compaction" / "deletes-standard--spark--rep0.json")
+                       .read_text())
+    assert any("branch => 'audit'" in a for a in spark["engine_actions"]), spark["engine_actions"]
+    moved = next(c for c in spark["verification"]["checks"] if c["name"] == "branch_compacted")
+    assert moved["ok"] and "left main at" in moved["message"], moved
     for engine in ("spark", "spark-3.5"):
         spark_runs = [r for r in runs if r["engine"] == engine]
         log = (results / "c" / "runs" / f"shared-{engine}.log").read_text()
@@ -262,12 +278,19 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     assert 'data-section="conformance"' in html and 'data-section="reader-findings"' in html
     assert 'data-engine="risingwave" data-verdict="wrong-rows"' in html
     assert 'data-engine="spark" data-verdict="correct"' in html
-    assert 'data-version-pair="spark-3.5 spark"' in html and f'<span class="sub" data-runtime>{EARLIER.describe()}' in html
+    assert 'data-version-pair="spark-3.5 spark"' in html
+    assert f'<span class="sub" data-runtime>{EARLIER.describe()}' in html
+    assert 'data-change="spark-3.5 spark" data-from="unsupported" data-to="correct"' in html
+    assert html.count('data-change="spark-3.5 spark"') == len(cases) and "1 changed</span>" in html
     p = run_bench("report", results / "c", "--markdown", "-")
     assert p.returncode == 0, p.stderr[-2000:]
     assert ("| equality-delete-null-key | equality deletes, equality deletes with NULL keys | "
             "correct (self-written) | correct (self-written) | **wrong-rows** |  |") in p.stdout, p.stdout
     assert f"Runtimes: spark: {SPARK.describe()}; spark-3.5: {EARLIER.describe()}; " in p.stdout
+    assert ("| branch-compaction | compacting a branch other than main, position deletes on a branch | correct "
+            "(self-written) | unsupported (self-written) | correct | unsupported → correct |") in p.stdout, p.stdout
+    assert (f"Changed, spark-3.5 → spark ({EARLIER.describe()} → {SPARK.describe()}): branch-compaction (unsupported "
+            "→ correct).") in p.stdout
     assert "- **equality-delete-partition-scoped**: duckdb-iceberg" in p.stdout
     # a case whose table does not hold what it states: the harness's defect, named, and no engine judged on it
     wrong = tmp_path / "wrong-cases.yaml"
@@ -283,12 +306,10 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     assert not (results / "w" / "runs").exists()  # no engine ran on it
 
 
-def test_the_version_column_shows_what_changed_between_spark_lines(tmp_path):
-    """spark-3.5 declares itself an earlier version of spark: a matrix with both gains a column of the cases whose
-    verdict changed (here a branch compaction: Iceberg 1.12.0's rewrite_data_files takes a branch, 1.10.2's declares it
-    cannot, with its reason), each engine's Spark and Iceberg versions head its column, and the harness's own JVMs'
-    runtime is named; in the terminal, the HTML report and the Markdown alike (no JVM: the record is written here, its
-    refusal the engine's own declaration)."""
+def test_the_version_column_pairs_an_engine_with_its_earlier_version():
+    """spark-3.5 declares itself an earlier version of spark (a profile pairs with the same profile only): the matrix
+    gains a column of the cases whose verdict changed, each engine's runtime from its recorded versions heads its
+    column (the real matrix above renders it in the report); no JVM: a record built here."""
     from bench.engines import engine_class
 
     engines = ["spark", "spark-3.5", "risingwave"]
@@ -319,19 +340,3 @@ def test_the_version_column_shows_what_changed_between_spark_lines(tmp_path):
     assert f"spark-3.5 ({EARLIER.describe()}): 1 unsupported, 1 correct" in lines
     assert (f"changed, spark-3.5 -> spark ({EARLIER.describe()} -> {SPARK.describe()}): compact-branch unsupported "
             "-> correct") in lines
-    (tmp_path / "pair").mkdir()
-    (tmp_path / "pair" / "conformance.json").write_text(rec.model_dump_json())
-    p = run_bench("report", tmp_path / "pair")
-    assert p.returncode == 0, p.stderr[-2000:]
-    html = (tmp_path / "pair" / "report.html").read_text()
-    assert 'data-change="spark-3.5 spark" data-from="unsupported" data-to="correct"' in html
-    assert html.count('data-change="spark-3.5 spark"') == 2 and "1 changed</span>" in html
-    assert f'data-engine-head="spark-3.5">spark-3.5<br><span class="sub" data-runtime>{EARLIER.describe()}' in html
-    assert f"the reference reader and the cases&#39; Spark writer: {SPARK.describe()}" in html
-    p = run_bench("report", tmp_path / "pair", "--markdown", "-")
-    assert p.returncode == 0, p.stderr[-2000:]
-    assert "| case | covers | spark | spark-3.5 | risingwave | spark-3.5 → spark |" in p.stdout, p.stdout
-    assert "| compact-branch | compact-branch | correct | unsupported | correct | unsupported → correct |" in p.stdout
-    assert "| identity-int | identity-int | correct | correct | correct |  |" in p.stdout
-    assert (f"Changed, spark-3.5 → spark ({EARLIER.describe()} → {SPARK.describe()}): compact-branch (unsupported → "
-            "correct).") in p.stdout

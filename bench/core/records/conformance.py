@@ -41,6 +41,7 @@ class ConformanceCase(BaseModel):
     covers: list[str] = Field(default_factory=list)
     expected: Expected | None = None
     written_by: str = ""  # library and version that wrote the table
+    branch: str | None = None  # the branch the engines compacted (None: main)
     table_check: Check | None = None  # the table as written against `expected` (a harness check)
 
 

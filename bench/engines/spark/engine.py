@@ -123,6 +123,10 @@ class SparkEngine(EngineBase):
             if "not_supported" not in cls.__dict__:
                 cls.not_supported = line_refusals(cls.line)
 
+    @classmethod
+    def declared_runtime(cls) -> str:
+        return cls.line.describe()
+
     def __init__(self) -> None:
         self.spark: Any = None
         self.plan: dict[str, Any] = {}
