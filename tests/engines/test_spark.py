@@ -151,6 +151,34 @@ def test_bad_options_fail_before_starting_a_jvm(tmp_path):
         Scenario.model_validate(raw)
 
 
+def test_what_a_spark_engine_can_do_is_its_lines():
+    """A branch is its Spark line's Iceberg release's to compact (1.12.0's rewrite_data_files takes one): spark
+    declares it, spark-3.5 (its subclass on line 3.5, which declares only the line) and gluten (Iceberg 1.10.0) refuse
+    it with the reason; no Spark line rewrites manifests on a branch, which streaming mode branch asks when its
+    maintenance rewrites manifests; everything else is every line's."""
+    from bench.engines import engine_class
+    from bench.engines.spark.engine import SUPPORTS, line_supports
+    from bench.scenario import load_scenario
+
+    spark, old, gluten = (engine_class(e) for e in ("spark", "spark-3.5", "gluten"))
+    assert spark.line == runtime.HARNESS_LINE and old.line == runtime.spark_line("3.5")
+    assert spark.why_not("branch") is None and spark.supports == line_supports(spark.line) == SUPPORTS | {"branch"}
+    assert old.supports == gluten.supports == SUPPORTS
+    assert "Iceberg 1.10.2's rewrite_data_files cannot compact a branch" in (old.why_not("branch") or "")
+    assert "1.10.0" in (gluten.why_not("branch") or "")
+    for cls in (spark, old, gluten):
+        assert "rewrite_manifests cannot work on a branch" in (cls.why_not("rewrite-manifests-branch") or "")
+    assert engine_class("risingwave").why_not("rewrite-manifests-branch") is None
+    branch = load_scenario("streaming-cdc").model_copy(deep=True)
+    assert branch.streaming is not None
+    branch.streaming.mode = "branch"
+    assert {"branch", "rewrite-manifests-branch"} <= branch.needs()
+    branch.streaming.maintenance = [op for op in branch.streaming.maintenance if op.op != "rewrite_manifests"]
+    assert "branch" in branch.needs() and "rewrite-manifests-branch" not in branch.needs()
+    assert spark.declared_runtime() == runtime.HARNESS_LINE.describe()
+    assert old.declared_runtime() == runtime.spark_line("3.5").describe()
+
+
 # ------------------------------------------------------------------------------------------------
 # the engine, end to end through the worker (one JVM each)
 
