@@ -1,11 +1,12 @@
 """The Spark engine's delete steps, after `rewrite_data_files` on a table with deletes: no delete file stays live.
 
 rewrite_data_files removes the dangling deletes it can see (remove-dangling-deletes); position deletes still live (on
-an unpartitioned table their sequence numbers can equal the new files': Iceberg 1.10.2 leaves them, 1.12.0 removes them
-with the files it rewrote) go through `rewrite_position_delete_files` (rewrite-all), and on an unpartitioned table neither procedure drops the equality deletes that no longer apply to any
-live data file, so they are found by the harness's delete rules (`bench.core.table.deletes`) and removed in one
-metadata-only commit through Iceberg's Java API in the engine's JVM (`bench.core.iceberg_java.commit`).  Every
-engine must reach the same end state (no live delete file), so these steps are part of its run.
+an unpartitioned table their sequence numbers can equal the new files': Iceberg 1.10.2 leaves them, 1.12.0's rewrite
+leaves none) go through `rewrite_position_delete_files` (rewrite-all), and on an unpartitioned table
+neither procedure drops the equality deletes that no longer apply to any live data file, so they are found by the
+harness's delete rules (`bench.core.table.deletes`) and removed in one metadata-only commit through Iceberg's Java API
+in the engine's JVM (`bench.core.iceberg_java.commit`).  Every engine must reach the same end state (no live delete
+file), so these steps are part of its run.
 
 On a branch (job.branch; lines whose rewrite_data_files takes one) every step reads the branch's head and commits to
 the branch: rewrite_data_files removes the dangling deletes it sees there, and the Java API's removal commits to it
