@@ -344,7 +344,7 @@ def matrix_line(rec: ConformanceRecord) -> list[str]:
         out.append(f"changed, {rec.pair_label(p)}: " + (", ".join(f"{c.case} {c.earlier} -> {c.verdict}"
                                                                   for c in changes) or "no verdict changed"))
     if HARNESS_RUNTIME in rec.runtimes:
-        out.append(f"the reference reader and the cases' Spark writer: {rec.runtimes[HARNESS_RUNTIME]}")
+        out.append(f"the reference reader and the cases' JVM writer: {rec.runtimes[HARNESS_RUNTIME]}")
     if any(c.self_written for c in rec.cells):
         out.append("* self-written: the engine's own library wrote the case's table (the case's expected rows, "
                    "not that library, decide the cell)")

@@ -115,10 +115,10 @@ def case_run_sets(sets, views: list[MatrixView]) -> tuple[list, list]:
 
 
 def runtimes_line(rec: ConformanceRecord) -> str:
-    """Each engine's runtime, then the harness's own JVMs' (the reference reader, the cases' Spark writer)."""
+    """Each engine's runtime, then the harness's own JVMs' (the reference reader, the cases' JVM writer)."""
     said = [f"{e}: {rec.runtimes[e]}" for e in rec.engines if e in rec.runtimes]
     if HARNESS_RUNTIME in rec.runtimes:
-        said.append(f"the reference reader and the cases' Spark writer: {rec.runtimes[HARNESS_RUNTIME]}")
+        said.append(f"the reference reader and the cases' JVM writer: {rec.runtimes[HARNESS_RUNTIME]}")
     return "; ".join(said)
 
 

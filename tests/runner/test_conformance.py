@@ -207,7 +207,7 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     # the version column: spark-3.5 is an earlier version of spark; of these cases only the branch's verdict changed
     assert (f"changed, spark-3.5 -> spark ({EARLIER.describe()} -> {SPARK.describe()}): branch-compaction "
             "unsupported -> correct" in p.stdout), p.stdout[-3000:]
-    assert f"the reference reader and the cases' Spark writer: {SPARK.describe()} (the harness's JVMs)" in p.stdout
+    assert f"the reference reader and the cases' JVM writer: {SPARK.describe()} (the harness's JVMs)" in p.stdout
     rec = json.loads((results / "c" / "conformance.json").read_text())
     assert sorted(c["name"] for c in rec["cases"]) == sorted(cases)  # in the suite's order
     for case in rec["cases"]:  # each with what it states, who wrote it, and the table as written held to it
