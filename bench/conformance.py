@@ -46,16 +46,18 @@ from bench.core.iceberg_java.runtime import ICEBERG_VERSION
 from bench.core.machine import HARNESS_PACKAGES, package_versions
 from bench.core.progress import Progress
 from bench.core.results import (
+    HARNESS_RUNTIME,
     WRONG,
     Check,
     ConformanceCase,
     ConformanceCell,
     ConformanceRecord,
     RunResult,
+    VersionPair,
     now_iso,
 )
 from bench.core.source import SourceRef, load_source
-from bench.engines import REGISTRY, engine_class, parse_engines
+from bench.engines import REGISTRY, engine_class, parse_engines, split_label
 from bench.engines.base import HARNESS_CANNOT
 from bench.runner import RunOptions, run_scenario
 from bench.runner.session import SharedProcesses
@@ -115,7 +117,10 @@ def _engine_error(r: RunResult, refuses: str) -> tuple[str, str]:
     said = " | ".join([err, *r.error_causes])
     if refuses and re.search(refuses, said):
         return "unsupported", f"its own error says it does not support this: {r.status}: {err}"
-    return "failed", f"{r.status}: {err or 'no error recorded'}"
+    # the causes under the error (a JVM's: py4j's own line names only the call that failed)
+    causes = [c for c in r.error_causes if c and c != err]
+    return "failed", (f"{r.status}: {err or 'no error recorded'}"
+                      + "".join(f"; caused by {c}" for c in causes[-2:]))[:2000]
 
 
 def verdict(r: RunResult, refuses: str = "") -> tuple[str, str]:
@@ -156,13 +161,14 @@ def verdict(r: RunResult, refuses: str = "") -> tuple[str, str]:
 def run_case(opts: ConformanceOptions, case: Case, catalog: Path, engines: list[str], run_dir: Path,
              progress: Progress, shared: SharedProcesses | None = None,
              written: Written | None = None) -> tuple[list[ConformanceCell], list[RunResult]]:
-    """One case through `bench run`'s path, one cell per engine (in the engines' shared processes when given)."""
-    ref = SourceRef(catalog_file=str(catalog), table=case.table)
+    """One case through `bench run`'s path, one cell per engine (in the engines' shared processes when given); a
+    case on a branch with the table pinned at the branch's head, each engine asked to compact that branch."""
     try:
+        ref = case_ref(case, catalog)
         results = run_scenario(RunOptions(scenario=case.scenario, engines=",".join(engines), source=ref,
                                           warehouse=opts.warehouse, results_dir=str(run_dir / "runs"),
                                           run_id=case.name, timeout_s=opts.timeout_s, readers=False,
-                                          shared=shared, expected=case.expected), progress)
+                                          shared=shared, expected=case.expected, branch=case.branch), progress)
     except Exception as e:  # noqa: BLE001 - the harness refused the table or failed on it: it cannot judge it
         why = f"refused: {e}" if isinstance(e, UserError) else f"the harness failed: {type(e).__name__}: {e}"
         return [ConformanceCell(case=case.name, covers=case.covers, engine=e_, verdict="harness-cannot",
@@ -178,14 +184,28 @@ def run_case(opts: ConformanceOptions, case: Case, catalog: Path, engines: list[
     return cells, results
 
 
+def case_ref(case: Case, catalog: Path) -> SourceRef:
+    """The case's table as a source: at its current snapshot, or at the head of the branch it compacts (UserError
+    when the table has no such branch)."""
+    ref = SourceRef(catalog_file=str(catalog), table=case.table)
+    if case.branch is None:
+        return ref
+    head = load_source(ref).metadata.refs.get(case.branch)
+    if head is None:
+        raise UserError(f"the case's table has no branch {case.branch!r}")
+    return ref.model_copy(update={"snapshot_id": head.snapshot_id})
+
+
 def table_check(case: Case, catalog: Path) -> Check:
-    """The case's table as written against what the case states (a harness check: a table that does not hold it
-    is the harness's defect, and no engine is judged on it)."""
+    """The case's table as written (the head of its branch, for a case on one) against what the case states (a
+    harness check: a table that does not hold it is the harness's defect, and no engine is judged on it)."""
     try:
-        tbl = load_source(SourceRef(catalog_file=str(catalog), table=case.table))
+        ref = case_ref(case, catalog)
+        tbl = load_source(ref)
     except UserError as e:
         return Check(name=TABLE_CHECK, ok=False, whose="harness", about="rows", message=f"cannot load it: {e}")
-    return expected_check(tbl, None, case.expected, TABLE_CHECK, "harness", "the case's table as written")
+    on = "the case's table as written" + (f" (branch {case.branch})" if case.branch else "")
+    return expected_check(tbl, ref.snapshot_id, case.expected, TABLE_CHECK, "harness", on)
 
 
 def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceRecord:
@@ -198,7 +218,9 @@ def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceReco
         raise UserError(f"{run_dir} exists: choose another --run-id")
     run_dir.mkdir(parents=True)
     rec = ConformanceRecord(run_id=run_id, started_at=now_iso(), engines=engines,
-                            cases=[ConformanceCase(name=c.name, covers=c.covers, expected=c.expected) for c in cases])
+                            cases=[ConformanceCase(name=c.name, covers=c.covers, expected=c.expected, branch=c.branch)
+                                   for c in cases],
+                            runtimes={HARNESS_RUNTIME: harness_runtime()}, version_pairs=version_pairs(engines))
     t0 = time.perf_counter()
     with progress.task(f"writing {len(cases)} conformance tables with their writers (Spark SQL, pyiceberg; each "
                        "reused while its case is the same)", unit="step"):
@@ -240,16 +262,48 @@ def run_one_case(opts: ConformanceOptions, rec: ConformanceRecord, i: int, case:
     return results
 
 
+def version_pairs(engines: list[str]) -> list[VersionPair]:
+    """The run's engines that are one engine on two versions (the earlier one declares which it is an earlier version
+    of: Engine.earlier_version_of), each pair once."""
+    pairs = []
+    for e in engines:
+        of = engine_class(split_label(e)[0]).earlier_version_of
+        newer = [x for x in engines if split_label(x)[0] == of and split_label(x)[1] == split_label(e)[1]]
+        pairs += [VersionPair(engine=n, earlier=e) for n in newer]
+    return pairs
+
+
+def harness_runtime() -> str:
+    """The runtime of the harness's own JVMs (the reference reader, the cases' Spark writer)."""
+    return f"Spark {package_versions(('pyspark',))['pyspark']} + Iceberg {ICEBERG_VERSION} (the harness's JVMs)"
+
+
+def runtime_label(versions: dict[str, str | None], packages: tuple[str, ...]) -> str:
+    """An engine's runtime in a few words, from what its result recorded: Spark's and Iceberg's versions where it
+    reported them (e.g. "Spark 4.1.4 + Iceberg 1.12.0"), else its own distributions' (`packages`), else the first
+    version it reported."""
+    if versions.get("spark") and versions.get("iceberg"):
+        return f"Spark {versions['spark']} + Iceberg {versions['iceberg']}"
+    own = [f"{p} {versions[p]}" for p in packages if versions.get(p)]
+    return ", ".join(own) or next((f"{k} {v}" for k, v in versions.items() if v), "")
+
+
 def record_versions(rec: ConformanceRecord, results: list[RunResult]) -> None:
     """The versions the verdicts come from, from the results (each result records them): per engine its own
-    distributions and what it reported (e.g. Spark's, Java's and Iceberg's versions), and the readers'."""
+    distributions and what it reported (e.g. Spark's, Java's and Iceberg's versions) and its runtime in a few
+    words, and the readers'."""
     engine_packages = {p for e in REGISTRY for p in engine_class(e).packages}
     reference = package_versions(("pyspark",))["pyspark"]  # the reference reader's Spark, whichever engines ran
     for r in results:
         cls = engine_class(r.engine_base)
-        rec.versions.setdefault(r.engine, {}).update(
-            {k: v for k, v in r.versions.items() if k in cls.packages or (k not in HARNESS_PACKAGES
-                                                                          and k not in engine_packages)})
+        own = rec.versions.setdefault(r.engine, {})
+        own.update({k: v for k, v in r.versions.items() if k in cls.packages or (k not in HARNESS_PACKAGES
+                                                                                  and k not in engine_packages)})
+        label = runtime_label(own, cls.packages) or rec.runtimes.get(r.engine)
+        if not label and cls.declared_runtime():  # no run of it reported versions yet (each refused)
+            label = f"{cls.declared_runtime()} (as declared: no run reported its versions)"
+        if label:
+            rec.runtimes[r.engine] = label
         rec.versions.setdefault("readers", {}).update(
             {k: r.versions[k] for k in READER_PACKAGES if k in r.versions}
             | {"iceberg (Java, the reference reader through Spark SQL)": ICEBERG_VERSION,
@@ -272,13 +326,25 @@ def matrix_line(rec: ConformanceRecord) -> list[str]:
     it went.  A self-written cell (the engine's own library wrote the table) is marked with a *."""
     names = rec.case_names
     width = max([4, *(len(c) for c in names)])
-    out = [f"{'case':<{width}}  " + "  ".join(f"{e:<15}" for e in rec.engines)]
+    pairs = [(p, f"{p.earlier} -> {p.engine}") for p in rec.version_pairs]
+    out = [f"{'case':<{width}}  " + "  ".join(f"{e:<15}" for e in rec.engines)
+           + "".join(f"  {head}" for _, head in pairs)]
     for case in names:
         cells = {c.engine: c.verdict + ("*" if c.self_written else "") for c in rec.cells if c.case == case}
-        out.append(f"{case:<{width}}  " + "  ".join(f"{cells.get(e, '-'):<15}" for e in rec.engines))
+        changed = [rec.change(p, case) for p, _ in pairs]
+        out.append((f"{case:<{width}}  " + "  ".join(f"{cells.get(e, '-'):<15}" for e in rec.engines)
+                    + "".join(f"  {c.earlier} -> {c.verdict}" if c else f"  {'':<{len(h)}}"
+                              for c, (_, h) in zip(changed, pairs))).rstrip())
     for e in rec.engines:
         got = [c.verdict for c in rec.cells if c.engine == e]
-        out.append(f"{e}: " + ", ".join(f"{got.count(v)} {v}" for v in dict.fromkeys(got)))
+        out.append(f"{e}" + (f" ({rec.runtimes[e]})" if e in rec.runtimes else "") + ": "
+                   + ", ".join(f"{got.count(v)} {v}" for v in dict.fromkeys(got)))
+    for p, _ in pairs:
+        changes = rec.changes(p)
+        out.append(f"changed, {rec.pair_label(p)}: " + (", ".join(f"{c.case} {c.earlier} -> {c.verdict}"
+                                                                  for c in changes) or "no verdict changed"))
+    if HARNESS_RUNTIME in rec.runtimes:
+        out.append(f"the reference reader and the cases' JVM writer: {rec.runtimes[HARNESS_RUNTIME]}")
     if any(c.self_written for c in rec.cells):
         out.append("* self-written: the engine's own library wrote the case's table (the case's expected rows, "
                    "not that library, decide the cell)")

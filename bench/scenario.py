@@ -216,7 +216,8 @@ class Scenario(BaseModel):
             needs |= {"partition-filter"} | ({"partition-filter-deletes"} if self.kind == "deletes" else set())
         if self.streaming is not None:
             needs |= {"maintenance"} | {op.op.replace("_", "-") for op in self.streaming.maintenance} - {"compact"}
-            needs |= {"branch"} if self.streaming.mode == "branch" else set()
+            if self.streaming.mode == "branch":
+                needs |= {"branch"} | ({"rewrite-manifests-branch"} if "rewrite-manifests" in needs else set())
             if self.streaming.mode != "sequential" and any(op.op == "expire_snapshots"
                                                            for op in self.streaming.maintenance):
                 needs |= {"expire-under-writer"}

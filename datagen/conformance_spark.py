@@ -70,7 +70,7 @@ def _writers(spark: Any, case: Case) -> dict[str, Any]:
     import pyarrow as pa
 
     iceberg = str(spark.sparkContext._jvm.org.apache.iceberg.IcebergBuild.version())
-    packages = ["pyspark", "snowpark-connect-deps-iceberg"]  # Spark and the Iceberg runtime jar it loads
+    packages = ["pyspark"]  # Spark, with the Iceberg runtime jar of its line (bench.core.iceberg_java.runtime)
     if case.writer == "java-api":
         return {"written_by": f"Iceberg {iceberg}'s Java API (create, RowDelta; no Spark SQL); Parquet with field ids "
                               f"by pyarrow {pa.__version__}", "packages": [*packages, "pyarrow"]}

@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from bench.core.errors import UserError
-from bench.core.results import ConformanceCell, ConformanceRecord
+from bench.core.results import HARNESS_RUNTIME, ConformanceCell, ConformanceRecord, VerdictChange
 
 FILE = "conformance.json"
 MEANING = {
@@ -63,6 +63,10 @@ class MatrixView:
         got: list[str] = [c.verdict for c in self.rec.cells if c.engine == engine]
         return {v: got.count(v) for v in (*MEANING, *OLD)}
 
+    def counts_text(self, engine: str) -> str:
+        """E.g. "2 correct, 1 unsupported": the verdicts it has, in the verdicts' order."""
+        return ", ".join(f"{n} {k}" for k, n in self.counts(engine).items() if n)
+
     @property
     def self_written(self) -> bool:
         return any(c.self_written for c in self.rec.cells)
@@ -110,6 +114,18 @@ def case_run_sets(sets, views: list[MatrixView]) -> tuple[list, list]:
     return mine, others
 
 
+def runtimes_line(rec: ConformanceRecord) -> str:
+    """Each engine's runtime, then the harness's own JVMs' (the reference reader, the cases' JVM writer)."""
+    said = [f"{e}: {rec.runtimes[e]}" for e in rec.engines if e in rec.runtimes]
+    if HARNESS_RUNTIME in rec.runtimes:
+        said.append(f"the reference reader and the cases' JVM writer: {rec.runtimes[HARNESS_RUNTIME]}")
+    return "; ".join(said)
+
+
+def change_text(c: VerdictChange | None) -> str:
+    return f"{c.earlier} → {c.verdict}" if c else ""
+
+
 def versions_line(rec: ConformanceRecord) -> str:
     """The versions the verdicts come from, in one line."""
     return "; ".join(f"{who}: " + ", ".join(f"{k} {x}" for k, x in v.items()) for who, v in rec.versions.items())
@@ -121,15 +137,24 @@ def matrix_markdown(v: MatrixView, level: int = 3) -> str:
            f"Run `{rec.run_id}`, started {rec.started_at or '?'}"
            + (f", {rec.seconds:.0f} s" if rec.seconds else "")
            + (f" ({rec.tables_s:.0f} s of it writing the cases' tables)" if rec.tables_s else "") + ". "
-           + "; ".join(f"{e}: " + ", ".join(f"{n} {k}" for k, n in v.counts(e).items() if n) for e in rec.engines)
+           + "; ".join(f"{e}: {v.counts_text(e)}" for e in rec.engines)
            + ".", ""]
+    if rec.runtimes:
+        out += [f"Runtimes: {runtimes_line(rec)}.", ""]
     if rec.versions:
         out += [f"Versions: {versions_line(rec)}.", ""]
-    out += ["| case | covers | " + " | ".join(rec.engines) + " |", "|---|---|" + "---|" * len(rec.engines)]
+    pairs = rec.version_pairs
+    heads = [*rec.engines, *(f"{p.earlier} → {p.engine}" for p in pairs)]
+    out += ["| case | covers | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
     for case, covers, cells in v.rows:
         marks = ["—" if c is None else (f"**{c.verdict}**" if c.verdict in BAD else c.verdict)
                  + (" (self-written)" if c.self_written else "") for c in cells]
+        marks += [change_text(rec.change(p, case)) for p in pairs]
         out.append(f"| {case} | {', '.join(covers)} | " + " | ".join(marks) + " |")
+    for p in pairs:
+        changes = rec.changes(p)
+        out += ["", f"Changed, {rec.pair_label(p, '→')}: "
+                + (", ".join(f"{c.case} ({change_text(c)})" for c in changes) or "no verdict changed") + "."]
     if v.self_written:
         out += ["", SELF_WRITTEN + "."]
     if v.findings:

@@ -24,7 +24,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from bench.core.fileio import write_atomic
 from bench.core.opens import DeleteOpens
-from bench.core.records.conformance import WRONG, ConformanceCase, ConformanceCell, ConformanceRecord, Verdict
+from bench.core.records.conformance import (
+    HARNESS_RUNTIME,
+    WRONG,
+    ConformanceCase,
+    ConformanceCell,
+    ConformanceRecord,
+    Verdict,
+    VerdictChange,
+    VersionPair,
+)
 from bench.core.records.engine_run import (
     CLUSTER_MODES,
     STATUSES,
@@ -142,6 +151,9 @@ __all__ = [
     "ConformanceCell",
     "ConformanceCase",
     "ConformanceRecord",
+    "HARNESS_RUNTIME",
+    "VerdictChange",
+    "VersionPair",
 ]
 
 SCHEMA_VERSION = 2

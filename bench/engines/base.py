@@ -49,6 +49,9 @@ FEATURES = {
     "expire-under-writer": "snapshot expiration while another writer commits (streaming modes concurrent and "
                            "branch): an expiry whose commit is refused must not have deleted any file",
     "rewrite-manifests": "manifest rewriting with the engine's own tool (maintenance operation rewrite_manifests)",
+    "rewrite-manifests-branch": "manifest rewriting on a branch other than main (maintenance operation "
+                                "rewrite_manifests in streaming mode branch): reading the branch's manifests and "
+                                "committing to it",
     "format-v3": "a table of Iceberg format v3 (deletion vectors, row lineage): reading it and committing v3 metadata",
 }
 # An untimed gap in compact() longer than this becomes a phase "other" (so the phases add up).
@@ -231,10 +234,18 @@ class Engine(Protocol):
     conflict_log_pattern: ClassVar[str]
     # its own interpreter and pinned requirements (bench.engines.environment); None: the harness's environment
     environment: ClassVar[EngineEnvironment | None]
+    # the engine this one is an earlier version of (e.g. spark-3.5 of spark), "" for none: a conformance matrix with
+    # both shows, per case, how the verdict changed between them
+    earlier_version_of: ClassVar[str]
 
     @classmethod
     def why_not(cls, feature: str) -> str | None:
         """None when it supports `feature` (FEATURES), else why it cannot."""
+
+    @classmethod
+    def declared_runtime(cls) -> str:
+        """Its runtime in a few words as it declares it (e.g. its Spark line), "" when it declares none: what a record
+        says of an engine none of whose runs reported versions (every run refused)."""
 
     def requirements(self) -> list[Requirement]:
         """Everything this engine needs on this machine; cheap, no side effects."""
@@ -292,9 +303,14 @@ class EngineBase:
     sets_properties: ClassVar[frozenset[str]] = frozenset()
     conflict_log_pattern: ClassVar[str] = ""
     environment: ClassVar[EngineEnvironment | None] = None
+    earlier_version_of: ClassVar[str] = ""
 
     def requirements(self) -> list[Requirement]:
         return []
+
+    @classmethod
+    def declared_runtime(cls) -> str:
+        return ""
 
     @classmethod
     def why_not(cls, feature: str) -> str | None:

@@ -13,7 +13,7 @@ What differs from `spark`:
     Gluten's docs (VeloxIceberg.md) say they need;
   * what fell back to Spark: the lines of Gluten's validation failures in the engine's own log, counted by
     operator and reason (`engine_result.gluten_fallbacks`).
-It declares what spark declares (sort, z-order, partition filters, maintenance, format v3; not branches), in local
+It declares what spark-3.5 declares (sort, z-order, partition filters, maintenance, format v3; not branches), in local
 mode only (`option_problems`).  Like spark it reaches the catalog through the loopback REST server and an S3
 warehouse through Iceberg's S3FileIO (its 1.10.0 runtime with the 3.5 line's AWS SDK bundle): tested end to end on
 a local S3 server, where the scan and the write fall back to Spark as they do on a local warehouse.
@@ -33,7 +33,7 @@ from bench.core.results import MemoryCap
 from bench.engines import environment as envs
 from bench.engines.base import CompactionJob, EngineOutcome, PhaseClock
 from bench.engines.spark import session
-from bench.engines.spark.engine import SparkEngine
+from bench.engines.spark.engine import MANIFESTS_ON_BRANCH, SUPPORTS, SparkEngine
 from bench.engines.spark.options import SparkOptions
 
 OFFHEAP_SHARE = 0.4  # of the budget, for Velox's off-heap memory; the JVM's plan gets the rest
@@ -63,10 +63,16 @@ class GlutenEngine(SparkEngine):
         python="3.11", requirements=PINS,
         why="velox-spark 1.7.0.1 pins pyspark==3.5.5; the harness runs pyspark 3.5.9",
         from_source=("pyspark",))  # PyPI has pyspark as a source archive only (pure Python and jars)
-    supports: ClassVar[frozenset[str]] = SparkEngine.supports  # the same procedures, in Gluten's Spark
-    not_supported: ClassVar[dict[str, str]] = {"branch": (
-        "Iceberg 1.10's rewrite_data_files cannot compact a branch (it plans from main): established with spark's "
-        "Iceberg 1.10.2; gluten's 1.10.0 has the same action")}
+    # the procedures every spark line has, in Gluten's Spark with its own Iceberg runtime (1.10.0, not its line's)
+    supports: ClassVar[frozenset[str]] = SUPPORTS
+    not_supported: ClassVar[dict[str, str]] = {
+        "branch": ("Iceberg 1.10's rewrite_data_files cannot compact a branch (it plans from main): established with "
+                   "spark-3.5's Iceberg 1.10.2; gluten's 1.10.0 has the same action"),
+        "rewrite-manifests-branch": MANIFESTS_ON_BRANCH.format(iceberg="1.10.0")}
+
+    @classmethod
+    def declared_runtime(cls) -> str:
+        return "Spark 3.5.5 + Iceberg 1.10.0 on Gluten 1.7.0"  # its wheel's, not its line's (PINS)
 
     def __init__(self) -> None:
         super().__init__()

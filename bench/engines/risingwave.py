@@ -169,7 +169,7 @@ class RisingWaveEngine(EngineBase):
     # format-v3: it is served a v3 table (the harness's catalog writes v3 metadata: bench.core.catalog.v3); what it
     # does with one (deletion vectors, row lineage) is its own behaviour, judged like any other
     supports: ClassVar[frozenset[str]] = frozenset({"branch", "maintenance", "expire-snapshots", "expire-under-writer",
-                                                    "rewrite-manifests",
+                                                    "rewrite-manifests", "rewrite-manifests-branch",
                                                     "format-v3"})
     not_supported: ClassVar[dict[str, str]] = {
         **{feature: (f"iceberg-compaction {PINNED_VERSION} cannot {what}: its CompactionConfig has no sort order or "

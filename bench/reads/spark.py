@@ -93,7 +93,7 @@ def _main(job_file: str, out_file: str) -> int:
 
             def execute(sql: str = df_sql, point: bool = q.name == "point-lookup"):
                 df = spark.sql(sql)
-                # DataFrame.toArrow is pyspark 4's (the harness's); a 3.5 pyspark takes the Arrow batches itself
+                # DataFrame.toArrow is pyspark 4's (the harness's); _arrow where a pyspark lacks it
                 return df.toArrow() if point and hasattr(df, "toArrow") else (
                     _arrow(df) if point else df.collect()[0])
 

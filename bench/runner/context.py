@@ -84,6 +84,8 @@ class RunOptions(CommonOptions):
     # bench conformance: the engines' shared processes and served catalog (bench.runner.session), or None
     shared: Any = None
     expected: Expected | None = None  # bench conformance: the rows the case states its table holds
+    # bench conformance: the branch of the source table every engine compacts (the source pinned at its head), or None
+    branch: str | None = None
 
 
 @dataclass

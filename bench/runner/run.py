@@ -94,16 +94,41 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
             setup_check(r)
             r.files_out = r.after.data_files + r.after.delete_files if r.after else None
         elif r.status == "ok":
+            on_branch = publish_branch(ctx, r, slot.branch) if slot.branch else None
             check(ctx, r, er, before_paths, work, integrity, label)
+            if on_branch is not None and not r.verification.add(on_branch):
+                r.verified = False
         reads_after(ctx, r, label)
     except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
         harness_failed(r, exc)
     if ctx.source is not None and ctx.source_before is not None:  # the original, after this engine run
         r.source = source_record(ctx.source, ds, ctx.source_before, ctx.source_shape)
         if r.status == "ok" and live is None:
-            check_refs(ctx, r, committed=r.commits == "table")
+            check_refs(ctx, r, committed=r.commits == "table", branch=slot.branch)
         check_source(ctx, r)
     return finish(ctx, r, label)
+
+
+def publish_branch(ctx: RunContext, r: RunResult, branch: str) -> Check:
+    """A source table's branch compacted (the source pinned at its head, so main starts there too): the engine
+    must have committed to the branch and left main where it was (the returned check, the engine's); main is then
+    moved to the branch's head (the harness's metadata-only step, as --cow-branch publishes), so that the output is
+    verified as any run's.  Nothing is published when main moved: the check says where the commit went."""
+    assert ctx.catalog is not None and ctx.dataset is not None
+    tbl = ctx.catalog.load_table(ctx.dataset.table)
+    pinned = r.before.snapshot_id
+    main, head = tbl.metadata.refs.get("main"), tbl.metadata.refs.get(branch)
+    main_id, head_id = (main.snapshot_id if main else None), (head.snapshot_id if head else None)
+    ok = head_id is not None and main_id == pinned
+    if ok and head_id != pinned:
+        tbl.manage_snapshots().set_current_snapshot(snapshot_id=head_id).commit()
+    said = (f"the engine committed to branch {branch} ({pinned} -> {head_id}) and left main at {pinned}; main "
+            "published at the branch's head for verification" if ok and head_id != pinned else
+            f"the engine left branch {branch} and main at {pinned} (nothing committed)" if ok else
+            f"branch {branch} is gone" if head_id is None else
+            f"main moved ({pinned} -> {main_id}) while the engine was asked to compact branch {branch} "
+            f"({pinned} -> {head_id}): it committed to main")
+    return Check(name="branch_compacted", ok=ok, message=said, about="metadata")
 
 
 def compact(ctx: RunContext, slot: Slot, r: RunResult,
@@ -262,6 +287,10 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     slots = schedule(ctx.engines, opts.reps, opts.warmup, cases) if ctx.engines else []
     if opts.cow_branch:
         slots = [replace(s, branch=INGEST_BRANCH) for s in slots]
+    if opts.branch:
+        if opts.source is None or live:
+            raise UserError(f"a branch to compact ({opts.branch}) is a source table's, without a live writer")
+        slots = [replace(s, branch=opts.branch) for s in slots]
     ctx.environment = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
                                   packages=HARNESS_PACKAGES + tuple(p for e in ctx.engines
                                                                     for p in engine_class(e).packages),

@@ -99,10 +99,10 @@ def record_gone(ctx: RunContext, r: RunResult) -> RunResult:
     return r
 
 
-def check_refs(ctx: RunContext, r: RunResult, committed: bool) -> None:
-    """The clone's refs after the engine: main at the pinned snapshot or a descendant of it (`committed`: the engine
-    commits to the table; otherwise in place), every other branch and tag where the source had it, every file each
-    references present (a required check)."""
+def check_refs(ctx: RunContext, r: RunResult, committed: bool, branch: str | None = None) -> None:
+    """The clone's refs after the engine: main (and the `branch` it compacted, published to main) at the pinned
+    snapshot or a descendant of it (`committed`: the engine commits to the table; otherwise in place), every other
+    branch and tag where the source had it, every file each references present (a required check)."""
     assert ctx.catalog is not None and ctx.dataset is not None and ctx.source_before is not None
     assert r.source is not None
     pin = ctx.source_before
@@ -115,10 +115,10 @@ def check_refs(ctx: RunContext, r: RunResult, committed: bool) -> None:
     wrong = []
     for name, sid in was.items():
         after = now.get(name)
-        if name == "main" and committed:  # the pinned snapshot, or an ancestor of main's new head
+        if name in ("main", branch) and committed:  # the pinned snapshot, or an ancestor of the ref's new head
             head = tbl.metadata.snapshot_by_id(after) if after is not None else None
             if head is None or sid not in {s.snapshot_id for s in ancestors_of(head, tbl.metadata)}:
-                wrong.append(f"main moved off the pinned snapshot's history: {sid} -> {after}")
+                wrong.append(f"{name} moved off the pinned snapshot's history: {sid} -> {after}")
         elif after != sid:
             wrong.append(f"{kinds.get(name, 'ref')} {name}: {sid} -> {after}")
     ids = {s for s in now.values()}
@@ -127,6 +127,7 @@ def check_refs(ctx: RunContext, r: RunResult, committed: bool) -> None:
                      for n, sid in was.items()]
     ok = not wrong and not missing
     main = ("advanced by the compaction" if now.get("main") != pin.snapshot_id else "in place: nothing committed")
+    main += f", as branch {branch} it compacted" if branch else ""
     msg = (f"{len(was)} ref(s) of the clone where they belong ({', '.join(sorted(was))}: main {main}, every "
            f"other as the source had it) and every file they reference present" if ok else
            "; ".join(wrong + ([f"{len(missing)} file(s) the refs reference missing, e.g. {missing[0]}"]

@@ -69,12 +69,16 @@ def parquet_codecs(path_uri: str) -> set[str]:
 
 
 def run_worker(tmp: Path, job: CompactionJob, engine: str = "spark") -> tuple[dict, str]:
-    """Run the engine exactly as the harness does: job JSON -> worker subprocess -> outcome JSON."""
+    """Run the engine exactly as the harness does: job JSON -> worker subprocess -> outcome JSON, the job's
+    catalog served over REST for it (the engine reaches it through Iceberg's REST client, as in every run)."""
+    from bench.core.catalog.rest import serve
+
     tmp.mkdir(parents=True, exist_ok=True)
     job_path, out_path = tmp / "job.json", tmp / "out.json"
-    job_path.write_text(job.model_dump_json())
-    proc = subprocess.run([sys.executable, "-m", "bench.engines.worker", str(job_path), str(out_path), engine],
-                          capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, cwd=PROJECT_ROOT)
+    with serve(job.catalog) as served:
+        job_path.write_text(job.model_copy(update={"catalog": served.settings}).model_dump_json())
+        proc = subprocess.run([sys.executable, "-m", "bench.engines.worker", str(job_path), str(out_path), engine],
+                              capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, cwd=PROJECT_ROOT)
     assert out_path.exists(), f"worker wrote no outcome (exit {proc.returncode}): {proc.stderr[-3000:]}"
     return json.loads(out_path.read_text()), proc.stderr
 
@@ -151,6 +155,34 @@ def test_bad_options_fail_before_starting_a_jvm(tmp_path):
         Scenario.model_validate(raw)
 
 
+def test_what_a_spark_engine_can_do_is_its_lines():
+    """A branch is its Spark line's Iceberg release's to compact (1.12.0's rewrite_data_files takes one): spark
+    declares it, spark-3.5 (its subclass on line 3.5, which declares only the line) and gluten (Iceberg 1.10.0) refuse
+    it with the reason; no Spark line rewrites manifests on a branch, which streaming mode branch asks when its
+    maintenance rewrites manifests; everything else is every line's."""
+    from bench.engines import engine_class
+    from bench.engines.spark.engine import SUPPORTS, line_supports
+    from bench.scenario import load_scenario
+
+    spark, old, gluten = (engine_class(e) for e in ("spark", "spark-3.5", "gluten"))
+    assert spark.line == runtime.HARNESS_LINE and old.line == runtime.spark_line("3.5")
+    assert spark.why_not("branch") is None and spark.supports == line_supports(spark.line) == SUPPORTS | {"branch"}
+    assert old.supports == gluten.supports == SUPPORTS
+    assert "Iceberg 1.10.2's rewrite_data_files cannot compact a branch" in (old.why_not("branch") or "")
+    assert "1.10.0" in (gluten.why_not("branch") or "")
+    for cls in (spark, old, gluten):
+        assert "rewrite_manifests cannot work on a branch" in (cls.why_not("rewrite-manifests-branch") or "")
+    assert engine_class("risingwave").why_not("rewrite-manifests-branch") is None
+    branch = load_scenario("streaming-cdc").model_copy(deep=True)
+    assert branch.streaming is not None
+    branch.streaming.mode = "branch"
+    assert {"branch", "rewrite-manifests-branch"} <= branch.needs()
+    branch.streaming.maintenance = [op for op in branch.streaming.maintenance if op.op != "rewrite_manifests"]
+    assert "branch" in branch.needs() and "rewrite-manifests-branch" not in branch.needs()
+    assert spark.declared_runtime() == runtime.HARNESS_LINE.describe()
+    assert old.declared_runtime() == runtime.spark_line("3.5").describe()
+
+
 # ------------------------------------------------------------------------------------------------
 # the engine, end to end through the worker (one JVM each)
 
@@ -210,7 +242,7 @@ def test_binpack_compacts_and_keeps_the_content(binpack_run):
 
 @pytest.mark.spark
 def test_binpack_output_codec_is_snappy(binpack_run):
-    # the table default of Iceberg 1.10 (and pyiceberg's input files) is zstd: the session conf took
+    # the table default of Iceberg (and pyiceberg's input files) is zstd: the session conf took
     assert {c for f in binpack_run["before"]["data_files"] for c in parquet_codecs(f["file_path"])} == {"ZSTD"}
     for f in binpack_run["after"]["data_files"]:
         assert parquet_codecs(f["file_path"]) == {"SNAPPY"}
@@ -231,10 +263,10 @@ def test_binpack_records_settings_versions_actions(binpack_run):
               "spark.memory.storageFraction"):
         assert k in s["spark_memory"]
     assert "75%" in s["budget_rule"] and "local mode" in s["local_mode_note"]
-    assert s["spark_conf"]["spark.sql.catalog.bench.catalog-impl"] == "org.apache.iceberg.jdbc.JdbcCatalog"
+    assert s["spark_conf"]["spark.sql.catalog.bench.type"] == "rest"  # Iceberg's REST client, as every engine
     assert s["spark_conf"]["spark.driver.bindAddress"] == "127.0.0.1"
-    assert out["versions"]["spark"] == "3.5.9"
-    assert out["versions"]["iceberg"] == "1.10.2"
+    assert out["versions"]["spark"] == runtime.HARNESS_LINE.pyspark  # the harness's Spark line (maven.lock.toml)
+    assert out["versions"]["iceberg"] == runtime.HARNESS_LINE.iceberg
     assert out["versions"]["java"].startswith("17")
     calls = [a for a in out["actions"] if a.startswith("CALL")]
     assert calls == ["CALL bench.system.rewrite_data_files(table => 'bench.bench.small', strategy => 'binpack', "
@@ -295,9 +327,12 @@ def deletes_run(provisioned, tmp_path_factory):
     settings = CatalogSettings(warehouse=str(tmp / "warehouse"))
     make_small_files_table(settings, "withdel", appends=6)
     job = job_for(settings, "withdel", tmp, kind="deletes", memory_budget_bytes=GiB)
-    (tmp / "writer-job.json").write_text(job.model_dump_json())
-    subprocess.run([sys.executable, "-c", DELETE_WRITER, str(tmp / "writer-job.json")], check=True,
-                   capture_output=True, timeout=WORKER_TIMEOUT_S, cwd=PROJECT_ROOT)
+    from bench.core.catalog.rest import serve
+
+    with serve(settings) as served:
+        (tmp / "writer-job.json").write_text(job.model_copy(update={"catalog": served.settings}).model_dump_json())
+        subprocess.run([sys.executable, "-c", DELETE_WRITER, str(tmp / "writer-job.json")], check=True,
+                       capture_output=True, timeout=WORKER_TIMEOUT_S, cwd=PROJECT_ROOT)
     before = table_state(settings, "withdel")
     record, stderr = run_worker(tmp / "run", job)
     after = table_state(settings, "withdel")
@@ -318,15 +353,15 @@ def test_deletes_are_applied_and_no_delete_file_stays_live(deletes_run):
     out = rec["outcome"]
     calls = [a for a in out["actions"] if a.startswith("CALL")]
     # the intent of a delete compaction (bench.core.work): every data file with a delete file, dangling deletes
-    # removed by the procedure; the position deletes it leaves (their sequence number is the new files') go through
-    # rewrite_position_delete_files, then whatever still applies to nothing through the Java API
+    # removed by the procedure.  Iceberg 1.12.0's rewrite leaves none of the position deletes of the files it rewrote,
+    # even on this unpartitioned table where their sequence number is the new files' (1.10.2 left them live, for
+    # rewrite_position_delete_files and the Java API's removal: bench.engines.spark.deletes): the delete steps find
+    # nothing left and run nothing more
     left = out["engine_result"]["delete_files_left_after_rewrite"]
-    assert left["position"] > 0 and left["equality"] == 0
-    assert [p["name"] for p in rec["phases"]][:4] == ["rewrite_data_files", "inspect", "rewrite_position_delete_files",
-                                                      "remove dangling deletes"]
-    assert len(calls) == 2
+    assert left == {"position": 0, "equality": 0}, out["engine_result"]
+    assert [p["name"] for p in rec["phases"]][:2] == ["rewrite_data_files", "inspect"]
+    assert not {"rewrite_position_delete_files", "remove dangling deletes"} & {p["name"] for p in rec["phases"]}
+    assert len(calls) == 1
     assert "'delete-file-threshold', '1'" in calls[0] and "'remove-dangling-deletes', 'true'" in calls[0]
-    assert calls[1].startswith("CALL bench.system.rewrite_position_delete_files(")
-    assert "'rewrite-all', 'true'" in calls[1]
     assert out["engine_result"]["rewritten_data_files_count"] == len(before["data_files"])
-    assert "rewrite_position_delete_files" in out["engine_result"]
+    assert out["engine_result"]["removed_delete_files_count"] >= 1  # remove-dangling-deletes

@@ -1,5 +1,5 @@
-"""Tables written by Spark (Iceberg 1.10's Java writer) into a catalog and directory of their own, as a user's
-tables are: the input of `bench run --source-catalog`.  One Spark session writes them all (a JVM start is most
+"""Tables written by Spark (the harness's line, Iceberg's Java writer) into a catalog and directory of their own, as
+a user's tables are: the input of `bench run --source-catalog`.  One Spark session writes them all (a JVM start is most
 of the cost): each a day partition of id, name and day with three INSERTs, so every partition holds three
 small files (fewer than Spark's min-input-files default of five)."""
 

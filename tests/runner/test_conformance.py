@@ -7,11 +7,24 @@ import json
 import pytest
 import yaml
 
-from bench.conformance import TABLES_DIR, parse_fail_on, verdict
+from bench.conformance import TABLES_DIR, matrix_line, parse_fail_on, runtime_label, verdict, version_pairs
 from bench.core.catalog import CatalogSettings, load_catalog
 from bench.core.errors import UserError
 from bench.core.expected import difference
-from bench.core.results import CatalogServerUsage, Check, ReaderFinding, RowDifference, RunResult, Verification
+from bench.core.iceberg_java.runtime import HARNESS_LINE, spark_line
+from bench.core.results import (
+    HARNESS_RUNTIME,
+    CatalogServerUsage,
+    Check,
+    ConformanceCase,
+    ConformanceCell,
+    ConformanceRecord,
+    ReaderFinding,
+    RowDifference,
+    RunResult,
+    Verification,
+    VersionPair,
+)
 from bench.core.table import live_files
 from bench.core.table.shape import shape
 from bench.verify.expected import read_keys
@@ -19,8 +32,10 @@ from datagen.conformance import CASES_FILE, Case, load_cases, write_cases
 from tests.helpers import run_bench
 
 PYICEBERG_WRITTEN = {"rename-column", "quoted-names", "empty-table"}  # of the matrix's cases (cases.yaml writer)
+SPARK = HARNESS_LINE  # the harness's Spark line: the `spark` engine's, the reference reader's and the Spark writer's
+EARLIER = spark_line("3.5")  # spark-3.5's
 MATRIX_CASES = ["equality-delete-null-key", "equality-delete-partition-scoped", "rename-column", "quoted-names",
-                "empty-table", "format-v3-deletion-vectors"]
+                "empty-table", "format-v3-deletion-vectors", "branch-compaction"]
 
 
 # issue 39's cases (the shapes real tables take): written and checked here with every case pyiceberg writes (cheap: no
@@ -58,8 +73,8 @@ def test_each_cases_table_holds_its_expected_rows_and_shape(warehouse):
     for case in checked:
         w = written[case.name]
         assert w.error is None, (case.name, w.error)
-        assert w.written_by.startswith({"spark": "Spark 3.5", "pyiceberg": "pyiceberg 0.12",
-                                        "java-api": "Iceberg 1.10"}[case.writer]), w.written_by
+        assert w.written_by.startswith({"spark": SPARK.describe(), "pyiceberg": "pyiceberg 0.12",
+                                        "java-api": f"Iceberg {SPARK.iceberg}"}[case.writer]), w.written_by
         tbl = catalog.load_table(case.table)
         missing = [f for f in case.touches if f not in shape(tbl)]
         assert not missing, (case.name, missing)
@@ -148,6 +163,10 @@ def test_a_cells_verdict_says_whose_fault_from_the_checks_own_declarations():
     assert verdict(_result(status="failed", error="PanicException: index out of bounds"), "FeatureUnsupported") == \
         ("failed", "failed: PanicException: index out of bounds")
     assert verdict(_result(status="timeout", error="no answer in 600 s"))[0] == "failed"
+    jvm = _result(status="failed", error="Py4JJavaError: An error occurred while calling o66.sql.")
+    jvm.error_causes = [jvm.error or "", "AvroRuntimeException: Malformed data. Length is negative: -1"]
+    assert verdict(jvm) == ("failed", "failed: Py4JJavaError: An error occurred while calling o66.sql.; caused by "
+                                      "AvroRuntimeException: Malformed data. Length is negative: -1")
     assert verdict(_result(status="failed", error="FeatureUnsupported => v3 manifests"), "FeatureUnsupported")[0] \
         == "unsupported"
     # the engine failed after the harness's own REST catalog answered 501: the harness's failure, not the engine's
@@ -176,28 +195,50 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     and the Markdown render the matrix."""
     results = tmp_path / "results"
     cases = MATRIX_CASES  # their tables already written (the module's warehouse): reused as the cases define them
-    p = run_bench("conformance", "--cases", ",".join(cases), "--engines", "spark,risingwave", "--fail-on", "wrong",
+    engines = ["spark", "spark-3.5", "risingwave"]
+    p = run_bench("conformance", "--cases", ",".join(cases), "--engines", ",".join(engines), "--fail-on", "wrong",
                   "--warehouse", warehouse[0], "--results-dir", results, "--run-id", "c", timeout=1500)
     # the gate: a wrong cell exits 1, after the record is written and the matrix printed
     assert p.returncode == 1, p.stderr[-3000:]
     assert ("--fail-on wrong: 2 cell(s): equality-delete-null-key risingwave wrong-rows, format-v3-deletion-vectors "
             "risingwave wrong-metadata") in p.stderr, p.stderr[-2000:]
-    assert "equality-delete-null-key" in p.stdout and "versions, spark: " in p.stdout and "iceberg 1.10.2" in p.stdout
+    assert "equality-delete-null-key" in p.stdout and "versions, spark: " in p.stdout
+    assert f"iceberg {SPARK.iceberg}" in p.stdout and f"iceberg {EARLIER.iceberg}" in p.stdout
+    # the version column: spark-3.5 is an earlier version of spark; of these cases only the branch's verdict changed
+    assert (f"changed, spark-3.5 -> spark ({EARLIER.describe()} -> {SPARK.describe()}): branch-compaction "
+            "unsupported -> correct" in p.stdout), p.stdout[-3000:]
+    assert f"the reference reader and the cases' JVM writer: {SPARK.describe()} (the harness's JVMs)" in p.stdout
     rec = json.loads((results / "c" / "conformance.json").read_text())
     assert sorted(c["name"] for c in rec["cases"]) == sorted(cases)  # in the suite's order
     for case in rec["cases"]:  # each with what it states, who wrote it, and the table as written held to it
-        by = "pyiceberg 0.12" if case["name"] in PYICEBERG_WRITTEN else "Spark 3.5.9 + Iceberg 1.10.2"
+        by = "pyiceberg 0.12" if case["name"] in PYICEBERG_WRITTEN else SPARK.describe()
         assert case["expected"]["rows"] >= 0 and case["written_by"].startswith(by), case
         assert case["table_check"]["ok"] and case["table_check"]["whose"] == "harness", case
-    assert rec["versions"]["spark"]["iceberg"] == "1.10.2" and rec["versions"]["risingwave"]["iceberg-compaction"]
+    assert rec["versions"]["spark"]["iceberg"] == SPARK.iceberg and rec["versions"]["risingwave"]["iceberg-compaction"]
+    assert rec["versions"]["spark-3.5"]["iceberg"] == EARLIER.iceberg
+    assert rec["versions"]["spark-3.5"]["spark"] == EARLIER.pyspark
+    assert rec["versions"]["spark"]["spark"] == SPARK.pyspark
+    rw = rec["versions"]["risingwave"]["iceberg-compaction"]
+    assert rec["runtimes"] == {"spark": SPARK.describe(), "spark-3.5": EARLIER.describe(),
+                               "risingwave": f"iceberg-compaction {rw}",
+                               HARNESS_RUNTIME: f"{SPARK.describe()} (the harness's JVMs)"}, rec["runtimes"]
+    assert rec["version_pairs"] == [{"engine": "spark", "earlier": "spark-3.5"}]
     assert rec["versions"]["readers"]["duckdb"] and rec["versions"]["readers"]["pyiceberg"]
     cells = {(c["case"], c["engine"]): c for c in rec["cells"]}
-    assert len(cells) == 2 * len(cases)
+    assert len(cells) == len(engines) * len(cases)
     assert not [c for c in rec["cells"] if c["verdict"] == "harness-cannot"], rec["cells"]
     assert cells[("equality-delete-null-key", "spark")]["verdict"] == "correct", cells
-    # Spark's cells on the tables its own library wrote are marked self-written; pyiceberg wrote the others
-    assert all(c["self_written"] == (c["engine"] == "spark" and c["case"] not in PYICEBERG_WRITTEN)
+    # Spark's cells (either line) on the tables its own library wrote are self-written; pyiceberg wrote the others
+    assert all(c["self_written"] == (c["engine"] != "risingwave" and c["case"] not in PYICEBERG_WRITTEN)
                for c in rec["cells"]), rec["cells"]
+    same = [c for c in cases if c != "branch-compaction"]
+    assert all(cells[(case, "spark-3.5")]["verdict"] == cells[(case, "spark")]["verdict"] for case in same), cells
+    # a branch compacted: Iceberg 1.12's rewrite_data_files takes it (committed to the branch alone, main published
+    # after for verification), Iceberg 1.10.2's cannot (declared, with the reason); RisingWave's engine takes it too
+    branch = {e: cells[("branch-compaction", e)] for e in engines}
+    assert branch["spark"]["verdict"] == "correct" and branch["risingwave"]["verdict"] == "correct", branch
+    assert branch["spark-3.5"]["verdict"] == "unsupported" and "Iceberg 1.10.2" in branch["spark-3.5"]["evidence"]
+    assert next(c for c in rec["cases"] if c["name"] == "branch-compaction")["branch"] == "audit"
     rw = cells[("equality-delete-null-key", "risingwave")]
     assert rw["verdict"] == "wrong-rows" and "rows that came back: 2" in rw["evidence"], rw
     assert "'k': None" in rw["evidence"] and "null key" in rw["evidence"]
@@ -207,7 +248,7 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     v3 = cells[("format-v3-deletion-vectors", "risingwave")]
     assert v3["verdict"] == "wrong-metadata" and v3["evidence"].startswith("row_lineage_kept: "), v3
     assert cells[("format-v3-deletion-vectors", "spark")]["verdict"] == "correct"
-    for engine in ("spark", "risingwave"):
+    for engine in engines:
         scoped = cells[("equality-delete-partition-scoped", engine)]
         assert [f["reader"] for f in scoped["findings"]] == ["duckdb-iceberg"], scoped
         f = scoped["findings"][0]
@@ -216,23 +257,40 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     assert cells[("equality-delete-partition-scoped", "spark")]["verdict"] == "correct", cells
     for case in ("rename-column", "quoted-names"):
         assert cells[(case, "spark")]["verdict"] == "correct", cells[(case, "spark")]
-    # the engines ran in shared processes: one Spark JVM for every case, no run timed into a statistic
+    # the engines ran in shared processes: one Spark JVM per Spark line for every case, no run timed into a statistic
     runs = [json.loads(f.read_text()) for f in (results / "c" / "runs").glob("*/*--rep0.json")]
-    assert len(runs) == 2 * len(cases) and all(r["shared_process"] for r in runs)
-    spark_runs = [r for r in runs if r["engine"] == "spark"]
-    log = (results / "c" / "runs" / "shared-spark.log").read_text()
-    assert sorted(r["shared_process"] for r in spark_runs) == list(range(1, len(spark_runs) + 1))
-    assert log.count("Using an existing Spark session") == len(spark_runs) - 1, log[-3000:]
+    assert len(runs) == len(engines) * len(cases)
+    runs = [r for r in runs if r["status"] != "unsupported"]  # recorded, never run
+    assert len(runs) == len(engines) * len(cases) - 1 and all(r["shared_process"] for r in runs)
+    spark = json.loads((results / "c" / "runs" / "branch-compaction" / "deletes-standard--spark--rep0.json")
+                       .read_text())
+    assert any("branch => 'audit'" in a for a in spark["engine_actions"]), spark["engine_actions"]
+    moved = next(c for c in spark["verification"]["checks"] if c["name"] == "branch_compacted")
+    assert moved["ok"] and "left main at" in moved["message"], moved
+    for engine in ("spark", "spark-3.5"):
+        spark_runs = [r for r in runs if r["engine"] == engine]
+        log = (results / "c" / "runs" / f"shared-{engine}.log").read_text()
+        assert sorted(r["shared_process"] for r in spark_runs) == list(range(1, len(spark_runs) + 1))
+        assert log.count("Using an existing Spark session") == len(spark_runs) - 1, log[-3000:]
     p = run_bench("report", results / "c")
     assert p.returncode == 0, p.stderr[-2000:]
     html = (results / "c" / "report.html").read_text()
     assert 'data-section="conformance"' in html and 'data-section="reader-findings"' in html
     assert 'data-engine="risingwave" data-verdict="wrong-rows"' in html
     assert 'data-engine="spark" data-verdict="correct"' in html
+    assert 'data-version-pair="spark-3.5 spark"' in html
+    assert f'<span class="sub" data-runtime>{EARLIER.describe()}' in html
+    assert 'data-change="spark-3.5 spark" data-from="unsupported" data-to="correct"' in html
+    assert html.count('data-change="spark-3.5 spark"') == len(cases) and "1 changed</span>" in html
     p = run_bench("report", results / "c", "--markdown", "-")
     assert p.returncode == 0, p.stderr[-2000:]
     assert ("| equality-delete-null-key | equality deletes, equality deletes with NULL keys | "
-            "correct (self-written) | **wrong-rows** |") in p.stdout, p.stdout
+            "correct (self-written) | correct (self-written) | **wrong-rows** |  |") in p.stdout, p.stdout
+    assert f"Runtimes: spark: {SPARK.describe()}; spark-3.5: {EARLIER.describe()}; " in p.stdout
+    assert ("| branch-compaction | compacting a branch other than main, position deletes on a branch | correct "
+            "(self-written) | unsupported (self-written) | correct | unsupported → correct |") in p.stdout, p.stdout
+    assert (f"Changed, spark-3.5 → spark ({EARLIER.describe()} → {SPARK.describe()}): branch-compaction (unsupported "
+            "→ correct).") in p.stdout
     assert "- **equality-delete-partition-scoped**: duckdb-iceberg" in p.stdout
     # a case whose table does not hold what it states: the harness's defect, named, and no engine judged on it
     wrong = tmp_path / "wrong-cases.yaml"
@@ -246,3 +304,39 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     assert [c["verdict"] for c in rec["cells"]] == ["harness-cannot", "harness-cannot"], rec["cells"]
     assert "6 rows, expected 7; id values expected but not read: 99" in rec["cells"][0]["evidence"], rec["cells"]
     assert not (results / "w" / "runs").exists()  # no engine ran on it
+
+
+def test_the_version_column_pairs_an_engine_with_its_earlier_version():
+    """spark-3.5 declares itself an earlier version of spark (a profile pairs with the same profile only): the matrix
+    gains a column of the cases whose verdict changed, each engine's runtime from its recorded versions heads its
+    column (the real matrix above renders it in the report); no JVM: a record built here."""
+    from bench.engines import engine_class
+
+    engines = ["spark", "spark-3.5", "risingwave"]
+    assert [p.model_dump() for p in version_pairs(engines)] == [{"engine": "spark", "earlier": "spark-3.5"}]
+    assert version_pairs(["spark", "risingwave"]) == [] and version_pairs(["spark-3.5:tuned", "spark"]) == []
+    refusal = engine_class("spark-3.5").why_not("branch")
+    assert engine_class("spark").why_not("branch") is None and refusal and "Iceberg 1.10.2" in refusal
+    versions = {e: {"spark": line.pyspark, "iceberg": line.iceberg, "java": "17.0.15"}
+                for e, line in (("spark", SPARK), ("spark-3.5", EARLIER))}
+    versions["risingwave"] = {"iceberg-compaction": "202604.9.0rc0"}
+    runtimes = {e: runtime_label(v, engine_class(e).packages) for e, v in versions.items()}
+    assert runtimes["spark"] == SPARK.describe() and runtimes["risingwave"] == "iceberg-compaction 202604.9.0rc0"
+    verdicts = {"compact-branch": {"spark": "correct", "spark-3.5": "unsupported", "risingwave": "correct"},
+                "identity-int": {e: "correct" for e in engines}}
+    rec = ConformanceRecord(
+        run_id="pair", started_at="2026-12-02T00:00:00Z", engines=engines, versions=versions,
+        runtimes={**runtimes, HARNESS_RUNTIME: f"{SPARK.describe()} (the harness's JVMs)"},
+        version_pairs=[VersionPair(engine="spark", earlier="spark-3.5")],
+        cases=[ConformanceCase(name=c, covers=[c]) for c in verdicts],
+        cells=[ConformanceCell(case=c, covers=[c], engine=e, verdict=v,  # type: ignore[arg-type]
+                               evidence=refusal if v == "unsupported" else "")
+               for c, row in verdicts.items() for e, v in row.items()])
+    assert [c.model_dump() for c in rec.changes(rec.version_pairs[0])] == [
+        {"case": "compact-branch", "earlier": "unsupported", "verdict": "correct"}]
+    lines = matrix_line(rec)
+    assert lines[0].split() == ["case", *engines, "spark-3.5", "->", "spark"]
+    assert lines[1].split()[-3:] == ["unsupported", "->", "correct"] and lines[2].split()[-1] == "correct"
+    assert f"spark-3.5 ({EARLIER.describe()}): 1 unsupported, 1 correct" in lines
+    assert (f"changed, spark-3.5 -> spark ({EARLIER.describe()} -> {SPARK.describe()}): compact-branch unsupported "
+            "-> correct") in lines

@@ -130,23 +130,32 @@ def any_run(runs: dict) -> RunResult:
 
 def test_cow_branch_publishes_the_compactors_snapshot_and_says_who_cannot(tmp_path, shared_warehouse):
     """--cow-branch: the writer commits to the branch 'ingest', the engine compacts that branch, main gets
-    the engine's snapshot, with no delete file; an engine that cannot compact a branch is recorded as
-    unsupported (not run), with its reason."""
+    the engine's snapshot, with no delete file; spark (Iceberg 1.12's rewrite_data_files takes the branch) compacts
+    it, and an engine that cannot compact a branch (spark-3.5, Iceberg 1.10.2) is recorded as unsupported (not run),
+    with its reason."""
     bad = run_bench("run", "deletes-high", "--cow-branch", "--scale", TINY, "--warehouse", shared_warehouse,
                     "--results-dir", tmp_path / "results")
     assert bad.returncode == 2 and "has no live writer" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
     p = run_bench("run", "live-writer-deletes", "--cow-branch", "--cases", "append,position-delete", "--scale",
-                  TINY, "--engines", "risingwave,spark", "--warehouse", shared_warehouse,
+                  TINY, "--engines", "risingwave,spark,spark-3.5", "--warehouse", shared_warehouse,
                   "--results-dir", tmp_path / "results", "--run-id", "cow", timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     runs = _runs(tmp_path / "results" / "cow")
-    assert len(runs) == 4  # --cases: two of the three
+    assert len(runs) == 6  # --cases: two of the three
     for r in runs.values():
         assert r.tag.endswith(f"-{r.live_writer.case}-ingest") and r.live_writer.branch == "ingest"
     for case in ("append", "position-delete"):
-        spark = runs[("spark", case)]
-        assert spark.status == "unsupported" and spark.live_writer.verdict == "unsupported"
-        assert "silently compacts main" in spark.live_writer.reason
+        old = runs[("spark-3.5", case)]
+        assert old.status == "unsupported" and old.live_writer.verdict == "unsupported"
+        assert "silently compacts main" in old.live_writer.reason and "Iceberg 1.10.2" in old.live_writer.reason
+    # spark on the branch: rewrite_data_files(branch => 'ingest'), committed on top of the writer's append and
+    # published; the writer's position delete of a file it rewrites is a conflict its validation refuses
+    spark = {case: runs[("spark", case)] for case in ("append", "position-delete")}
+    assert spark["append"].verified and spark["append"].live_writer.verdict == "safe", spark["append"].verification
+    lw = spark["append"].live_writer
+    assert lw.published_snapshot_id == lw.commits[-1].snapshot_id and lw.main_delete_files == 0
+    assert any("branch => 'ingest'" in a for a in spark["append"].engine_actions), spark["append"].engine_actions
+    assert spark["position-delete"].live_writer.verdict == "refused", spark["position-delete"].live_writer.reason
     rw = {case: runs[("risingwave", case)].live_writer for case in ("append", "position-delete")}
     for lw in rw.values():
         assert lw.interleaved and lw.order[0] == "writer"
@@ -159,10 +168,14 @@ def test_cow_branch_publishes_the_compactors_snapshot_and_says_who_cannot(tmp_pa
     # main's reader sees exactly the published snapshot: the writer's appended rows, no delete file
     tbl = load_catalog(CatalogSettings.for_warehouse(str(shared_warehouse))).load_table(
         runs[("risingwave", "append")].dataset)
-    last = [lw for lw in rw.values() if tbl.metadata.snapshot_by_id(lw.published_snapshot_id or 0)]
-    assert len(last) == 1 and tbl.current_snapshot().snapshot_id == last[0].published_snapshot_id
+    # (each engine run starts from the restored dataset: only the last run's published snapshot, if it published one,
+    # is still in the table)
+    published = [r.live_writer for r in runs.values() if r.live_writer.published_snapshot_id]
+    last = [lw for lw in published if tbl.metadata.snapshot_by_id(lw.published_snapshot_id or 0)]
+    assert len(published) == 3 and len(last) <= 1, published
+    assert not last or tbl.current_snapshot().snapshot_id == last[0].published_snapshot_id
     rep = run_bench("report", tmp_path / "results" / "cow", "--out", tmp_path / "cow.html")
     assert rep.returncode == 0, rep.stderr
     html = (tmp_path / "cow.html").read_text()
     assert "copy-on-write through branch" in html and html.count('data-verdict="unsupported"') == 2
-    assert html.count('data-main-delete-files="0"') == 2
+    assert html.count('data-main-delete-files="0"') == 3

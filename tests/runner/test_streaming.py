@@ -151,14 +151,15 @@ def test_streaming_cycles_are_verified_in_both_engine_orders_and_reported(tmp_pa
         assert t.maintenance_s_per_gb > 0 and t.cost_usd_per_gb > 0
         assert set(t.final_reads_vs_baseline) == {"full-scan", "key-range", "point-lookup"}
 
-    # branch mode, RisingWave alone (Spark cannot compact a branch: recorded unsupported): the writer commits to
-    # `ingest` while maintenance runs, clean maintenance snapshots are published to main, main's lag is measured
+    # branch mode, RisingWave alone (Spark cannot rewrite manifests on a branch, which the scenario's maintenance
+    # asks: recorded unsupported): the writer commits to `ingest` while maintenance runs, clean maintenance snapshots
+    # are published to main, main's lag is measured
     p = run_bench("run", "streaming-cdc", "--scale", TINY, "--cycles", "2", "--engines", "risingwave,spark",
                   "--stream-mode", "branch", "--warehouse", shared_warehouse, "--results-dir", results,
                   "--run-id", "br", "--storage-cap", "none", "--cores", "1", timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     br = _results(results / "br")
-    assert br["spark"].status == "unsupported" and "cannot compact a branch" in br["spark"].error
+    assert br["spark"].status == "unsupported" and "rewrite_manifests cannot work on a branch" in br["spark"].error
     rw, none = br["risingwave"].streaming, br["none"].streaming
     assert rw.mode == "branch" and br["risingwave"].verified, [c.reason for c in rw.cycles]
     for c in rw.cycles:

@@ -8,7 +8,7 @@ from typing import Any
 
 class RowDeltaCommitter:
     """RowDelta commits of data and delete files written by another writer (metrics from Iceberg's
-    own `ParquetUtil.fileMetrics`; `MetricsConfig.forPositionDelete()` for position deletes so their
+    own `ParquetUtil.fileMetrics`; `MetricsConfig.forPositionDelete` for position deletes so their
     file_path bounds are exact)."""
 
     def __init__(self, jvm: Any, table: Any, equality_ids: Any):
@@ -22,7 +22,8 @@ class RowDeltaCommitter:
         self.io = table.io()
         self.parquet = self.ice.FileFormat.PARQUET
         self.data_metrics = self.ice.MetricsConfig.forTable(table)
-        # Iceberg 1.12 dropped the Table argument: the position-delete mode no longer depends on table properties
+        # every harness JVM runs the harness's Iceberg line (1.12: the position-delete metrics config no longer
+        # takes the table, full metrics for file_path and pos whatever its properties)
         self.position_metrics = self.ice.MetricsConfig.forPositionDelete()
         self.eq_ids = equality_ids
         self.commits = 0
@@ -74,16 +75,17 @@ class RowDeltaCommitter:
         self.commits += 1
 
 
-def remove_delete_files(jvm: Any, table: Any, paths: set[str], summary: dict[str, str] | None = None) -> dict:
-    """Remove the live delete files named in `paths` from `table` in one RewriteFiles commit (no row
+def remove_delete_files(jvm: Any, table: Any, paths: set[str], summary: dict[str, str] | None = None,
+                        branch: str = "main") -> dict:
+    """Remove the live delete files named in `paths` from `branch` of `table` in one RewriteFiles commit (no row
     changes; the caller decides which files, e.g. the dangling ones by bench.core.table.deletes).
     Returns {"position": n, "equality": m} removed."""
-    snap = table.currentSnapshot()
+    snap = table.currentSnapshot() if branch == "main" else table.snapshot(branch)
     removed = {"position": 0, "equality": 0}
     if snap is None or not paths:
         return removed
     io, specs, mf = table.io(), table.specs(), jvm.org.apache.iceberg.ManifestFiles
-    rewrite = table.newRewrite()
+    rewrite = table.newRewrite() if branch == "main" else table.newRewrite().toBranch(branch)
     for m in snap.deleteManifests(io):
         it = mf.readDeleteManifest(m, io, specs).iterator()
         while it.hasNext():

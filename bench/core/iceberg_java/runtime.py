@@ -100,6 +100,15 @@ class SparkLine:
     def describe(self) -> str:
         return f"Spark {self.pyspark} + Iceberg {self.iceberg}"
 
+    def iceberg_at_least(self, release: str) -> bool:
+        """Whether the line's Iceberg release is `release` or newer (numeric parts compared: 1.12.0 > 1.10.2)."""
+        return release_key(self.iceberg) >= release_key(release)
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    """A release's numeric parts, for ordering (a suffix such as -rc1 is ignored)."""
+    return tuple(int(x) for x in re.findall(r"\d+", version.split("-")[0]))
+
 
 @dataclass(frozen=True)
 class Lock:

@@ -9,6 +9,8 @@ from pydantic import BaseModel, Field, field_validator
 from bench.core.expected import Expected
 from bench.core.records.verification import Check, ReaderFinding
 
+HARNESS_RUNTIME = "harness"  # ConformanceRecord.runtimes' key of the reference reader's and the writer's runtime
+
 # records written before 2026-11-29 said "wrong" for both wrong kinds (and "unsupported" for engine failures)
 Verdict = Literal["correct", "wrong-rows", "wrong-metadata", "failed", "unsupported", "harness-cannot", "wrong"]
 WRONG = ("wrong-rows", "wrong-metadata", "wrong")
@@ -39,7 +41,24 @@ class ConformanceCase(BaseModel):
     covers: list[str] = Field(default_factory=list)
     expected: Expected | None = None
     written_by: str = ""  # library and version that wrote the table
+    branch: str | None = None  # the branch the engines compacted (None: main)
     table_check: Check | None = None  # the table as written against `expected` (a harness check)
+
+
+class VersionPair(BaseModel):
+    """Two engines of a run that are one engine on two versions (the earlier one declares it:
+    Engine.earlier_version_of): the matrix shows, per case, how the verdict changed from `earlier` to `engine`."""
+
+    engine: str
+    earlier: str
+
+
+class VerdictChange(BaseModel):
+    """One case whose verdict differs between the two versions of a pair."""
+
+    case: str
+    earlier: str  # the earlier version's verdict ("absent": no cell)
+    verdict: str
 
 
 class ConformanceRecord(BaseModel):
@@ -54,6 +73,10 @@ class ConformanceRecord(BaseModel):
     # the versions the verdicts come from: per engine its own, "readers" the harness's readers (pyiceberg, DuckDB,
     # its iceberg extension, Iceberg's Java library through Spark: the reference reader), "writer" the cases' writer
     versions: dict[str, dict[str, str | None]] = Field(default_factory=dict)
+    # per engine its runtime in a few words, from its results' versions (e.g. "Spark 4.1.4 + Iceberg 1.12.0"), and
+    # under HARNESS_RUNTIME the one of the harness's own JVMs (the reference reader, the cases' Spark writer)
+    runtimes: dict[str, str] = Field(default_factory=dict)
+    version_pairs: list[VersionPair] = Field(default_factory=list)
     cases: list[ConformanceCase] = Field(default_factory=list)
     cells: list[ConformanceCell] = Field(default_factory=list)
 
@@ -69,3 +92,24 @@ class ConformanceRecord(BaseModel):
 
     def case(self, name: str) -> ConformanceCase | None:
         return next((c for c in self.cases if c.name == name), None)
+
+    def verdict_of(self, case: str, engine: str) -> str:
+        """A cell's verdict, "absent" when the record has none."""
+        return next((c.verdict for c in self.cells if c.case == case and c.engine == engine), "absent")
+
+    def changes(self, pair: VersionPair) -> list[VerdictChange]:
+        """The cases, in order, whose verdict differs between the pair's two engines."""
+        out = []
+        for case in self.case_names:
+            before, now = self.verdict_of(case, pair.earlier), self.verdict_of(case, pair.engine)
+            if before != now:
+                out.append(VerdictChange(case=case, earlier=before, verdict=now))
+        return out
+
+    def change(self, pair: VersionPair, case: str) -> VerdictChange | None:
+        return next((c for c in self.changes(pair) if c.case == case), None)
+
+    def pair_label(self, pair: VersionPair, arrow: str = "->") -> str:
+        """E.g. "spark-3.5 -> spark (Spark 3.5.9 + Iceberg 1.10.2 -> Spark 4.1.4 + Iceberg 1.12.0)"."""
+        before, now = self.runtimes.get(pair.earlier), self.runtimes.get(pair.engine)
+        return f"{pair.earlier} {arrow} {pair.engine}" + (f" ({before} {arrow} {now})" if before and now else "")

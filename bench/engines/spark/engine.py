@@ -48,6 +48,45 @@ __all__ = ["SparkEngine", "SparkOptions", "strategy_args"]
 LINE = iceberg_runtime.HARNESS_LINE  # the harness's Spark line: its pyspark is the harness's
 ICEBERG_MAX_CONCURRENT_GROUPS = 5  # max-concurrent-file-group-rewrites: Iceberg's default (RewriteDataFiles)
 
+# Iceberg's Spark procedures on every line the engine runs (Iceberg 1.10 and newer): rewrite_data_files with
+# strategy => 'sort' sorts each file group by the table's sort order (range-partitioned: output files of a group do
+# not overlap), sort_order => 'zorder(c1,c2)' z-orders; rewrite_data_files and rewrite_position_delete_files take
+# `where`; expire_snapshots(table, older_than, retain_last) and rewrite_manifests(table); format v3 (deletion vectors)
+# read and written: verified on a Spark-written v3 table with one (tests/runner/test_work_intent.py)
+SUPPORTS = frozenset({"sort", "zorder", "partition-filter", "partition-filter-deletes", "maintenance",
+                      "expire-snapshots", "expire-under-writer", "rewrite-manifests", "format-v3"})
+# the first Iceberg release this engine compacts a branch with: its rewrite_data_files takes `branch`
+# (RewriteDataFilesProcedure's BRANCH_PARAM: the action plans from the branch's head, commits to it, and removes the
+# dangling deletes on it; "Cannot rewrite data files for branch %s: branch does not exist"); 1.10.2's has none
+BRANCH_SINCE = "1.12.0"
+
+
+def line_supports(line: iceberg_runtime.SparkLine) -> frozenset[str]:
+    """What the engine does on `line` beyond a plain compaction of main (FEATURES)."""
+    return SUPPORTS | ({"branch"} if line.iceberg_at_least(BRANCH_SINCE) else frozenset())
+
+
+# no line rewrites manifests on a branch: the procedure has no branch parameter, and Iceberg Java's RewriteManifests
+# has no toBranch (SnapshotUpdate's default refuses: "Cannot commit to branch %s: %s does not support
+# branch commits"); it would rewrite main's manifests and commit to main (checked in the 1.12.0 and 1.10.2 runtime jars)
+MANIFESTS_ON_BRANCH = (
+    "Iceberg {iceberg}'s rewrite_manifests cannot work on a branch: the procedure has no branch parameter and Iceberg "
+    "Java's RewriteManifests commits to main only (it has no toBranch: 'Cannot commit to branch %s: %s does not "
+    "support branch commits'), so it would rewrite main's manifests")
+
+
+def line_refusals(line: iceberg_runtime.SparkLine) -> dict[str, str]:
+    """Why the engine on `line` cannot do what line_supports leaves out."""
+    refusals = {"rewrite-manifests-branch": MANIFESTS_ON_BRANCH.format(iceberg=line.iceberg)}
+    if line.iceberg_at_least(BRANCH_SINCE):
+        return refusals
+    return refusals | {"branch": (
+        f"Iceberg {line.iceberg}'s rewrite_data_files cannot compact a branch (its procedure has no branch parameter; "
+        f"Iceberg {BRANCH_SINCE}'s has one): the action plans from the table's current snapshot (main); named as "
+        "table => 'ns.t.branch_ingest', or with spark.wap.branch set, it silently compacts main instead, and a "
+        "'branch' option is rejected ('Cannot use options [branch], they are not supported by the action or the "
+        "rewriter BIN-PACK'); established on this machine with Iceberg 1.10.2 on Spark 3.5.9")}
+
 
 class SparkEngine(EngineBase):
     name: ClassVar[str] = "spark"
@@ -71,21 +110,22 @@ class SparkEngine(EngineBase):
         {"snappy", "zstd", "gzip", "lz4", "uncompressed", "brotli"})
     min_budget_bytes: ClassVar[int] = memory.min_budget_bytes()  # the heap Spark accepts, plus non-heap
     knobs: ClassVar[tuple[Knob, ...]] = KNOBS
-    # Iceberg 1.10's rewrite_data_files: strategy => 'sort' sorts each file group by the table's sort order
-    # (range-partitioned: output files of a group do not overlap); sort_order => 'zorder(c1,c2)' z-orders;
-    # rewrite_data_files and rewrite_position_delete_files take `where` (Iceberg 1.10.2's procedure parameters)
-    # and Iceberg's expire_snapshots(table, older_than, retain_last) and rewrite_manifests(table) procedures;
-    # Iceberg 1.10 reads and writes format v3 (deletion vectors): verified on a Spark-written v3 table with one
-    # (tests/runner/test_work_intent.py)
-    supports: ClassVar[frozenset[str]] = frozenset({"sort", "zorder", "partition-filter", "partition-filter-deletes",
-                                                    "maintenance", "expire-snapshots", "expire-under-writer",
-                                                    "rewrite-manifests",
-                                                    "format-v3"})
-    not_supported: ClassVar[dict[str, str]] = {"branch": (
-        "Iceberg 1.10.2's rewrite_data_files cannot compact a branch: the action plans from the table's current "
-        "snapshot (main); named as table => 'ns.t.branch_ingest', or with spark.wap.branch set, it silently "
-        "compacts main instead, and a 'branch' option is rejected ('Cannot use options [branch], they are not "
-        "supported by the action or the rewriter BIN-PACK'); established on this machine with Spark 3.5.9")}
+    # what the line's Iceberg release can do (line_supports, line_refusals); a subclass that declares another `line`
+    # gets that line's (__init_subclass__), unless it declares its own
+    supports: ClassVar[frozenset[str]] = line_supports(LINE)
+    not_supported: ClassVar[dict[str, str]] = line_refusals(LINE)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "line" in cls.__dict__:
+            if "supports" not in cls.__dict__:
+                cls.supports = line_supports(cls.line)
+            if "not_supported" not in cls.__dict__:
+                cls.not_supported = line_refusals(cls.line)
+
+    @classmethod
+    def declared_runtime(cls) -> str:
+        return cls.line.describe()
 
     def __init__(self) -> None:
         self.spark: Any = None
@@ -218,7 +258,7 @@ class SparkEngine(EngineBase):
         try:
             with clock.phase("rewrite_data_files", "one procedure call: plan, rewrite and commit"):
                 rows = self._sql(f"CALL {cat.name}.system.rewrite_data_files(table => {spark_literal(table)}, "
-                                 f"{strategy_args(job)}options => {spark_map(options)}{where})")
+                                 f"{strategy_args(job)}options => {spark_map(options)}{where}{self._branch_arg(job)})")
             result = row_dict(rows)
             if job.intent().applies_deletes:
                 assert self.delete_steps is not None
@@ -255,6 +295,8 @@ class SparkEngine(EngineBase):
         return row_dict(rows)
 
     def rewrite_manifests(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:
+        if job.branch != "main":  # the runner records such a run unsupported before it starts (why_not)
+            raise UserError(self.why_not("rewrite-manifests-branch") or "rewrite_manifests on a branch")
         with clock.phase("rewrite_manifests", "procedure rewrite_manifests: metadata only"):
             rows = self._sql(f"CALL {job.catalog.name}.system.rewrite_manifests(table => "
                              f"{spark_literal(self._table(job))})")
@@ -272,6 +314,15 @@ class SparkEngine(EngineBase):
     # -- helpers -----------------------------------------------------------------------------------
     def _table(self, job: CompactionJob) -> str:
         return f"{job.catalog.name}.{job.catalog.qualified(job.table)}"
+
+    def _branch_arg(self, job: CompactionJob) -> str:
+        """rewrite_data_files' branch argument (`, branch => 'b'`) for a branch other than main, or ""."""
+        if job.branch == "main":
+            return ""
+        why = self.why_not("branch")
+        if why:  # the runner records such a run unsupported before it starts
+            raise UserError(why)
+        return f", branch => {spark_literal(job.branch)}"
 
     def _set(self, key: str, value: str) -> None:
         self.spark.conf.set(key, value)
