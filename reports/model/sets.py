@@ -70,17 +70,16 @@ def build(loaded: Loaded, instance_type: str | None = None) -> Report:
 
 
 def runtimes(rs: ResultSet) -> str:
-    """The Iceberg release each engine recorded and the Iceberg Java of the harness's own JVMs; "" for results that
-    do not record the latter."""
-    if not rs.env.iceberg_java:
-        return ""
+    """The Iceberg release each engine recorded, and the Iceberg Java of the harness's own JVMs where the results
+    record it."""
     parts = []
     for e in rs.engines:
         v = next((lr.r.versions["iceberg"] for lr in rs.runs if lr.r.engine == e and lr.r.versions.get("iceberg")),
                  None)
         if v is not None:
             parts.append(f"{e} Iceberg {v}")
-    return "; ".join([*parts, f"the harness's own JVMs Iceberg {rs.env.iceberg_java}"])
+    harness = [f"the harness's own JVMs Iceberg {rs.env.iceberg_java}"] if rs.env.iceberg_java else []
+    return "; ".join([*parts, *harness])
 
 
 def _scenario(rs: ResultSet) -> None:
