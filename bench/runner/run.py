@@ -291,12 +291,11 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
         if opts.source is None or live:
             raise UserError(f"a branch to compact ({opts.branch}) is a source table's, without a live writer")
         slots = [replace(s, branch=opts.branch) for s in slots]
+    engine_packages = tuple(p for e in ctx.engines for p in engine_class(e).packages)
     ctx.environment = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
-                                  packages=HARNESS_PACKAGES + tuple(p for e in ctx.engines
-                                                                    for p in engine_class(e).packages),
-                                  iceberg_java=ICEBERG_VERSION)
+                                  packages=HARNESS_PACKAGES + engine_packages, iceberg_java=ICEBERG_VERSION)
     ctx.environment.warehouse = ctx.settings.storage_description()
-    ctx.versions = package_versions(HARNESS_PACKAGES + tuple(p for e in ctx.engines for p in engine_class(e).packages))
+    ctx.versions = package_versions(HARNESS_PACKAGES + engine_packages)
     state = RunState(run_id=ctx.run_id, pid=os.getpid(), started_at=now_iso(), scenario=ctx.scenario.name,
                      scale=ctx.scale, file_scale=ctx.counts_scale, engines=ctx.engines, reps=opts.reps,
                      expected_results=len(slots) + (ctx.scenario.streaming is not None),
