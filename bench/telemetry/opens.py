@@ -101,11 +101,9 @@ class OpenWatch:
         if self.sample is not None:  # each sampled file by itself: its events carry no name, the path is its own
             for path in sorted(self.sample):
                 self._dirs[self._inotify.add_watch(path, FILE_MASK)] = path
-            self._thread = threading.Thread(target=self._loop, name="bench-open-watch", daemon=True)
-            self._thread.start()
-            return
-        for d, _, _ in os.walk(self.root):
-            self._dirs[self._inotify.add_watch(d, MASK)] = d
+        else:
+            for d, _, _ in os.walk(self.root):
+                self._dirs[self._inotify.add_watch(d, MASK)] = d
         self._thread = threading.Thread(target=self._loop, name="bench-open-watch", daemon=True)
         self._thread.start()
 

@@ -93,10 +93,6 @@ class SparkLine:
     aws: Artifact
     java: tuple[int, ...]
 
-    @property
-    def spark(self) -> str:
-        return self.pyspark
-
     def describe(self) -> str:
         return f"Spark {self.pyspark} + Iceberg {self.iceberg}"
 
