@@ -137,6 +137,17 @@ def _split(csv: str | None) -> list[str] | None:
     return [s.strip() for s in csv.split(",") if s.strip()] if csv else None
 
 
+def _user_vars(terraform_dir: Path, tf_vars) -> dict:
+    """The --var NAME=VALUE pairs, each NAME a variable the module declares."""
+    declared = {m for f in Path(terraform_dir).glob("*.tf")
+                for m in re.findall(r'^variable\s+"([^"]+)"', f.read_text(), flags=re.M)}
+    pairs = dict(_parse_var(v) for v in tf_vars)
+    unknown = sorted(set(pairs) - declared)
+    if unknown:
+        raise UserError(f"--var {unknown[0]}: not a variable of the module in {terraform_dir} (see its variables.tf)")
+    return pairs
+
+
 def _parse_var(v: str):
     """``KEY=VALUE``; VALUE is parsed as JSON when it is JSON (numbers, booleans, lists)."""
     k, sep, val = v.partition("=")
@@ -245,6 +256,7 @@ def up(terraform_dir, scenarios, scale, file_scale, engines, reps, region, insta
     which the instance may read and never write.  With --nodes N the scenarios are spread over N instances
     that run at once, each uploading its own results and status.json."""
     _check_nodes(nodes, spark_workers, bool(source_table or source_catalog))
+    user_vars = _user_vars(terraform_dir, tf_vars)
     run_id = run_id or new_run_id()
     values: dict = {"run_id": run_id}
     if spot:
@@ -263,10 +275,8 @@ def up(terraform_dir, scenarios, scale, file_scale, engines, reps, region, insta
         if val is not None:
             values[key] = val
     values |= _storage_values(storage, max_disk_performance, warehouse_on_s3, spark_workers)
-    STATE_DIR.mkdir(parents=True, exist_ok=True)
-    values |= _harness_values(git_ref, git_url, run_id)
     values["uploader_path"] = str(PROJECT_ROOT / "bench" / "cloud.py")  # embedded in the user data, from anywhere
-    values |= dict(_parse_var(v) for v in tf_vars)
+    values |= user_vars
     _add_file_scale(values, file_scale, bool(source))
     if source:
         click.echo("plan: none for your own table (`bench plan` models generated tables by scale; `bench inspect "
@@ -277,6 +287,9 @@ def up(terraform_dir, scenarios, scale, file_scale, engines, reps, region, insta
                            plan_storage(storage, max_disk_performance, warehouse_on_s3), nodes, file_scale)
         if nodes > 1:
             _spread_over_nodes(values, plan, nodes)
+    # packed last, once every option has been checked: a --var of the user's still wins over the packed archive
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    values = _harness_values(git_ref, git_url, run_id) | values
     _apply(terraform_dir, values, run_id, auto_approve)
     _say_launched(tf_outputs(terraform_dir))
 

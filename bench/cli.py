@@ -106,12 +106,13 @@ def setup(engines):
     Maven Central once (idempotent, cached); with --engines, build the engines' own environments from the package
     registry."""
     from bench.core.iceberg_java.runtime import provision
+    from bench.engines import build_environments, parse_engines
 
+    if engines:
+        parse_engines(engines)  # an unknown name is refused before anything is fetched or built
     for line in provision():
         click.echo(line)
     if engines:
-        from bench.engines import build_environments
-
         for line in build_environments(engines):
             click.echo(line)
 

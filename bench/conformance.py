@@ -60,6 +60,7 @@ from bench.core.source import SourceRef, load_source
 from bench.engines import REGISTRY, engine_class, parse_engines, split_label
 from bench.engines.base import HARNESS_CANNOT
 from bench.runner import RunOptions, run_scenario
+from bench.runner.context import check_results_dir
 from bench.runner.session import SharedProcesses
 from bench.verify.expected import expected_check
 from datagen.conformance import CASES_FILE, Case, Written, catalog_file, load_cases, write_cases
@@ -213,7 +214,7 @@ def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceReco
     cases = load_cases(path=Path(opts.cases_file) if opts.cases_file else CASES_FILE, names=opts.cases)
     warehouse = Path(opts.warehouse or "warehouse")
     run_id = opts.run_id or time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-conformance"
-    run_dir = Path(opts.results_dir) / run_id
+    run_dir = check_results_dir(opts.results_dir) / run_id
     if run_dir.exists():
         raise UserError(f"{run_dir} exists: choose another --run-id")
     run_dir.mkdir(parents=True)

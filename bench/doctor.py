@@ -28,7 +28,7 @@ def harness_requirements() -> list[Requirement]:
     for ext in ("duckdb_extension_iceberg", "duckdb_extension_avro", "duckdb_extension_httpfs"):
         reqs.append(module_requirement(ext, "run `make setup` (DuckDB extensions for the verifier)"))
     # Iceberg's Java library: the deletes datagen commits through it
-    reqs += [Requirement(f"iceberg java: {r.name}", r.ok, r.detail, r.fix) for r in iceberg_runtime.requirements()]
+    reqs += iceberg_runtime.requirements()
     free = shutil.disk_usage(os.getcwd()).free
     reqs.append(Requirement("free disk in the working directory", free > 2 * 1024**3,
                             f"{free / 1024**3:.1f} GiB free", "free some space or use --warehouse elsewhere"))
@@ -102,16 +102,17 @@ def run_doctor(engines: str | None) -> int:
     wh = warehouse_section(names)
     if wh is not None:
         sections.append((*wh, False))
-    failed = 0
+    failed: set[tuple[str, str]] = set()  # a jar the harness and an engine both need is one problem
     for title, reqs, optional in sections:
         click.echo(f"{title}:")
         for r in reqs:
             mark = "ok  " if r.ok else "--  " if optional else "FAIL"
             click.echo(f"  [{mark}] {r.name}" + (f": {r.detail}" if r.detail else ""))
             if not r.ok:
-                failed += 0 if optional else 1
+                if not optional:
+                    failed.add((r.name, r.detail))
                 click.echo(f"         fix: {r.fix}")
-    click.echo("all prerequisites present" if not failed else f"{failed} problem(s) found")
+    click.echo("all prerequisites present" if not failed else f"{len(failed)} problem(s) found")
     return 0 if not failed else 1
 
 

@@ -92,6 +92,14 @@ def check_file_scale(recipe: Recipe, scale: float, file_scale: float | None, see
     anything runs."""
     if decoupled(scale, file_scale) is None:
         return
+    assert file_scale is not None
+    files_at_1 = recipe.data_files if isinstance(recipe, DeletesRecipe) else recipe.files
+    if round(files_at_1 * file_scale) < recipe.min_files:
+        # the floor that keeps tiny scales meaningful would silently turn these counts into another scale's
+        smallest = recipe.min_files / files_at_1
+        raise UserError(f"--file-scale {np.format_float_positional(file_scale)}: "
+                        f"{round(files_at_1 * file_scale)} data files, under the table's floor of {recipe.min_files}; "
+                        f"the smallest file scale is {np.format_float_positional(smallest, precision=2, fractional=False)}")
     if isinstance(recipe, DeletesRecipe):
         deletes.plan(recipe, scale, file_scale)
     else:

@@ -13,7 +13,7 @@ import click
 
 from bench.core.cost import DEFAULT_INSTANCE, PRICES
 from bench.core.errors import UserError, one_line_errors
-from bench.core.fileio import write_atomic
+from bench.core.fileio import check_writable, write_atomic
 
 
 @click.command("report")
@@ -42,11 +42,12 @@ def report_cmd(results, out, instance_type, title, markdown_path):
 
         if out or instance_type or title:
             raise UserError("--markdown writes the tables only: --out, --instance-type and --title are for HTML")
+        target = check_writable(markdown_path, "--markdown") if markdown_path != "-" else None
         text = render_markdown(list(results), root=Path.cwd())
-        if markdown_path == "-":
+        if target is None:
             click.echo(text, nl=False)
             return
-        write_atomic(markdown_path, text, mode=0o644)
+        write_atomic(target, text, mode=0o644)
         click.echo(f"markdown: {Path(markdown_path).resolve()}")
         return
     from reports.render import render_report

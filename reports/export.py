@@ -10,10 +10,12 @@ becomes JSON text: one scalar per cell.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 from bench.core.errors import UserError
+from bench.core.fileio import check_writable, write_atomic
 from bench.core.results import RunResult, read_results
 
 
@@ -59,12 +61,18 @@ def frame(paths):
 
 
 def export(paths, csv_path=None, parquet_path=None):
+    """Write the table to each path asked for: every path checked before anything is read, both files encoded
+    before either is written, each written whole (an atomic rename), so a failure leaves neither half of it."""
+    targets = {kind: check_writable(path, f"--{kind}") for kind, path in (("csv", csv_path), ("parquet", parquet_path))
+               if path}
     df = frame(paths)
-    if csv_path:
-        Path(csv_path).parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(csv_path, index=False)
-        yield f"csv: {Path(csv_path).resolve()} ({len(df)} runs, {len(df.columns)} columns)"
-    if parquet_path:
-        Path(parquet_path).parent.mkdir(parents=True, exist_ok=True)
-        df.to_parquet(parquet_path, index=False)
-        yield f"parquet: {Path(parquet_path).resolve()} ({len(df)} runs, {len(df.columns)} columns)"
+    encoded = {}
+    if "csv" in targets:
+        encoded["csv"] = df.to_csv(index=False).encode()
+    if "parquet" in targets:
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        encoded["parquet"] = buf.getvalue()
+    for kind, path in targets.items():
+        write_atomic(path, encoded[kind], mode=0o644)
+        yield f"{kind}: {path} ({len(df)} runs, {len(df.columns)} columns)"

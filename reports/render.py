@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from bench.core.cost import PRICE_DATE, PRICE_SOURCE
 from bench.core.errors import UserError
-from bench.core.fileio import write_atomic
+from bench.core.fileio import check_writable, write_atomic
 from bench.core.fit import MIN_BUSY
 from bench.core.fmt import fmt_bytes, fmt_gb, fmt_r2, fmt_ratio, fmt_scale, fmt_seconds, fmt_usd
 from reports import campaigns, charts, cluster, compare, confine, conformance, countview, floorcheck, safety, streaming
@@ -190,21 +190,28 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
 
 
 REPORT_FILE = "report.html"  # a directory's report, beside its results (loaders read only *.json)
+# the reference runs the docs render from: the repository holds their results only
+REFERENCE_ROOT = Path(__file__).resolve().parents[1] / "docs" / "reference"
 
 
 def default_out(paths) -> Path:
     """Where the report of `paths` goes without --out: beside the results of one directory (a run, a campaign
-    or a results directory); a report over anything else must be told where to go."""
+    or a results directory), unless that is one of the repository's reference runs; a report over anything else
+    must be told where to go."""
     paths = [Path(p) for p in paths]
-    if len(paths) == 1 and not paths[0].is_file():  # a directory (one that is missing fails on loading)
-        return paths[0] / REPORT_FILE
-    raise UserError("a report over several results (or over result files) needs --out FILE.html; the report of "
-                    f"one directory goes beside its results ({REPORT_FILE} in it)")
+    if len(paths) != 1 or paths[0].is_file():
+        raise UserError("a report over several results (or over result files) needs --out FILE.html; the report of "
+                        f"one directory goes beside its results ({REPORT_FILE} in it)")
+    if paths[0].resolve().is_relative_to(REFERENCE_ROOT):
+        raise UserError(f"{paths[0]} is a reference run kept in the repository (results only): say where its "
+                        "report goes with --out FILE.html")
+    return paths[0] / REPORT_FILE  # a directory (one that is missing fails on loading)
 
 
 def render_report(paths, out=None, instance_type: str | None = None, title: str | None = None) -> Path:
-    """Write the report for the results under `paths`; returns the file written."""
-    out = Path(out) if out else default_out(paths)
+    """Write the report for the results under `paths` (the output checked before any is read); returns the file
+    written."""
+    out = check_writable(out, "--out") if out else check_writable(default_out(paths), "the report")
     text = render_html(paths, instance_type=instance_type, title=title)
     write_atomic(out, text, mode=0o644)
     return out

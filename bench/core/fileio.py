@@ -3,13 +3,11 @@ device, or read once into the page cache."""
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes, mode: int | None = None) -> Path:
@@ -31,8 +29,29 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, mode: int | None = 
     return path
 
 
-def write_json(path: str | os.PathLike, obj: Any, indent: int = 1) -> Path:
-    return write_atomic(path, json.dumps(obj, indent=indent, default=str) + "\n")
+def check_writable(path: str | os.PathLike, what: str, is_dir: bool = False) -> Path:
+    """`path` resolved, once a file could be created where it goes (in it, for a directory); else a UserError
+    naming `what` (the option).  By trying, in the nearest directory that exists, leaving nothing behind:
+    permission bits do not tell (root passes `os.access` everywhere, and /proc refuses root too)."""
+    from bench.core.errors import UserError
+
+    path = Path(path).resolve()
+    probe = path if is_dir else path.parent
+    while not probe.exists():
+        probe = probe.parent
+    if is_dir and path.exists() and not path.is_dir():
+        raise UserError(f"{what} {path} is a file, not a directory")
+    if not probe.is_dir():
+        raise UserError(f"{what} {path} cannot be written: {probe} is not a directory")
+    if not is_dir and path.is_dir():
+        raise UserError(f"{what} {path} is a directory: name a file")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=probe, prefix=".bench-probe-")
+    except OSError as e:
+        raise UserError(f"{what} {path} cannot be written ({e.strerror or e} in {probe})") from None
+    os.close(fd)
+    os.unlink(tmp)
+    return path
 
 
 def _fsync_changed(directory: Path, since: float, seen: dict[str, tuple[int, int]] | None = None) -> tuple[int, int]:

@@ -80,6 +80,10 @@ def load_source(ref: SourceRef) -> Table:
     from pyiceberg.catalog import load_catalog
 
     name, props = catalog_properties(ref.catalog_file)
+    sqlite = props.get("uri", "").removeprefix("sqlite:///") if props.get("uri", "").startswith("sqlite:///") else ""
+    if sqlite and sqlite != ":memory:" and not Path(sqlite).is_file():
+        # SQLAlchemy would create an empty catalog database there: a user's catalog is only ever read
+        raise UserError(f"--source-catalog {ref.catalog_file}: its SQL catalog {sqlite} does not exist")
     try:
         catalog = load_catalog(name, **props)
     except Exception as e:  # noqa: BLE001 - any catalog's failure to start is the user's configuration

@@ -108,14 +108,38 @@ def worker_launch(label: str) -> tuple[str, dict[str, str]]:
 def build_environments(spec: str):
     """`bench setup --engines`: build the own environment of each engine named that declares one (an iterator of
     progress lines)."""
+    import queue
+    from concurrent.futures import ThreadPoolExecutor, wait
+
     from bench.engines import environment
 
+    todo = []
     for name in dict.fromkeys(base_name(label) for label in parse_engines(spec)):
         env = engine_class(name).environment
         if env is None:
             yield f"engine {name}: runs in the harness's environment (nothing to build)"
         else:
-            yield from environment.build(name, env)
+            todo.append((name, env))
+    if not todo:
+        return
+    # side by side: a build is one pip process (single-threaded, mostly unpacking and byte-compiling), so on a
+    # machine of two cores or more the builds overlap; each line names its engine
+    lines: queue.Queue[str] = queue.Queue()
+
+    def build(name, env) -> None:
+        for line in environment.build(name, env):
+            lines.put(line)
+
+    with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+        futures = [pool.submit(build, name, env) for name, env in todo]
+        while True:
+            done = wait(futures, timeout=0.2).not_done == set()
+            while not lines.empty():
+                yield lines.get()
+            if done:
+                break
+    for future in futures:
+        future.result()  # the first failure, in the order asked, once every build has ended
 
 
 def get_engine(label: str) -> Engine:

@@ -21,6 +21,7 @@ from bench.core.cost import parse_instance
 from bench.core.dataset import GeneratedTable
 from bench.core.errors import UserError
 from bench.core.expected import Expected
+from bench.core.fileio import check_writable
 from bench.core.lock import WarehouseLock
 from bench.core.machine import DROP_CACHES, node_ram_bytes, usable_cores
 from bench.core.pin import SourceFingerprint, SourceWatch
@@ -220,13 +221,11 @@ def schedule(engines: list[str], reps: int, warmup: bool, cases: Sequence[str] |
 
 
 def check_results_dir(results_dir: str | None) -> Path:
-    path = Path(results_dir or os.environ.get("BENCH_RESULTS") or Path.cwd() / "results").resolve()
-    probe_dir = path
-    while not probe_dir.exists():
-        probe_dir = probe_dir.parent
-    if not probe_dir.is_dir() or not os.access(probe_dir, os.W_OK | os.X_OK):
-        raise UserError(f"results directory {path} is not writable; choose another with --results-dir")
-    return path
+    path = Path(results_dir or os.environ.get("BENCH_RESULTS") or Path.cwd() / "results")
+    try:
+        return check_writable(path, "results directory", is_dir=True)
+    except UserError as e:
+        raise UserError(f"{e}; choose another with --results-dir") from None
 
 
 def new_run_id(results: Path, scenario: str, requested: str | None) -> str:

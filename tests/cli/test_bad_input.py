@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_bench
+from tests.helpers import bench_env, run_bench
 
 
 def _one_line_error(p, *needles):
@@ -82,7 +82,7 @@ def test_unwritable_results_dir(tmp_path):
         else:
             target = ro / "results"
         p = run_bench("run", "bin-packing", "--results-dir", target, "--warehouse", tmp_path / "wh")
-        _one_line_error(p, "not writable")
+        _one_line_error(p, "cannot be written", "--results-dir")
         assert not (tmp_path / "wh").exists()
     finally:
         ro.chmod(0o700)
@@ -125,3 +125,77 @@ def test_a_scenario_file_with_bad_engine_options_is_one_line(tmp_path):
     p = run_bench("run", bad, "--results-dir", tmp_path / "r", "--warehouse", tmp_path / "wh")
     _one_line_error(p, "invalid scenario file", "engines.spark", "executor_cores")
     assert not (tmp_path / "wh").exists()  # refused before any data is generated
+
+
+# --- outputs that cannot be written, options checked before any work: one line, exit 2, nothing left ---------------
+REFERENCE_RUN = Path(__file__).resolve().parents[2] / "docs" / "reference" / "20261202-075441-bin-packing"
+
+
+def _under_a_file(tmp_path: Path, name: str) -> Path:
+    """A path no one can write, root included: its parent is a file."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    return blocker / name
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["export", REFERENCE_RUN, "--csv", "{bad}/runs.csv"], ["--csv", "cannot be written"]),
+    (["export", REFERENCE_RUN, "--csv", "{ok}/runs.csv", "--parquet", "{bad}/runs.parquet"],
+     ["--parquet", "cannot be written"]),
+    (["export", REFERENCE_RUN, "--csv", "/proc/nope/runs.csv"], ["--csv", "/proc/nope"]),
+    (["report", REFERENCE_RUN, "--out", "{bad}/report.html"], ["--out", "cannot be written"]),
+    (["report", REFERENCE_RUN, "--out", "/proc/nope/report.html"], ["--out", "/proc/nope"]),
+    (["report", REFERENCE_RUN, "--markdown", "{bad}/tables.md"], ["--markdown", "cannot be written"]),
+    (["report", REFERENCE_RUN], ["reference run kept in the repository", "--out"]),
+    (["run", "bin-packing", "--engines", "arrow-floor", "--results-dir", "/proc/nope", "--warehouse", "{ok}/wh"],
+     ["results directory /proc/nope", "--results-dir"]),
+    (["conformance", "--engines", "arrow-floor", "--results-dir", "{bad}/results", "--warehouse", "{ok}/wh"],
+     ["results directory", "--results-dir"]),
+    (["datagen", "bin-packing", "--file-scale", "1e-7", "--warehouse", "{ok}/wh"],
+     ["--file-scale 0.0000001", "under the table's floor of 16", "0.00092"]),
+])
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(tmp_path, args, needles):
+    ok = tmp_path / "ok"
+    ok.mkdir()
+    bad = _under_a_file(tmp_path, "out")
+    before = REFERENCE_RUN.stat().st_mtime_ns, _files(REFERENCE_RUN)
+    p = run_bench(*(str(a).format(ok=ok, bad=bad) for a in args), cwd=tmp_path)
+    _one_line_error(p, *needles)
+    assert _files(ok) == [] and (REFERENCE_RUN.stat().st_mtime_ns, _files(REFERENCE_RUN)) == before
+
+
+def test_a_source_catalog_whose_sqlite_file_is_missing_is_refused_not_created(tmp_path):
+    cfg = tmp_path / "cat.yaml"
+    db = tmp_path / "catalog.db"
+    cfg.write_text(f"type: sql\nuri: sqlite:///{db}\nwarehouse: file://{tmp_path / 'wh'}\n")
+    p = run_bench("inspect", "--source-catalog", cfg, "--source-table", "shop.orders", cwd=tmp_path)
+    _one_line_error(p, "--source-catalog", f"its SQL catalog {db} does not exist")
+    assert not db.exists() and not (tmp_path / "wh").exists()
+
+
+def test_setup_refuses_an_unknown_engine_before_fetching_anything(tmp_path):
+    p = run_bench("setup", "--engines", "nosuch", env=bench_env(BENCH_CACHE_DIR=str(tmp_path / "cache")), fresh=True)
+    _one_line_error(p, "unknown engine 'nosuch'")
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("var,needles", [("bad", ["--var must be NAME=VALUE"]),
+                                         ("no_such_variable=1", ["--var no_such_variable", "variables.tf"])])
+def test_aws_up_refuses_a_bad_var_before_packing_the_checkout(tmp_path, var, needles):
+    state = tmp_path / "state"
+    p = run_bench("aws", "up", "--var", var, "--plan-from", tmp_path, env=bench_env(BENCH_AWS_STATE_DIR=str(state)),
+                  fresh=True, cwd=tmp_path)
+    _one_line_error(p, *needles)
+    assert not state.exists()
+
+
+def test_doctor_counts_a_jar_the_harness_and_an_engine_both_need_once(tmp_path):
+    p = run_bench("doctor", "--engines", "spark", env=bench_env(BENCH_CACHE_DIR=str(tmp_path / "cache")), fresh=True)
+    assert p.returncode == 1, p.stdout + p.stderr
+    failed = {ln.split("]", 1)[1].split(":")[0].strip() for ln in p.stdout.splitlines() if "[FAIL]" in ln}
+    assert failed >= {"jar iceberg-spark-runtime-4.1_2.13 1.12.0", "jar sqlite-jdbc 3.54.1.0"}, p.stdout
+    assert p.stdout.strip().splitlines()[-1] == f"{len(failed)} problem(s) found", p.stdout

@@ -51,3 +51,40 @@ def test_only_a_finished_environment_is_used(tmp_path, monkeypatch):
     assert "own environment: Python 3.99.1, thing 1.0" in envs.describe("x", ENV)
     changed = envs.EngineEnvironment(python="3.99", requirements=("thing==1.1",), why="test")
     assert envs.env_dir("x", changed) != d and envs.built("x", changed) is None  # another pin: another build
+
+
+def test_setup_builds_the_environments_side_by_side_and_reports_a_failure_after_all_ended(monkeypatch):
+    """`bench setup --engines a,b,c` runs the builds at once (each is one pip process); every line arrives, and
+    one failed build is raised once the others have finished, never leaving one half-done."""
+    import threading
+    import time
+
+    from bench import engines
+
+    running, peak, ended = set(), [0], []
+    guard = threading.Lock()
+
+    def fake_build(name, env, force=False):
+        with guard:
+            running.add(name)
+            peak[0] = max(peak[0], len(running))
+        yield f"engine {name}: building"
+        time.sleep(0.5)
+        with guard:
+            running.discard(name)
+            ended.append(name)
+        if name == "repark":
+            raise UserError("engine repark: pip failed")
+        yield f"engine {name}: ready"
+
+    monkeypatch.setattr(envs, "build", fake_build)
+    lines = list(engines.build_environments("spark,spark-3.5,gluten"))
+    assert lines[0] == "engine spark: runs in the harness's environment (nothing to build)"
+    built = ("spark-3.5", "gluten")
+    assert sorted(lines[1:]) == sorted(f"engine {n}: {w}" for n in built for w in ("building", "ready"))
+    assert peak[0] == 2
+
+    ended.clear()
+    with pytest.raises(UserError, match="repark: pip failed"):
+        list(engines.build_environments("repark,gluten"))
+    assert sorted(ended) == ["gluten", "repark"]
