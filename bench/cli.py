@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from bench.aws_cli import aws
-from bench.core.cost import DEFAULT_INSTANCE, PRICES
+from bench.core.cost import instance_type_option
 from bench.core.errors import UserError, one_line_errors
 from bench.core.progress import Progress
 from bench.core.published import PUBLISHED_STORAGE_NAMES
@@ -281,8 +281,7 @@ def source_ref(source_catalog, source_table, source_snapshot):
 @click.option("--catalog-uri", default=None,
               help="Use an external Iceberg REST catalog instead of the embedded one.")
 @click.option("--target-file-size", default=None, help="Override the scenario's target file size, e.g. 512M.")
-@click.option("--instance-type", default=DEFAULT_INSTANCE, show_default=True,
-              help=f"On-demand price used for cost: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
+@instance_type_option()
 @click.option("--storage-cap", default=None, metavar="READ[,WRITE]",
               help="Throttle the engine's process tree on the warehouse's block device (a cgroup per engine run: "
                    "v1 blkio, v2 io.max), e.g. 125MiB/s or 250MiB/s,60MiB/s; what it writes is fsynced as it goes "
@@ -496,8 +495,7 @@ def tune(engine, scenario, scale, budget_minutes, max_configs, reps, confirm_rep
 @main.command()
 @click.argument("scenarios", nargs=-1, required=True)
 @click.option("--scale", type=float, default=1.0, show_default=True, callback=positive_scale)
-@click.option("--instance-type", default=DEFAULT_INSTANCE, show_default=True,
-              help=f"The target: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")
+@instance_type_option("The target")
 @click.option("--reps", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--from", "sources", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Where to look for sweeps, frontiers and runs with --cores 1|2 (default: ./results).")

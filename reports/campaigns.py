@@ -509,11 +509,6 @@ class TuneView(CampaignView):
     def searchable(self) -> list[KnobRow]:
         return [k for k in self.knobs if k.knob.searchable]
 
-    @property
-    def not_searched(self) -> list[KnobRow]:
-        return [k for k in self.knobs if not k.knob.searchable]
-
-
 def _setting(c: TuneConfig) -> str:
     return "published configuration" if c.knob is None else f"{c.knob}={fmt_value(c.value)}"
 

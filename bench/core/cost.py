@@ -105,22 +105,6 @@ def parse_instance(spec: str | None) -> InstancePrice:
     return PRICES[spec]
 
 
-def parse_gp3(spec: str | None) -> Gp3Volume | None:
-    """'SIZE_GB[,IOPS[,MBPS]]', e.g. '500' or '500,6000,250'."""
-    if not spec:
-        return None
-    parts = [p.strip() for p in spec.split(",")]
-    try:
-        size = float(parts[0])
-        iops = int(parts[1]) if len(parts) > 1 and parts[1] else GP3_FREE_IOPS
-        mbps = float(parts[2]) if len(parts) > 2 and parts[2] else GP3_FREE_MBPS
-    except ValueError:
-        raise UserError(f"--gp3 {spec!r}: expected SIZE_GB[,IOPS[,MBPS]], e.g. 500,3000,125") from None
-    if len(parts) > 3:
-        raise UserError(f"--gp3 {spec!r}: expected SIZE_GB[,IOPS[,MBPS]]")
-    return Gp3Volume(size, iops, mbps)
-
-
 def compute_usd(duration_s: float, instance: InstancePrice | str = DEFAULT_INSTANCE) -> float:
     """On-demand price x duration, unrounded."""
     inst = instance if isinstance(instance, InstancePrice) else parse_instance(instance)
@@ -188,10 +172,9 @@ def format_usd(amount: float | None) -> str:
     return "—" if amount is None else f"${amount:,.3f}"
 
 
-def instance_type_option(fn):
-    """The `--instance-type` click option, shared by `bench run` and `bench report`."""
+def instance_type_option(what: str = "On-demand price used for cost"):
+    """The `--instance-type` click option of the commands that price a run (`bench run`, `bench plan`)."""
     import click
 
-    return click.option(
-        "--instance-type", default=DEFAULT_INSTANCE, show_default=True,
-        help=f"On-demand price used for cost: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")(fn)
+    return click.option("--instance-type", default=DEFAULT_INSTANCE, show_default=True,
+                        help=f"{what}: one of {', '.join(PRICES)}, or NAME=USD_PER_HOUR.")

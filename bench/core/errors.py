@@ -14,10 +14,6 @@ class UserError(Exception):
     """Bad input or a missing prerequisite: one line saying what is wrong and what to do."""
 
 
-class EngineUnavailable(UserError):
-    """An engine cannot run on this machine (missing module, runtime, Java...)."""
-
-
 class RunFailed(Exception):
     """A run that went through but must not count (e.g. the source table changed under it): one line, exit 1."""
 

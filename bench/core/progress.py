@@ -160,25 +160,3 @@ class _Null:
 
     def isatty(self) -> bool:
         return False
-
-
-def echo_progress(echo: Callable[[str], Any]) -> Progress:
-    """A Progress whose lines go through `echo` (a function printing one line)."""
-
-    class _Stream:
-        buf = ""
-
-        def write(self, text: str) -> int:
-            self.buf += text
-            while "\n" in self.buf:
-                line, self.buf = self.buf.split("\n", 1)
-                echo(line)
-            return len(text)
-
-        def flush(self) -> None:
-            pass
-
-        def isatty(self) -> bool:
-            return False
-
-    return Progress(stream=_Stream(), live=False)

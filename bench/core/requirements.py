@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import importlib.util
-import shutil
 from dataclasses import dataclass
 
 
@@ -26,8 +25,3 @@ def module_requirement(module: str, fix: str) -> Requirement:
     except (ImportError, ValueError):
         found = False
     return Requirement(f"python module {module}", found, "" if found else "not importable", "" if found else fix)
-
-
-def binary_requirement(binary: str, fix: str) -> Requirement:
-    path = shutil.which(binary)
-    return Requirement(f"binary {binary}", path is not None, path or "not on PATH", "" if path else fix)

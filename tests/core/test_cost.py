@@ -10,7 +10,6 @@ from bench.core.cost import (
     Gp3Volume,
     compute_usd,
     format_usd,
-    parse_gp3,
     parse_instance,
     run_cost,
     s3_usd,
@@ -72,7 +71,7 @@ def test_gp3_prorated_with_iops_and_throughput_above_baseline():
     assert round(parts["storage"], 2) == 2.67
     assert parts["iops"] == 0 and parts["throughput"] == 0
     # provisioned 6,000 IOPS and 250 MB/s for a whole month: 3,000 x $0.005 + 125 x $0.04
-    c = run_cost(30 * 86400, gp3=parse_gp3("500,6000,250"))
+    c = run_cost(30 * 86400, gp3=Gp3Volume(500, 6000, 250))
     parts = c.extra["storage_usd_parts"]
     assert parts["iops"] == pytest.approx(15.0)
     assert parts["throughput"] == pytest.approx(5.0)
@@ -80,9 +79,7 @@ def test_gp3_prorated_with_iops_and_throughput_above_baseline():
     assert c.storage_usd == pytest.approx(60.0)
     assert c.total_usd == pytest.approx(c.compute_usd + 60.0)
     with pytest.raises(UserError):
-        parse_gp3("500,1000")
-    with pytest.raises(UserError):
-        parse_gp3("big")
+        Gp3Volume(500, 1000, 125)  # under gp3's free 3,000 IOPS
 
 
 def test_s3_requests():

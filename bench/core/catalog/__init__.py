@@ -136,7 +136,7 @@ class CatalogSettings(BaseModel):
 
     def file_io_properties(self) -> dict[str, str]:
         """pyiceberg/iceberg-rust FileIO properties for this warehouse, from the environment (they may
-        hold credentials: never record them; `bench.core.catalog.s3.redact` for display)."""
+        hold credentials: never record or show them)."""
         return s3.fileio_properties() if self.is_remote else {}
 
     def storage_description(self) -> dict:

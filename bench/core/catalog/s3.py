@@ -36,7 +36,6 @@ from bench.core.sql import literal as _q
 
 SCHEME = "s3"
 DEFAULT_REGION_WITH_ENDPOINT = "us-east-1"
-SECRET_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 
 
@@ -109,9 +108,6 @@ class S3Connection:
                 props["s3.session-token"] = self.session_token
         return props
 
-    def public_properties(self) -> dict[str, str]:
-        return redact(self.fileio_properties())
-
     # -- Iceberg's Java library (S3FileIO, from iceberg-aws-bundle) -----------------------------------
     def java_catalog_properties(self) -> dict[str, str]:
         """Catalog properties for Iceberg's S3FileIO.  No keys: the AWS SDK v2 default chain reads
@@ -147,10 +143,6 @@ class S3Connection:
         if scope:
             opts.append(f"SCOPE {_q(scope)}")
         return f"CREATE OR REPLACE SECRET {name} ({', '.join(opts)})"
-
-
-def redact(props: Mapping[str, str]) -> dict[str, str]:
-    return {k: ("***" if k in SECRET_KEYS or "secret" in k or "token" in k else v) for k, v in props.items()}
 
 
 def _default_chain_credentials() -> tuple[str, str, str | None]:

@@ -156,7 +156,3 @@ def equality_delete_work(files: LiveFiles, specs: dict[int, Any]) -> int:
                    and (is_global(e.data_file, specs) or scope(e.data_file) == scope(d.data_file)))
         work += d.data_file.record_count * keys
     return work
-
-
-def entries_by_path(entries: list[ManifestEntry]) -> dict[str, ManifestEntry]:
-    return {e.data_file.file_path: e for e in entries}
