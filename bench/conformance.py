@@ -81,7 +81,7 @@ class ConformanceOptions:
     cases_file: str | None = None  # another cases file (default: scenarios/conformance/cases.yaml)
 
 
-FAIL_ON = {"wrong": WRONG, "wrong-rows": ("wrong-rows", "wrong"), "wrong-metadata": ("wrong-metadata",),
+FAIL_ON = {"wrong": WRONG, "wrong-rows": ("wrong-rows",), "wrong-metadata": ("wrong-metadata",),
            "failed": ("failed",), "unsupported": ("unsupported",), "harness-cannot": ("harness-cannot",)}
 EXPECTED_CHECK = "expected_rows"  # the output against the case's expected rows (bench.verify.checks.verify)
 TABLE_CHECK = "case_table_holds_expected"  # the table as written against them, before any engine runs

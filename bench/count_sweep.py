@@ -1,4 +1,4 @@
-"""A count sweep (issue 43): one scenario at one byte scale over several file scales, each an ordinary
+"""A count sweep: one scenario at one byte scale over several file scales, each an ordinary
 `bench run` (bench.runner.run_scenario) into one campaign directory, then lines against the input's file
 count per engine: time, peak memory and each phase the engine reported, and where each memory line would
 reach the runs' memory budget.  The record is bench.core.count_campaign.CountSweepSummary.

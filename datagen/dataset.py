@@ -96,10 +96,10 @@ def check_file_scale(recipe: Recipe, scale: float, file_scale: float | None, see
     files_at_1 = recipe.data_files if isinstance(recipe, DeletesRecipe) else recipe.files
     if round(files_at_1 * file_scale) < recipe.min_files:
         # the floor that keeps tiny scales meaningful would silently turn these counts into another scale's
-        smallest = recipe.min_files / files_at_1
+        smallest = np.format_float_positional(recipe.min_files / files_at_1, precision=2, fractional=False)
         raise UserError(f"--file-scale {np.format_float_positional(file_scale)}: "
                         f"{round(files_at_1 * file_scale)} data files, under the table's floor of {recipe.min_files}; "
-                        f"the smallest file scale is {np.format_float_positional(smallest, precision=2, fractional=False)}")
+                        f"the smallest file scale is {smallest}")
     if isinstance(recipe, DeletesRecipe):
         deletes.plan(recipe, scale, file_scale)
     else:

@@ -1,4 +1,4 @@
-"""Partitioned tables (issue 19): the partition spec, which partitions exist at a scale, how many data
+"""Partitioned tables: the partition spec, which partitions exist at a scale, how many data
 files each holds, and how a file's rows are confined to its partition.  Deterministic, no I/O, no
 randomness: the same recipe and scale give the same layout.
 

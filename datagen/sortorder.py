@@ -1,4 +1,4 @@
-"""Tables with a sort order (issue 19): the Iceberg sort order a recipe declares, and the order its keys
+"""Tables with a sort order: the Iceberg sort order a recipe declares, and the order its keys
 arrive in.
 
 The table is created with the recipe's `sort_order` as its Iceberg sort order (pyiceberg's SortOrder:

@@ -26,9 +26,8 @@ MEANING = {
     "harness-cannot": "the harness could not write, clone, serve or read the table, or a harness-side check failed: a "
                       "harness defect, never the engine's verdict (this column must stay empty)",
 }
-OLD = {"wrong": "(a record before 2026-11-29) a required check failed: rows or metadata"}
-ORDER = ("wrong-rows", "wrong-metadata", "wrong", "failed", "unsupported", "harness-cannot")
-BAD = ("wrong-rows", "wrong-metadata", "wrong", "failed", "harness-cannot")  # shown red
+ORDER = ("wrong-rows", "wrong-metadata", "failed", "unsupported", "harness-cannot")
+BAD = ("wrong-rows", "wrong-metadata", "failed", "harness-cannot")  # shown red
 READER_FINDINGS = ("Reader findings: a reader the verifier asks that read a table otherwise than the case's expected "
                    "rows or the reference reader (Iceberg's Java library): a fact about that reader, not about the "
                    "engine")
@@ -61,7 +60,7 @@ class MatrixView:
 
     def counts(self, engine: str) -> dict[str, int]:
         got: list[str] = [c.verdict for c in self.rec.cells if c.engine == engine]
-        return {v: got.count(v) for v in (*MEANING, *OLD)}
+        return {v: got.count(v) for v in MEANING}
 
     def counts_text(self, engine: str) -> str:
         """E.g. "2 correct, 1 unsupported": the verdicts it has, in the verdicts' order."""
@@ -163,8 +162,7 @@ def matrix_markdown(v: MatrixView, level: int = 3) -> str:
     if v.reader_findings:
         out += ["", READER_FINDINGS + ":", ""]
         out += [f"- **{case}**: {_one_line(text)}" for case, text in v.reader_findings]
-    said = {**MEANING, **{k: m for k, m in OLD.items() if any(c.verdict == k for c in rec.cells)}}
-    out += ["", "Verdicts: " + "; ".join(f"`{k}`: {m}" for k, m in said.items()) + "."]
+    out += ["", "Verdicts: " + "; ".join(f"`{k}`: {m}" for k, m in MEANING.items()) + "."]
     return "\n".join(out) + "\n"
 
 
@@ -177,7 +175,7 @@ def _one_line(text: str, limit: int = 600) -> str:
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE_GLOB = "docs/reference/*-conformance/" + FILE
-RANK = {"wrong-rows": 0, "wrong": 0, "wrong-metadata": 1, "failed": 2, "unsupported": 3, "harness-cannot": 4,
+RANK = {"wrong-rows": 0, "wrong-metadata": 1, "failed": 2, "unsupported": 3, "harness-cannot": 4,
         "absent": 5, "correct": 6}
 LOOKUP = (f"the newest {FILE} (by its start) in the results directory the run is in (a run directory beside it, or "
           f"a directory the run is under), else the newest reference run ({REFERENCE_GLOB})")

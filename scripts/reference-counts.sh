@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A count sweep as reference runs (issue 43): `bench sweep SCENARIO --scale S --file-scales F1,F2,...`, then
+# A count sweep as reference runs: `bench sweep SCENARIO --scale S --file-scales F1,F2,...`, then
 #   docs/reference/<id>-<scenario>-counts/counts.json          the sweep's summary (a `counts:` block renders it)
 #   docs/reference/<id>-<scenario>-counts-files-<F>/*.json     each file scale's run (result files and run.json)
 # (named so that no block's `*-<scenario>` glob matches them)

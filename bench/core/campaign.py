@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, Field
+from pydantic import BaseModel, Field
 
 from bench.core.fileio import write_atomic
 from bench.core.fit import CoreScaling, Fit, NodeModel
@@ -159,7 +159,7 @@ class FrontierPoint(BaseModel):
     scale: float
     gb: float
     partitions: int | None = None  # the table's partition count (a frontier against partitions; None: as recipe)
-    lowest_bytes: int = Field(validation_alias=AliasChoices("lowest_bytes", "floor_bytes"))  # the lowest budget tried
+    lowest_bytes: int  # the lowest budget tried
     ceiling_bytes: int
     precision_bytes: int
     min_budget_bytes: int | None = None  # the smallest budget that passed (None: not even the ceiling)
@@ -254,10 +254,10 @@ class PlannedNode(BaseModel):
 
     scenarios: list[str] = Field(default_factory=list)
     wall_s: float = 0.0  # its scenarios' planned walls, plus the node's own boot and setup
-    # the bytes alone of its scenarios at the storage (datagen, input, runs, verification); written before as floor_s
-    bytes_bound_s: float = Field(default=0.0, validation_alias=AliasChoices("bytes_bound_s", "floor_s"))
+    # the bytes alone of its scenarios at the storage (datagen, input, runs, verification)
+    bytes_bound_s: float = 0.0
     # the part of bytes_bound_s that is datagen's, the input read's and the verifier's
-    harness_bytes_s: float = Field(default=0.0, validation_alias=AliasChoices("harness_bytes_s", "harness_floor_s"))
+    harness_bytes_s: float = 0.0
     published_s: float = 0.0  # the published engine times of its runs
 
 
@@ -273,18 +273,17 @@ class Plan(BaseModel):
     total_s: float | None = None  # of the scenarios that could be planned
     # the bytes alone at this storage (datagen's writes, the input read once, each run's reads and writes, the
     # verification's two reads of each output): no faster engine, datagen or verifier makes it shorter
-    bytes_bound_s: float | None = Field(default=None, validation_alias=AliasChoices("bytes_bound_s", "floor_s"))
+    bytes_bound_s: float | None = None
     # the published engine times of the planned scenarios and engines, reps times: a reproduction that reproduces
     # them spends at least this in the engines alone (runs published as out of memory: no time, not counted)
     published_s: float | None = None
     # the part of bytes_bound_s that is datagen's, the input read's and the verifier's
-    harness_bytes_s: float | None = Field(default=None,
-                                          validation_alias=AliasChoices("harness_bytes_s", "harness_floor_s"))
+    harness_bytes_s: float | None = None
     complete: bool = False  # every scenario could be planned
     cost_usd: float | None = None
     ebs_gb: int = 0
-    # the table's storage's MB/s (an EBS volume's or S3's through the network); written before as ebs_mb_s
-    storage_mb_s: float = Field(default=125.0, validation_alias=AliasChoices("storage_mb_s", "ebs_mb_s"))
+    # the table's storage's MB/s (an EBS volume's or S3's through the network)
+    storage_mb_s: float = 125.0
     storage: StorageOption | None = None  # the table's storage on the target
     storage_usd: float | None = None  # the storage's own price over the planned time (provisioned gp3)
     steps: dict[str, float] = Field(default_factory=dict)  # step -> seconds, over every scenario

@@ -1,4 +1,4 @@
-"""The record of a count sweep (issue 43): one scenario at one byte scale over several file scales
+"""The record of a count sweep: one scenario at one byte scale over several file scales
 (`bench sweep SCENARIO --scale S --file-scales F1,F2,...`), fitted against the input's file count.
 
     results/<sweep-id>/counts.json     CountSweepSummary (+ files-<F>/ run directories: ordinary results)

@@ -1,4 +1,4 @@
-"""The record of how often an engine opened the input's delete files while it compacted (issue 43's mechanism:
+"""The record of how often an engine opened the input's delete files while it compacted (the mechanism:
 each rewrite task opens every delete file that may apply to its data files, so opens grow with data files x
 delete files).  Counted by the harness (bench.telemetry.opens), the same way for every engine; the engine may
 add how many read tasks it ran (Spark: the tasks of its rewrite jobs), from which the mean per task follows."""

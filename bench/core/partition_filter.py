@@ -1,4 +1,4 @@
-"""A partition filter (issue 19): compact only the partitions an Iceberg expression selects.
+"""A partition filter: compact only the partitions an Iceberg expression selects.
 
 The filter is an expression string in pyiceberg's own syntax (`pyiceberg.expressions.parser`, e.g.
 `event_date >= '2025-12-25'`), which is also Spark SQL (what Spark's `rewrite_data_files(where => ...)`

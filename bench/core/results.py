@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bench.core.fileio import write_atomic
 from bench.core.opens import DeleteOpens
@@ -218,18 +218,7 @@ class RunResult(BaseModel):
 
     engine_result: dict[str, Any] = Field(default_factory=dict)  # the engine's own result object: no reader decodes it
     engine_settings: dict[str, Any] = Field(default_factory=dict)  # for humans: no reader decodes its keys
-    # a floor's physical bound of the same rewrite (EngineOutcome.physical_bound; results of 2026-11-27 before it
-    # was typed kept it as engine_result["bound"]: read from there on load)
-    physical_bound: PhysicalBound | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _bound_of_untyped_results(cls, data: Any) -> Any:
-        if isinstance(data, dict) and data.get("physical_bound") is None:
-            bound = (data.get("engine_result") or {}).get("bound")
-            if isinstance(bound, dict):
-                data = {**data, "physical_bound": bound}
-        return data
+    physical_bound: PhysicalBound | None = None  # a floor's physical bound of the same rewrite
 
     deployment: Deployment | None = None  # how the engine ran, as it reported it (None: it reported nothing)
     engine_actions: list[str] = Field(default_factory=list)

@@ -65,7 +65,7 @@ GIB = 1024**3
 # the Rust crates of repark's build that change a measurement, from the wheel's CycloneDX SBOM
 SBOM_CRATES = ("iceberg", "repark-iceberg", "datafusion", "parquet", "arrow")
 COMMIT_CONFLICT = "CommitConflict"
-# established here on 2026-11-29 with a table partitioned by a date column, as daily-recent's
+# found with a table partitioned by a date column, as daily-recent's
 PARTITION_FILTER = (
     "repark 1.5.5's rewrite_data_files cannot parse a `where` on a date column: \"Error during planning: Cannot parse "
     "predicates in where option: event_date >= '2025-12-25'\" (the same for DATE '...', CAST(... AS date), date(...), "

@@ -1,4 +1,4 @@
-"""Read amplification: what readers gain from a compaction (issue 11).
+"""Read amplification: what readers gain from a compaction.
 
 A fixed set of reader queries (`bench.core.results.ReadQuery`: full scan aggregate, a ~1 % key range,
 a point lookup) is timed on the table before the compaction (the dataset snapshot) and after it (the

@@ -1,4 +1,4 @@
-"""Partition placement of a table's live data files (issue 19), read from the files themselves.
+"""Partition placement of a table's live data files, read from the files themselves.
 
 Iceberg requires every data file of a partitioned spec to hold rows of one partition only, and the
 partition tuple recorded in its manifest entry (DataFile.partition) to be that partition: a reader

@@ -1,4 +1,4 @@
-"""Sorted and clustered output (issue 19), read from the files themselves and the manifests.
+"""Sorted and clustered output, read from the files themselves and the manifests.
 
 sorted_output (required when the scenario asks for strategy sort): every data file the run wrote holds
 its rows in the table's sort order.  The sort columns are read by Iceberg field id; each key is ranked

@@ -1,4 +1,4 @@
-"""A partitioned table's compaction partition by partition (issue 19): the partitions outside a partition
+"""A partitioned table's compaction partition by partition: the partitions outside a partition
 filter are untouched, and what the run did to each partition (`PartitionOutcome`).
 
 Which partitions a filter selects is decided by `bench.core.partition_filter.selector`: pyiceberg's strict

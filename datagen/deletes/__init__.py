@@ -1,4 +1,4 @@
-"""The delete-heavy table of the copy-on-write scenarios (issue 3), shaped like a streaming CDC writer.
+"""The delete-heavy table of the copy-on-write scenarios, shaped like a streaming CDC writer.
 
 Shape.  Writer checkpoint i (i = 0 .. n-1) closes one data file, and may close one position-delete file
 deleting rows OF THAT data file and one equality-delete file deleting by the key (v1, v2).  With n data,

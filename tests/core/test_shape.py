@@ -99,7 +99,7 @@ def test_an_evolved_partitioned_sorted_table_with_refs_and_odd_names(catalog):
     for case in ("add-column", "rename-column", "drop-column", "promote-column", "partition-evolution", "bucket",
                  "year-month-day-hour", "sort-order", "quoted-names", "nested-types", "empty-table"):
         assert case in names, (case, names)
-    for case in ("uuid-fixed", "identity-long", "nested-struct-evolution"):  # issue 39's cases
+    for case in ("uuid-fixed", "identity-long", "nested-struct-evolution"):  # cases of real tables' shapes
         assert case in names, (case, names)
     assert not {"type-uuid", "type-fixed", "partition-identity-long"} & set(untested)
     assert set(untested) <= {f"type-{t}" for t in ("timestamp_ns", "timestamptz_ns", "unknown", "variant", "geometry",

@@ -1,4 +1,4 @@
-"""--file-scale (issue 43): file counts of one scale, bytes and rows of another.  The default (file scale =
+"""--file-scale: file counts of one scale, bytes and rows of another.  The default (file scale =
 scale) is today's tables byte for byte: their recipe hashes and plans are pinned here, from before the
 option existed."""
 

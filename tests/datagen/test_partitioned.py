@@ -1,4 +1,4 @@
-"""Partitioned tables (issue 19): the layout's scale rule and skew, determinism, every file (data and
+"""Partitioned tables: the layout's scale rule and skew, determinism, every file (data and
 delete) inside its partition, the per-partition ground truth, and bad recipes as one clear error."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sort-order compaction end to end (issue 19): one small-file table with a sort order on v2, compacted
+"""Sort-order compaction end to end: one small-file table with a sort order on v2, compacted
 with strategy sort by Spark (rewrite_data_files strategy 'sort'), the floor (pyarrow) and a floor that
 writes unsorted output; RisingWave's engine, which cannot sort, recorded unsupported; then the same
 dataset z-ordered by Spark (--strategy zorder), and the two runs compared in the report."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from bench.core.fileio import write_atomic
+from bench.core.records.conformance import ConformanceCase
 from bench.core.results import ConformanceCell, ConformanceRecord, SourceRecord, TouchedCase
 from reports.conformance import conformance_record, touch_notes
 from reports.model import load_runs
@@ -23,11 +24,12 @@ def _source(**kw) -> SourceRecord:
 
 def _record(path, run_id: str, started: str, wrong: str) -> None:
     """`wrong` is wrong on the null-key case; every other cell is correct."""
-    cells = [ConformanceCell(case=c, engine=e, verdict="wrong" if (c, e) == (NULL_KEY.case, wrong) else "correct",
+    cells = [ConformanceCell(case=c, engine=e, verdict="wrong-rows" if (c, e) == (NULL_KEY.case, wrong) else "correct",
                              evidence="rows that came back: 2 (e.g. [{'k': None}])" if e == wrong else "")
              for c in (NULL_KEY.case, TYPES.case) for e in ("spark", "risingwave")]
     rec = ConformanceRecord(run_id=run_id, started_at=started, engines=["spark", "risingwave"],
-                            cases=[NULL_KEY.case, TYPES.case], cells=cells)
+                            cases=[ConformanceCase(name=NULL_KEY.case), ConformanceCase(name=TYPES.case)],
+                            cells=cells)
     write_atomic(path / run_id / "conformance.json", rec.model_dump_json())
 
 
@@ -47,10 +49,10 @@ def test_the_report_lists_the_touched_cases_with_each_engines_verdict(tmp_path):
     assert 'data-conformance-where="results"' in html and 'data-untested="type-uuid"' in html
     assert 'data-absent-engines="arrow-floor"' in html  # an engine the conformance run did not judge
     items = _items(html)
-    assert items[0] == (NULL_KEY.case, "risingwave", "wrong")  # not-correct first, then the rest
+    assert items[0] == (NULL_KEY.case, "risingwave", "wrong-rows")  # not-correct first, then the rest
     assert sorted(items[1:]) == sorted([(NULL_KEY.case, "spark", "correct"), (TYPES.case, "spark", "correct"),
                                         (TYPES.case, "risingwave", "correct")])
-    assert "(case equality-delete-null-key): risingwave wrong in the conformance suite of 2026-11-27" in html
+    assert "(case equality-delete-null-key): risingwave wrong-rows in the conformance suite of 2026-11-27" in html
 
 
 def test_without_a_record_beside_the_run_the_reference_run_answers(tmp_path):
@@ -61,7 +63,8 @@ def test_without_a_record_beside_the_run_the_reference_run_answers(tmp_path):
     view, where = conformance_record([run], repo)
     assert where == "reference" and view is not None and view.rec.run_id == "20261127-conformance"
     (note,) = touch_notes(load_runs([run]).runs, repo)
-    assert note.where == "reference" and [(v.engine, v.verdict) for v in note.rows[0].verdicts] == [("spark", "wrong")]
+    assert note.where == "reference"
+    assert [(v.engine, v.verdict) for v in note.rows[0].verdicts] == [("spark", "wrong-rows")]
 
 
 def test_results_without_a_shape_have_no_note(tmp_path):

@@ -38,7 +38,7 @@ MATRIX_CASES = ["equality-delete-null-key", "equality-delete-partition-scoped", 
                 "empty-table", "format-v3-deletion-vectors", "branch-compaction"]
 
 
-# issue 39's cases (the shapes real tables take): written and checked here with every case pyiceberg writes (cheap: no
+# the cases of real tables' shapes: written and checked here with every case pyiceberg writes (cheap: no
 # JVM); the other Spark-written cases are held to their expected rows by every `bench conformance` (table_check)
 ISSUE_39_CASES = ["add-files-migration", "add-files-renamed", "data-orc", "data-avro", "equality-delete-renamed-key",
                   "position-deletes-older-spec", "equality-delete-older-spec", "format-v1-upgraded",
@@ -50,7 +50,7 @@ ISSUE_39_CASES = ["add-files-migration", "add-files-renamed", "data-orc", "data-
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory):
-    """The matrix test's cases, issue 39's and every case pyiceberg writes, written once (one process per writer: one
+    """The matrix test's cases, real shapes' and every case pyiceberg writes, written once (one process per writer: one
     Spark JVM, one pyiceberg process) into the warehouse the matrix test runs on."""
     wh = tmp_path_factory.mktemp("conformance") / "warehouse"
     cases = [c for c in load_cases() if c.name in MATRIX_CASES + ISSUE_39_CASES or c.writer == "pyiceberg"]
@@ -59,7 +59,7 @@ def warehouse(tmp_path_factory):
 
 
 def test_each_cases_table_holds_its_expected_rows_and_shape(warehouse):
-    """The harness checks its own tables: each case of issue 39 and each case pyiceberg writes holds exactly what it
+    """The harness checks its own tables: each real-shape case and each case pyiceberg writes holds exactly what it
     states by the spec (row count and the key's values, a multiset), read by the harness's expected-rows reader
     (duckdb-merge-on-read; pyiceberg's scan for ORC, pyiceberg-avro for Avro) and, where it can (no equality delete,
     no Avro file), by pyiceberg's scan too; its writer is on record; and the table's shape has the facts it stands
@@ -177,7 +177,7 @@ def test_a_cells_verdict_says_whose_fault_from_the_checks_own_declarations():
 
 
 def test_fail_on_takes_verdicts_and_refuses_others():
-    assert set(parse_fail_on("wrong")) == {"wrong-rows", "wrong-metadata", "wrong"}
+    assert set(parse_fail_on("wrong")) == {"wrong-rows", "wrong-metadata"}
     assert set(parse_fail_on("failed,harness-cannot")) == {"failed", "harness-cannot"}
     assert parse_fail_on(None) == ()
     with pytest.raises(UserError, match="--fail-on: unknown verdict"):
@@ -185,7 +185,7 @@ def test_fail_on_takes_verdicts_and_refuses_others():
 
 
 def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path, warehouse):
-    """One `bench conformance` over the cases issue 31 is about, sharing the JVMs and tables: tables written by
+    """One `bench conformance` over foreign-written cases, sharing the JVMs and tables: tables written by
     Spark (and an equality delete committed through Iceberg's Java API).  A NULL-key equality delete: Spark applies
     it, RisingWave's engine does not, and the matrix says so with the rows that came back.  A partition-scoped
     equality delete that DuckDB's iceberg extension applies to every partition: the reference reader (Iceberg's Java

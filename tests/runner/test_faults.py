@@ -1,4 +1,4 @@
-"""The fault-injection suite (issue 30): the harness killed with SIGKILL at each phase of a run, the catalog
+"""The fault-injection suite: the harness killed with SIGKILL at each phase of a run, the catalog
 server killed under an engine, an engine hung past its time limit, a full warehouse disk, a locked SQLite
 catalog and a corrupt result file.  For each: a failed result with its evidence or one line on exit; no
 process of the killed tree alive 2 s later; the dataset's files and the earlier results byte-identical;

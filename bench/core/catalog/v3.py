@@ -5,7 +5,7 @@ TableMetadataV3.model_dump_json raises "Writing V3 is not yet supported" (iceber
 table came back 501 and an engine that commits over REST never met a v3 table.  The metadata is written here with
 the same pydantic model's own serializer (the one every other format version uses; by alias, nulls left out), which
 round-trips a metadata file Iceberg's Java library wrote without losing a field (checked on the conformance suite's
-v3 table, 2026-11-29: next-row-id and every snapshot's first-row-id and added-rows kept)."""
+v3 table: next-row-id and every snapshot's first-row-id and added-rows kept)."""
 
 from __future__ import annotations
 

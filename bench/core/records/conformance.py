@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from bench.core.expected import Expected
 from bench.core.records.verification import Check, ReaderFinding
 
 HARNESS_RUNTIME = "harness"  # ConformanceRecord.runtimes' key of the reference reader's and the writer's runtime
 
-# records written before 2026-11-29 said "wrong" for both wrong kinds (and "unsupported" for engine failures)
-Verdict = Literal["correct", "wrong-rows", "wrong-metadata", "failed", "unsupported", "harness-cannot", "wrong"]
-WRONG = ("wrong-rows", "wrong-metadata", "wrong")
+Verdict = Literal["correct", "wrong-rows", "wrong-metadata", "failed", "unsupported", "harness-cannot"]
+WRONG = ("wrong-rows", "wrong-metadata")
 
 
 class ConformanceCell(BaseModel):
@@ -79,12 +78,6 @@ class ConformanceRecord(BaseModel):
     version_pairs: list[VersionPair] = Field(default_factory=list)
     cases: list[ConformanceCase] = Field(default_factory=list)
     cells: list[ConformanceCell] = Field(default_factory=list)
-
-    @field_validator("cases", mode="before")
-    @classmethod
-    def _named_cases(cls, v: Any) -> Any:
-        """Records before 2026-11-29 listed the cases' names only."""
-        return [{"name": c} if isinstance(c, str) else c for c in v] if isinstance(v, list) else v
 
     @property
     def case_names(self) -> list[str]:
