@@ -190,3 +190,23 @@ def test_every_file_a_doc_names_exists():
     # the check itself: a moved file is caught, a placeholder and a glob are not
     assert named_paths(ROOT / "docs" / "aws.md", "(`tests/test_bootstrap.py`)") == [("tests/test_bootstrap.py", False)]
     assert all(ok for _, ok in named_paths(ROOT / "README.md", "scenarios/profiles/ENGINE/PROFILE.yaml, tests/*/"))
+
+
+def test_the_layout_map_names_every_room_and_only_rooms_that_exist():
+    """docs/scenarios-and-engines.md's map: each entry an existing path; every package and top-level module of
+    bench/, every engine module and every top-level directory of the repository's code and data in it."""
+    page = (ROOT / "docs" / "scenarios-and-engines.md").read_text()
+    block = page[page.index("## The layout"):]
+    block = block[block.index("```\n") + 4:]
+    block = block[:block.index("```")]
+    listed = {ln.split()[0] for ln in block.splitlines() if ln and not ln.startswith(" ")}
+    assert all((ROOT / p).exists() for p in listed), sorted(p for p in listed if not (ROOT / p).exists())
+    rooms = {f"bench/{p.name}" + ("/" if p.is_dir() else "") for p in (ROOT / "bench").iterdir()
+             if (p.is_dir() and (p / "__init__.py").exists()) or (p.suffix == ".py" and p.name != "__init__.py")}
+    rooms |= {f"{d}/" for d in ("datagen", "reports", "scenarios", "docs", "scripts", "terraform", "tests")}
+    assert rooms <= listed, sorted(rooms - listed)
+    engines = [p.stem for p in (ROOT / "bench" / "engines").iterdir()
+               if p.stem not in ("__init__", "__pycache__", "base", "worker", "environment", "procedure")]
+    named = block[block.index("bench/engines/"):block.index("bench/telemetry/")]
+    missing = [e for e in engines if not re.search(rf"\b{e}\b", named)]
+    assert not missing, missing
