@@ -17,6 +17,7 @@ import statistics
 import numpy as np
 from pydantic import BaseModel, Field
 
+from bench.core.published import PUBLISHED_VCPU
 from bench.core.results import RunResult, file_label
 
 POOR_R2 = 0.9
@@ -114,7 +115,7 @@ class CoreScaling(BaseModel):
         S(n) = 1 / ((1 - p) + p / n),   p = 2 - 1 / e,   e = t1 / (2 t2)
 
     (p clipped to [0, 1]: an efficiency above 1, superlinear on two points, is taken as linear).  Two points fix
-    p and check nothing; the growth to 16 cores is the model's, not a measurement."""
+    p and check nothing; the growth to the published machine's cores is the model's, not a measurement."""
 
     engine: str
     scenario: str = ""
@@ -149,7 +150,8 @@ class CoreScaling(BaseModel):
                 and self.busy_2 is not None else "")
         return (f"{self.engine}: {self.t1_s:.1f} s on 1 core, {self.t2_s:.1f} s on 2 ({self.scenario} at scale "
                 f"{self.scale:g}{busy}): efficiency {self.efficiency:.2f}, Amdahl parallel fraction "
-                f"{self.parallel_fraction:.3f}, so {self.speedup(16):.1f}x on 16 cores (model)"
+                f"{self.parallel_fraction:.3f}, so {self.speedup(PUBLISHED_VCPU):.1f}x on {PUBLISHED_VCPU} cores "
+                "(model)"
                 + ("" if self.usable else f"; NOT USED: on 1 core it kept less than {MIN_BUSY} of it busy, so the "
                    "runs waited on something else (a shared disk, other tenants) and say nothing of its scaling"))
 

@@ -43,9 +43,10 @@ from typing import Any, Literal
 
 from bench.core.errors import UserError
 from bench.core.machine import node_ram_bytes
+from bench.core.published import PUBLISHED_MEMORY_GIB
 from bench.core.units import GiB, MiB, fmt_mib, parse_size
 
-PAPER_NODE_RAM = 64 * GiB  # m5.4xlarge
+PAPER_NODE_RAM = PUBLISHED_MEMORY_GIB * GiB  # the published node, as AWS sizes it
 
 PAPER_PROFILE: dict[str, str] = {
     "spark.executor.memory": "40g",
