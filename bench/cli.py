@@ -424,8 +424,8 @@ def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, e
               help="The cases file (default scenarios/conformance/cases.yaml; schema: datagen.conformance.Case).")
 @click.option("--results-dir", default="results", show_default=True, type=click.Path(file_okay=False),
               help="The matrix goes to DIR/<run-id>/conformance.json, each case's runs beside it.")
-@click.option("--warehouse", default=None, help="Warehouse directory (default ./warehouse); the cases' tables are "
-              "written under it once and reused.")
+@click.option("--warehouse", default=None, help="Warehouse directory (default $BENCH_WAREHOUSE or ./warehouse); the "
+              "cases' tables are written under it once and reused.")
 @click.option("--run-id", default=None, help="Name of the run's directory (default: a timestamp).")
 @click.option("--timeout", "timeout_s", type=click.IntRange(min=1), default=600, show_default=True,
               help="Time limit of one engine run, seconds.")

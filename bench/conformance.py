@@ -40,6 +40,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.core.catalog import normalize_warehouse
+from bench.core.catalog.s3 import is_s3
 from bench.core.errors import UserError
 from bench.core.fileio import write_atomic
 from bench.core.iceberg_java.runtime import ICEBERG_VERSION
@@ -212,7 +214,11 @@ def table_check(case: Case, catalog: Path) -> Check:
 def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceRecord:
     engines = parse_engines(opts.engines)
     cases = load_cases(path=Path(opts.cases_file) if opts.cases_file else CASES_FILE, names=opts.cases)
-    warehouse = Path(opts.warehouse or "warehouse")
+    where = normalize_warehouse(opts.warehouse)
+    if is_s3(where):
+        raise UserError(f"warehouse {where}: the conformance cases' tables are written to a local warehouse "
+                        "(--warehouse DIR)")
+    warehouse = Path(where)
     run_id = opts.run_id or time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-conformance"
     run_dir = check_results_dir(opts.results_dir) / run_id
     if run_dir.exists():
