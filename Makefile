@@ -1,7 +1,7 @@
 # Everything a fresh machine needs, from the project's own files.
 #   make run   - set up and run the bin-packing benchmark at the local scale, then render the report
 #   make test  - set up and run the test suite
-#   make engines - build the engines' own environments (ENGINE_ENVS, default repark,gluten), once, cached in .cache/engines/
+#   make engines - build the engines' own environments (ENGINE_ENVS), once per machine, in the harness's cache
 #   make docs  - re-render the docs' measured tables from the reference runs in docs/reference/
 #   make reference - run the reference benchmarks into docs/reference/, then make docs (a quiet machine!)
 #   make reference-plan - the sweeps, frontier, core runs and harness scaling the docs' plan reads (quiet, ~1.5 h)
@@ -42,7 +42,7 @@ setup: system-deps $(VENV)/.installed
 	$(BIN)/bench setup
 
 # Engines that run in an environment of their own (another Python, pins the harness cannot hold): built once from
-# the package registry into .cache/engines/<name>/ (bench.engines.environment); `make run` needs none of them.
+# the package registry into the harness's cache, engines/<name>/ (bench.engines.environment); `make run` needs none of them.
 ENGINE_ENVS ?= repark,gluten,spark-3.5
 engines: setup
 	$(BIN)/bench setup --engines $(ENGINE_ENVS)

@@ -98,8 +98,8 @@ def doctor(engines, warehouse, repair):
 
 @main.command()
 @click.option("--engines", default=None,
-              help="Also build these engines' own environments (comma-separated, e.g. repark): once, cached under "
-                   ".cache/engines/; engines without one need nothing more.")
+              help="Also build these engines' own environments (comma-separated, e.g. repark): once per machine, "
+                   "cached under ~/.cache/iceberg-compaction-bench/engines/; engines without one need nothing more.")
 @one_line_errors
 def setup(engines):
     """Fetch the jars of Iceberg's Java library the lock names, each Spark line's AWS SDK bundle among them, from

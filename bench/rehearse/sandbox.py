@@ -29,6 +29,7 @@ import sysconfig
 from pathlib import Path
 
 from bench.core.errors import UserError
+from bench.core.iceberg_java.runtime import CACHE_NAME
 
 # Debian packages of the bootstrap a rehearsal may lack, and why that is fine here
 SUBSTITUTED_PACKAGES = {"xfsprogs": "no data disk to format in the sandbox",
@@ -91,10 +92,11 @@ if [[ $1 == -C && $3 == setup && $# == 3 ]]; then
   printf '#!%s\\nimport sys\\nfrom bench.cli import entry\\nsys.exit(entry())\\n' "$dir/.venv/bin/python" \\
     > "$dir/.venv/bin/bench"
   chmod +x "$dir/.venv/bin/bench"
-  if [[ -d $REHEARSE_JAR_CACHE && ! -e $dir/.cache/maven ]]; then  # the jars this machine fetched: none downloaded
-    mkdir -p "$dir/.cache" || exit 1
-    cp -al "$REHEARSE_JAR_CACHE" "$dir/.cache/maven" 2> /dev/null || cp -a "$REHEARSE_JAR_CACHE" "$dir/.cache/maven" \
-      || exit 1
+  # the jars this machine fetched, in the instance's own cache (its root's): none downloaded
+  if [[ -d $REHEARSE_JAR_CACHE && ! -e $REHEARSE_CACHE_DIR/maven ]]; then
+    mkdir -p "$REHEARSE_CACHE_DIR" || exit 1
+    cp -al "$REHEARSE_JAR_CACHE" "$REHEARSE_CACHE_DIR/maven" 2> /dev/null \
+      || cp -a "$REHEARSE_JAR_CACHE" "$REHEARSE_CACHE_DIR/maven" || exit 1
   fi
   echo "make setup: virtualenv from this machine's packages, the jar cache linked in (rehearsal), then bench setup"
   exec "$dir/.venv/bin/bench" setup
@@ -141,6 +143,9 @@ def prepare(root: Path, script: str, instance_id: str, aws_env: dict[str, str],
         "REHEARSE_BASE_PYTHON": getattr(sys, "_base_executable", sys.executable),
         "REHEARSE_SITE_PACKAGES": sysconfig.get_paths()["purelib"],
         "REHEARSE_SUBSTITUTED": " ".join(SUBSTITUTED_PACKAGES), "REHEARSE_JAR_CACHE": str(jar_cache),
+        # where the instance's harness keeps its cache: its root's, as bench.core.iceberg_java.runtime.cache_root
+        # finds it without $BENCH_CACHE_DIR
+        "REHEARSE_CACHE_DIR": str(root / "root" / ".cache" / CACHE_NAME),
         **aws_env,
     }
     return path, env

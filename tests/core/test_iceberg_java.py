@@ -179,3 +179,16 @@ def test_the_gateway_writes_its_class_archive_once_and_maps_it_after(tmp_path, m
             assert java.load_table("bench.t").currentSnapshot().snapshotId() == tbl.current_snapshot().snapshot_id
         archives = list((tmp_path / "cds").iterdir())
         assert [a.suffix for a in archives] == [".jsa"] and archives[0].stat().st_size > 1 << 20  # no temporary left
+
+
+def test_the_cache_is_one_per_machine_unless_named(tmp_path, monkeypatch):
+    """Not in the clone: every clone of the project on a machine shares the jars and environments it fetched."""
+    monkeypatch.delenv("BENCH_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert runtime.cache_root() == (tmp_path / "home" / ".cache" / "iceberg-compaction-bench").resolve()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert runtime.cache_root() == (tmp_path / "xdg").resolve() / "iceberg-compaction-bench"
+    monkeypatch.setenv("BENCH_CACHE_DIR", str(tmp_path / "named"))
+    assert runtime.cache_root() == (tmp_path / "named").resolve()
+    assert not runtime.cache_root().is_relative_to(runtime.PROJECT_ROOT)

@@ -148,10 +148,17 @@ ICEBERG_VERSION = HARNESS_LINE.iceberg  # the Iceberg Java release of every JVM 
 # Where things are
 
 
+CACHE_NAME = "iceberg-compaction-bench"
+
+
 def cache_root() -> Path:
-    """The harness's cache root: $BENCH_CACHE_DIR, else <project root>/.cache."""
+    """The harness's cache, one per user and machine as pip's and Maven's are: $BENCH_CACHE_DIR, else
+    $XDG_CACHE_HOME/iceberg-compaction-bench, else ~/.cache/iceberg-compaction-bench.  Every clone shares it: what it
+    holds is keyed by what it is (a jar by its lock entry, an environment by its pins)."""
     env = os.environ.get("BENCH_CACHE_DIR")
-    return Path(env).expanduser().resolve() if env else PROJECT_ROOT / ".cache"
+    if env:
+        return Path(env).expanduser().resolve()
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser().resolve() / CACHE_NAME
 
 
 def maven_repo() -> str:
