@@ -1,4 +1,4 @@
-"""Harness time on a source table against the length of its history (docs/method.md, "A live source table").
+"""Harness time on a source table against the length of its history (a pinned live source table).
 
 Builds `hist.events` in a SQLite catalog of its own under DIR: one commit of 12 small files (the snapshot that
 is pinned, the same for every length), then SNAPSHOTS - 1 appends of one small file each (its history); then runs

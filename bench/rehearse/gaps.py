@@ -1,5 +1,5 @@
 """What the emulator (moto) lacks or does differently from AWS, met by the rehearsal, and what it does about each.
-docs/aws.md lists the same; the rehearsal prints those that apply to the run and records them in rehearsal.json."""
+The rehearsal prints those that apply to the run and records them in rehearsal.json."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ ALWAYS = [
     "EBS performance and the network are not rehearsed",
     "the S3 lifecycle configuration takes ~55 s to apply against the emulator",
     "the instance runs nothing: its user data is taken from the emulator and run here in a sandbox (stand-ins "
-    "for apt-get, make setup, shutdown and systemctl poweroff: see docs/aws.md)",
+    "for apt-get, make setup, shutdown and systemctl poweroff: bench.rehearse.sandbox)",
 ]
 PLACEMENT = ("aws_placement_group is not implemented: the rehearsal's copy creates none (count = 0), the Spark "
              "workers are applied without one")

@@ -2,7 +2,7 @@
 sandbox directory with the emulator as its AWS.
 
 What differs from an instance is only where this machine already has what the instance would install or do, each
-stand-in a small script first on the sandbox's PATH (docs/aws.md lists them):
+stand-in a small script first on the sandbox's PATH:
 - /opt/bench and /var/log/bench live under the sandbox directory; the data directory is the sandbox's
   data/ and there is no data disk to format (BENCH_DATA_DIR, BENCH_DATA_DEVICE=none);
 - `apt-get`: `update` does nothing, `install` succeeds only if every package is installed here (xfsprogs,
