@@ -142,6 +142,7 @@ def result_set_markdown(rs: ResultSet, root: Path | None = None, level: int = 3)
     out.append("")
     out += _engine_table(rs)
     out += _unfinished(rs)
+    out += _opens(rs)
     out += _catalog(rs)
     for check in floor_checks([lr.r for lr in rs.runs]):
         out += [""] + summary_lines(check)
@@ -424,6 +425,21 @@ def update_pages(root: Path, pages=None, check: bool = False) -> list[str]:
             if not check:
                 write_atomic(page, new, mode=0o644)
     return diffs
+
+
+def _opens(rs) -> list[str]:
+    """Each run's opens of the input's delete (and data) files, as the harness counted them: how each engine's work
+    grows with the delete files, and how far a run that ended without a result had got."""
+    lines = []
+    for lr in rs.measured:
+        o = lr.r.delete_opens
+        if o is None or o.opens is None or not o.delete_files:
+            continue
+        about = "about " if o.watched_files is not None else ""
+        lines.append(f"- {lr.r.engine} rep {lr.r.rep} ({lr.r.status}): {o.describe()}; data files: {about}"
+                     f"{o.data_opens:,} opens of {o.data_files:,}.")
+    return ["", "The input's files opened while each engine compacted (counted by the harness):", "", *lines] \
+        if lines else []
 
 
 def _unfinished(rs) -> list[str]:

@@ -337,3 +337,24 @@ def test_a_speedup_across_runtimes_says_which_differ(tmp_path):
     same = [make_result("spark", 0, duration=30.0, order=order, run_id="same", versions={"iceberg": "1.10.2"}),
             make_result("gluten", 0, duration=20.0, order=order, run_id="same", versions={"iceberg": "1.10.2"})]
     assert "different runtimes" not in render_markdown([write_results(tmp_path, same, run_id="same")])
+
+
+def test_the_markdown_block_counts_each_runs_opens_of_the_input_timed_out_or_not(tmp_path):
+    """How far a run that timed out had got, in the files it opened, beside a verified run's count; a run without a
+    count (no delete files) adds no line."""
+    from bench.core.opens import DeleteOpens
+    from reports.markdown import render_markdown
+
+    sampled = DeleteOpens(source="inotify", delete_files=40_000, opened=5_700, opens=3_279_700, data_files=20_000,
+                          data_opens=1_900, watched_files=600, note="sampled")
+    every = DeleteOpens(source="inotify", delete_files=40_000, opened=40_000, opens=80_000, data_files=20_000,
+                        data_opens=20_000)
+    run = write_results(tmp_path, [make_result("spark", 0, status="timeout", delete_opens=sampled),
+                                   make_result("risingwave", 0, duration=4.0, delete_opens=every),
+                                   make_result("arrow-floor", 0, duration=3.0)])
+    text = render_markdown([run], root=tmp_path)
+    assert "The input's files opened while each engine compacted (counted by the harness):" in text
+    assert ("- spark rep 0 (timeout): about 3,279,700 opens of about 5,700 of 40,000 delete files" in text
+            and "data files: about 1,900 opens of 20,000." in text), text
+    assert "- risingwave rep 0 (ok): 80,000 opens of 40,000 of 40,000 delete files" in text
+    assert "data files: 20,000 opens of 20,000." in text and "arrow-floor rep 0 (ok)" not in text
