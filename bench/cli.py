@@ -362,7 +362,7 @@ def sweep(scenario, scales, file_scales, scale, reps, memory_budget, engines, co
     from bench.campaigns.sweep import sweep as run_sweep
 
     if file_scales is not None:
-        from bench.count_sweep import CountSweepOptions, count_sweep, parse_file_scales
+        from bench.count_sweep import CountSweepOptions, count_sweep
 
         if scales is not None or core_runs is not None or common.get("file_scale") is not None:
             raise UserError("--file-scales sweeps the file counts at one --scale: drop --scales, --file-scale and "
@@ -371,8 +371,8 @@ def sweep(scenario, scales, file_scales, scale, reps, memory_budget, engines, co
 
         one = scale if scale is not None else load_scenario(scenario).local_scale
         count_sweep(CountSweepOptions(scenario=scenario, **common | {"file_scale": None}, scale=one,
-                                      file_scales=parse_file_scales(file_scales), reps=reps, engines=engines,
-                                      memory_budget=memory_budget), Progress())
+                                      file_scales=parse_scales(file_scales, "--file-scales", least=2), reps=reps,
+                                      engines=engines, memory_budget=memory_budget), Progress())
         return
     if scales is None or scale is not None:
         raise UserError("give --scales S1,S2,... (a size sweep), or --scale S with --file-scales F1,F2,... (a count "

@@ -62,7 +62,7 @@ from bench.core.source import SourceRef, load_source
 from bench.engines import REGISTRY, engine_class, parse_engines, split_label
 from bench.engines.base import HARNESS_CANNOT
 from bench.runner import RunOptions, run_scenario
-from bench.runner.context import check_results_dir
+from bench.runner.context import check_results_dir, new_run_id
 from bench.runner.session import SharedProcesses
 from bench.verify.expected import expected_check
 from datagen.conformance import CASES_FILE, Case, Written, catalog_file, load_cases, write_cases
@@ -219,10 +219,9 @@ def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceReco
         raise UserError(f"warehouse {where}: the conformance cases' tables are written to a local warehouse "
                         "(--warehouse DIR)")
     warehouse = Path(where)
-    run_id = opts.run_id or time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-conformance"
-    run_dir = check_results_dir(opts.results_dir) / run_id
-    if run_dir.exists():
-        raise UserError(f"{run_dir} exists: choose another --run-id")
+    results = check_results_dir(opts.results_dir)
+    run_id = new_run_id(results, "conformance", opts.run_id)
+    run_dir = results / run_id
     run_dir.mkdir(parents=True)
     rec = ConformanceRecord(run_id=run_id, started_at=now_iso(), engines=engines,
                             cases=[ConformanceCase(name=c.name, covers=c.covers, expected=c.expected, branch=c.branch)

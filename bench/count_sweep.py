@@ -17,7 +17,6 @@ from pathlib import Path
 
 from bench.core.campaign import recorded
 from bench.core.count_campaign import FILES_X, PAIRS_X, BudgetMeet, CountPoint, CountSweepSummary, write_counts
-from bench.core.errors import UserError
 from bench.core.fit import Fit, fit_line
 from bench.core.fmt import fmt_bytes, fmt_scale
 from bench.core.machine import environment
@@ -33,16 +32,6 @@ from bench.scenario import load_scenario
 
 FLAT_SHARE = 0.05  # a memory line rising less than this share of its peak over the measured files is flat
 MIN_PHASE_RUNS = 2  # a phase is fitted when at least this many verified runs at two file scales report it
-
-
-def parse_file_scales(text: str) -> list[float]:
-    try:
-        values = [check_scale(float(s), "--file-scales") for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise UserError(f"--file-scales {text!r}: give a comma-separated list of positive numbers") from None
-    if len(values) < 2 or len(set(values)) != len(values):
-        raise UserError(f"--file-scales {text!r}: give at least two different file scales, e.g. 0.005,0.02,0.05")
-    return sorted(values)
 
 
 @dataclass(kw_only=True)

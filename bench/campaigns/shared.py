@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import re
-import time
 from pathlib import Path
 
 from bench.core.errors import UserError
 from bench.core.units import check_scale
-from bench.runner.context import check_results_dir
+from bench.runner.context import check_results_dir, new_run_id
 
 
-def parse_scales(text: str) -> list[float]:
+def parse_scales(text: str, option: str = "--scales", least: int = 1) -> list[float]:
+    """A comma-separated list of positive scales (--scales, --file-scales), sorted: each once, at least `least`."""
     try:
-        scales = [check_scale(float(s), "--scales") for s in text.split(",") if s.strip()]
+        scales = [check_scale(float(s), option) for s in text.split(",") if s.strip()]
     except ValueError:
-        raise UserError(f"--scales {text!r}: give a comma-separated list of positive numbers") from None
-    if not scales:
-        raise UserError("--scales is empty: give e.g. 0.001,0.002,0.005")
+        raise UserError(f"{option} {text!r}: give a comma-separated list of positive numbers") from None
     if len(set(scales)) != len(scales):
-        raise UserError(f"--scales {text!r} names a scale twice")
+        raise UserError(f"{option} {text!r} names a scale twice")
+    if len(scales) < least:
+        raise UserError(f"{option} {text!r}: give at least {least} different scales, e.g. 0.005,0.02,0.05")
     return sorted(scales)
 
 
@@ -37,11 +36,4 @@ def parse_partitions(text: str) -> list[int]:
 
 def campaign_dir(results_dir: str | None, requested: str | None, kind: str, scenario: str) -> Path:
     results = check_results_dir(results_dir)
-    base = requested or f"{time.strftime('%Y%m%d-%H%M%S')}-{kind}-{scenario}"
-    if not re.fullmatch(r"[A-Za-z0-9._-]+", base):
-        raise UserError(f"--run-id {base!r} may only contain letters, digits, '.', '_' and '-'")
-    d, n = results / base, 1
-    while d.exists():
-        n += 1
-        d = results / f"{base}-{n}"
-    return d
+    return results / new_run_id(results, f"{kind}-{scenario}", requested)
