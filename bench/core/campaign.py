@@ -110,7 +110,18 @@ class DatagenPoint(BaseModel):
     reused: bool = False
 
 
-class SweepSummary(BaseModel):
+class CampaignState(BaseModel):
+    """What every run of runs records of its own life (the summaries below share it): where it stands, the harness
+    process running it (a `running` summary whose pid is gone was killed), when and on what machine."""
+
+    state: Lifecycle = "running"
+    pid: int = 0
+    started_at: str = ""
+    ended_at: str | None = None
+    machine: str = ""
+
+
+class SweepSummary(CampaignState):
     kind: Literal["sweep"] = "sweep"
     sweep_id: str
     scenario: str
@@ -119,11 +130,6 @@ class SweepSummary(BaseModel):
     file_scale: float | None = None  # --file-scale: every run's file counts of this scale (None: each run's scale)
     reps: int
     engines: list[str]
-    state: Lifecycle = "running"
-    pid: int = 0  # the harness process (a `running` summary whose pid is gone was killed)
-    started_at: str = ""
-    ended_at: str | None = None
-    machine: str = ""
     cores: int = 0
     ram_bytes: int = 0
     points: list[Point] = Field(default_factory=list)
@@ -197,7 +203,7 @@ class FrontierPrediction(BaseModel):
     note: str = ""
 
 
-class FrontierSummary(BaseModel):
+class FrontierSummary(CampaignState):
     kind: Literal["frontier"] = "frontier"
     frontier_id: str
     scenario: str
@@ -208,11 +214,6 @@ class FrontierSummary(BaseModel):
     partitions: list[int] = Field(default_factory=list)
     source_table: str = ""  # --source-table: the user's own table (its clone), instead of generated scales
     engines: list[str]
-    state: Lifecycle = "running"
-    pid: int = 0  # the harness process (a `running` summary whose pid is gone was killed)
-    started_at: str = ""
-    ended_at: str | None = None
-    machine: str = ""
     ram_bytes: int = 0
     points: list[FrontierPoint] = Field(default_factory=list)
     fits: dict[str, Fit] = Field(default_factory=dict)  # engine -> min budget against GB
@@ -343,7 +344,7 @@ class TuneConfirmation(BaseModel):
     run_dir: str = ""
 
 
-class TuneSummary(BaseModel):
+class TuneSummary(CampaignState):
     kind: Literal["tune"] = "tune"
     tune_id: str
     engine: str
@@ -356,11 +357,6 @@ class TuneSummary(BaseModel):
     min_gain: float = 0.05
     max_configs: int = 0
     budget_s: float = 0.0
-    state: Lifecycle = "running"
-    pid: int = 0
-    started_at: str = ""
-    ended_at: str | None = None
-    machine: str = ""
     cores: int = 0
     knobs: list[TuneKnob] = Field(default_factory=list)
     configs: list[TuneConfig] = Field(default_factory=list)
@@ -376,7 +372,7 @@ class TuneSummary(BaseModel):
 HARNESS_STEPS = ("datagen", "input read", "verification")  # the harness's own steps a plan scales by cores
 
 
-class HarnessScalingSummary(BaseModel):
+class HarnessScalingSummary(CampaignState):
     """`bench selfcheck scaling`: the harness's own steps (datagen, the input read once, verification's readers)
     timed on 1 and on 2 cores of this node, rounds alternating, each step told its cores as an engine is; one
     CoreScaling per step (its `engine` is the step's name, one of HARNESS_STEPS).  `bench plan` scales those steps
@@ -384,10 +380,6 @@ class HarnessScalingSummary(BaseModel):
 
     kind: Literal["harness-scaling"] = "harness-scaling"
     scaling_id: str
-    started_at: str = ""
-    ended_at: str | None = None
-    state: Lifecycle = "running"
-    machine: str = ""
     cores: int = 0
     table: str = ""  # what was generated and read, e.g. "bin-packing recipe, 87 files, 0.96 GB"
     rounds: int = 0

@@ -16,10 +16,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from bench.core.campaign import CampaignState
 from bench.core.fileio import write_atomic
 from bench.core.fit import Fit
 from bench.core.opens import DeleteOpens
-from bench.core.results import Lifecycle, ScenarioRecord
+from bench.core.results import ScenarioRecord
 from bench.core.spread import Spread
 
 COUNTS_FILE = "counts.json"
@@ -57,7 +58,7 @@ class BudgetMeet(BaseModel):
     note: str = ""
 
 
-class CountSweepSummary(BaseModel):
+class CountSweepSummary(CampaignState):
     kind: Literal["counts"] = "counts"
     sweep_id: str
     scenario: str
@@ -66,10 +67,6 @@ class CountSweepSummary(BaseModel):
     file_scales: list[float]
     reps: int
     engines: list[str]
-    started_at: str = ""
-    ended_at: str | None = None
-    state: Lifecycle = "running"
-    machine: str = ""
     budget_bytes: int | None = None
     run_dirs: dict[str, str] = Field(default_factory=dict)  # file scale -> run directory
     points: list[CountPoint] = Field(default_factory=list)
