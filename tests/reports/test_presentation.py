@@ -5,6 +5,7 @@ conformance report's header and matrix."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from tests.reports.hand_built import make_result, render, write_results
 
@@ -43,3 +44,46 @@ def test_charts_with_nothing_to_draw_return_a_line():
                 charts.sink_chart({"spark": []}, {}, {}),
                 charts.memory_timeline([("spark", "rep 0", True, True, None)], {}, None)):
         assert svg.startswith('<p class="no-chart"') and "<svg" not in svg, svg
+
+
+REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "reference"
+# a stored run whose results hold the old raw byte counts: the cgroup limit, an advisory's total-files-size, and a
+# warehouse recorded as a mapping
+OLD_BYTES = REFERENCE / "20261129-001643-deletes-high-filescale"
+
+
+def test_the_memory_limit_is_written_in_human_units(tmp_path, monkeypatch):
+    from bench.telemetry import limits
+
+    monkeypatch.setattr(limits, "_own_cgroup", lambda: ("v2", tmp_path))
+    lim = limits.Limiter(25276502016)
+    try:
+        assert lim.description == "cgroup v2 memory limit 23.5 GiB on the engine's process tree (kernel OOM killer)"
+    finally:
+        lim.release(wait_s=0)
+
+
+def test_a_stored_record_reads_in_human_units():
+    """The results were written with '25276063744 bytes' and 'total-files-size 127563059 (manifests: 127682796)':
+    the report's model reads them as sizes, the exact difference kept, no number changed."""
+    from reports.model.loading import load_runs
+
+    raw = (OLD_BYTES / "deletes-high--risingwave--rep0.json").read_text()
+    assert "memory limit 25276063744 bytes" in raw and "total-files-size 127563059 (manifests: 127682796)" in raw
+    runs = {lr.r.engine: lr.r for lr in load_runs([OLD_BYTES]).runs}
+    assert {r.memory_enforcement for r in runs.values()} == {
+        "cgroup v1 memory limit 23.5 GiB on the engine's process tree (kernel OOM killer)"}
+    messages = " ".join(c.message for c in runs["risingwave"].verification.checks)
+    assert "total-files-size 122 MiB (manifests: 122 MiB, 117 KiB more)" in messages
+    assert "total-equality-deletes 0 (manifests: 9649)" in messages  # counts stay counts
+
+
+def test_no_raw_byte_count_and_no_python_repr_in_a_stored_runs_report():
+    html = render([OLD_BYTES])
+    text = re.sub(r"<[^>]+>", " ", re.sub(r"<svg.*?</svg>|<style>.*?</style>", "", html, flags=re.S))
+    assert "memory limit 23.5 GiB on the engine's process tree" in text
+    assert not re.findall(r".{30}(?:\d{9,} bytes|size \d{9,}|manifests: \d{9,}|limit \d{9,}).{10}", text)
+    env = html[html.index("<h3>Environment</h3>"):]
+    env = env[:env.index("</section>")]
+    assert "{'" not in env and "['" not in env and "{&#39;" not in env and "[&#39;" not in env
+    assert re.search(r"<td data-warehouse>storage: local, warehouse: /\S+</td>", env), env
