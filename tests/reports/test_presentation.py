@@ -87,3 +87,17 @@ def test_no_raw_byte_count_and_no_python_repr_in_a_stored_runs_report():
     env = env[:env.index("</section>")]
     assert "{'" not in env and "['" not in env and "{&#39;" not in env and "[&#39;" not in env
     assert re.search(r"<td data-warehouse>storage: local, warehouse: /\S+</td>", env), env
+
+
+def test_the_headline_engine_has_the_first_card(tmp_path):
+    """spark is the baseline (named first), risingwave the fastest: the headline is risingwave against spark, so
+    risingwave's card leads, spark's follows, then the others; the tables keep their order."""
+    runs = [make_result(e, rep, duration=d) for rep in (0, 1) for e, d in
+            (("spark", 30.0), ("repark", 60.0), ("risingwave", 3.0))]
+    html = render([write_results(tmp_path, runs, engines=("spark", "repark", "risingwave"))])
+    head = html[html.index("data-headline"):html.index("data-summary")]
+    assert "risingwave faster than spark" in head
+    assert re.findall(r'class="kpi" data-engine="([^"]+)"', head) == ["risingwave", "spark", "repark"]
+    table = html[html.index('data-table="engines"'):]
+    assert re.findall(r'<tr data-engine="([^"]+)"', table[:table.index("</table>")]) == [
+        "repark", "spark", "risingwave"]
