@@ -199,6 +199,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         reader_findings_meaning=conformance.READER_FINDINGS, conformance_bad=conformance.BAD,
         self_written_meaning=conformance.SELF_WRITTEN, conformance_versions=conformance.versions_line,
         conformance_runtimes=conformance.runtimes_line, conformance_change=conformance.change_text,
+        conformance_writer=conformance.writer_short,
         sort_comparisons=compare.sort_comparisons(report.sets), count_sweeps=count_sweeps,
     )
 

@@ -101,3 +101,23 @@ def test_the_headline_engine_has_the_first_card(tmp_path):
     table = html[html.index('data-table="engines"'):]
     assert re.findall(r'<tr data-engine="([^"]+)"', table[:table.index("</table>")]) == [
         "repark", "spark", "risingwave"]
+
+
+def test_the_conformance_report_says_what_it_is_from_and_keeps_its_rows_short():
+    import json
+
+    src = REFERENCE / "20261129-conformance"
+    rec = json.loads((src / "conformance.json").read_text())
+    html = render([src])
+    meta = re.search(r'<p class="meta">(.*?)</p>', html, re.S).group(1)
+    assert "0 result sets" not in meta and "(0 runs)" not in meta, meta
+    n_cases, n_engines, n_cells = len(rec["cases"]), len(rec["engines"]), len(rec["cells"])
+    assert f"the conformance record of run {rec['run_id']} ({n_cases} cases × {n_engines} engines: {n_cells} cells)" \
+        in meta, meta
+    writers = re.findall(r'<td class="sub writer" title="([^"]*)" data-writer>([^<]*)</td>', html)
+    assert len(writers) == n_cases
+    longest = max(len(w["written_by"]) for w in rec["cases"])
+    assert longest > 100  # the stored text that made each row eight lines tall
+    for full, shown in writers:  # the whole text one hover away, the cell its first clause
+        assert len(shown) <= 64 and full.startswith(shown.removesuffix(" …")), (full, shown)
+    assert re.search(r'data-table="conformance"\] \.writer \{ min-width: \d+em', html)
