@@ -75,6 +75,13 @@ class MatrixView:
         return f"Conformance: {len(self.rec.cases)} cases x {len(self.engines)} engines"
 
     @property
+    def source_text(self) -> str:
+        """What the matrix is rendered from, for the report's header: its record, its cases, engines and cells."""
+        runs = f", {self.case_runs} engine runs" if self.case_runs else ""
+        return (f"the conformance record of run {self.rec.run_id} ({len(self.rec.cases)} cases × {len(self.engines)} "
+                f"engines: {len(self.rec.cells)} cells{runs})")
+
+    @property
     def reader_findings(self) -> list[tuple[str, str]]:
         """(case, finding) once per distinct finding of a case (the same source snapshot for every engine)."""
         seen = {(c.case, f.text()): None for c in self.rec.cells for f in c.findings}
@@ -111,6 +118,17 @@ def case_run_sets(sets, views: list[MatrixView]) -> tuple[list, list]:
             owner.case_runs += len(rs.runs)
             mine.append(rs)
     return mine, others
+
+
+def writer_short(text: str) -> str:
+    """A case's writer in its first clause (the library that wrote the table), the rest left to a tooltip: a
+    matrix row stays one or two lines."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == ";" and depth == 0:
+            return text[:i] + " …"
+    return text
 
 
 def runtimes_line(rec: ConformanceRecord) -> str:

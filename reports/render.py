@@ -31,6 +31,19 @@ STATUS_CLASS = {"ok": "ok", "failed": "bad", "oom": "bad", "heap-oom": "bad", "t
 CHARTS = ("duration", "cost", "phases", "memory", "memory_timeline", "cores", "cpu_timeline")
 
 
+def facts_text(v) -> str:
+    """A recorded fact as readable text, never a Python repr: a mapping as 'key: value, ...', a list joined by
+    commas, a size under a key that says so in human units."""
+    if v is None:
+        return "—"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {fmt_bytes(x) if k.endswith('bytes') and isinstance(x, int | float) else facts_text(x)}"
+                         for k, x in v.items() if x not in (None, "", [], {})) or "—"
+    if isinstance(v, list | tuple | set):
+        return ", ".join(facts_text(x) for x in v) or "—"
+    return str(v)
+
+
 @functools.cache
 def _env() -> Environment:
     """One environment per process: it compiles the report's template once (0.35 s), and its loader still
@@ -49,6 +62,7 @@ def _env() -> Environment:
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f} %"
     env.filters["gbf"] = fmt_gb  # a size already in (logical) GB
     env.filters["r2"] = fmt_r2
+    env.filters["facts"] = facts_text
     env.globals["status_class"] = lambda s: STATUS_CLASS.get(s, "warn")
     env.globals["status_meaning"] = lambda s: STATUS_MEANING.get(s, "")
     env.globals["bound_text"] = floorcheck.bound_text
@@ -185,6 +199,7 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         reader_findings_meaning=conformance.READER_FINDINGS, conformance_bad=conformance.BAD,
         self_written_meaning=conformance.SELF_WRITTEN, conformance_versions=conformance.versions_line,
         conformance_runtimes=conformance.runtimes_line, conformance_change=conformance.change_text,
+        conformance_writer=conformance.writer_short,
         sort_comparisons=compare.sort_comparisons(report.sets), count_sweeps=count_sweeps,
     )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from bench.core.units import GiB, KiB, MiB
 
 __all__ = ["GiB", "fmt_bytes", "fmt_gb", "fmt_r2", "fmt_ratio", "fmt_scale", "fmt_seconds", "fmt_usd", "fmt_value",
-           "nbytes", "seconds"]
+           "fmt_bytes_against", "limit_bytes", "nbytes", "seconds"]
 
 
 def seconds(v: float) -> str:
@@ -38,6 +38,21 @@ def fmt_usd(v: float | None) -> str:
 def fmt_bytes(v: float | None) -> str:
     """A size for people (`nbytes`), or '—' for none: the one formatter of sizes in docs, reports and messages."""
     return "—" if v is None else nbytes(float(v))
+
+
+def fmt_bytes_against(stated: int, held: int) -> str:
+    """Two sizes that should be equal, for people: 'X (manifests: Y, Z more)', the exact difference kept readable
+    where the two round to the same size."""
+    if stated == held:
+        return fmt_bytes(stated)
+    return (f"{fmt_bytes(stated)} (manifests: {fmt_bytes(held)}, {fmt_bytes(abs(held - stated))} "
+            f"{'more' if held > stated else 'less'})")
+
+
+def limit_bytes(text: str) -> str:
+    """A limit read from a cgroup file ('25276502016', 'max'): a size for people, or the word as it is."""
+    text = text.strip()
+    return fmt_bytes(int(text)) if text.isdigit() else text or "unknown"
 
 
 def fmt_seconds(v) -> str:

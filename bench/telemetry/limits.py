@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 
 from bench.core.children import die_with_parent, pid_alive
+from bench.core.fmt import limit_bytes
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_PREFIX = "bench-"
@@ -119,7 +120,7 @@ class Limiter:
                     (d / "memory.swap.max").write_text("0")
                 self.cgroup, self.version = d, version
                 limit = self._read("memory.limit_in_bytes" if version == "v1" else "memory.max")
-                self.description = (f"cgroup {version} memory limit {limit} bytes on the engine's process "
+                self.description = (f"cgroup {version} memory limit {limit_bytes(limit)} on the engine's process "
                                     f"tree (kernel OOM killer)")
             except OSError as e:
                 self._remove(d)

@@ -105,7 +105,10 @@ def workload_overhead(reps: int, hash_rounds: int, io_files: int, interval_s: fl
                       work_dir: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(dir=work_dir, prefix="bench-selfcheck-") as d:
         _run_workload(d, hash_rounds, io_files, False, interval_s)  # warm-up: caches, imports
-        with_s, without_s, cpu_with, cpu_without = [], [], [], []
+        with_s: list[float] = []
+        without_s: list[float] = []
+        cpu_with: list[float] = []
+        cpu_without: list[float] = []
         load_before = os.getloadavg()[0]
         for i in range(reps):
             order = (True, False) if i % 2 == 0 else (False, True)  # ABBA: drift hits both alike

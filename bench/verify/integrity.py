@@ -29,6 +29,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import ancestors_of
 
+from bench.core.fmt import fmt_bytes_against
 from bench.core.results import Check, CommitEvent
 from bench.core.table import LiveFiles, live_files
 
@@ -204,7 +205,9 @@ def totals_differences(tbl: Table, snapshot_id: int, files: LiveFiles | None = N
         if stated is None:
             missing.append(key)
         elif str(stated) != str(held[key]):
-            diffs.append(f"{key} {stated} (manifests: {held[key]})")
+            sizes = key == "total-files-size" and str(stated).isdigit()  # a size for people, the difference kept
+            diffs.append(f"{key} {fmt_bytes_against(int(stated), held[key])}" if sizes
+                         else f"{key} {stated} (manifests: {held[key]})")
     return diffs, missing
 
 

@@ -19,6 +19,7 @@ from reports.charts.base import (
     byte_locator,
     chart,
     color_of,
+    no_chart,
     tick_label,
     tint,
     to_svg,
@@ -30,6 +31,8 @@ def _hbar(rows, value_fmt, title, xlabel, colors, *, marker_rows=None, line=None
     """Horizontal bars with min-max whiskers.  rows: [(engine, median, min, max, points)] over verified
     runs; excluded_points: {engine: [values]} of runs that do not count, drawn as red crosses."""
     excluded_points = excluded_points or {}
+    if not any(r[1] is not None or any(excluded_points.get(r[0]) or []) for r in rows):
+        return no_chart(_nothing(title, rows, missing_text))
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.6, 0.95 + 0.48 * max(1, len(rows))), layout="constrained")
         labels = [r[0] for r in rows]
@@ -82,6 +85,12 @@ def _hbar(rows, value_fmt, title, xlabel, colors, *, marker_rows=None, line=None
         return to_svg(fig)
 
 
+def _nothing(title: str, rows, missing_text) -> str:
+    """The one line of a chart without a value to draw: its title and why each engine has none."""
+    why = "; ".join(f"{r[0]}: {missing_text(r[0]) if missing_text else 'no data'}" for r in rows)
+    return f"{title.split(' (')[0]}: nothing to draw" + (f" ({why})." if why else ".")
+
+
 @chart
 def duration_chart(rows, colors, missing_text=None) -> str:
     return _hbar(rows, _fmt_seconds, "Compaction time (verified runs: median, min–max, dots = reps)", None,
@@ -118,7 +127,10 @@ def phases_chart(rows, colors, missing_text=None) -> str:
     """Stacked bars, one per engine: its setup (hatched grey: session start-up and catalog warm-up,
     excluded from the compaction time), then the median seconds of each of its compaction phases.
     rows: [(engine, setup_s or None, [(phase, median_s)])]; an engine with no phases at all gets
-    missing_text(engine)."""
+    missing_text(engine); no engine with any: one line saying so."""
+    if not any(setup is not None or phases for _eng, setup, phases in rows):
+        return no_chart(_nothing("Where the time goes", rows,
+                                 missing_text or (lambda _e: "no phases recorded")))
     with plt.rc_context(STYLE):
         n = max(1, len(rows))
         legend_lines = 1 + sum(1 for r in rows if r[2])

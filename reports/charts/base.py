@@ -86,6 +86,13 @@ STYLE: dict[RcKeyType, Any] = {
 }
 
 
+def no_chart(text: str) -> str:
+    """What a chart with nothing to draw is instead of an empty axes: one line saying what is missing."""
+    from markupsafe import escape
+
+    return f'<p class="no-chart" data-no-chart>{escape(text)}</p>'
+
+
 def color_of(colors: dict[str, str], engine: str) -> str:
     return colors.get(engine) or MUTED
 

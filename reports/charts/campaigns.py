@@ -12,7 +12,19 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLoca
 from bench.core.fmt import fmt_ratio, fmt_seconds
 from bench.core.fmt import nbytes as _fmt_bytes
 from bench.core.fmt import seconds as _fmt_seconds
-from reports.charts.base import BAD, GRID, INK, MUTED, STYLE, byte_locator, chart, color_of, tick_label, to_svg
+from reports.charts.base import (
+    BAD,
+    GRID,
+    INK,
+    MUTED,
+    STYLE,
+    byte_locator,
+    chart,
+    color_of,
+    no_chart,
+    tick_label,
+    to_svg,
+)
 
 
 def _usable(fit) -> bool:
@@ -97,6 +109,8 @@ def scaling_chart(series, colors, *, title: str, value_fmt, byte_axis: bool = Fa
     min–max whiskers, the fit's line is solid over the measured sizes and dashed outside them."""
     from matplotlib.lines import Line2D
 
+    if not any(pts for _, pts, _ in series):
+        return no_chart(f"{title.split(' (')[0]}: no point measured yet, nothing to draw.")
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.6, 3.2), layout="constrained")
         gbs = [gb for _, pts, _ in series for gb, *_ in pts]
@@ -137,6 +151,8 @@ def speedup_scaling_chart(series, colors) -> str:
     oriented as other's time ÷ ref's time (above 1: ref is faster), min–max over verified pairs."""
     from matplotlib.lines import Line2D
 
+    if not any(pts for *_, pts in series):
+        return no_chart("Speedup against input size: no size with a verified pair, nothing to draw.")
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.6, 3.2), layout="constrained")
         gbs = [gb for *_, pts in series for gb, *_ in pts]
@@ -163,10 +179,7 @@ def speedup_scaling_chart(series, colors) -> str:
         _finish_gb_axes(ax, top, False, lambda v: f"{v:g}×", x_right)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
         ax.set_title("Speedup against input size (verified pairs: median, min–max)")
-        if handles:
-            ax.legend(handles=handles, loc="upper left", fontsize=7.5)
-        else:
-            ax.text(0.5, 0.5, "no size with a verified pair", transform=ax.transAxes, ha="center", color=MUTED)
+        ax.legend(handles=handles, loc="upper left", fontsize=7.5)
         return to_svg(fig)
 
 
@@ -180,6 +193,8 @@ def frontier_chart(series, colors, node_ram: int | None, node_label: str = "", a
     from matplotlib.lines import Line2D
     from matplotlib.transforms import offset_copy
 
+    if not any(pts for _, pts, _ in series):
+        return no_chart("Memory frontier: no point measured yet, nothing to draw.")
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.6, 3.4), layout="constrained")
         gbs = [gb for _, pts, _ in series for gb, *_ in pts]
@@ -243,6 +258,8 @@ def tune_chart(points, color: str, baseline: float | None) -> str:
     step line, the published configuration's time as a dashed line."""
     from matplotlib.lines import Line2D
 
+    if not points:
+        return no_chart("Tuning search: no configuration run yet, nothing to draw.")
     with plt.rc_context(STYLE):
         n = max(1, len(points))
         fig, ax = plt.subplots(figsize=(max(6.6, 2.4 + 0.45 * n), 3.6), layout="constrained")

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from bench.core.fmt import fmt_usd
-from reports.charts.base import GRID, INK, MUTED, STYLE, chart, color_of, tick_label, to_svg
+from reports.charts.base import GRID, INK, MUTED, STYLE, chart, color_of, no_chart, tick_label, to_svg
 
 
 @chart
@@ -59,6 +59,8 @@ def sink_chart(points, colors, markers: dict[str, str]) -> str:
     from matplotlib.lines import Line2D
     from matplotlib.ticker import LogLocator
 
+    if not any(points.values()):
+        return no_chart("Maintenance cost per GB ingested: no engine run with a cost per GB, nothing to draw.")
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(7.2, 3.8), layout="constrained")
         top = 0.0
@@ -86,8 +88,6 @@ def sink_chart(points, colors, markers: dict[str, str]) -> str:
         handles = [Line2D([], [], color=color_of(colors, e), lw=1.2, marker="o", label=e) for e in points]
         if len(markers) > 1:
             handles += [Line2D([], [], color=MUTED, ls="none", marker=m, label=mode) for mode, m in markers.items()]
-        if not points:
-            ax.text(0.5, 0.5, "no engine run with a cost per GB", transform=ax.transAxes, ha="center", color=MUTED)
         if handles:
             fig.legend(handles=handles, loc="outside lower center", ncols=min(6, len(handles)))
         return to_svg(fig)

@@ -7,14 +7,16 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from bench.core.fmt import nbytes as _fmt_bytes
-from reports.charts.base import GRID, MUTED, STYLE, byte_locator, chart, color_of, to_svg
+from reports.charts.base import GRID, MUTED, STYLE, byte_locator, chart, color_of, no_chart, to_svg
 
 
 @chart
 def timeline_chart(series, colors, *, column: str, title: str, ylabel: str, fmt, hline=None,
                    hline_label=None, smooth: int = 1) -> str:
     """series: [(engine, label, highlight, counts, DataFrame of samples)] overlaid on one time axis;
-    runs that do not count (failed, oom, not verified) are dashed."""
+    runs that do not count (failed, oom, not verified) are dashed; no run with samples: one line saying so."""
+    if not any(df is not None and not df.empty and column in df for *_, df in series):
+        return no_chart(f"{title}: no samples recorded for any run, nothing to draw.")
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(6.6, 2.6), layout="constrained")
         seen = set()
@@ -44,11 +46,9 @@ def timeline_chart(series, colors, *, column: str, title: str, ylabel: str, fmt,
         ax.set_xlabel("seconds since the engine process started", color=MUTED)
         ax.set_ylabel(ylabel, color=MUTED)
         ax.set_title(title)
-        if seen:  # in the title's row, right-aligned: never over the data
-            ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=len(seen), borderaxespad=0.2,
-                      handlelength=1.6)
-        else:
-            ax.text(0.5, 0.5, "no samples recorded", transform=ax.transAxes, ha="center", color=MUTED)
+        # in the title's row, right-aligned: never over the data
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=len(seen), borderaxespad=0.2,
+                  handlelength=1.6)
         return to_svg(fig)
 
 

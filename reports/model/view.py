@@ -201,6 +201,14 @@ class ResultSet:
         return max(usable, key=lambda s: s.ratio.median or 0.0)  # n > 0: a median
 
     @property
+    def card_rows(self) -> list[EngineRow]:
+        """The engines' rows in the order of the headline's cards: the engine the headline speedup is about first,
+        the one it is against next, then the others as everywhere else (the tables keep `rows`' order)."""
+        sp = self.headline_speedup
+        lead = [sp.faster, sp.slower] if sp else []
+        return sorted(self.rows, key=lambda row: lead.index(row.engine) if row.engine in lead else len(lead))
+
+    @property
     def committing(self) -> list[str]:
         """The engines that commit (the ones speedups compare)."""
         return [e for e in self.engines if e not in self.floor_labels]
