@@ -362,7 +362,7 @@ def sweep(scenario, scales, file_scales, scale, reps, memory_budget, engines, co
     from bench.campaigns.sweep import sweep as run_sweep
 
     if file_scales is not None:
-        from bench.count_sweep import CountSweepOptions, count_sweep
+        from bench.campaigns.counts import CountSweepOptions, count_sweep
 
         if scales is not None or core_runs is not None or common.get("file_scale") is not None:
             raise UserError("--file-scales sweeps the file counts at one --scale: drop --scales, --file-scale and "
@@ -440,8 +440,8 @@ def conformance(engines, cases, cases_file, results_dir, warehouse, run_id, time
     self-written): a matrix
     engine x case (correct / wrong-rows / wrong-metadata, with evidence / failed, with the engine's error /
     unsupported, with its reason / harness-cannot, the harness's defect), with the versions it comes from."""
-    from bench.conformance import ConformanceOptions, failing, matrix_line, parse_fail_on
-    from bench.conformance import conformance as run_conformance
+    from bench.campaigns.conformance import ConformanceOptions, failing, matrix_line, parse_fail_on
+    from bench.campaigns.conformance import conformance as run_conformance
 
     gate = parse_fail_on(fail_on)
     rec = run_conformance(ConformanceOptions(engines=engines, cases=cases.split(",") if cases else None,
@@ -482,8 +482,8 @@ def tune(engine, scenario, scale, budget_minutes, max_configs, reps, confirm_rep
          memory_budget, source_catalog, source_table, source_snapshot, common):
     """Search ENGINE's knobs on SCENARIO (coordinate descent), write the best as ENGINE:tuned, confirm it.
     Configurations are also cut off at 3x the published one's time."""
-    from bench.tune import TuneOptions
-    from bench.tune import tune as run_tune
+    from bench.campaigns.tune import TuneOptions
+    from bench.campaigns.tune import tune as run_tune
 
     run_tune(TuneOptions(engine=engine, scenario=scenario, **common, scale=scale, reps=reps,
                          source=source_ref(source_catalog, source_table, source_snapshot),
@@ -586,7 +586,7 @@ def selfcheck_rates(warehouse, tables, files, rounds, readers):
 @one_line_errors
 def selfcheck_scaling(files, file_mb, codec, rounds, results_dir, run_id, work_dir):
     """The harness's own steps (datagen, input read, verification) on 1 and 2 cores: their scaling, for bench plan."""
-    from bench.runner.harness_scaling import Options, harness_scaling
+    from bench.campaigns.harness_scaling import Options, harness_scaling
 
     harness_scaling(Options(files=files, file_mb=file_mb, codec=codec, rounds=rounds, results_dir=results_dir,
                             run_id=run_id, work_dir=work_dir), echo=click.echo)

@@ -1,4 +1,4 @@
-"""A count sweep (bench.count_sweep, its counts.json) as Markdown: the points per engine and file scale, the
+"""A count sweep (bench.campaigns.counts, its counts.json) as Markdown: the points per engine and file scale, the
 lines of time, peak memory and each phase against the input's files, and where each memory line meets the
 budget.  Reads the summary alone; the text depends on it only (no clock, no absolute path).  The phrases are
 shared with the HTML report's section (reports.countview)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.core.count_campaign import COUNTS_FILE, BudgetMeet, CountPoint, CountSweepSummary, read_counts
+from bench.core.campaign import COUNTS_FILE, BudgetMeet, CountPoint, CountSweepSummary, read_counts
 from bench.core.errors import UserError
 from bench.core.fit import Fit
 from bench.core.fmt import fmt_bytes, fmt_scale

@@ -1,4 +1,4 @@
-"""A count sweep (bench.count_sweep's counts.json) in the HTML report: time and peak memory against the input's
+"""A count sweep (bench.campaigns.counts's counts.json) in the HTML report: time and peak memory against the input's
 file count per engine, each phase per engine, with the lines the sweep fitted (as it stored them: nothing is
 fitted again here), the points table and where each memory line would meet the budget, in the words of the
 Markdown blocks (reports.counts).  Reads only the summary files."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from bench.core.count_campaign import COUNTS_FILE, CountSweepSummary, read_counts
+from bench.core.campaign import COUNTS_FILE, CountSweepSummary, read_counts
 from bench.core.errors import UserError
 from bench.core.fmt import fmt_bytes, fmt_scale, fmt_seconds
 from reports import charts

@@ -1,10 +1,10 @@
-"""The count sweep's arithmetic (bench.count_sweep): points per engine and file scale, lines against the input's
+"""The count sweep's arithmetic (bench.campaigns.counts): points per engine and file scale, lines against the input's
 files, per phase, and where a memory line meets the budget.  The runs themselves are ordinary `bench run`s
 (tested with the runner); these records are built by hand so each number can be checked."""
 
-from bench.core.count_campaign import CountSweepSummary
+from bench.campaigns.counts import budget_meet, count_point, count_table, fit_counts
+from bench.core.campaign import CountSweepSummary
 from bench.core.results import Phase, RunResult, TableStats, TelemetrySummary
-from bench.count_sweep import budget_meet, count_point, count_table, fit_counts
 from reports.counts import count_markdown
 
 MB = 1_000_000
@@ -53,7 +53,7 @@ def test_the_html_report_draws_a_count_sweep_from_its_counts_json(tmp_path):
     """`bench report <count sweep dir>`: time, memory and each phase against the input's files per engine, with the
     sweep's lines (legend: fixed + slope per 1,000 files), its points, where memory meets the budget and the delete
     files' opens -- from counts.json alone (no run directory beside it)."""
-    from bench.core.count_campaign import write_counts
+    from bench.core.campaign import write_counts
     from bench.core.opens import DeleteOpens
     from reports.render import render_html
 

@@ -78,10 +78,10 @@ def test_a_configuration_already_measured_is_compared_not_run_again(tmp_path, mo
     """Back at the published value, the search reuses the published configuration's measurement: a fresh
     single run of it could be faster by noise and be kept."""
     from bench import engines
+    from bench.campaigns.tune import Search, TuneOptions
     from bench.core.campaign import TuneConfig
     from bench.core.progress import Progress
     from bench.core.spread import Spread
-    from bench.tune import Search, TuneOptions
 
     monkeypatch.setitem(engines.REGISTRY, "revisit", "tests.fakes.knobby:RevisitEngine")
     search = Search(TuneOptions(engine="revisit", scenario="bin-packing", scale=float(TINY),

@@ -1,4 +1,4 @@
-"""Issues 31 and 39: `bench conformance`, each engine's correctness on edge-case tables (written by pyiceberg, Spark
+"""`bench conformance`: each engine's correctness on edge-case tables (written by pyiceberg, Spark
 SQL or Iceberg's Java API, each case naming its writer) that state the rows they must end with, through the ordinary
 run path, as a matrix whose verdicts say whose fault, with evidence, versions and a gate."""
 
@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from bench.conformance import TABLES_DIR, matrix_line, parse_fail_on, runtime_label, verdict, version_pairs
+from bench.campaigns.conformance import TABLES_DIR, matrix_line, parse_fail_on, runtime_label, verdict, version_pairs
 from bench.core.catalog import CatalogSettings, load_catalog
 from bench.core.errors import UserError
 from bench.core.expected import difference

@@ -87,7 +87,7 @@ def test_fewer_than_two_cpus_is_one_line(tmp_path):
 
 
 def test_a_child_that_is_not_confined_refuses_to_measure():
-    from bench.runner.harness_scaling import child
+    from bench.campaigns.harness_scaling import child
 
     with pytest.raises(SystemExit, match="not confined"):
         child({"cpus": [max(ALLOWED) + 1], "step": "datagen"})

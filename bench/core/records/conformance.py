@@ -16,7 +16,7 @@ WRONG = ("wrong-rows", "wrong-metadata")
 
 
 class ConformanceCell(BaseModel):
-    """One engine on one conformance case (bench.conformance.verdict says how the verdict is reached)."""
+    """One engine on one conformance case (bench.campaigns.conformance.verdict says how the verdict is reached)."""
 
     case: str
     covers: list[str] = Field(default_factory=list)  # the table shapes the case touches

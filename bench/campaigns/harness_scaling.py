@@ -134,7 +134,7 @@ def run_step(step: str, cpus: list[int], args: dict[str, Any], base: Path, log: 
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "wb") as fh:
             try:
-                rc = children.run([sys.executable, "-m", "bench.runner.harness_scaling", str(job)], stdout=fh,
+                rc = children.run([sys.executable, "-m", "bench.campaigns.harness_scaling", str(job)], stdout=fh,
                                   stderr=subprocess.STDOUT, env=env, preexec_fn=confiner.preexec,
                                   timeout=STEP_TIMEOUT_S).returncode
             except subprocess.TimeoutExpired:

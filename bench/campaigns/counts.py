@@ -1,7 +1,7 @@
 """A count sweep: one scenario at one byte scale over several file scales, each an ordinary
 `bench run` (bench.runner.run_scenario) into one campaign directory, then lines against the input's file
 count per engine: time, peak memory and each phase the engine reported, and where each memory line would
-reach the runs' memory budget.  The record is bench.core.count_campaign.CountSweepSummary.
+reach the runs' memory budget.  The record is bench.core.campaign.CountSweepSummary.
 
 Why counts: the Spark mechanisms known for delete-heavy rewrites grow with files, not bytes (every
 rewrite task opens each delete file that may apply to its data files; an unpartitioned table's equality
@@ -15,8 +15,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.core.campaign import recorded
-from bench.core.count_campaign import FILES_X, PAIRS_X, BudgetMeet, CountPoint, CountSweepSummary, write_counts
+from bench.core.campaign import FILES_X, PAIRS_X, BudgetMeet, CountPoint, CountSweepSummary, recorded, write_counts
 from bench.core.fit import Fit, fit_line
 from bench.core.fmt import fmt_bytes, fmt_scale
 from bench.core.machine import environment
