@@ -1,4 +1,4 @@
-"""Issue 33: the append sink writer on its own (datagen.sink), no JVM: the time-compression rule, flushes
+"""The append sink writer on its own (datagen.sink), no JVM: the time-compression rule, flushes
 deterministic from (seed, index), rows split by any partition spec's transforms, the rolling size, the retry policy
 (100, 200, 400 ms, then failing; a real conflict injected), and the table after every flush what the generator
 expects, read back by an independent reader.  Tiny: a 16-file day-partitioned table, flushes of 40 rows."""

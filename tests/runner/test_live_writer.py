@@ -1,4 +1,4 @@
-"""Issue 11, part 2: a live writer commits while the engine compacts (tiny scale, both real engines),
+"""A live writer commits while the engine compacts (tiny scale, both real engines),
 held deterministically between the engine's planning and its commit; each case gets a verdict."""
 
 import threading

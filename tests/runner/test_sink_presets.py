@@ -1,4 +1,4 @@
-"""Issue 33: the append-sink presets as streaming scenarios, through the streaming runner (scale 0.01, 2 cycles,
+"""The append-sink presets as streaming scenarios, through the streaming runner (scale 0.01, 2 cycles,
 every maintenance operation fired): the baseline `none` and RisingWave's engine on each preset, every cycle
 verified, files per GB falling as the batch grows, and the report's side-by-side section over the three runs.
 Spark's maintenance is left to tests/runner/test_streaming.py (on one preset it added 55 s here)."""

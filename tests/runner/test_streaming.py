@@ -1,4 +1,4 @@
-"""Issue 20: continuous maintenance under streaming CDC ingest (tiny scale, both real engines and the
+"""Continuous maintenance under streaming CDC ingest (tiny scale, both real engines and the
 baseline `none`, 2 cycles): the same writer for everyone, a maintenance step per cycle with each engine's
 own tools, the table verified against the generator after every cycle, and the report's section."""
 

@@ -1,4 +1,4 @@
-"""Issue 31: the harness's Parquet readers resolve columns by field id (Iceberg's rule); a file without field ids is
+"""The harness's Parquet readers resolve columns by field id (Iceberg's rule); a file without field ids is
 read by name, and that answer is advisory where the schema history makes names ambiguous (a rename) - yet a wrong
 output is still caught, by the readers that count."""
 
