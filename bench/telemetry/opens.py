@@ -1,6 +1,6 @@
 """How often the engine opened the input's files while it compacted, counted from outside by the kernel's inotify
 (IN_OPEN on every directory of the table): no tracing of the engine, the same for every engine, a count of real
-open() calls of real files.  Issue 43's mechanism (each rewrite task opens every delete file that may apply to its
+open() calls of real files.  The mechanism (each rewrite task opens every delete file that may apply to its
 data files) is a claim about exactly these opens.
 
     watch = OpenWatch.of(location, live)   # None: not countable (remote warehouse, no delete file)

@@ -98,7 +98,7 @@ print(json.dumps({"before": before, "after": current()}))
 
 
 def test_a_v3_streaming_cycle_checks_the_lineage_of_what_maintenance_wrote(tmp_path):
-    """Issue 41: a streaming cycle on a format v3 table applies a single run's row_lineage_kept to the data files
+    """A streaming cycle on a format v3 table applies a single run's row_lineage_kept to the data files
     its maintenance wrote (bench.verify.streaming.cycle_lineage, called per cycle by bench.runner.streaming).  Real v3
     metadata: repark (format v3 on request) makes a three-file table and compacts it; its output carries the rows'
     lineage, the inserted files (no _row_id written: ids inherited from first_row_id) read as new would not."""

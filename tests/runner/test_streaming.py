@@ -52,7 +52,7 @@ streaming:
 
 
 def test_streaming_cycles_are_verified_in_both_engine_orders_and_reported(tmp_path, shared_warehouse):
-    """Issue 30: an expiry that deletes files is part of the maintenance measured: Spark's deletes the dataset's
+    """An expiry that deletes files is part of the maintenance measured: Spark's deletes the dataset's
     own files (its data files once compacted away, its manifests and manifest lists; RisingWave's engine expires
     snapshots without deleting files).  In both engine orders the engine after it, and the next run on the same
     warehouse, start from the byte-identical dataset (put back from its vault) and verify every cycle, with every
