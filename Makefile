@@ -97,9 +97,10 @@ docs: $(VENV)/.installed
 # earlier reference run of its scenario.
 REF_SCALE ?= 0.005
 REF_REPS ?= 3
-REF_ENGINES ?= spark,risingwave,arrow-floor
+# the engines of the bin-packing and deletes-high reference runs (those with an own environment: make engines)
+REF_ENGINES ?= spark,spark-3.5,risingwave,arrow-floor,gluten,repark
 REF_SCENARIOS ?= bin-packing deletes-high
-reference: setup
+reference: engines
 	REF_SCALE=$(REF_SCALE) REF_REPS=$(REF_REPS) REF_ENGINES=$(REF_ENGINES) BENCH=$(BIN)/bench \
 	  scripts/reference.sh $(REF_SCENARIOS)
 

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 BENCH=${BENCH:-.venv/bin/bench}
 SCALE=${REF_SCALE:-0.005}
 REPS=${REF_REPS:-3}
-ENGINES=${REF_ENGINES:-spark,risingwave,arrow-floor}
+ENGINES=${REF_ENGINES:-spark,spark-3.5,risingwave,arrow-floor,gluten,repark}
 SCENARIOS=("$@")
 [ ${#SCENARIOS[@]} -gt 0 ] || SCENARIOS=(bin-packing deletes-high)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-reference.XXXXXX")
