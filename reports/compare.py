@@ -68,7 +68,7 @@ class FloorRow:
     color: str
     is_floor: bool
     row: EngineRow  # its statistics (for the floor: in the set it ran in)
-    multiple: float | None = None  # median time ÷ the floor's median time
+    multiple: float | None = None  # the median of the paired multiples (no pairs: median time ÷ the floor's)
     spread: Spread = field(default_factory=lambda: Spread.of([]))  # per pair (paired) or per run combination
     paired: bool = False
     cores: float | None = None
@@ -144,11 +144,12 @@ def floor_view(rs: ResultSet, source: ResultSet, floor: str) -> FloorView | None
     for e in engines:
         fr = _floor_row(rs, e, False)
         d = fr.row.stats.duration_s
-        if d.median and fmed:
+        if same and e in paired and paired[e].ratio.n:
+            # rep i against rep i, the median of the pairs: the multiple the Markdown tables print (bench.core.stats)
+            fr.multiple, fr.spread, fr.paired = paired[e].ratio.median, paired[e].ratio, True
+        elif d.median and fmed:  # nothing to pair: the medians' ratio
             fr.multiple = d.median / fmed
-            if same and e in paired:  # rep i against rep i (bench.core.stats)
-                fr.spread, fr.paired = paired[e].ratio, True
-            elif not same:  # different run sets: every run of the engine against every run of the floor
+            if not same:  # different run sets: every run of the engine against every run of the floor
                 fr.spread = Spread.of(a / b for a in d.values for b in fl.row.stats.duration_s.values if b)
         rows.append(fr)
     runs = [lr.r for lr in source.runs if lr.r.engine == floor] + [lr.r for lr in rs.runs if lr.r.engine in engines]
