@@ -64,7 +64,7 @@ from bench.core.rates import TableRates, load_rates, physical_bound
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import Deployment, PhysicalBound
 from bench.core.sql import ident, literal, string_list
-from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
+from bench.engines.base import CompactionJob, Engine, EngineOutcome, PhaseClock
 
 ROW_GROUP_BYTES = 128 * 1024 * 1024  # Iceberg's write.parquet.row-group-size-bytes default: the cap
 # DuckDB's default row group (rows): its COPY encodes row groups in parallel, so smaller groups keep every thread
@@ -77,7 +77,7 @@ BOUND_PHASES = ("read deletes", "read, apply deletes, write")
 SEQ = "__floor_seq"  # the sequence-number column of the delete tables (and of the data rows)
 
 
-class ArrowFloorEngine(EngineBase):
+class ArrowFloorEngine(Engine):
     name: ClassVar[str] = "arrow-floor"
     description: ClassVar[str] = ("the physical floor: DuckDB rewrites the same files (deletes applied, one hash "
                                   "table per delete scope) on all cores, listing the live files timed, nothing "

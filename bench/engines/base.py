@@ -1,9 +1,9 @@
-"""The one small protocol every engine implements.
+"""The one small interface every engine implements: the abstract base class `Engine`.
 
-An engine module lives in this folder, defines one class implementing `Engine` (most simply by
-subclassing `EngineBase`), and is named in the registry (`bench.engines.REGISTRY`).  Nothing outside
-this folder imports an engine module or branches on an engine's name: what the rest of the harness
-needs to know of an engine, the engine declares (its options model, colour, packages, output codecs).
+An engine module lives in this folder, defines one subclass of `Engine`, and is named in the registry
+(`bench.engines.REGISTRY`).  Nothing outside this folder imports an engine module or branches on an engine's
+name: what the rest of the harness needs to know of an engine, the engine declares (its options model, colour,
+packages, output codecs).
 
 Life cycle, inside the engine's own subprocess (`bench.engines.worker`), every step timed with the
 same clock for every engine:
@@ -20,10 +20,11 @@ table afterwards, the same way for every engine.
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -198,123 +199,67 @@ class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-@runtime_checkable
-class Engine(Protocol):
-    name: ClassVar[str]
-    description: ClassVar[str]
-    color: ClassVar[str]  # its colour in the report's charts
-    packages: ClassVar[tuple[str, ...]]  # distributions whose versions every result records
+class Engine(ABC):
+    """What every engine is: the attributes it declares (each with its default) and the steps of its life cycle
+    (the module docstring); `compact` is the one step every engine must write."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    color: ClassVar[str] = "#7B8794"  # its colour in the report's charts
+    packages: ClassVar[tuple[str, ...]] = ()  # distributions whose versions every result records
     # the table library it runs on, as the distributions a conformance writer names (Written.packages), where its
     # `packages` do not say it (e.g. an engine whose versions come from its own environment)
-    library_packages: ClassVar[tuple[str, ...]]
-    Options: ClassVar[type[BaseModel]]  # what a scenario may put under `engines: <name>:`
-    output_codecs: ClassVar[frozenset[str] | None]  # codecs it can write (None: any Parquet codec)
-    min_budget_bytes: ClassVar[int]  # the smallest memory budget it can start in (a frontier's floor)
-    knobs: ClassVar[tuple[Knob, ...]]  # what `bench tune` varies, in order (coordinate descent)
+    library_packages: ClassVar[tuple[str, ...]] = ()
+    Options: ClassVar[type[BaseModel]] = NoOptions  # what a scenario may put under `engines: <name>:`
+    output_codecs: ClassVar[frozenset[str] | None] = None  # codecs it can write (None: any Parquet codec)
+    min_budget_bytes: ClassVar[int] = 64 * 1024 * 1024  # the smallest budget it can start in (a frontier's floor)
+    knobs: ClassVar[tuple[Knob, ...]] = ()  # what `bench tune` varies, in order (coordinate descent)
     # it commits through the job's REST catalog (so the harness's commit gate can hold its commit)
-    commits_through_rest: ClassVar[bool]
+    commits_through_rest: ClassVar[bool] = False
     # False: it writes files and commits nothing (a floor: EngineOutcome.commits "none"), so readers after it
     # would read the input unchanged, and the runner times no reads around it
-    commits_table: ClassVar[bool]
+    commits_table: ClassVar[bool] = True
     # what it can do beyond a plain compaction of main (FEATURES); a run that needs a feature it lacks
     # is recorded `unsupported` with `why_not(feature)`, never run
-    supports: ClassVar[frozenset[str]]
-    not_supported: ClassVar[dict[str, str]]  # feature -> why this engine cannot (its version, its API)
+    supports: ClassVar[frozenset[str]] = frozenset()
+    not_supported: ClassVar[dict[str, str]] = {}  # feature -> why this engine cannot (its version, its API)
     # feature -> why the harness cannot serve this engine the feature (e.g. the catalog it serves the engine cannot
     # commit it): not the engine's refusal; why_not says it with HARNESS_CANNOT before it, and a conformance cell
     # on it is harness-cannot
-    harness_cannot: ClassVar[dict[str, str]]
+    harness_cannot: ClassVar[dict[str, str]] = {}
     # a regular expression matching its own errors that say it does not support what it met (a conformance cell
     # on such a failure is unsupported, any other failure of its own is failed); "" when it has none
-    refusal_pattern: ClassVar[str]
+    refusal_pattern: ClassVar[str] = ""
     # table properties its compaction sets (the integrity check `same_properties` does not compare them)
-    sets_properties: ClassVar[frozenset[str]]
+    sets_properties: ClassVar[frozenset[str]] = frozenset()
     # a regular expression matching the lines of its own log that report a commit conflict or a commit retry
     # (counted per maintenance step beside the catalog's 409 answers); "" when its log names none
-    conflict_log_pattern: ClassVar[str]
+    conflict_log_pattern: ClassVar[str] = ""
     # its own interpreter and pinned requirements (bench.engines.environment); None: the harness's environment
-    environment: ClassVar[EngineEnvironment | None]
+    environment: ClassVar[EngineEnvironment | None] = None
     # the engine this one is an earlier version of (e.g. spark-3.5 of spark), "" for none: a conformance matrix with
     # both shows, per case, how the verdict changed between them
-    earlier_version_of: ClassVar[str]
+    earlier_version_of: ClassVar[str] = ""
 
-    @classmethod
-    def why_not(cls, feature: str) -> str | None:
-        """None when it supports `feature` (FEATURES), else why it cannot."""
-
-    @classmethod
-    def declared_runtime(cls) -> str:
-        """Its runtime in a few words as it declares it (e.g. its Spark line), "" when it declares none: what a record
-        says of an engine none of whose runs reported versions (every run refused)."""
-
-    def requirements(self) -> list[Requirement]:
-        """Everything this engine needs on this machine; cheap, no side effects."""
-
-    def storage_requirements(self, settings: CatalogSettings) -> list[Requirement]:
-        """What it needs to reach the warehouse of `settings` (e.g. S3)."""
-
-    def open(self, job: CompactionJob, clock: PhaseClock) -> None:
-        """Start sessions and connect to (and warm up) the catalog; not part of the compaction's time.
-        Must not load the table to compact (its metadata read belongs to the compaction)."""
-
-    def memory_caps(self) -> list[MemoryCap]:
-        """Engine-internal memory limits as granted (called after open())."""
-
-    def min_budget(self, options: dict[str, Any]) -> int:
-        """The smallest memory budget it can start in with these options (a frontier's floor)."""
-
-    def option_problems(self, options: dict[str, Any], settings: CatalogSettings) -> list[str]:
-        """Why these options cannot work with this warehouse (checked before anything runs), one line each."""
-
+    @abstractmethod
     def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         """Compact `job.table` to the end state every engine must reach (for deletes: no live delete
         file); time each step in `clock`.  Raise on failure; an engine-internal memory limit
         (e.g. java.lang.OutOfMemoryError) raises `EngineOOM`."""
 
-    def close(self) -> None:
-        """Release sessions.  Must be safe to call after a failed open()."""
-
-    def asked(self, job: CompactionJob) -> dict[str, Any]:
-        """What it is asked for `job`: its options derived from job.intent(), explicit options over them."""
-
-    def maintain(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
-        """Run `job.maintenance` in order, each operation's steps timed in `clock` as "<op>: <step>"
-        (engines that support 'maintenance')."""
-
-
-class EngineBase:
-    """Defaults for the optional parts of the protocol."""
-
-    name: ClassVar[str] = ""
-    description: ClassVar[str] = ""
-    color: ClassVar[str] = "#7B8794"
-    packages: ClassVar[tuple[str, ...]] = ()
-    library_packages: ClassVar[tuple[str, ...]] = ()
-    Options: ClassVar[type[BaseModel]] = NoOptions
-    output_codecs: ClassVar[frozenset[str] | None] = None
-    min_budget_bytes: ClassVar[int] = 64 * 1024 * 1024  # the smallest memory budget it can start in
-    knobs: ClassVar[tuple[Knob, ...]] = ()
-    commits_through_rest: ClassVar[bool] = False
-    commits_table: ClassVar[bool] = True
-    supports: ClassVar[frozenset[str]] = frozenset()
-    not_supported: ClassVar[dict[str, str]] = {}
-    harness_cannot: ClassVar[dict[str, str]] = {}
-    refusal_pattern: ClassVar[str] = ""
-    sets_properties: ClassVar[frozenset[str]] = frozenset()
-    conflict_log_pattern: ClassVar[str] = ""
-    environment: ClassVar[EngineEnvironment | None] = None
-    earlier_version_of: ClassVar[str] = ""
-
     def requirements(self) -> list[Requirement]:
+        """Everything this engine needs on this machine; cheap, no side effects."""
         return []
 
     @classmethod
     def declared_runtime(cls) -> str:
+        """Its runtime in a few words as it declares it (e.g. its Spark line), "" when it declares none: what a record
+        says of an engine none of whose runs reported versions (every run refused)."""
         return ""
 
     @classmethod
     def why_not(cls, feature: str) -> str | None:
-        """None when the engine supports `feature`, else why not."""
+        """None when it supports `feature` (FEATURES), else why it cannot."""
         if feature in cls.harness_cannot:
             return HARNESS_CANNOT + cls.harness_cannot[feature]
         if feature in cls.supports:
@@ -322,22 +267,29 @@ class EngineBase:
         return cls.not_supported.get(feature) or f"{cls.name} does not declare support for {FEATURES[feature]}"
 
     def storage_requirements(self, settings: CatalogSettings) -> list[Requirement]:
+        """What it needs to reach the warehouse of `settings` (e.g. S3)."""
         return []
 
     def open(self, job: CompactionJob, clock: PhaseClock) -> None:
-        pass
+        """Start sessions and connect to (and warm up) the catalog; not part of the compaction's time.
+        Must not load the table to compact (its metadata read belongs to the compaction).  Nothing by default."""
+        return None
 
     def memory_caps(self) -> list[MemoryCap]:
+        """Engine-internal memory limits as granted (called after open())."""
         return []
 
     def min_budget(self, options: dict[str, Any]) -> int:
+        """The smallest memory budget it can start in with these options (a frontier's floor)."""
         return self.min_budget_bytes
 
     def option_problems(self, options: dict[str, Any], settings: CatalogSettings) -> list[str]:
+        """Why these options cannot work with this warehouse (checked before anything runs), one line each."""
         return []
 
     def close(self) -> None:
-        pass
+        """Release sessions.  Must be safe to call after a failed open().  Nothing by default."""
+        return None
 
     def asked(self, job: CompactionJob) -> dict[str, Any]:
         """What this engine is asked for `job`: the options it derives from the job's intent (job.intent()) and
@@ -346,9 +298,10 @@ class EngineBase:
                 "note": f"{self.name} derives no options from the intent: it rewrites what its own rule selects"}
 
     def maintain(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
-        """The maintenance step: each operation an engine method (`compact`, `expire_snapshots`,
-        `rewrite_manifests`), its own steps renamed "<op>: <step>" in `clock` (each phase's `op` naming its
-        operation); the outcome of the last compaction with every operation's result in `maintenance`."""
+        """Run `job.maintenance` in order (engines that support 'maintenance'): each operation an engine method
+        (`compact`, `expire_snapshots`, `rewrite_manifests`), its own steps renamed "<op>: <step>" in `clock` (each
+        phase's `op` naming its operation); the outcome of the last compaction with every operation's result in
+        `maintenance`."""
         results: list[MaintenanceResult] = []
         outcome = EngineOutcome()
         for op in job.maintenance:
@@ -356,7 +309,7 @@ class EngineBase:
             t0 = time.perf_counter()
             try:
                 if op.op == "compact":
-                    outcome = self.compact(job, sub)  # type: ignore[attr-defined]  # every engine has one
+                    outcome = self.compact(job, sub)
                     res: dict[str, Any] = dict(outcome.engine_result)
                 elif op.op == "expire_snapshots":
                     res = self.expire_snapshots(job, op, sub)
@@ -371,9 +324,11 @@ class EngineBase:
         return outcome
 
     def expire_snapshots(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
+        """Expire snapshots with the engine's own tool (engines that support 'expire-snapshots')."""
         raise NotImplementedError(f"{self.name} declares no expire-snapshots")
 
     def rewrite_manifests(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:
+        """Rewrite the manifests with the engine's own tool (engines that support 'rewrite-manifests')."""
         raise NotImplementedError(f"{self.name} declares no rewrite-manifests")
 
     def options(self, job: CompactionJob) -> Any:

@@ -50,7 +50,7 @@ from bench.core.results import Deployment, MemoryCap
 from bench.core.sql import spark_literal
 from bench.core.uri import local_path
 from bench.engines import environment as envs
-from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, MaintenanceOp, PhaseClock
+from bench.engines.base import CompactionJob, Engine, EngineOutcome, MaintenanceOp, PhaseClock
 from bench.engines.procedure import Scalar, derived_options, spark_map, strategy_args, where_arg
 
 DISTRIBUTION = "repark"
@@ -132,7 +132,7 @@ def sbom_versions(dist: importlib.metadata.Distribution) -> dict[str, str]:
     return out
 
 
-class ReparkEngine(EngineBase):
+class ReparkEngine(Engine):
     name: ClassVar[str] = "repark"
     description: ClassVar[str] = ("repark 1.5.5: pure-Rust PySpark-like engine (iceberg-rust fork + DataFusion), "
                                   "its rewrite_data_files port (bin-pack, sort, z-order), expire_snapshots and "

@@ -41,7 +41,7 @@ from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import Deployment
-from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, Knob, MaintenanceOp, PhaseClock
+from bench.engines.base import CompactionJob, Engine, EngineOutcome, Knob, MaintenanceOp, PhaseClock
 
 DISTRIBUTION = "iceberg-compaction"
 PINNED_VERSION = "202604.9.0rc0"
@@ -152,7 +152,7 @@ def derived_values(job: CompactionJob, strategy: str | None = None) -> tuple[dic
     return values, notes
 
 
-class RisingWaveEngine(EngineBase):
+class RisingWaveEngine(Engine):
     name: ClassVar[str] = "risingwave"
     description: ClassVar[str] = ("RisingWave's Rust compaction engine (PyPI iceberg-compaction, "
                                   "DataFusion), through the loopback REST catalog")

@@ -19,7 +19,7 @@ from pyiceberg.table.update.snapshot import _OverwriteFiles
 
 from bench.core.catalog import load_catalog
 from bench.core.table import live_files, local_path
-from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
+from bench.engines.base import CompactionJob, Engine, EngineOutcome, PhaseClock
 from bench.engines.risingwave import RisingWaveEngine
 
 
@@ -50,7 +50,7 @@ def commit_rewrite(tbl: Table, removed: list, added: list, operation: str = "rep
                 ow.append_data_file(df)
 
 
-class RewriteEngine(EngineBase):
+class RewriteEngine(Engine):
     """Rewrites the chosen data files into one file; subclasses add one flaw."""
 
     name: ClassVar[str] = "rewrite"

@@ -6,11 +6,11 @@ import os
 import time
 from typing import ClassVar
 
-from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
+from bench.engines.base import CompactionJob, Engine, EngineOutcome, PhaseClock
 from tests.fakes.corrupt import RewriteEngine
 
 
-class _Base(EngineBase):
+class _Base(Engine):
     description: ClassVar[str] = "test engine"
 
 

@@ -22,13 +22,13 @@ from bench.core.iceberg_java.gateway import JavaIceberg
 from bench.core.partition_filter import selector
 from bench.core.table import live_files, local_path
 from bench.core.table.deletes import scope
-from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, PhaseClock
+from bench.engines.base import CompactionJob, Engine, EngineOutcome, PhaseClock
 from bench.verify.partitions import rows_partition
 from tests.fakes.corrupt import commit_rewrite
 from tests.fakes.floors import LossyFloor
 
 
-class IgnoreFilterEngine(EngineBase):
+class IgnoreFilterEngine(Engine):
     name: ClassVar[str] = "ignorefilter"
     description: ClassVar[str] = "bin-packs every partition whatever the partition filter says (tests only)"
     supports: ClassVar[frozenset[str]] = frozenset({"partition-filter"})

@@ -36,7 +36,7 @@ from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import CapRole, MemoryCap
 from bench.core.sql import spark_literal
 from bench.engines import environment as envs
-from bench.engines.base import CompactionJob, EngineBase, EngineOutcome, Knob, MaintenanceOp, PhaseClock
+from bench.engines.base import CompactionJob, Engine, EngineOutcome, Knob, MaintenanceOp, PhaseClock
 from bench.engines.procedure import derived_options, row_dict, spark_map, strategy_args, where_arg
 from bench.engines.spark import deletes, failures, memory, session, tasks
 from bench.engines.spark.cluster import is_loopback
@@ -88,7 +88,7 @@ def line_refusals(line: iceberg_runtime.SparkLine) -> dict[str, str]:
         "rewriter BIN-PACK'); established on this machine with Iceberg 1.10.2 on Spark 3.5.9")}
 
 
-class SparkEngine(EngineBase):
+class SparkEngine(Engine):
     name: ClassVar[str] = "spark"
     # the Spark line (bench/core/iceberg_java/maven.lock.toml): its pyspark and its Iceberg runtime jar; a line
     # other than the harness's runs in an engine environment with that line's pyspark (spark-3.5)
