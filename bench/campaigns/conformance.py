@@ -19,7 +19,7 @@ Every cell's verdict comes from whose checks failed (each check declares it: `Ch
     failed          the engine crashed, ran out of memory, timed out or panicked (its own error)
     unsupported     the engine's own declared refusal, or its own error saying it does not support the shape
                     (Engine.refusal_pattern)
-    harness-cannot  the harness could not: write or clone the table, serve it (Engine.harness_cannot: e.g. a
+    harness-cannot  the harness could not: write or clone the table, serve it (Capabilities.harness_cannot: e.g. a
                     catalog that cannot commit what the engine writes; or its REST catalog answered a 5xx during a
                     run that then failed), read it, or a harness-side check failed (the
                     table as written against its expected rows, input_identical, input_matches_generator,

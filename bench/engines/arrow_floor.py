@@ -64,7 +64,7 @@ from bench.core.rates import TableRates, load_rates, physical_bound
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import Deployment, PhysicalBound
 from bench.core.sql import ident, literal, string_list
-from bench.engines.base import CompactionJob, Engine, EngineOutcome, PhaseClock
+from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, PhaseClock
 
 ROW_GROUP_BYTES = 128 * 1024 * 1024  # Iceberg's write.parquet.row-group-size-bytes default: the cap
 # DuckDB's default row group (rows): its COPY encodes row groups in parallel, so smaller groups keep every thread
@@ -84,10 +84,9 @@ class ArrowFloorEngine(Engine):
                                   "committed (output verified, then removed)")
     color: ClassVar[str] = "#0F9D8A"
     packages: ClassVar[tuple[str, ...]] = ("pyarrow", "duckdb")
-    commits_table: ClassVar[bool] = False
     # a partition filter: only data files of the partitions it selects are candidates; the others are kept
-    supports: ClassVar[frozenset[str]] = frozenset({"sort", "partition-filter"})
-    not_supported: ClassVar[dict[str, str]] = {
+    capabilities: ClassVar[Capabilities] = Capabilities(commits_table=False, supports=frozenset({
+        "sort", "partition-filter"}), not_supported={
         "zorder": ("arrow-floor: neither DuckDB nor pyarrow has a z-order (interleaved-bits) ordering; the floor "
                    "does not write one by hand"),
         "partition-filter-deletes": (
@@ -97,7 +96,7 @@ class ArrowFloorEngine(Engine):
         **{feature: ("arrow-floor commits nothing (it writes the compacted files and lists them): continuous "
                      "maintenance of a table another writer commits to is a sequence of commits, so it has no end "
                      "state to verify after each cycle, and it has no snapshot or manifest operation")
-           for feature in ("maintenance", "expire-snapshots", "rewrite-manifests")}}
+           for feature in ("maintenance", "expire-snapshots", "rewrite-manifests")}})
 
     def __init__(self) -> None:
         self.plan: dict[str, Any] = {}
@@ -246,7 +245,7 @@ class ArrowFloorEngine(Engine):
                                 "by input bytes", "output_dir": str(self.out_dir)},
             versions=self._versions(),
             actions=[self._action(job, rewrite, groups)],
-            commits="table" if self.commits_table else "none",
+            commits="table" if self.capabilities.commits_table else "none",
             deployment=Deployment(mode="embedded", cores=cores, writes_at_once={
                 "partitions written at once (one COPY each, on DuckDB's shared threads)": min(cores, len(groups)),
                 "partitions rewritten": len(groups),

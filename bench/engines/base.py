@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -57,7 +57,7 @@ FEATURES = {
 }
 # An untimed gap in compact() longer than this becomes a phase "other" (so the phases add up).
 UNTIMED_MIN_S = 0.001
-# a reason that is the harness's, not the engine's (Engine.harness_cannot; a run's error starting with it is the
+# a reason that is the harness's, not the engine's (Capabilities.harness_cannot; a run's error starting with it is the
 # harness's failure: bench.runner.engine_run.harness_failed says it the same way)
 HARNESS_CANNOT = "harness: "
 
@@ -199,6 +199,26 @@ class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine can do beyond a plain compaction of main, and how it reaches the table: one record per
+    engine (`Engine.capabilities`)."""
+
+    # FEATURES it can do; a run that needs a feature it lacks is recorded `unsupported` with `why_not(feature)`,
+    # never run
+    supports: frozenset[str] = frozenset()
+    not_supported: Mapping[str, str] = field(default_factory=dict)  # feature -> why it cannot (its version, its API)
+    # feature -> why the harness cannot serve this engine the feature (e.g. the catalog it serves the engine cannot
+    # commit it): not the engine's refusal; why_not says it with HARNESS_CANNOT before it, and a conformance cell
+    # on it is harness-cannot
+    harness_cannot: Mapping[str, str] = field(default_factory=dict)
+    # it commits through the job's REST catalog (so the harness's commit gate can hold its commit)
+    commits_through_rest: bool = False
+    # False: it writes files and commits nothing (a floor: EngineOutcome.commits "none"), so readers after it
+    # would read the input unchanged, and the runner times no reads around it
+    commits_table: bool = True
+
+
 class Engine(ABC):
     """What every engine is: the attributes it declares (each with its default) and the steps of its life cycle
     (the module docstring); `compact` is the one step every engine must write."""
@@ -214,19 +234,7 @@ class Engine(ABC):
     output_codecs: ClassVar[frozenset[str] | None] = None  # codecs it can write (None: any Parquet codec)
     min_budget_bytes: ClassVar[int] = 64 * 1024 * 1024  # the smallest budget it can start in (a frontier's floor)
     knobs: ClassVar[tuple[Knob, ...]] = ()  # what `bench tune` varies, in order (coordinate descent)
-    # it commits through the job's REST catalog (so the harness's commit gate can hold its commit)
-    commits_through_rest: ClassVar[bool] = False
-    # False: it writes files and commits nothing (a floor: EngineOutcome.commits "none"), so readers after it
-    # would read the input unchanged, and the runner times no reads around it
-    commits_table: ClassVar[bool] = True
-    # what it can do beyond a plain compaction of main (FEATURES); a run that needs a feature it lacks
-    # is recorded `unsupported` with `why_not(feature)`, never run
-    supports: ClassVar[frozenset[str]] = frozenset()
-    not_supported: ClassVar[dict[str, str]] = {}  # feature -> why this engine cannot (its version, its API)
-    # feature -> why the harness cannot serve this engine the feature (e.g. the catalog it serves the engine cannot
-    # commit it): not the engine's refusal; why_not says it with HARNESS_CANNOT before it, and a conformance cell
-    # on it is harness-cannot
-    harness_cannot: ClassVar[dict[str, str]] = {}
+    capabilities: ClassVar[Capabilities] = Capabilities()  # what it can do, how it reaches the table
     # a regular expression matching its own errors that say it does not support what it met (a conformance cell
     # on such a failure is unsupported, any other failure of its own is failed); "" when it has none
     refusal_pattern: ClassVar[str] = ""
@@ -260,11 +268,12 @@ class Engine(ABC):
     @classmethod
     def why_not(cls, feature: str) -> str | None:
         """None when it supports `feature` (FEATURES), else why it cannot."""
-        if feature in cls.harness_cannot:
-            return HARNESS_CANNOT + cls.harness_cannot[feature]
-        if feature in cls.supports:
+        caps = cls.capabilities
+        if feature in caps.harness_cannot:
+            return HARNESS_CANNOT + caps.harness_cannot[feature]
+        if feature in caps.supports:
             return None
-        return cls.not_supported.get(feature) or f"{cls.name} does not declare support for {FEATURES[feature]}"
+        return caps.not_supported.get(feature) or f"{cls.name} does not declare support for {FEATURES[feature]}"
 
     def storage_requirements(self, settings: CatalogSettings) -> list[Requirement]:
         """What it needs to reach the warehouse of `settings` (e.g. S3)."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,7 +32,7 @@ from bench.core.iceberg_java import runtime
 from bench.core.requirements import Requirement
 from bench.core.results import MemoryCap
 from bench.engines import environment as envs
-from bench.engines.base import CompactionJob, EngineOutcome, PhaseClock
+from bench.engines.base import Capabilities, CompactionJob, EngineOutcome, PhaseClock
 from bench.engines.spark import session
 from bench.engines.spark.engine import MANIFESTS_ON_BRANCH, SUPPORTS, SparkEngine
 from bench.engines.spark.options import SparkOptions
@@ -64,11 +65,10 @@ class GlutenEngine(SparkEngine):
         why="velox-spark 1.7.0.1 pins pyspark==3.5.5; the harness runs pyspark 3.5.9",
         from_source=("pyspark",))  # PyPI has pyspark as a source archive only (pure Python and jars)
     # the procedures every spark line has, in Gluten's Spark with its own Iceberg runtime (1.10.0, not its line's)
-    supports: ClassVar[frozenset[str]] = SUPPORTS
-    not_supported: ClassVar[dict[str, str]] = {
+    capabilities: ClassVar[Capabilities] = replace(SparkEngine.capabilities, supports=SUPPORTS, not_supported={
         "branch": ("Iceberg 1.10's rewrite_data_files cannot compact a branch (it plans from main): established with "
                    "spark-3.5's Iceberg 1.10.2; gluten's 1.10.0 has the same action"),
-        "rewrite-manifests-branch": MANIFESTS_ON_BRANCH.format(iceberg="1.10.0")}
+        "rewrite-manifests-branch": MANIFESTS_ON_BRANCH.format(iceberg="1.10.0")})
 
     @classmethod
     def declared_runtime(cls) -> str:

@@ -50,7 +50,7 @@ from bench.core.results import Deployment, MemoryCap
 from bench.core.sql import spark_literal
 from bench.core.uri import local_path
 from bench.engines import environment as envs
-from bench.engines.base import CompactionJob, Engine, EngineOutcome, MaintenanceOp, PhaseClock
+from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, MaintenanceOp, PhaseClock
 from bench.engines.procedure import Scalar, derived_options, spark_map, strategy_args, where_arg
 
 DISTRIBUTION = "repark"
@@ -150,9 +150,8 @@ class ReparkEngine(Engine):
     # vectors) verified correct here, no delete file live afterwards; sort and z-order: its rewrite_data_files takes
     # strategy and sort_order (tests/engines/test_repark.py); maintenance: its expire_snapshots and rewrite_manifests
     # procedures (tests/runner/test_streaming.py)
-    supports: ClassVar[frozenset[str]] = frozenset({"format-v3", "sort", "zorder", "maintenance", "expire-snapshots",
-                                                    "rewrite-manifests"})
-    not_supported: ClassVar[dict[str, str]] = {
+    capabilities: ClassVar[Capabilities] = Capabilities(supports=frozenset({
+        "format-v3", "sort", "zorder", "maintenance", "expire-snapshots", "rewrite-manifests"}), not_supported={
         "branch": "repark 1.5.5 refuses 'branch' with remove-dangling-deletes ('the fork's dangling-delete pass "
                   "reads main's head'), and the harness swaps only the table's pointer (main) by compare-and-swap",
         "partition-filter": PARTITION_FILTER,
@@ -161,7 +160,7 @@ class ReparkEngine(Engine):
             "repark 1.5.5's expire_snapshots deletes the expired snapshots' files inside the procedure, before the "
             "harness's compare-and-swap can be refused (it has no option to keep them): under a concurrent writer a "
             "refused swap would leave the catalog listing snapshots whose files are gone"),
-    }
+    })
 
     def __init__(self) -> None:
         self.spark: Any = None

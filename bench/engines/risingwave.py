@@ -41,7 +41,7 @@ from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import Deployment
-from bench.engines.base import CompactionJob, Engine, EngineOutcome, Knob, MaintenanceOp, PhaseClock
+from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, Knob, MaintenanceOp, PhaseClock
 
 DISTRIBUTION = "iceberg-compaction"
 PINNED_VERSION = "202604.9.0rc0"
@@ -159,7 +159,6 @@ class RisingWaveEngine(Engine):
     color: ClassVar[str] = "#2F5BEA"
     packages: ClassVar[tuple[str, ...]] = (DISTRIBUTION,)
     Options: ClassVar[type[BaseModel]] = RisingWaveOptions
-    commits_through_rest: ClassVar[bool] = True  # iceberg-compaction speaks REST only
     conflict_log_pattern: ClassVar[str] = r"CommitConflict|[Cc]onflict"  # iceberg-rust's commit-conflict errors
     # iceberg-rust's ErrorKind::FeatureUnsupported ("FeatureUnsupported => ..."), DataFusion's NotImplemented
     refusal_pattern: ClassVar[str] = r"FeatureUnsupported|NotImplemented|[Nn]ot (yet )?supported"
@@ -168,10 +167,10 @@ class RisingWaveEngine(Engine):
     # RewriteManifests(catalog, table, RewriteManifestsConfig(clustering_strategy, ...)), each with to_branch
     # format-v3: it is served a v3 table (the harness's catalog writes v3 metadata: bench.core.catalog.v3); what it
     # does with one (deletion vectors, row lineage) is its own behaviour, judged like any other
-    supports: ClassVar[frozenset[str]] = frozenset({"branch", "maintenance", "expire-snapshots", "expire-under-writer",
-                                                    "rewrite-manifests", "rewrite-manifests-branch",
-                                                    "format-v3"})
-    not_supported: ClassVar[dict[str, str]] = {
+    # iceberg-compaction speaks REST only
+    capabilities: ClassVar[Capabilities] = Capabilities(commits_through_rest=True, supports=frozenset({
+        "branch", "maintenance", "expire-snapshots", "expire-under-writer", "rewrite-manifests",
+        "rewrite-manifests-branch", "format-v3"}), not_supported={
         **{feature: (f"iceberg-compaction {PINNED_VERSION} cannot {what}: its CompactionConfig has no sort order or "
                      "clustering field (its parameters: strategy auto | small_files | full | files_with_deletes, "
                      "grouping_strategy single | bin_pack, sizes, parallelism, batch rows, prefetch, validation), and "
@@ -184,7 +183,7 @@ class RisingWaveEngine(Engine):
             "parallelism, grouping, delete thresholds, data_file_prefix, batch rows, closes, validation, prefetch, "
             "auto thresholds, max_auto_plans_per_run) select no partitions, and Compaction(catalog, table, config, "
             "to_branch, retry_config).run() takes no predicate: it plans over every partition"),
-        "partition-filter-deletes": "no partition filter at all (see partition-filter)"}
+        "partition-filter-deletes": "no partition filter at all (see partition-filter)"})
     output_codecs: ClassVar[frozenset[str] | None] = frozenset({OUTPUT_CODEC})
     knobs: ClassVar[tuple[Knob, ...]] = KNOBS
 

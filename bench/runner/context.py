@@ -157,7 +157,7 @@ class RunContext:
         verdicts read through it; the commit conflicts come from its log), a cloned table (its truth readers), and
         an external REST catalog (probed, not started)."""
         sc = self.scenario
-        return (any(engine_class(e).commits_through_rest for e in self.engines) or self.readers
+        return (any(engine_class(e).capabilities.commits_through_rest for e in self.engines) or self.readers
                 or sc.streaming is not None or sc.live_writer is not None or self.source is not None
                 or sc.kind == "deletes" or sc.table.kind != "smallfiles" or self.settings.external_rest)
 

@@ -1,7 +1,7 @@
 """The live writer's timing: hold the engine between its planning and its commit, commit the writer's
 files then, let the engine go on.  Deterministic, not a race, and the same for every engine:
 
-- an engine that commits through the loopback REST catalog (it says so: `commits_through_rest`) is
+- an engine that commits through the loopback REST catalog (it says so: `capabilities.commits_through_rest`) is
   held by the catalog's commit gate (`bench.core.catalog.rest.gate`): its commit request waits;
 - an engine that commits elsewhere (Spark's JDBC catalog on the SQLite file) is held when its first
   output file appears under the table's location (it has planned and is rewriting): its process group
@@ -146,7 +146,8 @@ def live_writer(ctx: RunContext, slot: Slot) -> Iterator[tuple[EngineHold, Write
     branch = slot.branch or "main"
     if branch != "main":
         ctx.catalog.load_table(ds.table).manage_snapshots().create_branch(ds.snapshot_id, branch).commit()
-    gated = engine_class(slot.engine).commits_through_rest and ctx.served is not None and ctx.served.pid is not None
+    gated = (engine_class(slot.engine).capabilities.commits_through_rest and ctx.served is not None
+             and ctx.served.pid is not None)
     writer = LiveWriter(ctx.settings, ds.table, commit, branch=branch)
     with EngineHold(writer, ds.table, None if gated else Path(local_path(ds.location)) / "data",
                     ctx.served.settings.rest_uri if gated and ctx.served else None) as hold:

@@ -82,7 +82,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         before_paths, before_meta = restore_input(ctx, r)
         # the dataset snapshot, before the engine's own cache policy (a live-writer run changes the content, and
         # after an engine that commits nothing readers would read the input unchanged: no reads)
-        r.reads = reads_before(ctx) if not slot.case and engine_class(slot.engine).commits_table else None
+        r.reads = reads_before(ctx) if not slot.case and engine_class(slot.engine).capabilities.commits_table else None
         work = ctx.run_dir / "work" / f"{ctx.scenario.name}--{file_label(slot.engine)}--{slot.tag}"
         integrity = IntegrityInput(before=before_meta, branch=slot.branch or "main",
                                    declared_properties=frozenset(ctx.scenario.output.sets_properties)

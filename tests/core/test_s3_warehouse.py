@@ -155,7 +155,8 @@ def test_jvm_s3_conf(monkeypatch, tmp_path):
     for engine, bundle in ((SparkEngine(), "iceberg-aws-bundle-1.12.0.jar"),
                            (Spark35Engine(), "iceberg-aws-bundle-1.10.1.jar")):
         assert all(r.ok for r in engine.storage_requirements(settings))
-        conf = base_conf(served, "local[1]", jars=engine.engine_jars(served), rest=engine.commits_through_rest)
+        conf = base_conf(served, "local[1]", jars=engine.engine_jars(served),
+                         rest=engine.capabilities.commits_through_rest)
         jars = conf["spark.jars"].split(",")
         assert jars[-1].endswith(bundle) and jars[0].endswith(f"-{engine.line.iceberg}.jar")
         assert conf[cat + "type"] == "rest" and conf[cat + "uri"] == "http://127.0.0.1:8181"

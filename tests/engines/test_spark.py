@@ -166,8 +166,9 @@ def test_what_a_spark_engine_can_do_is_its_lines():
 
     spark, old, gluten = (engine_class(e) for e in ("spark", "spark-3.5", "gluten"))
     assert spark.line == runtime.HARNESS_LINE and old.line == runtime.spark_line("3.5")
-    assert spark.why_not("branch") is None and spark.supports == line_supports(spark.line) == SUPPORTS | {"branch"}
-    assert old.supports == gluten.supports == SUPPORTS
+    assert spark.why_not("branch") is None
+    assert spark.capabilities.supports == line_supports(spark.line) == SUPPORTS | {"branch"}
+    assert old.capabilities.supports == gluten.capabilities.supports == SUPPORTS
     assert "Iceberg 1.10.2's rewrite_data_files cannot compact a branch" in (old.why_not("branch") or "")
     assert "1.10.0" in (gluten.why_not("branch") or "")
     for cls in (spark, old, gluten):

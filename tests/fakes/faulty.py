@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from typing import ClassVar
 
-from bench.engines.base import CompactionJob, Engine, EngineOutcome, PhaseClock
+from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, PhaseClock
 from tests.fakes.corrupt import RewriteEngine
 
 
@@ -62,7 +63,7 @@ class RestRewriteEngine(RewriteEngine):
     pause between reading the table and committing: a fault can strike mid-compaction."""
 
     name: ClassVar[str] = "restrewrite"
-    commits_through_rest: ClassVar[bool] = True
+    capabilities: ClassVar[Capabilities] = replace(RewriteEngine.capabilities, commits_through_rest=True)
     PAUSE_S: ClassVar[float] = 3.0
 
     def rewrite(self, job: CompactionJob):

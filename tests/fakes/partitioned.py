@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import uuid
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,7 +23,7 @@ from bench.core.iceberg_java.gateway import JavaIceberg
 from bench.core.partition_filter import selector
 from bench.core.table import live_files, local_path
 from bench.core.table.deletes import scope
-from bench.engines.base import CompactionJob, Engine, EngineOutcome, PhaseClock
+from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, PhaseClock
 from bench.verify.partitions import rows_partition
 from tests.fakes.corrupt import commit_rewrite
 from tests.fakes.floors import LossyFloor
@@ -31,7 +32,7 @@ from tests.fakes.floors import LossyFloor
 class IgnoreFilterEngine(Engine):
     name: ClassVar[str] = "ignorefilter"
     description: ClassVar[str] = "bin-packs every partition whatever the partition filter says (tests only)"
-    supports: ClassVar[frozenset[str]] = frozenset({"partition-filter"})
+    capabilities: ClassVar[Capabilities] = Capabilities(supports=frozenset({"partition-filter"}))
 
     def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         with clock.phase("rewrite", "every partition, the filter ignored"):
@@ -63,8 +64,8 @@ class LosingFilterEngine(LossyFloor):
     must fail, content_pyiceberg_scan_selected among them."""
 
     name: ClassVar[str] = "losingfilter"
-    supports: ClassVar[frozenset[str]] = frozenset({"partition-filter", "partition-filter-deletes"})
-    not_supported: ClassVar[dict[str, str]] = {}
+    capabilities: ClassVar[Capabilities] = replace(LossyFloor.capabilities, not_supported={},
+                                                   supports=frozenset({"partition-filter", "partition-filter-deletes"}))
 
     def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         out = super().compact(job, clock)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
@@ -36,7 +37,7 @@ from bench.core.requirements import Requirement, module_requirement
 from bench.core.results import CapRole, MemoryCap
 from bench.core.sql import spark_literal
 from bench.engines import environment as envs
-from bench.engines.base import CompactionJob, Engine, EngineOutcome, Knob, MaintenanceOp, PhaseClock
+from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, Knob, MaintenanceOp, PhaseClock
 from bench.engines.procedure import derived_options, row_dict, spark_map, strategy_args, where_arg
 from bench.engines.spark import deletes, failures, memory, session, tasks
 from bench.engines.spark.cluster import is_loopback
@@ -100,9 +101,6 @@ class SparkEngine(Engine):
     # Iceberg Java's and Spark's own refusals (UnsupportedOperationException: "Cannot ... unsupported ...")
     refusal_pattern: ClassVar[str] = r"UnsupportedOperationException|[Nn]ot (yet )?supported"
     packages: ClassVar[tuple[str, ...]] = ("pyspark",)
-    # Iceberg's REST client (RESTCatalog), against the loopback server as every engine: catalog round trips are
-    # the same for every engine; the live writer's commit gate holds its commits too
-    commits_through_rest: ClassVar[bool] = True
     # Iceberg Java's commit retries (Tasks) and the exceptions a lost commit race raises
     conflict_log_pattern: ClassVar[str] = r"Retrying task after failure|CommitFailedException|ValidationException"
     Options: ClassVar[type[BaseModel]] = SparkOptions
@@ -111,17 +109,17 @@ class SparkEngine(Engine):
     min_budget_bytes: ClassVar[int] = memory.min_budget_bytes()  # the heap Spark accepts, plus non-heap
     knobs: ClassVar[tuple[Knob, ...]] = KNOBS
     # what the line's Iceberg release can do (line_supports, line_refusals); a subclass that declares another `line`
-    # gets that line's (__init_subclass__), unless it declares its own
-    supports: ClassVar[frozenset[str]] = line_supports(LINE)
-    not_supported: ClassVar[dict[str, str]] = line_refusals(LINE)
+    # gets that line's (__init_subclass__), unless it declares its own capabilities.  Iceberg's REST client
+    # (RESTCatalog), against the loopback server as every engine: catalog round trips are the same for every
+    # engine; the live writer's commit gate holds its commits too
+    capabilities: ClassVar[Capabilities] = Capabilities(supports=line_supports(LINE), not_supported=line_refusals(LINE),
+                                                        commits_through_rest=True)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "line" in cls.__dict__:
-            if "supports" not in cls.__dict__:
-                cls.supports = line_supports(cls.line)
-            if "not_supported" not in cls.__dict__:
-                cls.not_supported = line_refusals(cls.line)
+        if "line" in cls.__dict__ and "capabilities" not in cls.__dict__:
+            cls.capabilities = replace(cls.capabilities, supports=line_supports(cls.line),
+                                       not_supported=line_refusals(cls.line))
 
     @classmethod
     def declared_runtime(cls) -> str:
@@ -166,7 +164,7 @@ class SparkEngine(Engine):
         self.plan = memory.memory_plan(opts.profile, job.memory_budget_bytes, mode=opts.deploy, workers=opts.workers)
         conf = session.base_conf(job.catalog, self.deploy.master, app_name=f"bench-{job.scenario}",
                                  jars=self.engine_jars(job.catalog),
-                                 rest=self.commits_through_rest and opts.catalog == "rest")
+                                 rest=self.capabilities.commits_through_rest and opts.catalog == "rest")
         self.jars = conf["spark.jars"].split(",")
         conf.update(self.plan["conf"])
         if opts.memory_fraction is not None:
