@@ -4,6 +4,7 @@ no provider here) and a real local S3 server (moto) for status and fetch."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tarfile
 from pathlib import Path
@@ -14,6 +15,7 @@ from click.testing import CliRunner
 from bench import aws_cli, cloud
 from bench.cli import main
 from tests.cloud.helpers import BUCKET
+from tests.helpers import ROOT
 
 FAKE_TF = r'''#!{python}
 import json, os, sys
@@ -38,6 +40,8 @@ def fake_tf(tmp_path, monkeypatch):
     outputs = tmp_path / "outputs.json"
     tf_dir = tmp_path / "tfmodule"
     tf_dir.mkdir()
+    # the module's variables, which `up` checks every --var against before it packs anything
+    shutil.copy(ROOT / "terraform" / "variables.tf", tf_dir / "variables.tf")
     monkeypatch.setenv("BENCH_TERRAFORM", str(exe))
     monkeypatch.setenv("FAKE_TF_LOG", str(log))
     monkeypatch.setenv("FAKE_TF_OUTPUTS", str(outputs))
