@@ -2,6 +2,7 @@
 and running the real `bench` CLI in a subprocess."""
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -13,6 +14,7 @@ import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -52,6 +54,31 @@ TEST_ENGINES = ",".join([
     "ignorefilter=tests.fakes.partitioned:IgnoreFilterEngine",
     "losingfilter=tests.fakes.partitioned:LosingFilterEngine",
 ])
+
+
+@contextlib.contextmanager
+def moto_server(*buckets: str) -> Iterator[str]:
+    """A real S3-compatible server (moto) on 127.0.0.1 with `buckets`, stopped on exit; yields its endpoint.
+    moto keeps its objects per process, not per server: the state is reset first, so that a module never sees
+    what an earlier module on the same pytest worker left in a bucket of the same name."""
+    import urllib.request
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=30)
+        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                              aws_secret_access_key="testing")
+        for bucket in buckets:
+            client.create_bucket(Bucket=bucket)
+        yield endpoint
+    finally:
+        server.stop()
 
 
 def bench_env(**extra) -> dict:

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.helpers import TINY, bench_env, run_bench
+from tests.helpers import TINY, bench_env, moto_server, run_bench
 
 BUCKET = "bench-wh"
 SECRET = "s3cr3t-never-written-Zq81"
@@ -25,18 +25,9 @@ AWS_VARS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAUL
 
 @pytest.fixture(scope="module")
 def s3_endpoint():
-    from moto.server import ThreadedMotoServer
-
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        _client(endpoint).create_bucket(Bucket=BUCKET)
+    with moto_server(BUCKET) as endpoint:
         yield endpoint
-    finally:
-        server.stop()
 
 
 def _client(endpoint: str):

@@ -10,12 +10,12 @@ import time
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from bench.core.errors import UserError
 from bench.core.units import MiB
 from bench.telemetry.confine import Confiner, parse_storage_cap
 from bench.telemetry.netcap import HANDLE, LoopbackShaper, check_shaper, loopback_port
+from tests.helpers import moto_server
 
 
 def _can_shape() -> bool:
@@ -36,14 +36,10 @@ def test_loopback_endpoints_only():
 def test_a_shaped_s3_server_serves_reads_and_writes_at_the_cap():
     if not _can_shape():
         pytest.skip("no tc, or the loopback has a queueing discipline of its own")
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
+    with moto_server("bench-netcap") as endpoint:
+        port = int(endpoint.rsplit(":", 1)[1])
         client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
                               aws_secret_access_key="testing")
-        client.create_bucket(Bucket="bench-netcap")
         body = bytes(6 * MiB)
         t0 = time.perf_counter()
         client.put_object(Bucket="bench-netcap", Key="free", Body=body)
@@ -74,5 +70,3 @@ def test_a_shaped_s3_server_serves_reads_and_writes_at_the_cap():
         assert rec.device_read_bytes >= 6 * MiB and rec.device_write_bytes >= 6 * MiB
         out = subprocess.run(["tc", "qdisc", "show", "dev", "lo", "root"], capture_output=True, text=True).stdout
         assert f"htb {HANDLE}:" not in out  # removed after the run
-    finally:
-        server.stop()
