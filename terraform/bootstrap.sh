@@ -215,9 +215,11 @@ spark_start() {  # spark_start NAME CLASS ARGS...: a Spark daemon in a process g
   mkdir -p "$conf" || return 1  # an empty SPARK_CONF_DIR: no spark-env.sh or defaults of the host
   log "starting the Spark $name: spark-class $* (log: logs/spark-$name.log)"
   # setsid: the daemon leads its own process group (executors included), stopped as one by spark_stop;
-  # a port already taken fails the start instead of moving Spark to a port the security group closes.
+  # a port already taken fails the start instead of moving Spark to a port the security group closes;
+  # the master's unauthenticated submission REST API (on by default since Spark 4.1, port 6066) is off.
   SPARK_HOME=$home SPARK_CONF_DIR=$conf SPARK_DAEMON_MEMORY=$BENCH_SPARK_DAEMON_MEMORY \
-    SPARK_DAEMON_JAVA_OPTS="-Dspark.port.maxRetries=0" SPARK_LOCAL_IP=$BENCH_PRIVATE_IP \
+    SPARK_DAEMON_JAVA_OPTS="-Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false" \
+    SPARK_LOCAL_IP=$BENCH_PRIVATE_IP \
     setsid "$home/bin/spark-class" "$@" >> "$BENCH_LOG_DIR/spark-$name.log" 2>&1 < /dev/null &
   SPARK_PID=$!
 }

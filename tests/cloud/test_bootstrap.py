@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from bench import cloud
-from bench.engines.spark.cluster import MASTER_CLASS, free_ports, spark_home
+from bench.engines.spark.cluster import DAEMON_OPTIONS, MASTER_CLASS, free_ports, spark_home
 from tests.cloud.helpers import BUCKET
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -359,7 +359,7 @@ def start_master(root: Path, port: int, webui_port: int) -> subprocess.Popen:
     conf.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
     env |= {"SPARK_HOME": str(spark_home()), "SPARK_CONF_DIR": str(conf), "SPARK_LOCAL_IP": "127.0.0.1",
-            "SPARK_DAEMON_MEMORY": "256m", "SPARK_DAEMON_JAVA_OPTS": "-Dspark.port.maxRetries=0"}
+            "SPARK_DAEMON_MEMORY": "256m", "SPARK_DAEMON_JAVA_OPTS": " ".join(DAEMON_OPTIONS)}
     log = open(root / "master.log", "ab")   # noqa: SIM115 - the child keeps it
     try:
         return subprocess.Popen([str(spark_home() / "bin" / "spark-class"), MASTER_CLASS, "--host", "127.0.0.1",

@@ -10,10 +10,12 @@ it finds, so a failure does not leak processes.  The rest is the memory plan, wi
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -216,11 +218,18 @@ def test_cluster_environment_is_loopback_and_ignores_the_machines_spark_settings
 @pytest.mark.spark
 @pytest.mark.slow
 def test_standalone_run_is_verified_and_records_what_spark_granted(tmp_path, shared_warehouse):
+    """... while another program holds port 6066, the fixed port of the submission API a Spark 4.1 master serves
+    by default (a master that cannot bind it stays in STANDBY: the harness turns it off)."""
     t0 = time.time()
+    holder = socket.socket()
     try:
+        with contextlib.suppress(OSError):  # already taken by someone else: held all the same
+            holder.bind(("127.0.0.1", 6066))
+            holder.listen()
         p = run_bench(*standalone_args(tmp_path, shared_warehouse, "sa"), timeout=600)
         left = wait_until_gone(tmp_path, t0, timeout_s=5)
     finally:
+        holder.close()
         kill_leftovers(tmp_path, t0)
     assert p.returncode == 0, p.stderr[-3000:]
     assert left == []  # close() stopped the worker, the master and the executor

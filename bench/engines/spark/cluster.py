@@ -53,6 +53,11 @@ MARKER_PROPERTY = "bench.spark.standalone"  # -Dbench.spark.standalone=<root> on
 START_TIMEOUT_S = 120.0
 STOP_GRACE_S = 10.0
 START_ATTEMPTS = 3
+# A port already taken fails the start (retried on fresh ports) instead of moving a daemon to a port nobody
+# asked for.  Spark 4.1's master serves its unauthenticated submission REST API by default, on the fixed
+# port 6066: off, so that two clusters on one machine never collide there (a master whose REST server
+# cannot bind stays in STANDBY) and nothing can submit jobs to it.
+DAEMON_OPTIONS = ("-Dspark.port.maxRetries=0", "-Dspark.master.rest.enabled=false")
 BIND_FAILURE = ("BindException", "Address already in use", "Failed to bind", "Service '")
 # inherited settings that would change the daemons behind our back
 FOREIGN_ENV = ("SPARK_CONF_DIR", "SPARK_ENV_LOADED", "SPARK_MASTER_", "SPARK_WORKER_", "SPARK_DAEMON_",
@@ -243,7 +248,7 @@ class StandaloneCluster(ClusterView):
     def environment(self, i: int | None = None) -> dict[str, str]:
         """The daemons' environment (`i`: worker i's, with its own dirs and ports)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN_ENV)}
-        java_opts = [*self.daemon_java_options, "-Dspark.port.maxRetries=0", self.marker()]
+        java_opts = [*self.daemon_java_options, *DAEMON_OPTIONS, self.marker()]
         w = 0 if i is None else i
         env.update({
             "SPARK_HOME": str(self.home),
@@ -411,7 +416,7 @@ class StandaloneCluster(ClusterView):
                 "worker_dirs": [str(self.worker_dir(i)) for i in range(self.worker_count)],
                 "ports": dict(self.ports), "worker_cores": self.cores,
                 "worker_memory_mib": self.worker_memory_mib, "daemon_memory": self.daemon_memory,
-                "daemon_java_options": [*self.daemon_java_options, "-Dspark.port.maxRetries=0"],
+                "daemon_java_options": [*self.daemon_java_options, *DAEMON_OPTIONS],
                 "logs": str(self.root), "start_s": None if self.started_s is None else round(self.started_s, 3),
                 "start_attempts": self.attempts, "hosts": [LOOPBACK],
                 "pids": {"master": self.master.pid if self.master else None,
