@@ -238,6 +238,9 @@ class RunResult(BaseModel):
     cost: Cost = Field(default_factory=Cost)
     environment: Environment = Field(default_factory=Environment)
     versions: dict[str, str | None] = Field(default_factory=dict)
+    # the runtime its engine declares (its Spark and Iceberg lines), "" for none: what a run that ended before
+    # reporting `versions` (a timeout) still says of them
+    engine_runtime: str = ""
     live_writer: LiveWriterRecord | None = None  # a live-writer scenario's case, commits and verdict
     streaming: StreamingRecord | None = None  # a streaming scenario's cycles and totals
 

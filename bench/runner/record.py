@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench.core.cost import run_cost
 from bench.core.results import LiveWriterRecord, RunResult, now_iso, save
-from bench.engines import base_name, engine_color, split_label
+from bench.engines import base_name, engine_class, engine_color, split_label
 from bench.runner.context import RunContext, Slot
 
 
@@ -23,7 +23,7 @@ def new_result(ctx: RunContext, slot: Slot, color: str | None = None) -> RunResu
                      engine_color=color or engine_color(slot.engine),
                      target_file_size_bytes=ctx.target, small_file_threshold_bytes=ctx.threshold,
                      output_codec=sc.output.codec, memory_budget_bytes=ctx.budget, environment=ctx.environment,
-                     versions=dict(ctx.versions),
+                     versions=dict(ctx.versions), engine_runtime=engine_class(slot.engine).declared_runtime(),
                      live_writer=LiveWriterRecord(case=slot.case, branch=slot.branch) if slot.case else None)
 
 

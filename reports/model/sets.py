@@ -70,14 +70,17 @@ def build(loaded: Loaded, instance_type: str | None = None) -> Report:
 
 
 def runtimes(rs: ResultSet) -> str:
-    """The Iceberg release each engine recorded, and the Iceberg Java of the harness's own JVMs where the results
-    record it."""
+    """The Iceberg release each engine recorded (or, where no run of it lived to report one, the runtime it
+    declared), and the Iceberg Java of the harness's own JVMs where the results record it."""
     parts = []
     for e in rs.engines:
-        v = next((lr.r.versions["iceberg"] for lr in rs.runs if lr.r.engine == e and lr.r.versions.get("iceberg")),
-                 None)
+        runs = [lr.r for lr in rs.runs if lr.r.engine == e]
+        v = next((r.versions["iceberg"] for r in runs if r.versions.get("iceberg")), None)
+        declared = next((r.engine_runtime for r in runs if r.engine_runtime), "")
         if v is not None:
             parts.append(f"{e} Iceberg {v}")
+        elif declared:
+            parts.append(f"{e} {declared} (as declared: no run reported its versions)")
     harness = [f"the harness's own JVMs Iceberg {rs.env.iceberg_java}"] if rs.env.iceberg_java else []
     return "; ".join([*parts, *harness])
 

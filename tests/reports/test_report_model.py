@@ -339,6 +339,19 @@ def test_a_speedup_across_runtimes_says_which_differ(tmp_path):
     assert "different runtimes" not in render_markdown([write_results(tmp_path, same, run_id="same")])
 
 
+def test_a_runtime_is_named_from_the_engines_declaration_when_no_run_reported_its_versions(tmp_path):
+    """A run that timed out reported no versions: the block names the runtime its engine declared, and says so; a
+    run that reported them is named by what it reported."""
+    from reports.markdown import render_markdown
+
+    order = ["spark", "risingwave"]
+    runs = [make_result("spark", 0, status="timeout", order=order, engine_runtime="Spark 9.9 + Iceberg 9.9.9"),
+            make_result("risingwave", 0, order=order, versions={"iceberg": "0.7.0"}, engine_runtime="")]
+    md = render_markdown([write_results(tmp_path, runs)])
+    assert "spark Spark 9.9 + Iceberg 9.9.9 (as declared: no run reported its versions)" in md
+    assert "risingwave Iceberg 0.7.0" in md
+
+
 def test_the_markdown_block_counts_each_runs_opens_of_the_input_timed_out_or_not(tmp_path):
     """How far a run that timed out had got, in the files it opened, beside a verified run's count; a run without a
     count (no delete files) adds no line."""
