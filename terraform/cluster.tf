@@ -66,7 +66,7 @@ module "worker_user_data" {
   uploader_path = var.uploader_path
 
   role              = "worker"
-  spark_master_host = aws_instance.bench.private_ip
+  spark_master_host = module.bench.private_ips[0]
   spark_workers     = var.spark_workers
 
   run_id                 = local.run_id
@@ -92,68 +92,42 @@ module "worker_user_data" {
   source_snapshot        = var.source_snapshot
 }
 
-resource "aws_instance" "worker" {
-  #checkov:skip=CKV_AWS_88:The public IP is only for egress (apt, PyPI, git) in a default VPC without NAT; no CIDR is admitted, only the cluster's own members on Spark's ports. Set associate_public_ip = false with a NAT subnet.
-  count                                = var.spark_workers
-  ami                                  = local.ami_id
-  instance_type                        = var.instance_type
-  subnet_id                            = data.aws_subnet.chosen.id
-  vpc_security_group_ids               = [aws_security_group.bench.id, aws_security_group.cluster[0].id]
-  placement_group                      = one(aws_placement_group.cluster[*].name)
-  associate_public_ip_address          = var.associate_public_ip
-  iam_instance_profile                 = aws_iam_instance_profile.worker[0].name
-  key_name                             = var.ssh_key_name
-  ebs_optimized                        = true
-  monitoring                           = var.detailed_monitoring
-  instance_initiated_shutdown_behavior = "terminate"
-  user_data_base64                     = module.worker_user_data[0].rendered_gzip_base64
-  user_data_replace_on_change          = true
+# The workers (modules/instance): the benchmark instance's security groups and placement group, an instance
+# profile of their own.  The cluster's group and the workers' profile are read with splats: a call's arguments
+# are evaluated even when it creates no instance (spark_workers = 0).
+module "worker" {
+  source = "./modules/instance"
 
-  # spot = true: one-time Spot workers too (an interrupted worker takes its executor with it, mid-run: the
-  # engine run's result records what Spark made of it)
-  dynamic "instance_market_options" {
-    for_each = var.spot ? [1] : []
-    content {
-      market_type = "spot"
-      spot_options {
-        spot_instance_type             = "one-time"
-        instance_interruption_behavior = "terminate"
-        max_price                      = local.spot_max_price
-      }
-    }
-  }
+  instance_count = var.spark_workers
+  instances = [for i in range(var.spark_workers) : {
+    name             = "iceberg-compaction-bench-${local.run_id}-worker-${i}"
+    user_data_base64 = module.worker_user_data[0].rendered_gzip_base64
+  }]
+  role                 = "spark-worker"
+  security_group_ids   = concat([aws_security_group.bench.id], aws_security_group.cluster[*].id)
+  placement_group      = one(aws_placement_group.cluster[*].name)
+  iam_instance_profile = one(aws_iam_instance_profile.worker[*].name)
 
-  metadata_options {
-    http_endpoint               = "enabled"
-    http_tokens                 = "required"
-    http_put_response_hop_limit = 1
-    instance_metadata_tags      = "disabled"
-  }
+  run_id                 = local.run_id
+  ami_id                 = local.ami_id
+  instance_type          = var.instance_type
+  subnet_id              = data.aws_subnet.chosen.id
+  associate_public_ip    = var.associate_public_ip
+  key_name               = var.ssh_key_name
+  monitoring             = var.detailed_monitoring
+  spot                   = var.spot
+  spot_max_price         = local.spot_max_price
+  root_volume_size_gb    = var.root_volume_size_gb
+  data_volume_size_gb    = var.data_volume_size_gb
+  data_volume_iops       = local.data_iops
+  data_volume_throughput = local.data_mibs
 
-  root_block_device {
-    volume_type           = "gp3"
-    volume_size           = var.root_volume_size_gb
-    encrypted             = true
-    delete_on_termination = true
-  }
-
-  # Spark's scratch space (shuffle, spill) and the executors' work directories. Deleted with the instance.
-  ebs_block_device {
-    device_name           = "/dev/sdf"
-    volume_type           = "gp3"
-    volume_size           = var.data_volume_size_gb
-    iops                  = local.data_iops
-    throughput            = local.data_mibs
-    encrypted             = true
-    delete_on_termination = true
-  }
-
-  tags = {
-    Name   = "iceberg-compaction-bench-${local.run_id}-worker-${count.index}"
-    run_id = local.run_id
-    role   = "spark-worker"
-  }
-
-  # The role's policy must exist before the instance boots and reads the harness.
+  # The role's policy must exist before the instances boot and read the harness.
   depends_on = [aws_iam_role_policy.worker, aws_s3_object.harness]
+}
+
+# A state holding aws_instance.worker keeps its workers: Terraform moves them into module.worker.
+moved {
+  from = aws_instance.worker
+  to   = module.worker.aws_instance.this
 }

@@ -79,7 +79,7 @@ locals {
   harness_key    = "harness/${local.run_id}.tar.gz"
   cluster        = var.spark_workers > 0
 
-  # several benchmark nodes (nodes.tf): the benchmark instance runs group 0, aws_instance.node[i - 1] group i
+  # several benchmark nodes (nodes.tf): the benchmark instance runs group 0, module.node's instance i - 1 group i
   nodes           = max(length(var.node_scenarios), 1)
   bench_scenarios = length(var.node_scenarios) > 0 ? var.node_scenarios[0] : var.scenarios
   # spot: null = up to the on-demand price (AWS's default when no maximum is given)
@@ -206,86 +206,41 @@ resource "aws_vpc_security_group_ingress_rule" "ssh" {
   cidr_ipv6         = strcontains(each.value, ":") ? each.value : null
 }
 
-resource "aws_instance" "bench" {
-  #checkov:skip=CKV_AWS_88:The public IP is only for egress (apt, PyPI, git) in a default VPC without NAT; the security group admits nothing. Set associate_public_ip = false with a NAT subnet.
-  ami                                  = local.ami_id
-  instance_type                        = var.instance_type
-  subnet_id                            = data.aws_subnet.chosen.id
-  vpc_security_group_ids               = concat([aws_security_group.bench.id], aws_security_group.cluster[*].id)
-  placement_group                      = one(aws_placement_group.cluster[*].name)
-  associate_public_ip_address          = var.associate_public_ip
-  iam_instance_profile                 = aws_iam_instance_profile.bench.name
-  key_name                             = var.ssh_key_name
-  ebs_optimized                        = true
-  monitoring                           = var.detailed_monitoring
-  instance_initiated_shutdown_behavior = "terminate"
-  user_data_base64                     = module.user_data.rendered_gzip_base64
-  user_data_replace_on_change          = true
+# The benchmark instance (modules/instance: every instance of a run is that one resource).
+module "bench" {
+  source = "./modules/instance"
 
-  # spot = true: a one-time Spot instance, terminated if AWS interrupts it (a one-time request cannot be
-  # stopped, so "terminate" is also the only shutdown behaviour it allows, which the deadline relies on)
-  dynamic "instance_market_options" {
-    for_each = var.spot ? [1] : []
-    content {
-      market_type = "spot"
-      spot_options {
-        spot_instance_type             = "one-time"
-        instance_interruption_behavior = "terminate"
-        max_price                      = local.spot_max_price
-      }
-    }
-  }
+  instance_count = 1
+  instances = [{
+    name             = "iceberg-compaction-bench-${local.run_id}"
+    user_data_base64 = module.user_data.rendered_gzip_base64
+  }]
+  role                 = "bench"
+  security_group_ids   = concat([aws_security_group.bench.id], aws_security_group.cluster[*].id)
+  placement_group      = one(aws_placement_group.cluster[*].name)
+  iam_instance_profile = aws_iam_instance_profile.bench.name
 
-  metadata_options {
-    http_endpoint               = "enabled"
-    http_tokens                 = "required"
-    http_put_response_hop_limit = 1
-    instance_metadata_tags      = "disabled"
-  }
-
-  root_block_device {
-    # Encrypted with the account's AWS-managed EBS key (a customer-managed KMS key would add cost and
-    # key administration for throw-away volumes).
-    volume_type           = "gp3"
-    volume_size           = var.root_volume_size_gb
-    encrypted             = true
-    delete_on_termination = true
-  }
-
-  # The data volume: warehouse, Spark scratch space, results. Deleted with the instance.
-  ebs_block_device {
-    device_name           = "/dev/sdf"
-    volume_type           = "gp3"
-    volume_size           = var.data_volume_size_gb
-    iops                  = local.data_iops
-    throughput            = local.data_mibs
-    encrypted             = true
-    delete_on_termination = true
-  }
-
-  tags = {
-    Name   = "iceberg-compaction-bench-${local.run_id}"
-    run_id = local.run_id
-    role   = "bench"
-  }
-
-  lifecycle {
-    precondition {
-      condition     = var.harness_git_url != "" || var.harness_archive_path != ""
-      error_message = "Set harness_git_url (with harness_ref) or harness_archive_path: the instance needs the harness source."
-    }
-
-    precondition {
-      condition     = var.spark_workers == 0 || local.warehouse_on_s3
-      error_message = "spark_workers > 0 needs warehouse_on_s3 = true: Spark's executors on the workers read and write the tables."
-    }
-
-    precondition {
-      condition     = length(var.node_scenarios) == 0 || var.spark_workers == 0
-      error_message = "node_scenarios (several benchmark nodes) and spark_workers (a Spark cluster) do not go together: choose one."
-    }
-  }
+  run_id                 = local.run_id
+  ami_id                 = local.ami_id
+  instance_type          = var.instance_type
+  subnet_id              = data.aws_subnet.chosen.id
+  associate_public_ip    = var.associate_public_ip
+  key_name               = var.ssh_key_name
+  monitoring             = var.detailed_monitoring
+  spot                   = var.spot
+  spot_max_price         = local.spot_max_price
+  root_volume_size_gb    = var.root_volume_size_gb
+  data_volume_size_gb    = var.data_volume_size_gb
+  data_volume_iops       = local.data_iops
+  data_volume_throughput = local.data_mibs
 
   # The role's policy must exist before the instance boots and starts uploading.
   depends_on = [aws_iam_role_policy.bench, aws_s3_object.harness, aws_s3_object.source_catalog]
+}
+
+# A state holding aws_instance.bench (the resource at this module's root) keeps its instance: Terraform moves
+# it into module.bench instead of replacing it.
+moved {
+  from = aws_instance.bench
+  to   = module.bench.aws_instance.this[0]
 }

@@ -38,67 +38,41 @@ module "node_user_data" {
   source_snapshot        = var.source_snapshot
 }
 
-resource "aws_instance" "node" {
-  #checkov:skip=CKV_AWS_88:The public IP is only for egress (apt, PyPI, git) in a default VPC without NAT; the security group admits nothing. Set associate_public_ip = false with a NAT subnet.
-  count                                = max(length(var.node_scenarios) - 1, 0)
-  ami                                  = local.ami_id
-  instance_type                        = var.instance_type
-  subnet_id                            = data.aws_subnet.chosen.id
-  vpc_security_group_ids               = [aws_security_group.bench.id]
-  associate_public_ip_address          = var.associate_public_ip
-  iam_instance_profile                 = aws_iam_instance_profile.bench.name
-  key_name                             = var.ssh_key_name
-  ebs_optimized                        = true
-  monitoring                           = var.detailed_monitoring
-  instance_initiated_shutdown_behavior = "terminate"
-  user_data_base64                     = module.node_user_data[count.index].rendered_gzip_base64
-  user_data_replace_on_change          = true
+# The extra nodes (modules/instance): the benchmark instance's security group, role and volumes; node i its
+# own user data, Name and node tag.
+module "node" {
+  source = "./modules/instance"
 
-  # spot = true: as the benchmark instance (main.tf)
-  dynamic "instance_market_options" {
-    for_each = var.spot ? [1] : []
-    content {
-      market_type = "spot"
-      spot_options {
-        spot_instance_type             = "one-time"
-        instance_interruption_behavior = "terminate"
-        max_price                      = local.spot_max_price
-      }
-    }
-  }
+  instance_count = max(length(var.node_scenarios) - 1, 0)
+  instances = [for i, ud in module.node_user_data : {
+    name             = "iceberg-compaction-bench-${local.run_id}-node-${i + 1}"
+    user_data_base64 = ud.rendered_gzip_base64
+    tags             = { node = tostring(i + 1) }
+  }]
+  role                 = "bench-node"
+  security_group_ids   = [aws_security_group.bench.id]
+  iam_instance_profile = aws_iam_instance_profile.bench.name
 
-  metadata_options {
-    http_endpoint               = "enabled"
-    http_tokens                 = "required"
-    http_put_response_hop_limit = 1
-    instance_metadata_tags      = "disabled"
-  }
+  run_id                 = local.run_id
+  ami_id                 = local.ami_id
+  instance_type          = var.instance_type
+  subnet_id              = data.aws_subnet.chosen.id
+  associate_public_ip    = var.associate_public_ip
+  key_name               = var.ssh_key_name
+  monitoring             = var.detailed_monitoring
+  spot                   = var.spot
+  spot_max_price         = local.spot_max_price
+  root_volume_size_gb    = var.root_volume_size_gb
+  data_volume_size_gb    = var.data_volume_size_gb
+  data_volume_iops       = local.data_iops
+  data_volume_throughput = local.data_mibs
 
-  root_block_device {
-    volume_type           = "gp3"
-    volume_size           = var.root_volume_size_gb
-    encrypted             = true
-    delete_on_termination = true
-  }
-
-  # The data volume: warehouse, Spark scratch space, results. Deleted with the instance.
-  ebs_block_device {
-    device_name           = "/dev/sdf"
-    volume_type           = "gp3"
-    volume_size           = var.data_volume_size_gb
-    iops                  = local.data_iops
-    throughput            = local.data_mibs
-    encrypted             = true
-    delete_on_termination = true
-  }
-
-  tags = {
-    Name   = "iceberg-compaction-bench-${local.run_id}-node-${count.index + 1}"
-    run_id = local.run_id
-    role   = "bench-node"
-    node   = tostring(count.index + 1)
-  }
-
-  # The role's policy must exist before the instance boots and starts uploading.
+  # The role's policy must exist before the instances boot and start uploading.
   depends_on = [aws_iam_role_policy.bench, aws_s3_object.harness, aws_s3_object.source_catalog]
+}
+
+# A state holding aws_instance.node keeps its nodes: Terraform moves them into module.node.
+moved {
+  from = aws_instance.node
+  to   = module.node.aws_instance.this
 }

@@ -3,9 +3,26 @@ output "run_id" {
   value       = local.run_id
 }
 
+# The run's preconditions sit on this output, which every plan evaluates: a failed one stops the plan before
+# any instance exists.
 output "instance_id" {
   description = "The benchmark instance (it terminates itself when done or at the deadline)."
-  value       = aws_instance.bench.id
+  value       = module.bench.ids[0]
+
+  precondition {
+    condition     = var.harness_git_url != "" || var.harness_archive_path != ""
+    error_message = "Set harness_git_url (with harness_ref) or harness_archive_path: the instance needs the harness source."
+  }
+
+  precondition {
+    condition     = var.spark_workers == 0 || local.warehouse_on_s3
+    error_message = "spark_workers > 0 needs warehouse_on_s3 = true: Spark's executors on the workers read and write the tables."
+  }
+
+  precondition {
+    condition     = length(var.node_scenarios) == 0 || var.spark_workers == 0
+    error_message = "node_scenarios (several benchmark nodes) and spark_workers (a Spark cluster) do not go together: choose one."
+  }
 }
 
 output "ami_id" {
@@ -50,12 +67,12 @@ output "status_command" {
 
 output "worker_instance_ids" {
   description = "The Spark workers (spark_workers > 0; empty otherwise). Each terminates itself once the benchmark instance's Spark master is gone, at the latest at the deadline."
-  value       = aws_instance.worker[*].id
+  value       = module.worker.ids
 }
 
 output "worker_private_ips" {
   description = "Private IPs of the Spark workers (empty when spark_workers = 0)."
-  value       = aws_instance.worker[*].private_ip
+  value       = module.worker.private_ips
 }
 
 output "nodes" {
@@ -65,5 +82,5 @@ output "nodes" {
 
 output "node_instance_ids" {
   description = "The extra benchmark nodes 1..k-1 (node_scenarios; empty otherwise). Each terminates itself when done or at the deadline."
-  value       = aws_instance.node[*].id
+  value       = module.node.ids
 }

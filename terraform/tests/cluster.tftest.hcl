@@ -27,7 +27,7 @@ run "single_node_by_default" {
   command = apply # of the mocked provider: nothing is created anywhere, every value is known
 
   assert {
-    condition = (length(aws_instance.worker) == 0 && length(aws_placement_group.cluster) == 0
+    condition = (length(module.worker.instances) == 0 && length(aws_placement_group.cluster) == 0
       && length(aws_security_group.cluster) == 0 && length(aws_vpc_security_group_ingress_rule.spark) == 0
       && length(aws_vpc_security_group_egress_rule.spark) == 0 && length(aws_iam_role.worker) == 0
       && length(aws_iam_role_policy.worker) == 0 && length(aws_iam_instance_profile.worker) == 0
@@ -36,8 +36,16 @@ run "single_node_by_default" {
   }
 
   assert {
-    condition     = length(aws_instance.bench.vpc_security_group_ids) == 1 && aws_instance.bench.tags.role == "bench"
+    condition     = length(module.bench.instances[0].vpc_security_group_ids) == 1 && module.bench.instances[0].tags.role == "bench"
     error_message = "spark_workers = 0: the benchmark instance has its one security group, as before."
+  }
+
+  assert {
+    condition = (length(module.bench.instances) == 1
+      && module.bench.instances[0].tags == tomap({ Name = "iceberg-compaction-bench-20250101T000000Z", run_id = "20250101T000000Z", role = "bench" })
+      && module.bench.instances[0].user_data_base64 == module.user_data.rendered_gzip_base64
+    && module.bench.instances[0].iam_instance_profile == aws_iam_instance_profile.bench.name)
+    error_message = "One benchmark instance: its Name, run and role tags, its user data, the bench instance profile."
   }
 
   assert {
@@ -60,16 +68,23 @@ run "two_workers" {
   }
 
   assert {
-    condition     = length(aws_instance.worker) == 2 && length(aws_placement_group.cluster) == 1 && aws_placement_group.cluster[0].strategy == "cluster"
+    condition     = length(module.worker.instances) == 2 && length(aws_placement_group.cluster) == 1 && aws_placement_group.cluster[0].strategy == "cluster"
     error_message = "spark_workers = 2: two workers in a cluster placement group."
   }
 
   assert {
-    condition = alltrue([for w in aws_instance.worker : w.instance_type == aws_instance.bench.instance_type
-      && w.ami == aws_instance.bench.ami && w.instance_initiated_shutdown_behavior == "terminate"
+    condition = alltrue([for w in module.worker.instances : w.instance_type == module.bench.instances[0].instance_type
+      && w.ami == module.bench.instances[0].ami && w.instance_initiated_shutdown_behavior == "terminate"
       && w.metadata_options[0].http_tokens == "required" && w.ebs_optimized && w.monitoring
     && w.tags.role == "spark-worker" && w.tags.run_id == "20250101T000000Z"])
     error_message = "Workers: same type and AMI as the benchmark instance, same hardening, self-terminating."
+  }
+
+  assert {
+    condition = (module.worker.instances[*].tags.Name == ["iceberg-compaction-bench-20250101T000000Z-worker-0", "iceberg-compaction-bench-20250101T000000Z-worker-1"]
+      && alltrue([for w in module.worker.instances : w.user_data_base64 == module.worker_user_data[0].rendered_gzip_base64
+    && w.iam_instance_profile == aws_iam_instance_profile.worker[0].name && length(w.tags) == 3]))
+    error_message = "Worker i is named ...-worker-<i>; every worker has the worker user data and the worker instance profile."
   }
 
   assert {
@@ -80,11 +95,11 @@ run "two_workers" {
   }
 
   assert {
-    condition = (length(aws_instance.bench.vpc_security_group_ids) == 2
-      && contains(aws_instance.bench.vpc_security_group_ids, aws_security_group.cluster[0].id)
-      && alltrue([for w in aws_instance.worker : contains(w.vpc_security_group_ids, aws_security_group.cluster[0].id)])
-      && aws_instance.bench.placement_group == aws_placement_group.cluster[0].name
-    && alltrue([for w in aws_instance.worker : w.placement_group == aws_placement_group.cluster[0].name]))
+    condition = (length(module.bench.instances[0].vpc_security_group_ids) == 2
+      && contains(module.bench.instances[0].vpc_security_group_ids, aws_security_group.cluster[0].id)
+      && alltrue([for w in module.worker.instances : contains(w.vpc_security_group_ids, aws_security_group.cluster[0].id)])
+      && module.bench.instances[0].placement_group == aws_placement_group.cluster[0].name
+    && alltrue([for w in module.worker.instances : w.placement_group == aws_placement_group.cluster[0].name]))
     error_message = "The benchmark instance and the workers: in the cluster's security group and placement group."
   }
 
@@ -95,12 +110,12 @@ run "two_workers" {
   }
 
   assert {
-    condition     = module.worker_user_data[0].settings.BENCH_SPARK_MASTER_HOST == aws_instance.bench.private_ip
+    condition     = module.worker_user_data[0].settings.BENCH_SPARK_MASTER_HOST == module.bench.instances[0].private_ip
     error_message = "The workers are given the benchmark instance's private IP as the master's address."
   }
 
   assert {
-    condition     = output.worker_instance_ids == aws_instance.worker[*].id && length(output.worker_private_ips) == 2
+    condition     = output.worker_instance_ids == module.worker.instances[*].id && length(output.worker_private_ips) == 2
     error_message = "Outputs: the workers' ids and private IPs."
   }
 
@@ -125,7 +140,7 @@ run "cluster_needs_an_s3_warehouse" {
     spark_workers = 1
   }
 
-  expect_failures = [aws_instance.bench]
+  expect_failures = [output.instance_id]
 }
 
 run "at_most_32_workers" {

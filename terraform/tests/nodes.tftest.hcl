@@ -26,7 +26,7 @@ run "one_on_demand_node_by_default" {
   command = apply # of the mocked provider: nothing is created anywhere
 
   assert {
-    condition     = length(aws_instance.node) == 0 && length(module.node_user_data) == 0 && output.nodes == 1 && output.node_instance_ids == []
+    condition     = length(module.node.instances) == 0 && length(module.node_user_data) == 0 && output.nodes == 1 && output.node_instance_ids == []
     error_message = "node_scenarios = []: no extra node."
   }
 
@@ -37,7 +37,7 @@ run "one_on_demand_node_by_default" {
   }
 
   assert {
-    condition     = length(aws_instance.bench.instance_market_options) == 0
+    condition     = length(module.bench.instances[0].instance_market_options) == 0
     error_message = "spot = false: an on-demand instance."
   }
 }
@@ -53,18 +53,25 @@ run "three_nodes_on_spot" {
   }
 
   assert {
-    condition     = length(aws_instance.node) == 2 && output.nodes == 3 && output.node_instance_ids == aws_instance.node[*].id
+    condition     = length(module.node.instances) == 2 && output.nodes == 3 && output.node_instance_ids == module.node.instances[*].id
     error_message = "Three groups: the benchmark instance and two more nodes."
   }
 
   assert {
-    condition = alltrue([for n in aws_instance.node : n.instance_type == aws_instance.bench.instance_type
-      && n.ami == aws_instance.bench.ami && n.subnet_id == aws_instance.bench.subnet_id
-      && n.iam_instance_profile == aws_instance.bench.iam_instance_profile
-      && n.vpc_security_group_ids == aws_instance.bench.vpc_security_group_ids
+    condition = alltrue([for n in module.node.instances : n.instance_type == module.bench.instances[0].instance_type
+      && n.ami == module.bench.instances[0].ami && n.subnet_id == module.bench.instances[0].subnet_id
+      && n.iam_instance_profile == module.bench.instances[0].iam_instance_profile
+      && n.vpc_security_group_ids == module.bench.instances[0].vpc_security_group_ids
       && n.instance_initiated_shutdown_behavior == "terminate" && n.metadata_options[0].http_tokens == "required"
     && n.ebs_optimized && n.monitoring && n.tags.run_id == "20250101T000000Z"])
     error_message = "Extra nodes: the benchmark instance's type, AMI, subnet, role, security group and hardening."
+  }
+
+  assert {
+    condition = alltrue([for i, n in module.node.instances : n.tags == tomap({
+      Name = "iceberg-compaction-bench-20250101T000000Z-node-${i + 1}", run_id = "20250101T000000Z", role = "bench-node", node = tostring(i + 1)
+    }) && n.user_data_base64 == module.node_user_data[i].rendered_gzip_base64])
+    error_message = "Node i > 0: its Name and node tags, the user data of its group."
   }
 
   assert {
@@ -85,7 +92,7 @@ run "three_nodes_on_spot" {
   }
 
   assert {
-    condition = alltrue([for i in concat([aws_instance.bench], aws_instance.node) :
+    condition = alltrue([for i in concat([module.bench.instances[0]], module.node.instances) :
       i.instance_market_options[0].market_type == "spot"
       && i.instance_market_options[0].spot_options[0].spot_instance_type == "one-time"
       && i.instance_market_options[0].spot_options[0].instance_interruption_behavior == "terminate"
@@ -103,7 +110,7 @@ run "nodes_refuse_spark_workers" {
     warehouse_on_s3 = true
   }
 
-  expect_failures = [aws_instance.bench]
+  expect_failures = [output.instance_id]
 }
 
 run "no_scenario_on_two_nodes" {
@@ -126,9 +133,9 @@ run "spot_spark_workers" {
   }
 
   assert {
-    condition = (aws_instance.worker[0].instance_market_options[0].market_type == "spot"
-      && aws_instance.worker[0].instance_market_options[0].spot_options[0].spot_instance_type == "one-time"
-    && aws_instance.bench.instance_market_options[0].market_type == "spot")
+    condition = (module.worker.instances[0].instance_market_options[0].market_type == "spot"
+      && module.worker.instances[0].instance_market_options[0].spot_options[0].spot_instance_type == "one-time"
+    && module.bench.instances[0].instance_market_options[0].market_type == "spot")
     error_message = "spot = true: the Spark workers are one-time Spot instances too."
   }
 }

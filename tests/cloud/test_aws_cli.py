@@ -26,7 +26,7 @@ cmd = [a for a in args if not a.startswith("-chdir=")]
 if cmd[:2] == ["output", "-json"]:
     print(open(os.environ["FAKE_TF_OUTPUTS"]).read())
 elif cmd[:2] == ["state", "list"]:
-    print("aws_instance.bench\naws_s3_bucket.results[0]\naws_s3_bucket_versioning.results[0]\n"
+    print("module.bench.aws_instance.this[0]\naws_s3_bucket.results[0]\naws_s3_bucket_versioning.results[0]\n"
           "aws_iam_role.bench")
 '''
 

@@ -56,7 +56,7 @@ def test_rehearsal_applies_boots_fetches_and_destroys(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads((out / "rehearsal" / "rehearsal.json").read_text())
     assert summary["ok"] and summary["verified"] == {"risingwave": "verified"}
-    assert {"aws_instance.bench", "aws_s3_object.harness[0]", "aws_iam_instance_profile.bench",
+    assert {"module.bench.aws_instance.this[0]", "aws_s3_object.harness[0]", "aws_iam_instance_profile.bench",
             "aws_s3_bucket.results[0]"} <= set(summary["applied_resources"])
     assert summary["instance_state_after_boot"] == "terminated"   # the power-off reached the emulator's EC2
     assert summary["state_after_down"] == []

@@ -30,6 +30,7 @@ from lark import Token
 
 ROOT = Path(__file__).resolve().parents[2]
 TF = ROOT / "terraform"
+INSTANCE = TF / "modules" / "instance"   # the one aws_instance of the module, called once per kind of instance
 SHELLCHECK = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
 TERRAFORM = shutil.which("terraform")
 needs_terraform = pytest.mark.skipif(
@@ -45,12 +46,11 @@ def parse(path: Path) -> dict:
             strip_string_quotes=True, explicit_blocks=False))
 
 
-@pytest.fixture(scope="module")
-def module() -> dict:
-    """All top-level .tf files of the module merged: {"resource": {type: {name: body}}, ...}."""
+def merged_tf(directory: Path) -> dict:
+    """All .tf files of one directory merged: {"resource": {type: {name: body}}, ...}."""
     merged: dict = {"resource": {}, "data": {}, "variable": {}, "locals": {}, "output": {},
-                    "module": {}, "terraform": [], "provider": []}
-    for f in sorted(TF.glob("*.tf")):
+                    "module": {}, "terraform": [], "provider": [], "moved": []}
+    for f in sorted(directory.glob("*.tf")):
         d = parse(f)
         for kind in ("resource", "data"):
             for item in d.get(kind, []):
@@ -63,15 +63,55 @@ def module() -> dict:
             merged["locals"].update({k: v for k, v in item.items() if not k.startswith("__")})
         merged["terraform"] += d.get("terraform", [])
         merged["provider"] += d.get("provider", [])
+        merged["moved"] += d.get("moved", [])
     return merged
+
+
+@pytest.fixture(scope="module")
+def module() -> dict:
+    """The root module: its top-level .tf files merged."""
+    return merged_tf(TF)
+
+
+@pytest.fixture(scope="module")
+def child() -> dict:
+    """modules/instance: the aws_instance every instance of a run is, its variables and outputs."""
+    return merged_tf(INSTANCE)
 
 
 def res(module, rtype, name):
     return module["resource"][rtype][name]
 
 
+def instance(child) -> dict:
+    return child["resource"]["aws_instance"]["this"]
+
+
+def call(module, name) -> dict:
+    """The root's call of modules/instance for one kind of instance: bench, worker or node."""
+    return module["module"][name]
+
+
+# each call of modules/instance: the user data module of its instances, how many, and the instances themselves
+USER_DATA = {"bench": "user_data", "worker": "worker_user_data", "node": "node_user_data"}
+COUNTS = {"bench": 1, "worker": "${var.spark_workers}", "node": "${max(length(var.node_scenarios) - 1, 0)}"}
+INSTANCES = {
+    "bench": [{"name": "iceberg-compaction-bench-${local.run_id}",
+               "user_data_base64": "${module.user_data.rendered_gzip_base64}"}],
+    "worker": '${[for i in range(var.spark_workers) : {name = "iceberg-compaction-bench-${local.run_id}-worker-${i}", '
+              'user_data_base64 = module.worker_user_data[0].rendered_gzip_base64}]}',
+    "node": '${[for i, ud in module.node_user_data : {name = "iceberg-compaction-bench-${local.run_id}-node-${i + 1}", '
+            'user_data_base64 = ud.rendered_gzip_base64, tags = {node = tostring(i + 1)}}]}',
+}
+# what every call passes alike (the AMI, type, subnet, public IP, SSH key, monitoring, spot and volumes)
+SHARED = ("run_id", "ami_id", "instance_type", "subnet_id", "associate_public_ip", "key_name", "monitoring", "spot",
+          "spot_max_price", "root_volume_size_gb", "data_volume_size_gb", "data_volume_iops", "data_volume_throughput")
+# and what each call gives of its own
+OWN = ("instance_count", "instances", "role", "security_group_ids", "placement_group", "iam_instance_profile")
+
+
 def _names(tree) -> list[str]:
-    """The identifiers of a parsed traversal, in order (aws_instance, worker)."""
+    """The identifiers of a parsed traversal, in order (module, worker, ids)."""
     if isinstance(tree, Token):
         return [tree.value] if tree.type == "NAME" else []
     return [n for child in tree.children for n in _names(child)]
@@ -135,12 +175,46 @@ def test_standard_layout_and_pinned_provider(module):
     assert re.fullmatch(r"~> 6\.\d+", providers["aws"]["version"])
     readme = (TF / "README.md").read_text()
     assert "bench aws up" in readme and "terraform apply" in readme
+    for f in ("versions.tf", "variables.tf", "outputs.tf", "main.tf"):
+        assert (INSTANCE / f).is_file(), f
+    # the child names the provider's source only: the root's pin (and a copy relaxing it) decides the version
+    providers = parse(INSTANCE / "versions.tf")["terraform"][0]["required_providers"][0]
+    assert providers == {"aws": {"source": "hashicorp/aws"}}
 
 
-def test_instance_type_default_and_ami_looked_up(module):
+def test_every_instance_is_the_one_resource_of_modules_instance(module, child):
+    """The root has no aws_instance of its own: it calls modules/instance for the benchmark instance, the Spark
+    workers and the extra nodes, and moves the state addresses of a root-level aws_instance into those calls."""
+    found = [(f.relative_to(TF).as_posix(), name) for f in sorted(TF.rglob("*.tf"))
+             for item in parse(f).get("resource", []) for name in item.get("aws_instance", {})]
+    assert found == [("modules/instance/main.tf", "this")]
+    assert "aws_instance" not in module["resource"]
+    calls = {n for n, m in module["module"].items() if m["source"] == "./modules/instance"}
+    assert calls == set(USER_DATA)
+    assert module["moved"] == [   # cluster.tf, main.tf, nodes.tf
+        {"from": "${aws_instance.worker}", "to": "${module.worker.aws_instance.this}"},
+        {"from": "${aws_instance.bench}", "to": "${module.bench.aws_instance.this[0]}"},
+        {"from": "${aws_instance.node}", "to": "${module.node.aws_instance.this}"}]
+    inst = instance(child)
+    assert inst["count"] == "${var.instance_count}"   # a number checkov can evaluate: see the checkov test
+    assert [p["condition"] for p in inst["lifecycle"][0]["precondition"]] == \
+        ["${length(var.instances) == var.instance_count}"]
+    required = {k for k, v in child["variable"].items() if "default" not in v}
+    for name in USER_DATA:
+        c = call(module, name)
+        assert c["instance_count"] == COUNTS[name] and bare(c["instances"]) == INSTANCES[name], name
+        given = set(c) - {"source", "depends_on", "__comments__"}
+        assert required <= given <= set(child["variable"]), (name, required - given, given - set(child["variable"]))
+        assert given - set(SHARED) <= set(OWN), name
+
+
+def test_instance_type_default_and_ami_looked_up(module, child):
     assert module["variable"]["instance_type"]["default"] == "m5.4xlarge"
-    inst = res(module, "aws_instance", "bench")
-    assert refers_to(inst["instance_type"]) == {"var.instance_type"}  # the variable, whose default is above
+    inst = instance(child)
+    assert inst["instance_type"] == "${var.instance_type}" and inst["ami"] == "${var.ami_id}"
+    for name in USER_DATA:   # the variable, whose default is above, and the AMI looked up below
+        assert refers_to(call(module, name)["instance_type"]) == {"var.instance_type"}
+        assert call(module, name)["ami_id"] == "${local.ami_id}"
     assert "data.aws_ami.debian[0].id" in module["locals"]["ami_id"]
     ami = module["data"]["aws_ami"]["debian"]
     assert ami["most_recent"] is True and ami["owners"] == ["136693071363"]  # Debian's AWS account
@@ -150,28 +224,36 @@ def test_instance_type_default_and_ami_looked_up(module):
         assert not re.search(r"\bami-[0-9a-f]{8,}\b", f.read_text()), f"hard-coded AMI in {f}"
 
 
-def test_instance_hardening_and_self_termination(module):
-    inst = res(module, "aws_instance", "bench")
+def test_instance_hardening_and_self_termination(module, child):
+    inst, bench = instance(child), call(module, "bench")
     assert inst["instance_initiated_shutdown_behavior"] == "terminate"
     md = inst["metadata_options"][0]
     assert md["http_tokens"] == "required" and md["http_endpoint"] == "enabled"
     assert md["http_put_response_hop_limit"] == 1
-    assert refers_to(inst["user_data_base64"]) == {"module.user_data.rendered_gzip_base64"}
+    assert inst["user_data_base64"] == "${var.instances[count.index].user_data_base64}"
+    assert bench["instance_count"] == 1 and len(bench["instances"]) == 1
+    assert refers_to(bench["instances"][0]["user_data_base64"]) == {"module.user_data.rendered_gzip_base64"}
     assert inst["user_data_replace_on_change"] is True
-    assert refers_to(inst["iam_instance_profile"]) == {"aws_iam_instance_profile.bench.name"}
-    assert refers_to(inst["key_name"]) == {"var.ssh_key_name"} and module["variable"]["ssh_key_name"]["default"] is None
+    assert inst["iam_instance_profile"] == "${var.iam_instance_profile}"
+    assert refers_to(bench["iam_instance_profile"]) == {"aws_iam_instance_profile.bench.name"}
+    assert inst["key_name"] == "${var.key_name}" and child["variable"]["key_name"]["default"] is None
+    assert refers_to(bench["key_name"]) == {"var.ssh_key_name"}
+    assert module["variable"]["ssh_key_name"]["default"] is None
     for dev in inst["root_block_device"] + inst["ebs_block_device"]:
         assert dev["encrypted"] is True and dev["volume_type"] == "gp3"
         assert dev["delete_on_termination"] is True
     assert module["variable"]["max_lifetime_minutes"]["default"] > 0
 
 
-def test_gp3_performance_is_a_switch(module):
+def test_gp3_performance_is_a_switch(module, child):
     v = module["variable"]
     assert v["data_volume_iops"]["default"] == 3000 and v["data_volume_throughput"]["default"] == 125
     assert v["data_volume_max_performance"]["default"] is False
-    data = res(module, "aws_instance", "bench")["ebs_block_device"][0]
-    assert data["throughput"] == "${local.data_mibs}" and data["iops"] == "${local.data_iops}"
+    data = instance(child)["ebs_block_device"][0]
+    assert data["throughput"] == "${var.data_volume_throughput}" and data["iops"] == "${var.data_volume_iops}"
+    for name in USER_DATA:
+        c = call(module, name)
+        assert c["data_volume_throughput"] == "${local.data_mibs}" and c["data_volume_iops"] == "${local.data_iops}"
 
 
 @pytest.mark.parametrize("tfvars, expected", [
@@ -389,15 +471,17 @@ def test_your_own_table_is_read_only_and_its_clone_goes_to_this_runs_warehouse(m
                           "${local.warehouse_on_s3}", "${local.source_apart}"]
     ud = module["module"]["user_data"]
     assert ud["source_table"] == "${var.source_table}" and ud["source_snapshot"] == "${var.source_snapshot}"
-    assert "${aws_s3_object.source_catalog}" in res(module, "aws_instance", "bench")["depends_on"]
+    assert "${aws_s3_object.source_catalog}" in call(module, "bench")["depends_on"]
 
 
 # ----- the Spark cluster (spark_workers) ----------------------------------------------------------------
-def test_spark_workers_switch_defaults_to_the_single_node(module):
+def test_spark_workers_switch_defaults_to_the_single_node(module, child):
     v = module["variable"]["spark_workers"]
     assert v["default"] == 0 and v["type"] == "number"
     assert module["locals"]["cluster"] == "${var.spark_workers > 0}"
-    assert res(module, "aws_instance", "worker")["count"] == "${var.spark_workers}"
+    worker = call(module, "worker")
+    assert worker["instance_count"] == "${var.spark_workers}" and worker["instances"] == INSTANCES["worker"]
+    assert instance(child)["count"] == "${var.instance_count}"
     # everything else of the cluster exists only with workers
     for rtype, name in (("aws_placement_group", "cluster"), ("aws_security_group", "cluster"),
                         ("aws_iam_role", "worker"), ("aws_iam_role_policy", "worker"),
@@ -409,11 +493,15 @@ def test_spark_workers_switch_defaults_to_the_single_node(module):
     pg = res(module, "aws_placement_group", "cluster")
     assert pg["strategy"] == "cluster"
     # with N = 0 the benchmark instance is today's: one security group, no placement group (null)
-    bench = res(module, "aws_instance", "bench")
+    bench = call(module, "bench")
     # its own group, and the cluster's group whichever instances of it exist (none with N = 0)
-    assert refers_to(bench["vpc_security_group_ids"]) >= {"aws_security_group.bench.id"}
-    assert splats(bench["vpc_security_group_ids"]) == {("aws_security_group.cluster", "id")}
+    assert refers_to(bench["security_group_ids"]) >= {"aws_security_group.bench.id"}
+    assert splats(bench["security_group_ids"]) == {("aws_security_group.cluster", "id")}
     assert splats(bench["placement_group"]) == {("aws_placement_group.cluster", "name")}
+    inst = instance(child)
+    assert inst["vpc_security_group_ids"] == "${var.security_group_ids}"
+    assert inst["placement_group"] == "${var.placement_group}"
+    assert child["variable"]["placement_group"]["default"] is None
 
 
 def test_cluster_security_group_admits_its_members_on_sparks_ports_only(module):
@@ -433,40 +521,49 @@ def test_cluster_security_group_admits_its_members_on_sparks_ports_only(module):
             assert rule["from_port"] == rule["to_port"] == 22
         else:
             assert rule["referenced_security_group_id"] == rule["security_group_id"], name
-    # both groups on the benchmark instance and on every worker
-    assert res(module, "aws_instance", "worker")["vpc_security_group_ids"] == \
-        ["${aws_security_group.bench.id}", "${aws_security_group.cluster[0].id}"]
-    assert splats(res(module, "aws_instance", "worker")["placement_group"]) == {("aws_placement_group.cluster", "name")}
+    # both groups and the placement group on the benchmark instance and on every worker (splats: a call's
+    # arguments are evaluated with no cluster too)
+    worker, bench = call(module, "worker"), call(module, "bench")
+    assert worker["security_group_ids"] == bench["security_group_ids"] == \
+        "${concat([aws_security_group.bench.id], aws_security_group.cluster[*].id)}"
+    assert worker["placement_group"] == bench["placement_group"] == "${one(aws_placement_group.cluster[*].name)}"
 
 
 @pytest.mark.parametrize("name", ["bench", "worker", "node"])
-def test_every_instance_is_hardened_and_self_terminating(module, name):
-    inst = res(module, "aws_instance", name)
-    bench = res(module, "aws_instance", "bench")
+def test_every_instance_is_hardened_and_self_terminating(module, child, name):
+    """Every instance is modules/instance's one resource (hardened there once); each call passes the benchmark
+    instance's AMI, type, subnet, key, monitoring, spot and volume settings, and its own role and user data."""
+    inst, c, bench = instance(child), call(module, name), call(module, "bench")
+    assert c["source"] == "./modules/instance"
     assert inst["instance_initiated_shutdown_behavior"] == "terminate"
-    assert bare(inst["metadata_options"]) == bare(bench["metadata_options"])
     md = inst["metadata_options"][0]
     assert md["http_tokens"] == "required" and md["http_put_response_hop_limit"] == 1
+    assert md["http_endpoint"] == "enabled"
     # detailed monitoring: on unless turned off (only `bench aws rehearse` does: its emulator lacks MonitorInstances)
-    assert inst["ebs_optimized"] is True and inst["monitoring"] == "${var.detailed_monitoring}"
+    assert inst["ebs_optimized"] is True and inst["monitoring"] == "${var.monitoring}"
+    assert c["monitoring"] == "${var.detailed_monitoring}"
     assert module["variable"]["detailed_monitoring"]["default"] is True
     assert inst["user_data_replace_on_change"] is True
-    for key in ("ami", "instance_type", "subnet_id", "associate_public_ip_address", "key_name"):
-        assert inst[key] == bench[key], key
-    assert bare(inst["root_block_device"]) == bare(bench["root_block_device"])
+    for key in SHARED:
+        assert c[key] == bench[key], key
+    for attr, var in (("ami", "ami_id"), ("instance_type", "instance_type"), ("subnet_id", "subnet_id"),
+                      ("associate_public_ip_address", "associate_public_ip"), ("key_name", "key_name")):
+        assert inst[attr] == f"${{var.{var}}}", attr
     data = inst["ebs_block_device"]
-    assert len(data) == 1
-    assert bare(data[0]) == bare(bench["ebs_block_device"][0])   # the same scratch volume settings
+    assert len(data) == 1 and len(inst["root_block_device"]) == 1
+    assert data[0]["volume_size"] == "${var.data_volume_size_gb}" and data[0]["device_name"] == "/dev/sdf"
+    assert inst["root_block_device"][0]["volume_size"] == "${var.root_volume_size_gb}"
     for dev in inst["root_block_device"] + data:
         assert dev["encrypted"] is True and dev["volume_type"] == "gp3" and dev["delete_on_termination"] is True
-    assert inst["tags"]["run_id"] == "${local.run_id}"
-    assert inst["tags"]["role"] == {"bench": "bench", "worker": "spark-worker", "node": "bench-node"}[name]
+    assert inst["tags"] == ("${merge({Name = var.instances[count.index].name, run_id = var.run_id, role = var.role}, "
+                            "var.instances[count.index].tags)}")
+    assert c["run_id"] == "${local.run_id}"
+    assert c["role"] == {"bench": "bench", "worker": "spark-worker", "node": "bench-node"}[name]
     # the deadline: every user data comes from the same module, with the same max_lifetime_minutes (the
     # template arms `shutdown -P +M` and so does bootstrap.sh, whatever the role: see the render tests)
-    mod = {"bench": "user_data", "worker": "worker_user_data", "node": "node_user_data"}[name]
-    assert inst["user_data_base64"] == {"bench": "${module.%s.rendered_gzip_base64}",
-                                        "worker": "${module.%s[0].rendered_gzip_base64}",
-                                        "node": "${module.%s[count.index].rendered_gzip_base64}"}[name] % mod
+    mod = USER_DATA[name]
+    assert inst["user_data_base64"] == "${var.instances[count.index].user_data_base64}"
+    assert bare(c["instances"]) == INSTANCES[name]
     m = module["module"][mod]
     assert m["source"] == "./modules/user_data"
     assert m["max_lifetime_minutes"] == "${var.max_lifetime_minutes}"
@@ -476,26 +573,29 @@ def test_every_instance_is_hardened_and_self_terminating(module, name):
 def test_workers_get_the_same_settings_and_the_masters_address(module):
     bench, worker = module["module"]["user_data"], module["module"]["worker_user_data"]
     assert worker["role"] == "worker" and "role" not in bench   # the module's default: bench
-    assert worker["spark_master_host"] == "${aws_instance.bench.private_ip}"
+    assert worker["spark_master_host"] == "${module.bench.private_ips[0]}"
     assert bench["spark_workers"] == worker["spark_workers"] == "${var.spark_workers}"
     assert "spark_master_host" not in bench   # no cycle: the benchmark instance knows N only
     shared = {k: v for k, v in bare(worker).items() if k not in ("role", "spark_master_host", "count")}
     assert shared == bare(bench)
-    assert res(module, "aws_instance", "worker")["iam_instance_profile"] == "${aws_iam_instance_profile.worker[0].name}"
+    # the workers' own profile (one(): the call is evaluated with no workers too, when it does not exist)
+    assert call(module, "worker")["iam_instance_profile"] == "${one(aws_iam_instance_profile.worker[*].name)}"
 
 
 def test_a_cluster_needs_the_warehouse_on_s3(module):
-    pre = res(module, "aws_instance", "bench")["lifecycle"][0]["precondition"]
+    pre = module["output"]["instance_id"]["precondition"]   # the run's preconditions (outputs.tf)
     cond = next(p for p in pre if "spark_workers" in p["condition"])
     assert cond["condition"] == "${var.spark_workers == 0 || local.warehouse_on_s3}"
     assert "warehouse_on_s3" in cond["error_message"] and "\n" not in cond["error_message"]
 
 
-def test_worker_outputs(module):
+def test_worker_outputs(module, child):
     """The outputs list every worker the count creates (a splat over the counted resource, not one index)."""
-    assert "count" in res(module, "aws_instance", "worker")
-    assert splats(module["output"]["worker_instance_ids"]["value"]) == {("aws_instance.worker", "id")}
-    assert splats(module["output"]["worker_private_ips"]["value"]) == {("aws_instance.worker", "private_ip")}
+    assert call(module, "worker")["instance_count"] == "${var.spark_workers}"
+    assert module["output"]["worker_instance_ids"]["value"] == "${module.worker.ids}"
+    assert module["output"]["worker_private_ips"]["value"] == "${module.worker.private_ips}"
+    assert splats(child["output"]["ids"]["value"]) == {("aws_instance.this", "id")}
+    assert splats(child["output"]["private_ips"]["value"]) == {("aws_instance.this", "private_ip")}
 
 
 # ----- several benchmark nodes (node_scenarios) ------------------------------------------------------------
@@ -508,20 +608,22 @@ def test_node_scenarios_default_to_the_single_node(module):
     assert loc["bench_scenarios"] == "${length(var.node_scenarios) > 0 ? var.node_scenarios[0] : var.scenarios}"
     assert module["module"]["user_data"]["scenarios"] == "${local.bench_scenarios}"
     assert "node_index" not in module["module"]["user_data"]   # the module's default 0: runs/<run-id>/
-    for what in (res(module, "aws_instance", "node"), module["module"]["node_user_data"]):
-        assert what["count"] == "${max(length(var.node_scenarios) - 1, 0)}"
+    for what in (call(module, "node")["instance_count"], module["module"]["node_user_data"]["count"]):
+        assert what == "${max(length(var.node_scenarios) - 1, 0)}"
 
 
-def test_extra_nodes_are_the_benchmark_instance_again_with_their_group_and_prefix(module):
-    """aws_instance.node: the benchmark instance's security group only (no inbound but SSH when asked for),
+def test_extra_nodes_are_the_benchmark_instance_again_with_their_group_and_prefix(module, child):
+    """module.node: the benchmark instance's security group only (no inbound but SSH when asked for),
     its role and deadline; its user data the bench's settings but for the group, the node index (the results
     prefix) and the warehouse prefix."""
-    node, bench = res(module, "aws_instance", "node"), res(module, "aws_instance", "bench")
-    assert node["vpc_security_group_ids"] == ["${aws_security_group.bench.id}"]
-    assert "placement_group" not in node   # no cluster with nodes: refused below
+    node, bench = call(module, "node"), call(module, "bench")
+    assert node["security_group_ids"] == ["${aws_security_group.bench.id}"]
+    assert "placement_group" not in node   # the module's default, none: no cluster with nodes (refused below)
+    assert child["variable"]["placement_group"]["default"] is None
     assert node["iam_instance_profile"] == bench["iam_instance_profile"] == "${aws_iam_instance_profile.bench.name}"
     assert node["depends_on"] == bench["depends_on"]   # the role's policy and the harness before boot
-    assert node["tags"]["node"] == "${tostring(count.index + 1)}" and "node-${count.index + 1}" in node["tags"]["Name"]
+    # node i + 1 is the i-th of node_user_data (node_index count.index + 1), named and tagged node-<i + 1>
+    assert node["instances"] == INSTANCES["node"]
     ud, bench_ud = module["module"]["node_user_data"], module["module"]["user_data"]
     assert ud["source"] == "./modules/user_data" and ud["node_index"] == "${count.index + 1}"
     assert ud["scenarios"] == "${var.node_scenarios[count.index + 1]}"
@@ -548,7 +650,7 @@ def test_the_instance_role_already_covers_every_nodes_prefixes(module):
 
 
 def test_nodes_refuse_a_spark_cluster(module):
-    pre = res(module, "aws_instance", "bench")["lifecycle"][0]["precondition"]
+    pre = module["output"]["instance_id"]["precondition"]
     cond = next(p for p in pre if "node_scenarios" in p["condition"])
     assert cond["condition"] == "${length(var.node_scenarios) == 0 || var.spark_workers == 0}"
     assert "spark_workers" in cond["error_message"] and "\n" not in cond["error_message"]
@@ -556,25 +658,28 @@ def test_nodes_refuse_a_spark_cluster(module):
 
 def test_node_outputs(module):
     assert module["output"]["nodes"]["value"] == "${local.nodes}"
-    assert "count" in res(module, "aws_instance", "node")  # every extra node, as `bench aws up` lists them
-    assert splats(module["output"]["node_instance_ids"]["value"]) == {("aws_instance.node", "id")}
+    assert call(module, "node")["instance_count"] == COUNTS["node"]  # every extra node, as `bench aws up` lists them
+    assert module["output"]["node_instance_ids"]["value"] == "${module.node.ids}"   # a splat: see test_worker_outputs
 
 
 # ----- spot instances ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["bench", "node", "worker"])
-def test_spot_is_a_switch_of_every_instance(module, name):
+def test_spot_is_a_switch_of_every_instance(module, child, name):
     """spot = false (the default): no market options at all, on demand as before; true: one-time, terminated
     on interruption (a one-time request cannot be stopped: "terminate" is its shutdown behaviour too)."""
     v = module["variable"]
     assert v["spot"]["default"] is False and v["spot_max_price"]["default"] == ""
     assert module["locals"]["spot_max_price"] == '${var.spot_max_price != "" ? var.spot_max_price : null}'
-    inst = res(module, "aws_instance", name)
+    c = call(module, name)
+    assert c["spot"] == "${var.spot}" and c["spot_max_price"] == "${local.spot_max_price}"
+    inst = instance(child)
     assert "instance_market_options" not in inst   # only through the dynamic block
     dyn = [d["instance_market_options"] for d in inst["dynamic"] if "instance_market_options" in d]
     assert len(dyn) == 1 and dyn[0]["for_each"] == "${var.spot ? [1] : []}"
     assert bare(dyn[0]["content"]) == [{"market_type": "spot", "spot_options": [{
         "spot_instance_type": "one-time", "instance_interruption_behavior": "terminate",
-        "max_price": "${local.spot_max_price}"}]}]
+        "max_price": "${var.spot_max_price}"}]}]
+    assert child["variable"]["spot_max_price"]["default"] is None   # up to the on-demand price
     assert inst["instance_initiated_shutdown_behavior"] == "terminate"
 
 
@@ -646,11 +751,13 @@ def test_checkov_finds_no_failed_check(checkov_bin, tmp_path, tfvars):
     passed = {c["check_id"] for c in results["passed_checks"]}
     # it really looked at the resources: IMDSv2, EBS encryption, public access block, versioning
     assert {"CKV_AWS_79", "CKV_AWS_8", "CKV2_AWS_6", "CKV_AWS_21"} <= passed
-    # and at every worker or extra node: IMDSv2, EBS encryption, monitoring, EBS-optimized
+    # and at the benchmark instance and every worker or extra node (checkov names them by the count of
+    # modules/instance): IMDSv2, EBS encryption, monitoring, EBS-optimized
     kind = "worker" if "spark_workers" in tfvars else "node" if "node_scenarios" in tfvars else None
-    for i in range(2 if kind else 0):
-        seen = {c["check_id"] for c in results["passed_checks"] if c["resource"] == f"aws_instance.{kind}[{i}]"}
-        assert {"CKV_AWS_79", "CKV_AWS_8", "CKV_AWS_126", "CKV_AWS_135"} <= seen, (kind, i, seen)
+    for address in ["module.bench.aws_instance.this[0]", *(f"module.{kind}.aws_instance.this[{i}]"
+                                                           for i in range(2 if kind else 0))]:
+        seen = {c["check_id"] for c in results["passed_checks"] if c["resource"] == address}
+        assert {"CKV_AWS_79", "CKV_AWS_8", "CKV_AWS_126", "CKV_AWS_135"} <= seen, (address, seen)
 
 
 # ----- terraform fmt and the rendered user data --------------------------------------------------------
