@@ -126,8 +126,3 @@ module "worker" {
   depends_on = [aws_iam_role_policy.worker, aws_s3_object.harness]
 }
 
-# A state holding aws_instance.worker keeps its workers: Terraform moves them into module.worker.
-moved {
-  from = aws_instance.worker
-  to   = module.worker.aws_instance.this
-}

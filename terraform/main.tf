@@ -238,9 +238,3 @@ module "bench" {
   depends_on = [aws_iam_role_policy.bench, aws_s3_object.harness, aws_s3_object.source_catalog]
 }
 
-# A state holding aws_instance.bench (the resource at this module's root) keeps its instance: Terraform moves
-# it into module.bench instead of replacing it.
-moved {
-  from = aws_instance.bench
-  to   = module.bench.aws_instance.this[0]
-}

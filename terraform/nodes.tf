@@ -71,8 +71,3 @@ module "node" {
   depends_on = [aws_iam_role_policy.bench, aws_s3_object.harness, aws_s3_object.source_catalog]
 }
 
-# A state holding aws_instance.node keeps its nodes: Terraform moves them into module.node.
-moved {
-  from = aws_instance.node
-  to   = module.node.aws_instance.this
-}

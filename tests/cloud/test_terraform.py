@@ -49,7 +49,7 @@ def parse(path: Path) -> dict:
 def merged_tf(directory: Path) -> dict:
     """All .tf files of one directory merged: {"resource": {type: {name: body}}, ...}."""
     merged: dict = {"resource": {}, "data": {}, "variable": {}, "locals": {}, "output": {},
-                    "module": {}, "terraform": [], "provider": [], "moved": []}
+                    "module": {}, "terraform": [], "provider": []}
     for f in sorted(directory.glob("*.tf")):
         d = parse(f)
         for kind in ("resource", "data"):
@@ -63,7 +63,6 @@ def merged_tf(directory: Path) -> dict:
             merged["locals"].update({k: v for k, v in item.items() if not k.startswith("__")})
         merged["terraform"] += d.get("terraform", [])
         merged["provider"] += d.get("provider", [])
-        merged["moved"] += d.get("moved", [])
     return merged
 
 
@@ -184,17 +183,13 @@ def test_standard_layout_and_pinned_provider(module):
 
 def test_every_instance_is_the_one_resource_of_modules_instance(module, child):
     """The root has no aws_instance of its own: it calls modules/instance for the benchmark instance, the Spark
-    workers and the extra nodes, and moves the state addresses of a root-level aws_instance into those calls."""
+    workers and the extra nodes."""
     found = [(f.relative_to(TF).as_posix(), name) for f in sorted(TF.rglob("*.tf"))
              for item in parse(f).get("resource", []) for name in item.get("aws_instance", {})]
     assert found == [("modules/instance/main.tf", "this")]
     assert "aws_instance" not in module["resource"]
     calls = {n for n, m in module["module"].items() if m["source"] == "./modules/instance"}
     assert calls == set(USER_DATA)
-    assert module["moved"] == [   # cluster.tf, main.tf, nodes.tf
-        {"from": "${aws_instance.worker}", "to": "${module.worker.aws_instance.this}"},
-        {"from": "${aws_instance.bench}", "to": "${module.bench.aws_instance.this[0]}"},
-        {"from": "${aws_instance.node}", "to": "${module.node.aws_instance.this}"}]
     inst = instance(child)
     assert inst["count"] == "${var.instance_count}"   # a number checkov can evaluate: see the checkov test
     assert [p["condition"] for p in inst["lifecycle"][0]["precondition"]] == \
