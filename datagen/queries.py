@@ -31,7 +31,7 @@ import numpy as np
 from bench.core.checksum import arrow_checksum
 from bench.core.dataset import GeneratedTable
 from bench.core.results import ReadQuery
-from datagen.deletes.plan import deleted_rows, plan
+from datagen.deletes import deleted_rows, plan
 from datagen.partitions import END_US, period_us
 from datagen.recipes import DeletesRecipe, Partitioning, SmallFilesRecipe
 from datagen.schema import DAY_US, KeyOrder, _np_window, _plan, make_rows, pools_for

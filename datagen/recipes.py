@@ -124,7 +124,7 @@ class SmallFilesRecipe(_Recipe):
 
 
 class DeletesRecipe(_Recipe):
-    """A CDC table full of position and equality deletes (datagen/deletes/)."""
+    """A CDC table full of position and equality deletes (datagen/deletes.py)."""
 
     kind: Literal["deletes"] = "deletes"
     min_files: int = Field(8, ge=1)

@@ -37,7 +37,7 @@ from bench.core.dataset import GeneratedTable
 from bench.core.iceberg_java.commit import RowDeltaCommitter
 from bench.core.iceberg_java.gateway import JavaIceberg, catalog_properties
 from bench.core.results import ReadQuery
-from datagen.deletes.write import (
+from datagen.deletes import (
     EQUALITY_DELETE_ARROW,
     EQUALITY_DELETE_SCHEMA,
     EQUALITY_IDS,

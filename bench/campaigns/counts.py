@@ -25,8 +25,8 @@ from bench.core.results import RunResult, now_iso
 from bench.core.spread import Spread
 from bench.core.units import check_scale
 from bench.engines import campaign_engines, parse_engines
-from bench.runner import CommonOptions, RunOptions, run_scenario
-from bench.runner.context import check_results_dir, resolve_file_scale
+from bench.runner.context import CommonOptions, RunOptions, check_results_dir, resolve_file_scale
+from bench.runner.run import run_scenario
 from bench.scenario import load_scenario
 
 FLAT_SHARE = 0.05  # a memory line rising less than this share of its peak over the measured files is flat

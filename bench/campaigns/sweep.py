@@ -21,7 +21,8 @@ from bench.core.results import RunResult, now_iso
 from bench.core.stats import paired_speedup
 from bench.core.storage import M5_4XLARGE_EBS_MB_S
 from bench.engines import campaign_engines, parse_engines
-from bench.runner import CommonOptions, RunOptions, run_scenario
+from bench.runner.context import CommonOptions, RunOptions
+from bench.runner.run import run_scenario
 from bench.scenario import Scenario, load_scenario
 
 

@@ -228,7 +228,7 @@ class RisingWaveEngine(Engine):
                 import pyiceberg.io.pyarrow  # noqa: F401
                 from pyiceberg.catalog.rest import RestCatalog
 
-                import bench.core.table  # noqa: F401
+                import bench.core.table.entries  # noqa: F401
 
                 self._inspector = RestCatalog(settings.name, uri=str(settings.rest_uri), **self._properties)
 
@@ -277,7 +277,7 @@ class RisingWaveEngine(Engine):
 
     def live_delete_files(self, job: CompactionJob) -> int:
         """Live delete files of the compacted branch's head, from its manifests (pyiceberg, REST)."""
-        from bench.core.table import live_files
+        from bench.core.table.entries import live_files
 
         tbl = self._inspector.load_table(job.table)
         ref = tbl.metadata.refs.get(job.branch)

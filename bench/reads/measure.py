@@ -1,5 +1,17 @@
 """Before and after: choose the reader once (on the uncompacted input), time the queries, count files
-from the manifests, check the answers."""
+from the manifests, check the answers.
+
+A fixed set of reader queries (`bench.core.results.ReadQuery`: full scan aggregate, a ~1 % key range,
+a point lookup) is timed on the table before the compaction (the dataset snapshot) and after it (the
+snapshot the verifier checked), with the same reader and cache policy, and every answer is checked
+against the generator's truth (computed by datagen and handed in by the runner: nothing here reads
+datagen).  Readers: DuckDB's iceberg extension through the REST catalog (`duck`), or, where its
+equality-delete work is too large, Spark SQL in a subprocess (`spark`).  Files opened and delete files
+merged come from the snapshot's manifests (`metadata`).  Depends on bench.core only.
+
+    rec = read_before(tbl, settings, queries, truth, cache_mode)      # after the reset
+    read_after(rec, tbl, settings, queries, truth, usable=verified)   # after verification
+"""
 
 from __future__ import annotations
 
@@ -7,8 +19,8 @@ from pyiceberg.table import Table
 
 from bench.core.catalog import CatalogSettings
 from bench.core.results import QueryRead, ReadQuery, ReadsRecord
-from bench.core.table import live_files
 from bench.core.table.deletes import DUCKDB_ICEBERG_EQ_WORK_LIMIT, equality_delete_work
+from bench.core.table.entries import live_files
 from bench.reads import duck, spark
 from bench.reads.metadata import COUNTS_SOURCE, scan_counts
 from bench.reads.queries import check, query_sql

@@ -12,8 +12,8 @@ from pyiceberg.conversions import from_bytes
 from pyiceberg.table import Table
 
 from bench.core.results import ReadQuery
-from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import is_global, position_targets, read_position_targets, scope, seq
+from bench.core.table.entries import LiveFiles, live_files
 
 COUNTS_SOURCE = ("computed from the snapshot's manifests (data files whose column bounds overlap the predicate: v2, "
                  "or the time column of recent-partition; delete files that apply to them by the Iceberg v2 rules), "

@@ -362,8 +362,8 @@ def resolve_filter(ctx: RunContext) -> str | None:
     """The scenario's partition filter as an expression over the generated table (`recent_periods`: its
     newest periods); UserError when it selects part of a partition, or none of them."""
     from bench.core.partition_filter import recent_filter, selector
-    from bench.core.table import live_files
     from bench.core.table.deletes import scope
+    from bench.core.table.entries import live_files
 
     pf = ctx.scenario.partition_filter
     if pf is None:

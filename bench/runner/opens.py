@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bench.core.opens import DeleteOpens
 from bench.core.results import RunResult
-from bench.core.table import live_files
+from bench.core.table.entries import live_files
 from bench.runner.context import RunContext
 from bench.runner.process import EngineRun
 from bench.telemetry.opens import OpenWatch, not_counted

@@ -1,5 +1,19 @@
 """The run: for each repetition (engine order rotated), for each engine: restore -> cache -> engine
-process -> verify -> one result; `run.json` says whether the whole run completed."""
+process -> verify -> one result; `run.json` says whether the whole run completed.
+
+Fairness, by construction:
+- every engine run starts from the byte-identical table (the dataset's metadata file and exactly its
+  files: bench.core.table.state), measured after the reset (input fingerprint in every result);
+- the engines' order rotates from one repetition to the next (recorded per result);
+- before each engine run the warehouse is synced to disk and the page cache dropped (`cold`, default
+  where the harness may: root) or the input read once (`warm`); recorded per result;
+- each engine runs in its own subprocess (own process group, memory cgroup, time limit) and is
+  measured from outside the same way; the loopback REST catalog server's work during the run (it
+  commits for REST clients, outside the engine's tree) is measured and recorded beside it;
+- every run is verified by `bench.verify` against the generator's ground truth.
+One `bench run` at a time per warehouse (bench.core.lock).  `results/<run-id>/run.json` says whether
+the run completed; results are written atomically and never overwritten.
+"""
 
 from __future__ import annotations
 
@@ -32,7 +46,7 @@ from bench.core.results import (
     write_run_state,
 )
 from bench.core.source import load_source
-from bench.core.table import live_files
+from bench.core.table.entries import live_files
 from bench.engines import engine_class
 from bench.engines.base import EngineOutcome
 from bench.runner.context import RunContext, RunOptions, Slot, resolve, resolve_filter, schedule
@@ -56,7 +70,10 @@ from bench.runner.source_watch import check_refs, check_source, finish_source, r
 from bench.runner.streaming import run_streaming
 from bench.telemetry.confine import fmt_rate, stale_parents
 from bench.telemetry.limits import remove_stale_cgroups
-from bench.verify import IntegrityInput, VerifyInput, partition_outcome, remove_output, stage_output, verify
+from bench.verify.checks import VerifyInput, verify
+from bench.verify.integrity import IntegrityInput
+from bench.verify.uncommitted import remove_output, stage_output
+from bench.verify.untouched import outcome as partition_outcome
 from datagen.dataset import prepare
 from datagen.live import WriterCommit
 

@@ -43,7 +43,8 @@ from bench.core.results import (
     difference,
     file_label,
 )
-from bench.core.table import live_files, local_path
+from bench.core.table.entries import live_files
+from bench.core.uri import local_path
 from bench.engines import engine_class
 from bench.reads import duck
 from bench.reads.queries import query_sql

@@ -70,8 +70,8 @@ from bench.core.results import (
     Verification,
     difference,
 )
-from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import scope
+from bench.core.table.entries import LiveFiles, live_files
 from bench.core.table.files import footers
 from bench.core.work import WorkIntent, default_intent
 from bench.verify.expected import RULE as EXPECTED_RULE

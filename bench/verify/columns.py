@@ -16,8 +16,8 @@ from pyiceberg.schema import index_name_by_id
 from pyiceberg.table import Table
 
 from bench.core.sql import ident, string_list
-from bench.core.table import local_path
 from bench.core.table.fieldids import duckdb_types, schema_map
+from bench.core.uri import local_path
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from pyiceberg.table.snapshots import ancestors_of
 
 from bench.core.fmt import fmt_bytes_against
 from bench.core.results import Check, CommitEvent
-from bench.core.table import LiveFiles, live_files
+from bench.core.table.entries import LiveFiles, live_files
 
 RULE = ("integrity: the same table (UUID, format version, location, schema, partition specs, sort orders, "
         "properties); the input snapshot an ancestor of the new head of the compacted branch; no snapshot, "

@@ -46,7 +46,6 @@ from bench.core.catalog.s3 import is_s3
 from bench.core.checksum import checksum_select
 from bench.core.results import ReaderAnswer
 from bench.core.sql import ident, idents
-from bench.core.table import LiveFiles, live_files, local_path
 from bench.core.table.deletes import (
     DUCKDB_ICEBERG_EQ_WORK_LIMIT,
     classify,
@@ -56,6 +55,8 @@ from bench.core.table.deletes import (
     is_global,
     scope,
 )
+from bench.core.table.entries import LiveFiles, live_files
+from bench.core.uri import local_path
 from bench.verify.avro import NAME as AVRO
 from bench.verify.avro import AvroUnavailable, read_avro
 from bench.verify.columns import Columns, columns_for

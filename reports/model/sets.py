@@ -1,5 +1,12 @@
 """Result sets: the loaded runs grouped one set per (run id, scenario, scale, run directory), each set built section
-by section (the modules beside this one), in the order the report reads them."""
+by section (the modules beside this one), in the order the report reads them.
+
+Reads only what a run left behind: the result JSON files, the samples Parquet files and `run.json`
+beside them.  Never today's scenario files (a result carries the scenario it ran, `scenario_record`),
+never recomputing what the runner stored (cost, verification, phases): only `--instance-type`
+re-prices, and says so.  Every statistic is over verified runs (bench.core.stats); runs that failed,
+ran out of memory, timed out or were rejected by the verifier are listed with their reasons.
+"""
 
 from __future__ import annotations
 

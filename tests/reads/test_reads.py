@@ -14,7 +14,7 @@ import pytest
 
 from bench.core.dataset import GeneratedTable, GroundTruth
 from bench.core.results import QueryRead, ReadsRecord
-from bench.reads import check
+from bench.reads.queries import check
 from bench.scenario import load_scenario
 from datagen.queries import choose_queries, layout, query_truth, reads_plan
 from datagen.schema import make_rows, pools_for

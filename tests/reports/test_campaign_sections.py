@@ -30,7 +30,7 @@ from bench.core.results import ScenarioRecord, save
 from bench.core.spread import Spread
 from reports.cli import report_cmd
 from reports.export import frame
-from reports.model import FALLBACK_COLORS
+from reports.model.colors import FALLBACK_COLORS
 from reports.render import CHARTS
 from tests.reports.hand_built import COLORS, SCENARIO, make_result, render, table_row
 

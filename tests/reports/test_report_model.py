@@ -100,7 +100,8 @@ def test_the_headline_is_the_first_engine_named_against_the_fastest_other(tmp_pa
     """Of three engines, the headline is the baseline (named first) against the fastest, not the largest ratio
     (which would be the fastest against the slowest)."""
     from bench.core.results import read_run_state
-    from reports.model import build, load_runs
+    from reports.model.loading import load_runs
+    from reports.model.sets import build
 
     runs = [make_result(e, rep, duration=d) for rep in (0, 1) for e, d in
             (("spark", 30.0), ("risingwave", 3.0), ("repark", 60.0))]

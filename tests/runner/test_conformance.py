@@ -25,7 +25,7 @@ from bench.core.results import (
     Verification,
     VersionPair,
 )
-from bench.core.table import live_files
+from bench.core.table.entries import live_files
 from bench.core.table.shape import shape
 from bench.verify.expected import read_keys
 from datagen.conformance import CASES_FILE, Case, load_cases, write_cases

@@ -9,7 +9,8 @@ import pytest
 from pyiceberg.manifest import DataFileContent
 
 from bench.core.catalog import CatalogSettings, load_sql_catalog
-from bench.core.table import live_entries, local_path
+from bench.core.table.entries import live_entries
+from bench.core.uri import local_path
 from bench.verify.partitions import file_partition_problems, partition_problems
 from datagen.dataset import prepare
 from datagen.recipes import SmallFilesRecipe

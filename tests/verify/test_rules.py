@@ -4,7 +4,7 @@ in results are built from the readers' own declarations (field id, not "column n
 
 from bench.core.dataset import GroundTruth
 from bench.core.results import ReaderAnswer, TableStats
-from bench.core.table import LiveFiles
+from bench.core.table.entries import LiveFiles
 from bench.verify.checks import RULES, VerifyInput, content_checks, readers_for
 
 
