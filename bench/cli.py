@@ -169,7 +169,7 @@ def data_options(fn):
 
 
 def common_run_options(fn):
-    """The options of bench.runner.CommonOptions, for every command that runs engines (run, sweep, frontier,
+    """The options of bench.runner.context.CommonOptions, for every command that runs engines (run, sweep, frontier,
     tune): the command receives them as `common`, the keyword arguments of CommonOptions but the scenario."""
     import functools
 

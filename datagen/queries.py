@@ -30,7 +30,7 @@ import numpy as np
 
 from bench.core.checksum import arrow_checksum
 from bench.core.dataset import GeneratedTable
-from bench.core.results import ReadQuery
+from bench.core.records.reads import ReadQuery
 from datagen.deletes import deleted_rows, plan
 from datagen.partitions import END_US, period_us
 from datagen.recipes import DeletesRecipe, Partitioning, SmallFilesRecipe

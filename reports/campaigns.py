@@ -41,7 +41,7 @@ from bench.core.campaign import (
 from bench.core.children import pid_alive
 from bench.core.errors import UserError
 from bench.core.fit import Fit
-from bench.core.fmt import fmt_bytes, fmt_gb, fmt_r2, fmt_ratio, fmt_scale, fmt_seconds, fmt_value
+from bench.core.fmt import fmt_bytes, fmt_r2, fmt_ratio, fmt_scale, fmt_seconds, fmt_value
 from reports.charts.base import MUTED
 from reports.charts.campaigns import PARTITIONS_AXIS, frontier_chart, scaling_chart, speedup_scaling_chart, tune_chart
 from reports.model.colors import fill_colors
@@ -625,4 +625,4 @@ def build(located: list[Located], sets: list[ResultSet], base_colors: dict[str, 
     return out
 
 
-__all__ = ["HARNESS_TITLE", "Campaigns", "HarnessView", "Located", "build", "fmt_gb", "fmt_r2", "fmt_scale", "locate"]
+__all__ = ["HARNESS_TITLE", "Campaigns", "HarnessView", "Located", "build", "locate"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from bench.core.results import LiveWriterRecord
+from bench.core.records.live import LiveWriterRecord
 from reports.model.view import ResultSet
 
 CASE_ORDER = ("append", "position-delete", "equality-delete")  # as datagen.live.CASES

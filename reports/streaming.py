@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from markupsafe import Markup
 
 from bench.core.fmt import nbytes, seconds
-from bench.core.results import RunResult, SinkRecord
+from bench.core.records.live import SinkRecord
+from bench.core.results import RunResult
 from reports.charts.base import MUTED
 from reports.charts.streaming import cycle_panels_chart, sink_chart
 from reports.model.view import ResultSet

@@ -1,7 +1,7 @@
 """Runs of runs: a sweep over scales (or file counts), a memory frontier over budgets, a tuning search, the
 conformance matrix, the harness's own scaling, and the plan of a full reproduction.
 
-Each loop is ordinary `bench run`s (`bench.runner.run_scenario`), each writing ordinary result files
+Each loop is ordinary `bench run`s (`bench.runner.run.run_scenario`), each writing ordinary result files
 into one campaign directory, plus one summary record (`bench.core.campaign`) with the fits the report
 reads.  Nothing here re-implements the runner.
 

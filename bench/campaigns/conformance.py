@@ -47,17 +47,16 @@ from bench.core.fileio import write_atomic
 from bench.core.iceberg_java.runtime import ICEBERG_VERSION
 from bench.core.machine import HARNESS_PACKAGES, package_versions
 from bench.core.progress import Progress
-from bench.core.results import (
+from bench.core.records.conformance import (
     HARNESS_RUNTIME,
     WRONG,
-    Check,
     ConformanceCase,
     ConformanceCell,
     ConformanceRecord,
-    RunResult,
     VersionPair,
-    now_iso,
 )
+from bench.core.records.verification import Check
+from bench.core.results import RunResult, now_iso
 from bench.core.source import SourceRef, load_source
 from bench.engines import REGISTRY, engine_class, parse_engines, split_label
 from bench.engines.base import HARNESS_CANNOT

@@ -1,5 +1,5 @@
 """A count sweep: one scenario at one byte scale over several file scales, each an ordinary
-`bench run` (bench.runner.run_scenario) into one campaign directory, then lines against the input's file
+`bench run` (bench.runner.run.run_scenario) into one campaign directory, then lines against the input's file
 count per engine: time, peak memory and each phase the engine reported, and where each memory line would
 reach the runs' memory budget.  The record is bench.core.campaign.CountSweepSummary.
 
@@ -19,8 +19,8 @@ from bench.core.campaign import FILES_X, PAIRS_X, BudgetMeet, CountPoint, CountS
 from bench.core.fit import Fit, fit_line
 from bench.core.fmt import fmt_bytes, fmt_scale
 from bench.core.machine import environment
-from bench.core.opens import DeleteOpens
 from bench.core.progress import Progress
+from bench.core.records.telemetry import DeleteOpens
 from bench.core.results import RunResult, now_iso
 from bench.core.spread import Spread
 from bench.core.units import check_scale

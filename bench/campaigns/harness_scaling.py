@@ -10,7 +10,7 @@ of the core counts alternates between rounds (1, 2 then 2, 1 ...), so that drift
 
     datagen       datagen.dataset.prepare of the small-files recipe of `bench selfcheck datagen` (the bin-packing
                   table's kind) into a fresh warehouse with its SQLite catalog, after os.sync()
-    input read    bench.verify.table_stats(content=True) of that table, as bench.runner.inputs.input_stats reads
+    input read    bench.verify.stats.table_stats(content=True) of that table, as bench.runner.inputs.input_stats reads
                   the input once per dataset; the page cache warm
     verification  the content readers verification runs on a table without delete files
                   (bench.verify.checks.READERS_FOR["binpack"]: DuckDB read_parquet by name, pyiceberg's scan by

@@ -61,8 +61,8 @@ from typing import Any, ClassVar
 
 from bench.core.catalog import CatalogSettings
 from bench.core.rates import TableRates, load_rates, physical_bound
+from bench.core.records.engine_run import Deployment, PhysicalBound
 from bench.core.requirements import Requirement, module_requirement
-from bench.core.results import Deployment, PhysicalBound
 from bench.core.sql import ident, literal, string_list
 from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, PhaseClock
 

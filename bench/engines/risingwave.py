@@ -39,8 +39,8 @@ from pydantic import BaseModel, ConfigDict
 
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
+from bench.core.records.engine_run import Deployment
 from bench.core.requirements import Requirement, module_requirement
-from bench.core.results import Deployment
 from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, Knob, MaintenanceOp, PhaseClock
 
 DISTRIBUTION = "iceberg-compaction"

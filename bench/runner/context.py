@@ -26,7 +26,8 @@ from bench.core.lock import WarehouseLock
 from bench.core.machine import DROP_CACHES, node_ram_bytes, usable_cores
 from bench.core.pin import SourceFingerprint, SourceWatch
 from bench.core.progress import Progress
-from bench.core.results import Environment, SourceRecord
+from bench.core.records.environment import Environment
+from bench.core.records.scenario import SourceRecord
 from bench.core.source import SourceRef, check_storage, load_source
 from bench.core.units import check_scale, parse_size
 from bench.core.work import WorkIntent

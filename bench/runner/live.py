@@ -22,7 +22,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench.core.catalog.rest import gate
-from bench.core.results import Check, LiveWriterRecord, RunResult
+from bench.core.records.live import LiveWriterRecord
+from bench.core.records.verification import Check
+from bench.core.results import RunResult
 from bench.core.table.entries import live_files
 from bench.core.uri import local_path
 from bench.engines import engine_class

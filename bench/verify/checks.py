@@ -59,7 +59,7 @@ from bench.core.dataset import GroundTruth
 from bench.core.expected import Expected
 from bench.core.fmt import fmt_bytes
 from bench.core.partition_filter import table_selector
-from bench.core.results import (
+from bench.core.records.verification import (
     Check,
     CommitEvent,
     FileFacts,
@@ -83,8 +83,9 @@ from bench.verify.lineage import lineage_check
 from bench.verify.parquet_types import RULE as PARQUET_TYPES_RULE
 from bench.verify.parquet_types import parquet_types_check
 from bench.verify.partitions import file_partition_problems
-from bench.verify.readers import FALLBACK, READERS, REFERENCE, SELECTIVE, read, read_selected
+from bench.verify.readers import FALLBACK, READERS, SELECTIVE, read, read_selected
 from bench.verify.referee import overrule
+from bench.verify.reference import NAME as REFERENCE
 from bench.verify.rows import row_difference
 from bench.verify.sortorder import file_sort_problem, files_per_probe, key_ranges, order_text, probes
 from bench.verify.stats import table_stats

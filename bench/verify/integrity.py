@@ -30,7 +30,7 @@ from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import ancestors_of
 
 from bench.core.fmt import fmt_bytes_against
-from bench.core.results import Check, CommitEvent
+from bench.core.records.verification import Check, CommitEvent
 from bench.core.table.entries import LiveFiles, live_files
 
 RULE = ("integrity: the same table (UUID, format version, location, schema, partition specs, sort orders, "

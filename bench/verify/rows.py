@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 from pyiceberg.table import Table
 
-from bench.core.results import RowDifference
+from bench.core.records.verification import RowDifference
 from bench.verify.readers import merge_on_read
 
 EVIDENCE_ROWS = 5

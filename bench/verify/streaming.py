@@ -21,7 +21,8 @@ from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
 
 from bench.core.catalog import CatalogSettings
-from bench.core.results import Check, CycleRecord, ReaderAnswer
+from bench.core.records.live import CycleRecord
+from bench.core.records.verification import Check, ReaderAnswer
 from bench.core.table.deletes import equality_delete_work
 from bench.core.table.entries import live_files
 from bench.core.uri import local_path

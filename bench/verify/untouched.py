@@ -20,7 +20,7 @@ from pyiceberg.typedef import Record
 
 from bench.core.dataset import GroundTruth
 from bench.core.partition_filter import PartitionKey, table_selector
-from bench.core.results import Check, PartitionOutcome
+from bench.core.records.verification import Check, PartitionOutcome
 from bench.core.spread import Spread
 from bench.core.table.deletes import scope
 from bench.core.table.entries import LiveFiles

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
 
-from bench.core.fmt import GiB, fmt_ratio, fmt_usd
+from bench.core.fmt import fmt_ratio, fmt_usd
 from bench.core.fmt import nbytes as _fmt_bytes
 from bench.core.fmt import seconds as _fmt_seconds
+from bench.core.units import GiB
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType

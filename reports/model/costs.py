@@ -4,7 +4,8 @@ caption that says which."""
 from __future__ import annotations
 
 from bench.core.cost import run_cost
-from bench.core.results import Cost, RunResult
+from bench.core.records.engine_run import Cost
+from bench.core.results import RunResult
 from reports.model.view import CostView, ResultSet
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from bench.core.results import QueryRead, RunResult
+from bench.core.records.reads import QueryRead
+from bench.core.results import RunResult
 from bench.core.stats import median
 from reports.model.loading import LoadedRun
 from reports.model.view import ReadRow, ReadsView, ResultSet

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from bench.core.cost import parse_instance
-from bench.core.results import ScenarioRecord
+from bench.core.records.scenario import ScenarioRecord
 from bench.core.stats import all_speedups, engine_stats, floors
 from reports.model.colors import assign_colors
 from reports.model.costs import costs

@@ -317,7 +317,7 @@ def test_sweep_then_plan(tmp_path, shared_warehouse):
     assert dh.engines == [] and "no sweep of deletes-high" in dh.notes[0]  # said, not invented
 
     # runs of `bench run --cores 1|2` beside the sweep: the model scales risingwave by their efficiency (0.6)
-    from bench.core.results import CoreLimit
+    from bench.core.records.telemetry import CoreLimit
     from tests.reports.hand_built import make_result, write_results
 
     cored = [make_result("risingwave", n - 1, duration=d, run_id="cores", cores=n,

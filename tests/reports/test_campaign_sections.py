@@ -26,7 +26,8 @@ from bench.core.campaign import (
 )
 from bench.core.fit import fit_line, node_model
 from bench.core.fmt import fmt_bytes, fmt_seconds
-from bench.core.results import ScenarioRecord, save
+from bench.core.records.scenario import ScenarioRecord
+from bench.core.results import save
 from bench.core.spread import Spread
 from reports.cli import report_cmd
 from reports.export import frame

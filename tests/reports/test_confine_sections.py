@@ -7,7 +7,7 @@ import pytest
 
 from bench.core.errors import UserError
 from bench.core.fit import Fit, core_scalings, node_model, scaling_for
-from bench.core.results import CoreLimit, StorageCap
+from bench.core.records.telemetry import CoreLimit, StorageCap
 from bench.core.units import MiB
 from tests.reports.hand_built import make_result, render, table_row, write_results
 

@@ -356,7 +356,7 @@ def test_a_runtime_is_named_from_the_engines_declaration_when_no_run_reported_it
 def test_the_markdown_block_counts_each_runs_opens_of_the_input_timed_out_or_not(tmp_path):
     """How far a run that timed out had got, in the files it opened, beside a verified run's count; a run without a
     count (no delete files) adds no line."""
-    from bench.core.opens import DeleteOpens
+    from bench.core.records.telemetry import DeleteOpens
     from reports.markdown import render_markdown
 
     sampled = DeleteOpens(source="inotify", delete_files=40_000, opened=5_700, opens=3_279_700, data_files=20_000,

@@ -389,7 +389,9 @@ def test_pinned_files_gone_leave_the_later_runs_not_verified_saying_which_and_wh
     from types import SimpleNamespace
 
     from bench.core.pin import SourceFingerprint
-    from bench.core.results import Check, RunResult, SourceRecord
+    from bench.core.records.scenario import SourceRecord
+    from bench.core.records.verification import Check
+    from bench.core.results import RunResult
     from bench.core.source import SourceRef
     from bench.runner.source_watch import check_source, record_gone
     from reports.source import why_not_verified

@@ -162,7 +162,7 @@ def test_readers_agree_over_the_selected_partitions_where_the_whole_table_reads_
     before); with one, pyiceberg's and our reads of the selected partitions make the second reader, checked
     against the generator's truth summed over them, and must agree."""
     from bench.core.dataset import GroundTruth
-    from bench.core.results import ReaderAnswer
+    from bench.core.records.verification import ReaderAnswer
     from bench.verify.checks import Within, content_checks
 
     def ans(name, rows, checksum):

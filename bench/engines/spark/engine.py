@@ -18,11 +18,16 @@ Steps:
              that no delete file stays live.
 A failure is classified by `bench.engines.spark.failures` (an OutOfMemoryError of the driver or an executor is
 EngineOOM: status heap-oom).
+What Spark's status store says of the rewrite's jobs is recorded too: Iceberg's rewrite runs each file group as a
+Spark job described "Rewriting N files (..., file group i/T, ...)" (RewriteDataFilesSparkAction.jobDesc; the
+position-delete rewrite's say "position delete files" and are not matched).  Each task of those jobs reads its share
+of the group's data files and opens the delete files that apply to them (`rewrite_jobs`, `rewrite_tasks`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -32,19 +37,20 @@ from pydantic import BaseModel
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.iceberg_java import runtime as iceberg_runtime
+from bench.core.iceberg_java.spark_conf import base_conf, log4j_option
 from bench.core.iceberg_java.spark_conf import session as spark_session
+from bench.core.records.telemetry import CapRole, MemoryCap
 from bench.core.requirements import Requirement, module_requirement
-from bench.core.results import CapRole, MemoryCap
 from bench.core.sql import spark_literal
 from bench.engines import environment as envs
 from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, Knob, MaintenanceOp, PhaseClock
 from bench.engines.procedure import derived_options, row_dict, spark_map, strategy_args, where_arg
-from bench.engines.spark import deletes, failures, memory, session, tasks
+from bench.engines.spark import deletes, failures, memory, session
 from bench.engines.spark.cluster import is_loopback
 from bench.engines.spark.deploy import SparkDeploy
 from bench.engines.spark.options import KNOBS, SparkOptions
 
-__all__ = ["SparkEngine", "SparkOptions", "strategy_args"]
+__all__ = ["SparkEngine"]
 
 LINE = iceberg_runtime.HARNESS_LINE  # the harness's Spark line: its pyspark is the harness's
 ICEBERG_MAX_CONCURRENT_GROUPS = 5  # max-concurrent-file-group-rewrites: Iceberg's default (RewriteDataFiles)
@@ -162,17 +168,17 @@ class SparkEngine(Engine):
         """The session's conf; for a cluster, the master URL is set once it runs (`SparkDeploy.start`)."""
         self.deploy.configure(job, opts)
         self.plan = memory.memory_plan(opts.profile, job.memory_budget_bytes, mode=opts.deploy, workers=opts.workers)
-        conf = session.base_conf(job.catalog, self.deploy.master, app_name=f"bench-{job.scenario}",
+        conf = base_conf(job.catalog, self.deploy.master, app_name=f"bench-{job.scenario}",
                                  jars=self.engine_jars(job.catalog),
                                  rest=self.capabilities.commits_through_rest and opts.catalog == "rest")
         self.jars = conf["spark.jars"].split(",")
         conf.update(self.plan["conf"])
         if opts.memory_fraction is not None:
             conf["spark.memory.fraction"] = str(opts.memory_fraction)
-        conf["spark.driver.extraJavaOptions"] = " ".join([*self.plan["java_options"], session.log4j_option()])
+        conf["spark.driver.extraJavaOptions"] = " ".join([*self.plan["java_options"], log4j_option()])
         if opts.deploy == "standalone":
             conf.update(session.standalone_conf(self.deploy.worker_cores(opts), opts.workers,
-                                                [*self.plan["executor_java_options"], session.log4j_option()]))
+                                                [*self.plan["executor_java_options"], log4j_option()]))
         if job.work_dir:
             local_dir = os.path.join(job.work_dir, "spark-local")
             os.makedirs(local_dir, exist_ok=True)
@@ -269,7 +275,7 @@ class SparkEngine(Engine):
         deployment.writes_at_once = self._writes_at_once(opts.rewrite_options)
         return EngineOutcome(engine_result=result, settings=settings, versions=self._versions(),
                              actions=list(self.actions), deployment=deployment,
-                             read_tasks=tasks.rewrite_tasks(self.spark))
+                             read_tasks=rewrite_tasks(self.spark))
 
     def asked(self, job: CompactionJob) -> dict[str, Any]:
         """What Spark is asked for `job` (derived_options), the scenario's explicit rewrite_options over it
@@ -348,7 +354,7 @@ class SparkEngine(Engine):
         out = ({key: int(rewrite_options[key])} if key in rewrite_options
                else {f"{key} (Iceberg's default)": ICEBERG_MAX_CONCURRENT_GROUPS})
         try:  # the file groups Iceberg planned, as its rewrite jobs describe themselves
-            totals = {groups for groups, _ in tasks.rewrite_jobs(self.spark)}
+            totals = {groups for groups, _ in rewrite_jobs(self.spark)}
             if totals:
                 out["file groups"] = max(totals)
         except Exception:  # noqa: BLE001 - the setting is still known
@@ -390,3 +396,28 @@ class SparkEngine(Engine):
         except Exception:  # noqa: BLE001
             pass
         return v
+
+
+FILE_GROUP_DESC = re.compile(r"^Rewriting \d+ files \(.*?file group \d+/(\d+)")
+
+
+def rewrite_jobs(spark: Any) -> list[tuple[int, int]]:
+    """(file groups planned, tasks) of every rewrite job in the status store."""
+    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    out = []
+    for i in range(jobs.size()):
+        job = jobs.apply(i)
+        desc = job.description()
+        m = FILE_GROUP_DESC.search(str(desc.get())) if desc.isDefined() else None
+        if m:
+            out.append((int(m.group(1)), int(job.numTasks())))
+    return out
+
+
+def rewrite_tasks(spark: Any) -> int | None:
+    """The tasks of the rewrite's jobs (None: no such job, or the status store could not be read)."""
+    try:
+        jobs = rewrite_jobs(spark)
+    except Exception:  # noqa: BLE001 - not reported, not guessed
+        return None
+    return sum(t for _, t in jobs) if jobs else None
