@@ -55,7 +55,7 @@ def test_node_model_is_cpu_or_storage_bound():
 def test_storage_options_say_which_can_produce_a_published_time():
     """193 GB read and 110 GB written in the published 277 s: EBS shares one limit between reads and writes,
     S3 has the network's each way; only the burst moves the bytes in time."""
-    from bench.campaigns.extrapolate import storage_answers
+    from bench.campaigns.sweep import storage_answers
     from bench.core.storage import STORAGE_OPTIONS, storage_option
 
     s3 = storage_option("s3-burst")

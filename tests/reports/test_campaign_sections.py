@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bench.campaigns.extrapolate import storage_answers
+from bench.campaigns.sweep import storage_answers
 from bench.core.campaign import (
     DatagenPoint,
     Extrapolation,

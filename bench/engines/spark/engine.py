@@ -16,8 +16,11 @@ Steps:
              deletes also the delete steps (`bench.engines.spark.deletes`): `rewrite_position_delete_files`
              (rewrite-all) and `remove dangling deletes` (a metadata-only commit through Iceberg's Java API), so
              that no delete file stays live.
-A failure is classified by `bench.engines.spark.failures` (an OutOfMemoryError of the driver or an executor is
-EngineOOM: status heap-oom).
+Why a Spark run failed (`classify`): a java.lang.OutOfMemoryError ends the driver JVM at once
+(-XX:+ExitOnOutOfMemoryError, exit code 3) and is raised as EngineOOM (status heap-oom: the JVM's own limit, below the
+budget), so the runner does not wait on a half-dead JVM.  In standalone mode an executor's OutOfMemoryError reaches
+the driver as a task or stage failure (the error text, or ExecutorLostFailure with Spark's OOM exit code 52):
+heap-oom too.  A JVM that died otherwise (a signal, another exit code) is said as such.
 What Spark's status store says of the rewrite's jobs is recorded too: Iceberg's rewrite runs each file group as a
 Spark job described "Rewriting N files (..., file group i/T, ...)" (RewriteDataFilesSparkAction.jobDesc; the
 position-delete rewrite's say "position delete files" and are not matched).  Each task of those jobs reads its share
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import time
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -43,9 +47,18 @@ from bench.core.records.telemetry import CapRole, MemoryCap
 from bench.core.requirements import Requirement, module_requirement
 from bench.core.sql import spark_literal
 from bench.engines import environment as envs
-from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, Knob, MaintenanceOp, PhaseClock
+from bench.engines.base import (
+    Capabilities,
+    CompactionJob,
+    Engine,
+    EngineOOM,
+    EngineOutcome,
+    Knob,
+    MaintenanceOp,
+    PhaseClock,
+)
 from bench.engines.procedure import derived_options, row_dict, spark_map, strategy_args, where_arg
-from bench.engines.spark import deletes, failures, memory, session
+from bench.engines.spark import deletes, memory, session
 from bench.engines.spark.cluster import is_loopback
 from bench.engines.spark.deploy import SparkDeploy
 from bench.engines.spark.options import KNOBS, SparkOptions
@@ -310,7 +323,7 @@ class SparkEngine(Engine):
         """Stop the session, then (standalone) the worker and the master; safe after a failed open()."""
         spark, self.spark = self.spark, None
         try:
-            if spark is not None and failures.jvm_exit_code(spark, 0.0) is None:  # a dead JVM: nothing to stop
+            if spark is not None and jvm_exit_code(spark, 0.0) is None:  # a dead JVM: nothing to stop
                 spark.stop()
         finally:
             self.deploy.stop()
@@ -341,10 +354,10 @@ class SparkEngine(Engine):
 
     def jvm_exit_code(self, wait_s: float = 0.0) -> int | None:
         """The JVM's exit code if it has died (waiting up to `wait_s` for it to finish dying)."""
-        return failures.jvm_exit_code(self.spark, wait_s)
+        return jvm_exit_code(self.spark, wait_s)
 
     def _classify(self, exc: BaseException) -> BaseException:
-        return failures.classify(exc, self.spark)
+        return classify(exc, self.spark)
 
     # -- what is recorded ----------------------------------------------------------------------------
     def _writes_at_once(self, rewrite_options: dict[str, Any]) -> dict[str, int]:
@@ -421,3 +434,57 @@ def rewrite_tasks(spark: Any) -> int | None:
     except Exception:  # noqa: BLE001 - not reported, not guessed
         return None
     return sum(t for _, t in jobs) if jobs else None
+
+
+# Exit codes of a JVM that died of an OutOfMemoryError: -XX:+ExitOnOutOfMemoryError exits with 3,
+# Spark's executor exits with SparkExitCode.OOM = 52.
+OOM_EXIT_CODES = {3: "-XX:+ExitOnOutOfMemoryError", 52: "Spark executor OOM exit"}
+OOM_TEXT = re.compile(r"(java\.lang\.OutOfMemoryError|SparkOutOfMemoryError|OutOfDirectMemoryError"
+                      r"|Java heap space|GC overhead limit exceeded|Direct buffer memory)")
+# standalone: an executor that died of an OutOfMemoryError, as the driver reports the lost executor
+EXECUTOR_OOM_TEXT = re.compile(r"ExecutorLostFailure[^\n]*?(?:exit(?:ed)? (?:with )?code|exit status)\D{0,3}52\b")
+EXECUTOR_TASK_OOM = re.compile(r"\(\S+ executor (\w+)\): (?:java\.lang\.OutOfMemoryError|\S*SparkOutOfMemoryError)")
+LOST_JVM_WAIT_S = 15.0  # a lost connection to the JVM: how long it may take to finish dying
+
+
+def jvm_exit_code(spark: Any, wait_s: float = 0.0) -> int | None:
+    """Exit code of the JVM behind `spark` (the spark-submit process PySpark launched, which execs the JVM), or None
+    while it runs (waiting up to `wait_s` for it to finish dying)."""
+    try:
+        proc = spark.sparkContext._gateway.proc
+    except Exception:  # noqa: BLE001
+        return None
+    if proc is None:
+        return None
+    if wait_s > 0:
+        try:
+            return proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            return None
+    return proc.poll()
+
+
+def classify(exc: BaseException, spark: Any) -> BaseException:
+    """What `exc`, raised by a Spark call, means: EngineOOM, a RuntimeError naming how the JVM died, or `exc`."""
+    text = str(exc)
+    m = OOM_TEXT.search(text)
+    if m:
+        task = EXECUTOR_TASK_OOM.search(text)  # "Lost task 0.3 in stage 0.0 (TID 3) (host executor 1): ..."
+        where = f"executor {task.group(1)}" if task else "Spark"
+        return EngineOOM(f"java.lang.OutOfMemoryError in {where} ({m.group(0)})")
+    m = EXECUTOR_OOM_TEXT.search(text)
+    if m:
+        return EngineOOM(f"a Spark executor died of a java.lang.OutOfMemoryError (ExecutorLostFailure with "
+                         f"exit code 52, {OOM_EXIT_CODES[52]})")
+    # A lost connection to the JVM: it is dying or dead; give it a moment to exit, then read why.
+    lost = isinstance(exc, (ConnectionError, OSError)) or type(exc).__name__ in ("Py4JNetworkError", "Py4JError")
+    code = jvm_exit_code(spark, wait_s=LOST_JVM_WAIT_S if lost else 0.0)
+    if code in OOM_EXIT_CODES:
+        return EngineOOM(f"the Spark JVM exited with code {code} ({OOM_EXIT_CODES[code]}) after a "
+                         f"java.lang.OutOfMemoryError")
+    if code is not None and code < 0:
+        return RuntimeError(f"the Spark JVM was killed by signal {-code} ({type(exc).__name__}); "
+                            f"a kernel OOM kill or a time limit look like this")
+    if code is not None:
+        return RuntimeError(f"the Spark JVM exited with code {code} ({type(exc).__name__})")
+    return exc
