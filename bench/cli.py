@@ -169,7 +169,7 @@ def data_options(fn):
 
 
 def common_run_options(fn):
-    """The options of bench.runner.CommonOptions, for every command that runs engines (run, sweep, frontier,
+    """The options of bench.runner.context.CommonOptions, for every command that runs engines (run, sweep, frontier,
     tune): the command receives them as `common`, the keyword arguments of CommonOptions but the scenario."""
     import functools
 
@@ -205,7 +205,7 @@ def common_run_options(fn):
 @one_line_errors
 def datagen(scenario, scale, file_scale, seed, warehouse, no_wait):
     """Generate (or reuse) the input table of SCENARIO."""
-    from bench.runner import prepare_dataset
+    from bench.runner.context import prepare_dataset
 
     progress = Progress()
     ds = prepare_dataset(scenario, scale=scale, seed=seed, warehouse=warehouse, progress=progress,
@@ -298,7 +298,8 @@ def run(scenario, scale, engines, reps, warmup, cases, cow_branch, stream_mode, 
         memory_budget, catalog_uri, target_file_size, instance_type, storage_cap, cores, source_catalog,
         source_table, source_snapshot, common):
     """Run SCENARIO against the engines, verify every compaction and record results."""
-    from bench.runner import RunOptions, run_scenario
+    from bench.runner.context import RunOptions
+    from bench.runner.run import run_scenario
 
     opts = RunOptions(scenario=scenario, **common, scale=scale, engines=engines, reps=reps, warmup=warmup,
                       memory_budget=memory_budget, catalog_uri=catalog_uri, target_file_size=target_file_size,

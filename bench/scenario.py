@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from bench.core.errors import UserError
 from bench.core.partition_filter import parse_filter
-from bench.core.results import Published, ScenarioRecord
+from bench.core.records.scenario import Published, ScenarioRecord
 from bench.core.work import Work, WorkIntent, default_work
 from bench.engines import REGISTRY, engine_class, split_label
 from bench.engines.base import MaintenanceOp

@@ -40,7 +40,7 @@ from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.expected import Expected
 from bench.core.fileio import write_atomic
-from bench.core.results import TouchedCase
+from bench.core.records.scenario import TouchedCase
 from bench.core.table.shape import FACTS
 
 CASES_FILE = Path(__file__).resolve().parent.parent / "scenarios" / "conformance" / "cases.yaml"

@@ -32,7 +32,7 @@ from bench.core.dataset import (
 from bench.core.errors import UserError
 from bench.core.progress import Progress, Quiet
 from bench.core.requirements import Requirement
-from bench.core.table import live_entries
+from bench.core.table.entries import live_entries
 from bench.core.table.hashes import content_hashes
 from bench.core.table.state import list_files, prune_metadata, restore, unpark, vault
 from datagen import deletes, smallfiles

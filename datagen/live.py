@@ -30,7 +30,7 @@ from bench.core.checksum import exact_sum
 from bench.core.dataset import GeneratedTable, GroundTruth
 from bench.core.iceberg_java.commit import RowDeltaCommitter
 from bench.core.iceberg_java.gateway import JavaIceberg
-from datagen.deletes.write import (
+from datagen.deletes import (
     EQUALITY_DELETE_ARROW,
     EQUALITY_DELETE_SCHEMA,
     EQUALITY_IDS,

@@ -15,7 +15,7 @@ alone; which rows are live from `deletes.deleted_rows` (the same call the writer
                                                                    layout puts in it (each file's event_ts
                                                                    lies inside its partition's period)
 Only the files a key range overlaps are generated (the point lookup's one file).  A table with a sort
-order writes its keys scattered (v2 = KeyOrder.keys(row id), datagen.sortorder): the row ids of the keys
+order writes its keys scattered (v2 = KeyOrder.keys(row id), datagen.smallfiles): the row ids of the keys
 asked for are found by the inverse (KeyOrder.ids), and each file's rows among them summed.
 """
 
@@ -30,8 +30,8 @@ import numpy as np
 
 from bench.core.checksum import arrow_checksum
 from bench.core.dataset import GeneratedTable
-from bench.core.results import ReadQuery
-from datagen.deletes.plan import deleted_rows, plan
+from bench.core.records.reads import ReadQuery
+from datagen.deletes import deleted_rows, plan
 from datagen.partitions import END_US, period_us
 from datagen.recipes import DeletesRecipe, Partitioning, SmallFilesRecipe
 from datagen.schema import DAY_US, KeyOrder, _np_window, _plan, make_rows, pools_for

@@ -105,7 +105,7 @@ class SmallFilesRecipe(_Recipe):
     kind: Literal["smallfiles"] = "smallfiles"
     files: int = Field(17_358, ge=1)
     total_bytes: int = Field(193_000_000_000, ge=1)  # uncompressed Parquet bytes at scale 1.0
-    # the table's sort order (datagen/sortorder.py); set, the key v2 is written in a seeded order that
+    # the table's sort order (datagen/smallfiles.py); set, the key v2 is written in a seeded order that
     # scatters it over every file (a stream's arrival order): what a sort-order compaction sorts
     sort_order: list[SortKey] | None = Field(None, min_length=1)
 
@@ -124,7 +124,7 @@ class SmallFilesRecipe(_Recipe):
 
 
 class DeletesRecipe(_Recipe):
-    """A CDC table full of position and equality deletes (datagen/deletes/)."""
+    """A CDC table full of position and equality deletes (datagen/deletes.py)."""
 
     kind: Literal["deletes"] = "deletes"
     min_files: int = Field(8, ge=1)

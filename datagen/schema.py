@@ -65,7 +65,7 @@ class RowShape:
 
 @dataclass(frozen=True)
 class KeyOrder:
-    """The order keys arrive in a table with a sort order (datagen/sortorder.py): row id i (the i-th row
+    """The order keys arrive in a table with a sort order (datagen/smallfiles.py): row id i (the i-th row
     written, files in order) gets key v2 = (a x i + b) mod n, a bijection on [0, n) (gcd(a, n) = 1), so
     keys stay unique and 0 .. n-1, but consecutive rows (one file's) are scattered over the whole range
     and every file's [min, max] of v2 spans nearly all of it: unsorted across files."""

@@ -49,7 +49,8 @@ from pyiceberg.typedef import Record
 from bench.core.catalog import CatalogSettings, load_sql_catalog
 from bench.core.checksum import column_hashes, combine, exact_sum
 from bench.core.dataset import GeneratedTable
-from bench.core.results import ReadQuery, SinkRecord
+from bench.core.records.live import SinkRecord
+from bench.core.records.reads import ReadQuery
 from datagen.partitions import END_US
 from datagen.recipes import Codec
 from datagen.schema import PARTITIONED_SCHEMA, SCHEMA, RowShape, make_rows, pools_for

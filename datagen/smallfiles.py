@@ -13,8 +13,14 @@ table holds exactly the same rows as the uncompressed one; only its files are sm
 Partitioned (`partitioning` set): the n files are placed in partitions by `datagen.partitions` (its
 scale rule and skew); each file's rows stay in its partition and its DataFile carries the partition tuple.
 
-With a sort order (`sort_order`): the table is created with it and the key v2 arrives scattered over
-every file (datagen.sortorder); the files, rows and other columns are those of the same recipe without it.
+With a sort order (`sort_order`): the table is created with the recipe's `sort_order` as its Iceberg sort order
+(pyiceberg's SortOrder: identity transforms, the direction and null order of each key), so a compaction that sorts
+("strategy: sort") sorts by it, and the integrity check `same_sort_order` sees it unchanged.  The data are written as
+a stream writes them, in arrival order, not sorted: the key v2 of the i-th row written is (a x i + b) mod n
+(`datagen.schema.KeyOrder`, n the table's rows, a near n x 0.618 and coprime to n, b from the seed), so each small
+file's keys are spread over the whole key range and every file's [min, max] of v2 overlaps every other's; the files,
+rows and other columns are those of the same recipe without it.  A point lookup on v2 must open every file until a
+compaction sorts them.  Deterministic from the seed and scale.
 
 Ground truth: each writer computes the content checksum of the rows it generated (the verifier's
 checksum, `bench.core.checksum`); their sum and the row count are the table's ground truth, and in a
@@ -23,19 +29,22 @@ partitioned table the sums over each partition's files are that partition's.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, NullOrder, SortDirection, SortField, SortOrder
+from pyiceberg.transforms import IdentityTransform
 
 from bench.core.dataset import GroundTruth
 from bench.core.errors import UserError
-from datagen import partitions, sortorder
+from datagen import partitions
 from datagen.context import GenContext, Generated
-from datagen.recipes import SmallFilesRecipe
-from datagen.schema import PARTITIONED_SCHEMA, SCHEMA, bucket_members, make_rows, pools_for
+from datagen.recipes import SmallFilesRecipe, SortKey
+from datagen.schema import PARTITIONED_SCHEMA, SCHEMA, KeyOrder, bucket_members, make_rows, pools_for
 from datagen.writer import FilePlan, commit_in_checkpoints, parallel_write, write_properties
 
 ROUGH_BYTES_PER_ROW = 180  # only sizes the calibration sample
@@ -85,7 +94,7 @@ def plan(recipe: SmallFilesRecipe, scale: float, seed: int, file_scale: float | 
     """Every data file of the table, placed in its partition when the recipe is partitioned."""
     plans = plan_files(recipe.files, recipe.total_bytes, scale, recipe.min_files, seed, file_scale)
     if recipe.sort_order:
-        keys = sortorder.key_order(sum(p.rows for p in plans), seed)
+        keys = key_order(sum(p.rows for p in plans), seed)
         plans = [replace(p, keys=keys) for p in plans]
     if recipe.partitioning is None:
         return plans
@@ -101,7 +110,7 @@ def generate(ctx: GenContext) -> Generated:
     table_props = {**props, "format-version": "2"}
     part = recipe.partitioning
     schema = SCHEMA if part is None else PARTITIONED_SCHEMA
-    order = sortorder.sort_order(recipe.sort_order, schema) if recipe.sort_order else UNSORTED_SORT_ORDER
+    order = sort_order(recipe.sort_order, schema) if recipe.sort_order else UNSORTED_SORT_ORDER
     if part is None:
         tbl = ctx.catalog.create_table(ctx.ident, SCHEMA, properties=table_props, sort_order=order)
     else:
@@ -130,3 +139,25 @@ def generate(ctx: GenContext) -> Generated:
                      partition_spec=partitions.spec_text(part) if part else "",
                      partitions=tally.truth() if tally else {})
     return Generated(files=len(plans), bytes=nbytes, rows=rows, ground_truth=gt)
+
+
+GOLDEN = (math.sqrt(5) - 1) / 2
+
+
+def sort_order(keys: list[SortKey], schema: Schema) -> SortOrder:
+    """The recipe's keys as an Iceberg sort order of `schema` (order id 1)."""
+    return SortOrder(*(SortField(source_id=schema.find_field(k.column).field_id, transform=IdentityTransform(),
+                                 direction=SortDirection.ASC if k.direction == "asc" else SortDirection.DESC,
+                                 null_order=NullOrder.NULLS_FIRST if k.nulls_first else NullOrder.NULLS_LAST)
+                       for k in keys), order_id=1)
+
+
+def key_order(rows: int, seed: int) -> KeyOrder:
+    """The arrival order of `rows` keys: a stride near the golden section of n (coprime to n) and an
+    offset from the seed."""
+    n = max(1, rows)
+    a = max(1, round(n * GOLDEN))
+    while math.gcd(a, n) != 1:
+        a += 1
+    b = int(np.random.default_rng([seed, 0x50F7]).integers(0, n))
+    return KeyOrder(n=n, a=a % n or 1, b=b)

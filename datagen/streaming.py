@@ -36,8 +36,8 @@ from bench.core.checksum import column_hashes, combine, exact_sum
 from bench.core.dataset import GeneratedTable
 from bench.core.iceberg_java.commit import RowDeltaCommitter
 from bench.core.iceberg_java.gateway import JavaIceberg, catalog_properties
-from bench.core.results import ReadQuery
-from datagen.deletes.write import (
+from bench.core.records.reads import ReadQuery
+from datagen.deletes import (
     EQUALITY_DELETE_ARROW,
     EQUALITY_DELETE_SCHEMA,
     EQUALITY_IDS,

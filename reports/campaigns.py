@@ -41,9 +41,11 @@ from bench.core.campaign import (
 from bench.core.children import pid_alive
 from bench.core.errors import UserError
 from bench.core.fit import Fit
-from bench.core.fmt import fmt_bytes, fmt_gb, fmt_r2, fmt_ratio, fmt_scale, fmt_seconds, fmt_value
-from reports import charts
-from reports.model import ResultSet, fill_colors
+from bench.core.fmt import fmt_bytes, fmt_r2, fmt_ratio, fmt_scale, fmt_seconds, fmt_value
+from reports.charts.base import MUTED
+from reports.charts.campaigns import PARTITIONS_AXIS, frontier_chart, scaling_chart, speedup_scaling_chart, tune_chart
+from reports.model.colors import fill_colors
+from reports.model.view import ResultSet
 
 QUANTITY = {"duration_s": "compaction time", "peak_rss_bytes": "peak memory (RSS)",
             "min_budget_bytes": "smallest passing budget", "datagen_s": "data generation"}
@@ -315,7 +317,7 @@ def sweep_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[Res
         pts = sorted((p for p in s.points if _same(p.scale, scale)),
                      key=lambda p: engines.index(p.engine) if p.engine in engines else len(engines))
         for i, p in enumerate(pts):
-            v.points.append(PointRow(point=p, color=v.colors.get(p.engine, charts.MUTED),
+            v.points.append(PointRow(point=p, color=v.colors.get(p.engine, MUTED),
                                      links=links(scale, p.run_dir or s.run_dirs.get(fmt_scale(scale), "")),
                                      first=i == 0, span=len(pts)))
     # fits: time then memory, per engine
@@ -324,7 +326,7 @@ def sweep_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[Res
             v.fits.append(fit_row(e, v.colors[e], fits[e]))
     # extrapolations
     for x in sorted(s.extrapolations, key=lambda x: engines.index(x.engine) if x.engine in engines else 99):
-        row = ExtrapolationRow(e=x, color=v.colors.get(x.engine, charts.MUTED))
+        row = ExtrapolationRow(e=x, color=v.colors.get(x.engine, MUTED))
         fit = s.time_fits.get(x.engine)
         if x.model is not None and fit is not None:
             split = x.model.seconds(fit, x.gb)
@@ -347,7 +349,7 @@ def sweep_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[Res
                 if text not in v.assumptions:
                     v.assumptions.append(text)
     if s.datagen_fit is not None:
-        v.datagen = fit_row("datagen", charts.MUTED, s.datagen_fit)
+        v.datagen = fit_row("datagen", MUTED, s.datagen_fit)
         v.datagen_text = fit_sentence(s.datagen_fit)
     reused = sum(1 for d in s.datagen if d.reused)
     if reused:
@@ -363,13 +365,13 @@ def sweep_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[Res
                             s.time_fits.get(e)))
         mem_series.append((e, [(p.gb, p.peak_rss_bytes.median, p.peak_rss_bytes.min, p.peak_rss_bytes.max)
                                for p in pts], s.memory_fits.get(e)))
-    v.charts["time"] = Markup(charts.scaling_chart(
+    v.charts["time"] = Markup(scaling_chart(
         time_series, v.colors, title="Compaction time against input size (verified runs: median, min–max)",
         value_fmt=fmt_seconds))
-    v.charts["memory"] = Markup(charts.scaling_chart(
+    v.charts["memory"] = Markup(scaling_chart(
         mem_series, v.colors, title="Peak memory against input size (process-tree RSS: median, min–max)",
         value_fmt=fmt_bytes, byte_axis=True))
-    v.charts["speedup"] = Markup(charts.speedup_scaling_chart(_speedup_series(s), v.colors))
+    v.charts["speedup"] = Markup(speedup_scaling_chart(_speedup_series(s), v.colors))
     return v
 
 
@@ -424,7 +426,7 @@ def frontier_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[
         v.fits.append(fit_row(e, v.colors[e], s.fits[e]))
     fits = {f.engine: f for f in v.fits}
     for pred in sorted(s.predictions, key=lambda x: engines.index(x.engine) if x.engine in engines else 99):
-        v.predictions.append(PredictionRow(p=pred, color=v.colors.get(pred.engine, charts.MUTED),
+        v.predictions.append(PredictionRow(p=pred, color=v.colors.get(pred.engine, MUTED),
                                            fit=fits.get(pred.engine)))
     # the published node, for the chart's line
     rams = [p.node_ram_bytes for p in s.predictions if p.node_ram_bytes]
@@ -445,7 +447,7 @@ def frontier_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[
     if s.partitions:
         partitions_charts(v)
     else:
-        v.charts["frontier"] = Markup(charts.frontier_chart(series, v.colors, v.node_ram, v.node_label))
+        v.charts["frontier"] = Markup(frontier_chart(series, v.colors, v.node_ram, v.node_label))
     return v
 
 
@@ -460,10 +462,10 @@ def partitions_charts(v: FrontierView) -> None:
             budget.append((e, [(p.partitions, p.min_budget_bytes, p.max_failed_bytes, p.ceiling_bytes) for p in pts],
                            None))
             peak.append((e, [(p.partitions, p.peak_rss_ample, p.peak_rss_ample, p.peak_rss_ample) for p in pts], None))
-    v.charts["partitions-budget"] = Markup(charts.frontier_chart(budget, v.colors, None, axis=charts.PARTITIONS_AXIS))
-    v.charts["partitions-peak"] = Markup(charts.scaling_chart(
+    v.charts["partitions-budget"] = Markup(frontier_chart(budget, v.colors, None, axis=PARTITIONS_AXIS))
+    v.charts["partitions-peak"] = Markup(scaling_chart(
         peak, v.colors, title="Peak memory against partitions (RSS at the largest passing budget)",
-        value_fmt=fmt_bytes, byte_axis=True, axis=charts.PARTITIONS_AXIS))
+        value_fmt=fmt_bytes, byte_axis=True, axis=PARTITIONS_AXIS))
 
 
 # --- a tune -------------------------------------------------------------------------------------------
@@ -561,10 +563,10 @@ def tune_view(loc: Located, anchor: str, colors: dict[str, str], sets: list[Resu
     if s.confirmation is not None:
         v.confirm_link = link(s.confirmation.run_dir)
     v.verdict = _verdict(s, tuned)
-    color = v.colors.get(s.engine, charts.MUTED)
+    color = v.colors.get(s.engine, MUTED)
     points = [(r.c.index, f"#{r.c.index} {'published' if r.c.knob is None else r.setting}", r.c.duration_s.median,
                r.c.duration_s.min, r.c.duration_s.max, r.c.accepted, r.best) for r in v.configs]
-    v.charts["tune"] = Markup(charts.tune_chart(points, color, v.baseline))
+    v.charts["tune"] = Markup(tune_chart(points, color, v.baseline))
     return v
 
 
@@ -623,4 +625,4 @@ def build(located: list[Located], sets: list[ResultSet], base_colors: dict[str, 
     return out
 
 
-__all__ = ["HARNESS_TITLE", "Campaigns", "HarnessView", "Located", "build", "fmt_gb", "fmt_r2", "fmt_scale", "locate"]
+__all__ = ["HARNESS_TITLE", "Campaigns", "HarnessView", "Located", "build", "locate"]

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 
 from bench.core.spread import Spread
-from reports.model import ResultSet, by_scenario_scale
+from reports.model.view import ResultSet, by_scenario_scale
 
 MODEL = "time(n) = fixed + parallel / n, least squares over the medians in 1/n"
 ASSUMPTIONS = ("the parallel part divides evenly over the nodes; the fixed part (driver, planning, commit) "

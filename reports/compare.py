@@ -28,7 +28,8 @@ from bench.core.results import RunResult
 from bench.core.spread import Spread
 from bench.core.stats import floor_multiples, median, paired_speedup
 from reports.floorcheck import FloorCheck, floor_check
-from reports.model import EngineRow, LoadedRun, ResultSet, group_by
+from reports.model.loading import LoadedRun
+from reports.model.view import EngineRow, ResultSet, group_by
 
 
 # --- shared -------------------------------------------------------------------------------------------

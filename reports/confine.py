@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from bench.core.fit import CoreScaling, Fit, core_scalings, node_model
 from bench.core.spread import Spread
 from bench.core.units import MiB
-from reports.model import ResultSet, by_scenario_scale
+from reports.model.view import ResultSet, by_scenario_scale
 
 # what bounds the model's time: the uncapped run's time (the model's cpu-bound part: whatever held the engine back
 # without a cap, the CPU or a shared disk) or the cap over the bytes

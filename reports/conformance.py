@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from bench.core.errors import UserError
-from bench.core.results import HARNESS_RUNTIME, ConformanceCell, ConformanceRecord, VerdictChange
+from bench.core.records.conformance import HARNESS_RUNTIME, ConformanceCell, ConformanceRecord, VerdictChange
 
 FILE = "conformance.json"
 MEANING = {

@@ -13,11 +13,11 @@ from markupsafe import Markup
 from bench.core.campaign import COUNTS_FILE, CountSweepSummary, read_counts
 from bench.core.errors import UserError
 from bench.core.fmt import fmt_bytes, fmt_scale, fmt_seconds
-from reports import charts
+from reports.charts.campaigns import XAxis, scaling_chart
 from reports.counts import budget_text, engine_lines, point_cells
-from reports.model import FALLBACK_COLORS, fill_colors
+from reports.model.colors import FALLBACK_COLORS, fill_colors
 
-FILES_AXIS = charts.XAxis("input files (data + delete, live before the run)", lambda v: f"{v:,.0f}",
+FILES_AXIS = XAxis("input files (data + delete, live before the run)", lambda v: f"{v:,.0f}",
                           per="1,000 files", per_x=1000.0)
 
 
@@ -68,10 +68,10 @@ def count_view(path: Path, s: CountSweepSummary, anchor: str, base_colors: dict[
              s.time_fits.get(e)) for e in s.engines]
     mem = [(e, _series(s, e, lambda p: (p.peak_rss_bytes.median, p.peak_rss_bytes.min, p.peak_rss_bytes.max)),
             s.memory_fits.get(e)) for e in s.engines]
-    v.charts["time"] = Markup(charts.scaling_chart(
+    v.charts["time"] = Markup(scaling_chart(
         time, colors, title="Compaction time against the input's files (verified runs: median, min–max)",
         value_fmt=fmt_seconds, axis=FILES_AXIS))
-    v.charts["memory"] = Markup(charts.scaling_chart(
+    v.charts["memory"] = Markup(scaling_chart(
         mem, colors, title="Peak memory against the input's files (process-tree RSS: median, min–max)",
         value_fmt=fmt_bytes, byte_axis=True, axis=FILES_AXIS))
     for e in s.engines:
@@ -81,7 +81,7 @@ def count_view(path: Path, s: CountSweepSummary, anchor: str, base_colors: dict[
         phase_colors = {n: FALLBACK_COLORS[i % len(FALLBACK_COLORS)] for i, n in enumerate(names)}
         series = [(n, [(float(p.files), p.phases_s.get(n), None, None) for p in s.points
                        if p.engine == e and n in p.phases_s], s.phase_fits.get(e, {}).get(n)) for n in names]
-        v.charts[f"phases {e}"] = Markup(charts.scaling_chart(
+        v.charts[f"phases {e}"] = Markup(scaling_chart(
             series, phase_colors, title=f"{e}: each phase against the input's files (median of verified runs)",
             value_fmt=fmt_seconds, axis=FILES_AXIS))
     return v

@@ -20,7 +20,8 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from bench.core.results import PhysicalBound, RunResult
+from bench.core.records.engine_run import PhysicalBound
+from bench.core.results import RunResult
 from bench.core.stats import floors, measured
 
 

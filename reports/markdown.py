@@ -29,7 +29,9 @@ from bench.core.stats import floor_multiples
 from reports.conformance import case_run_sets, locate, matrix_markdown
 from reports.counts import counts_markdown
 from reports.floorcheck import floor_checks, summary_lines
-from reports.model import ResultSet, build, load_runs
+from reports.model.loading import load_runs
+from reports.model.sets import build
+from reports.model.view import ResultSet
 
 BLOCK = re.compile(r"^(<!-- BEGIN generated: (?P<src>[^>\n]*?) -->\n)(?P<body>.*?)^(<!-- END generated -->)",
                    re.S | re.M)

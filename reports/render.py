@@ -1,4 +1,12 @@
-"""Render result sets into one self-contained HTML file (Jinja2 template + inline SVG charts)."""
+"""Render result sets into one self-contained HTML file (Jinja2 template + inline SVG charts).
+
+The report reads result files only (and the samples files and run.json beside them, and the summaries of sweeps,
+memory frontiers and tuning searches: sweep.json, frontier.json, tune.json), draws charts, fills a template.
+Reports depend on bench.core alone (an import-linter contract).
+
+    path = render_report(["results/<run-id>"], out="reports/<name>.html")  # costs as stored in the results
+    path = render_report(["results/<run-id>"], instance_type="r5.4xlarge")  # re-priced, labelled so
+"""
 
 from __future__ import annotations
 
@@ -15,16 +23,15 @@ from bench.core.errors import UserError
 from bench.core.fileio import check_writable, write_atomic
 from bench.core.fit import MIN_BUSY
 from bench.core.fmt import fmt_bytes, fmt_gb, fmt_r2, fmt_ratio, fmt_scale, fmt_seconds, fmt_usd
-from reports import campaigns, charts, cluster, compare, confine, conformance, countview, floorcheck, safety, streaming
-from reports.model import (
-    STATUS_MEANING,
-    Report,
-    ResultSet,
-    assign_colors,
-    build,
-    load_runs,
-    missing_text,
-)
+from reports import campaigns, cluster, compare, confine, conformance, countview, floorcheck, safety, streaming
+from reports.charts.bars import cores_chart, cost_chart, duration_chart, floor_chart, memory_chart, phases_chart
+from reports.charts.resources import cap_chart, cluster_chart
+from reports.charts.timelines import cpu_timeline, memory_timeline
+from reports.model.colors import assign_colors
+from reports.model.engines import missing_text
+from reports.model.loading import load_runs
+from reports.model.sets import build
+from reports.model.view import STATUS_MEANING, Report, ResultSet
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATUS_CLASS = {"ok": "ok", "failed": "bad", "oom": "bad", "heap-oom": "bad", "timeout": "warn"}
@@ -124,13 +131,13 @@ def _charts(rs: ResultSet, series) -> dict[str, Markup]:
     cores = rs.env.cores
     missing = _missing_text(rs)
     return {
-        "duration": Markup(charts.duration_chart(dur_rows, colors, missing)),
-        "cost": Markup(charts.cost_chart(cost_rows, colors, rs.cost.label if rs.cost else "", missing)),
-        "phases": Markup(charts.phases_chart(phase_rows, colors, missing)),
-        "memory": Markup(charts.memory_chart(mem_rows, hwm_rows, colors, rs.budget, excluded_peaks, missing)),
-        "memory_timeline": Markup(charts.memory_timeline(series, colors, rs.budget)),
-        "cpu_timeline": Markup(charts.cpu_timeline(series, colors, cores)),
-        "cores": Markup(charts.cores_chart(core_rows, p95_rows, colors, cores, missing)),
+        "duration": Markup(duration_chart(dur_rows, colors, missing)),
+        "cost": Markup(cost_chart(cost_rows, colors, rs.cost.label if rs.cost else "", missing)),
+        "phases": Markup(phases_chart(phase_rows, colors, missing)),
+        "memory": Markup(memory_chart(mem_rows, hwm_rows, colors, rs.budget, excluded_peaks, missing)),
+        "memory_timeline": Markup(memory_timeline(series, colors, rs.budget)),
+        "cpu_timeline": Markup(cpu_timeline(series, colors, cores)),
+        "cores": Markup(cores_chart(core_rows, p95_rows, colors, cores, missing)),
     }
 
 
@@ -154,20 +161,20 @@ def render_html(paths, instance_type: str | None = None, title: str | None = Non
         mine = floors.get(rs.anchor, [])
         views.append({"rs": rs, "charts": _charts(rs, series), "sample_notes": notes,
                       "budget_off_scale": budget_off_scale(rs), "floors": mine,
-                      "floor_charts": [Markup(charts.floor_chart(f.chart_rows(), {**f.source.colors, **rs.colors},
+                      "floor_charts": [Markup(floor_chart(f.chart_rows(), {**f.source.colors, **rs.colors},
                                                                  f.floor, f.same_set)) for f in mine],
                       "variants": compare.variant_groups(rs),
                       "touch": conformance.touch_notes(rs.runs),  # a run on a user's table: the cases it touches
                       # a set of streaming runs: its streaming section's number (its compaction sections left out)
                       "streaming": next((i for i, v in enumerate(streams, 1) if v.run_id == rs.run_id
                                          and all(lr.r.streaming for lr in rs.runs)), 0)})
-    clusters = [{"s": c, "chart": Markup(charts.cluster_chart(
+    clusters = [{"s": c, "chart": Markup(cluster_chart(
                     c.chart_series(), {r.label: r.color for r in c.rows},
                     (c.reference.label, c.reference.time.median, c.reference.color)
                     if c.reference and c.reference.time.median is not None else None,
                     [(m.label, m.fixed_s, m.parallel_s) for m in c.models]))}
                 for c in cluster.cluster_sections(report.sets)]
-    caps = [{"s": c, "chart": Markup(charts.cap_chart(c.chart_series(), {p.label: p.color for p in c.points},
+    caps = [{"s": c, "chart": Markup(cap_chart(c.chart_series(), {p.label: p.color for p in c.points},
                                                       c.models, c.read_models))}
             for c in confine.cap_sections(report.sets)]
     try:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from bench.core.results import LiveWriterRecord
-from reports.model import ResultSet
+from bench.core.records.live import LiveWriterRecord
+from reports.model.view import ResultSet
 
 CASE_ORDER = ("append", "position-delete", "equality-delete")  # as datagen.live.CASES
 VERDICT_ORDER = ("unsafe", "inconclusive", "unsupported", "refused", "safe")  # a cell with several runs shows the worst

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from markupsafe import Markup
 
 from bench.core.fmt import nbytes, seconds
-from bench.core.results import RunResult, SinkRecord
-from reports import charts
-from reports.model import ResultSet
+from bench.core.records.live import SinkRecord
+from bench.core.results import RunResult
+from reports.charts.base import MUTED
+from reports.charts.streaming import cycle_panels_chart, sink_chart
+from reports.model.view import ResultSet
 
 MEANING = {
     "safe": "every reader sees exactly the table the writer committed (rows and checksum from the generator)",
@@ -35,7 +37,7 @@ class _Streamed:
 
 
 def _color(rs: ResultSet, r: RunResult) -> str:
-    return rs.colors.get(r.engine) or r.engine_color or charts.MUTED
+    return rs.colors.get(r.engine) or r.engine_color or MUTED
 
 
 @dataclass
@@ -104,7 +106,7 @@ def streaming_sections(sets: list[ResultSet]) -> list[StreamView]:
         panels = [(title, fmt, {row.engine: [(c.cycle, get(c)) for c in row.r.streaming.cycles]
                                 for row in v.rows if row.r.streaming is not None})
                   for title, fmt, get in PANELS]
-        v.chart = Markup(charts.cycle_panels_chart(panels, colors))
+        v.chart = Markup(cycle_panels_chart(panels, colors))
         views.append(v)
     return views
 
@@ -169,4 +171,4 @@ def sink_comparison(sets: list[ResultSet]) -> SinkView | None:
                                                       SINK_MARKERS.get(row.mode, "o")))
     colors = {row.engine: row.color for row in rows}
     modes = dict.fromkeys(row.mode for row in rows)  # in the rows' order: a set's order follows the hash seed
-    return SinkView(rows, Markup(charts.sink_chart(points, colors, {m: SINK_MARKERS.get(m, "o") for m in modes})))
+    return SinkView(rows, Markup(sink_chart(points, colors, {m: SINK_MARKERS.get(m, "o") for m in modes})))

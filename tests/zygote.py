@@ -23,7 +23,7 @@ import signal
 import sys
 import traceback
 
-PRELOAD = ("bench.cli", "bench.runner.run", "bench.scenario", "bench.verify", "bench.campaigns.sweep",
+PRELOAD = ("bench.cli", "bench.runner.run", "bench.scenario", "bench.verify.checks", "bench.campaigns.sweep",
            "bench.campaigns.frontier", "bench.campaigns.verdict", "datagen.dataset",
            "reports.cli", "reports.render",  # matplotlib, 0.8 s of each `bench report`
            "pyiceberg.catalog.sql", "sqlalchemy.dialects.sqlite")  # the SQLite catalog every command opens

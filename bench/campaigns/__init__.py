@@ -1,7 +1,7 @@
 """Runs of runs: a sweep over scales (or file counts), a memory frontier over budgets, a tuning search, the
 conformance matrix, the harness's own scaling, and the plan of a full reproduction.
 
-Each loop is ordinary `bench run`s (`bench.runner.run_scenario`), each writing ordinary result files
+Each loop is ordinary `bench run`s (`bench.runner.run.run_scenario`), each writing ordinary result files
 into one campaign directory, plus one summary record (`bench.core.campaign`) with the fits the report
 reads.  Nothing here re-implements the runner.
 
@@ -18,7 +18,7 @@ reads.  Nothing here re-implements the runner.
               the EBS size and deadline a full reproduction needs (`bench aws up` uses it)
 
 The rooms: `shared` (the options every campaign parses, its directory), `points` (results to points and
-fits), `extrapolate` (the published-node model), `sweep`, `frontier`, `plan` (a reproduction from the fits),
+fits), `sweep` (with the published-node model), `frontier`, `plan` (a reproduction from the fits),
 `verdict` (a plan said, against its budgets), `expected` (what to expect on a user's table), `counts` (a sweep
 over file counts at one byte scale), `tune` (a bounded search for a fairly tuned configuration), `conformance`
 (each engine on edge-case tables, a matrix) and `harness_scaling` (the harness's own steps on 1 and 2 cores).

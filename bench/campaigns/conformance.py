@@ -47,22 +47,21 @@ from bench.core.fileio import write_atomic
 from bench.core.iceberg_java.runtime import ICEBERG_VERSION
 from bench.core.machine import HARNESS_PACKAGES, package_versions
 from bench.core.progress import Progress
-from bench.core.results import (
+from bench.core.records.conformance import (
     HARNESS_RUNTIME,
     WRONG,
-    Check,
     ConformanceCase,
     ConformanceCell,
     ConformanceRecord,
-    RunResult,
     VersionPair,
-    now_iso,
 )
+from bench.core.records.verification import Check
+from bench.core.results import RunResult, now_iso
 from bench.core.source import SourceRef, load_source
 from bench.engines import REGISTRY, engine_class, parse_engines, split_label
 from bench.engines.base import HARNESS_CANNOT
-from bench.runner import RunOptions, run_scenario
-from bench.runner.context import check_results_dir, new_run_id
+from bench.runner.context import RunOptions, check_results_dir, new_run_id
+from bench.runner.run import run_scenario
 from bench.runner.session import SharedProcesses
 from bench.verify.expected import expected_check
 from datagen.conformance import CASES_FILE, Case, Written, catalog_file, load_cases, write_cases

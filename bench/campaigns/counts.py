@@ -1,5 +1,5 @@
 """A count sweep: one scenario at one byte scale over several file scales, each an ordinary
-`bench run` (bench.runner.run_scenario) into one campaign directory, then lines against the input's file
+`bench run` (bench.runner.run.run_scenario) into one campaign directory, then lines against the input's file
 count per engine: time, peak memory and each phase the engine reported, and where each memory line would
 reach the runs' memory budget.  The record is bench.core.campaign.CountSweepSummary.
 
@@ -19,14 +19,14 @@ from bench.core.campaign import FILES_X, PAIRS_X, BudgetMeet, CountPoint, CountS
 from bench.core.fit import Fit, fit_line
 from bench.core.fmt import fmt_bytes, fmt_scale
 from bench.core.machine import environment
-from bench.core.opens import DeleteOpens
 from bench.core.progress import Progress
+from bench.core.records.telemetry import DeleteOpens
 from bench.core.results import RunResult, now_iso
 from bench.core.spread import Spread
 from bench.core.units import check_scale
 from bench.engines import campaign_engines, parse_engines
-from bench.runner import CommonOptions, RunOptions, run_scenario
-from bench.runner.context import check_results_dir, resolve_file_scale
+from bench.runner.context import CommonOptions, RunOptions, check_results_dir, resolve_file_scale
+from bench.runner.run import run_scenario
 from bench.scenario import load_scenario
 
 FLAT_SHARE = 0.05  # a memory line rising less than this share of its peak over the measured files is flat

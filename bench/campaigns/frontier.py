@@ -20,8 +20,8 @@ from bench.core.published import PUBLISHED_INSTANCE, PUBLISHED_RAM_BYTES
 from bench.core.results import RunResult, file_label, now_iso
 from bench.core.units import MiB, parse_size
 from bench.engines import campaign_engines, engine_class, parse_engines
-from bench.runner import CommonOptions, RunOptions, run_scenario
-from bench.runner.context import resolve_file_scale
+from bench.runner.context import CommonOptions, RunOptions, resolve_file_scale
+from bench.runner.run import run_scenario
 from bench.scenario import Scenario, load_scenario
 
 DEFAULT_PRECISION = "64M"

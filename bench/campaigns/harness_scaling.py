@@ -10,7 +10,7 @@ of the core counts alternates between rounds (1, 2 then 2, 1 ...), so that drift
 
     datagen       datagen.dataset.prepare of the small-files recipe of `bench selfcheck datagen` (the bin-packing
                   table's kind) into a fresh warehouse with its SQLite catalog, after os.sync()
-    input read    bench.verify.table_stats(content=True) of that table, as bench.runner.inputs.input_stats reads
+    input read    bench.verify.stats.table_stats(content=True) of that table, as bench.runner.inputs.input_stats reads
                   the input once per dataset; the page cache warm
     verification  the content readers verification runs on a table without delete files
                   (bench.verify.checks.READERS_FOR["binpack"]: DuckDB read_parquet by name, pyiceberg's scan by
@@ -280,7 +280,7 @@ def _clock(into: dict[str, float]) -> Iterator[None]:
 
 def _warm(location: str) -> int:
     """Read every file of the table once (its data and metadata): the page cache warm, untimed."""
-    from bench.core.table import local_path
+    from bench.core.uri import local_path
 
     return read_once(os.path.join(root, name) for root, _, names in os.walk(local_path(location)) for name in names)
 
@@ -329,8 +329,8 @@ def child(job: dict[str, Any]) -> dict[str, Any]:
             ds = prepare(catalog, settings, recipe, 1.0, job["seed"], workers=n)
         facts = {"table": ds.table, "files": ds.files, "bytes": ds.bytes, "rows": ds.rows}
     elif step == "input read":
-        from bench.core.table import live_files
-        from bench.verify import table_stats
+        from bench.core.table.entries import live_files
+        from bench.verify.stats import table_stats
 
         tbl = catalog.load_table(job["table"])
         files = live_files(tbl)  # as bench.runner.inputs: listed beside the restore, outside the read

@@ -39,7 +39,8 @@ from bench.core.spread import Spread
 from bench.core.units import check_scale
 from bench.engines import engine_class, split_label
 from bench.engines.base import Knob
-from bench.runner import CommonOptions, RunOptions, run_scenario
+from bench.runner.context import CommonOptions, RunOptions
+from bench.runner.run import run_scenario
 from bench.scenario import deep_merge, load_scenario, save_profile_entry
 
 MIN_GAIN = 0.05

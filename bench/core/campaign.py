@@ -26,9 +26,10 @@ from pydantic import BaseModel, Field
 
 from bench.core.fileio import write_atomic
 from bench.core.fit import CoreScaling, Fit, NodeModel
-from bench.core.opens import DeleteOpens
 from bench.core.published import PUBLISHED_INSTANCE
-from bench.core.results import Lifecycle, ScenarioRecord, now_iso
+from bench.core.records.scenario import ScenarioRecord
+from bench.core.records.telemetry import DeleteOpens
+from bench.core.results import Lifecycle, now_iso
 from bench.core.spread import Spread
 from bench.core.storage import StorageOption
 
@@ -187,7 +188,7 @@ class FrontierPoint(BaseModel):
     peak_rss_ample: int | None = None
     ample_budget_bytes: int | None = None
     # what bounds the partitions (file groups) it writes at once, as the engine reported it at the ceiling
-    # (bench.core.results.Deployment.writes_at_once): settings and planned counts, not measurements
+    # (bench.core.records.engine_run.Deployment.writes_at_once): settings and planned counts, not measurements
     writes_at_once: dict[str, int] = Field(default_factory=dict)
     probes: list[Probe] = Field(default_factory=list)
     note: str = ""

@@ -20,7 +20,7 @@ from bench.core.errors import UserError
 from bench.core.published import PUBLISHED_INSTANCE, PUBLISHED_MEMORY_GIB, PUBLISHED_USD_PER_HOUR, PUBLISHED_VCPU
 
 if TYPE_CHECKING:  # imported where used: the CLI reads PRICES and DEFAULT_INSTANCE without loading pydantic
-    from bench.core.results import Cost
+    from bench.core.records.engine_run import Cost
 
 PRICE_REGION = "us-east-1"
 PRICE_DATE = "2025-12-04"
@@ -139,7 +139,7 @@ def run_cost(duration_s: float | None, instance_type: str | None = DEFAULT_INSTA
     not an EC2 instance of a known type); unless it is `instance_type`, the cost is hypothetical: the
     published node's price applied to this node's time.  `nodes` instances are paid for the whole
     duration (a cluster: every node counts for the whole run)."""
-    from bench.core.results import Cost
+    from bench.core.records.engine_run import Cost
 
     inst = parse_instance(instance_type)
     hypothetical = ran_on != inst.name

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.core.fileio import write_atomic
-from bench.core.results import ReaderFinding
+from bench.core.records.verification import ReaderFinding
 
 
 class PartitionTruth(BaseModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench.core.units import GiB, KiB, MiB
 
-__all__ = ["GiB", "fmt_bytes", "fmt_gb", "fmt_r2", "fmt_ratio", "fmt_scale", "fmt_seconds", "fmt_usd", "fmt_value",
+__all__ = ["fmt_bytes", "fmt_gb", "fmt_r2", "fmt_ratio", "fmt_scale", "fmt_seconds", "fmt_usd", "fmt_value",
            "fmt_bytes_against", "limit_bytes", "nbytes", "seconds"]
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from bench.core.results import Environment
+from bench.core.records.environment import Environment
 
 # Distributions of the harness itself whose version can change a measurement (readers, samplers,
 # data generation, charts).  Engines add theirs.

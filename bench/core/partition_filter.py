@@ -30,8 +30,8 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import DateType, TimestampType, TimestamptzType
 
 from bench.core.errors import UserError
-from bench.core.table import LiveFiles
 from bench.core.table.deletes import scope
+from bench.core.table.entries import LiveFiles
 
 EPOCH = dt.datetime(1970, 1, 1)
 

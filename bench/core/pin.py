@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pyiceberg.table import Table
 
 from bench.core.catalog.s3 import filesystem
-from bench.core.source_records import OtherCommit, RefPin
+from bench.core.records.scenario import OtherCommit, RefPin
 from bench.core.table.entries import manifest_live_entries
 from bench.core.uri import local_path
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from bench.core.fileio import write_atomic
-from bench.core.results import BoundRates, Phase, PhysicalBound
+from bench.core.records.engine_run import BoundRates, Phase, PhysicalBound
 
 RATES_SUFFIX = ".rates.json"
 

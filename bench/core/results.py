@@ -9,8 +9,8 @@ scenario as it was run (its content and hash) and its cost as computed when it r
 is always described with its own numbers.
 
 The record's parts live by family in bench/core/records/ (the engine run, telemetry, verification, live and
-streaming writers, the environment, the scenario, reads, conformance); this module is the one import module
-of them all, and holds the run's record (`RunResult`), the run's state and how results are written and read.
+streaming writers, the environment, the scenario, reads, conformance); this module holds the run's record
+(`RunResult`) over them, the run's state and how results are written and read.
 """
 
 from __future__ import annotations
@@ -23,138 +23,36 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bench.core.fileio import write_atomic
-from bench.core.opens import DeleteOpens
-from bench.core.records.conformance import (
-    HARNESS_RUNTIME,
-    WRONG,
-    ConformanceCase,
-    ConformanceCell,
-    ConformanceRecord,
-    Verdict,
-    VerdictChange,
-    VersionPair,
-)
 from bench.core.records.engine_run import (
-    CLUSTER_MODES,
-    STATUSES,
-    BoundRates,
     CacheState,
     Cost,
     Deployment,
-    DeployMode,
-    EngineStatus,
     InputState,
-    MaintenanceStatus,
     Phase,
     PhysicalBound,
     SetupIO,
     Status,
 )
-from bench.core.records.environment import CpuFacts, DiskFacts, Environment, MemoryFacts, OsFacts, VersionFacts
+from bench.core.records.environment import Environment
 from bench.core.records.live import (
-    CycleRecord,
     LiveWriterRecord,
-    MaintenanceResult,
-    SinkRecord,
     StreamingRecord,
-    StreamingTotals,
 )
-from bench.core.records.reads import READ_QUERIES, QueryRead, ReadQuery, ReadsRecord
-from bench.core.records.scenario import Published, ScenarioRecord, SourceRecord, TableShape, TouchedCase
-from bench.core.records.telemetry import CapRole, CatalogServerUsage, CoreLimit, MemoryCap, StorageCap, TelemetrySummary
+from bench.core.records.reads import ReadsRecord
+from bench.core.records.scenario import ScenarioRecord, SourceRecord
+from bench.core.records.telemetry import (
+    CatalogServerUsage,
+    CoreLimit,
+    DeleteOpens,
+    MemoryCap,
+    StorageCap,
+    TelemetrySummary,
+)
 from bench.core.records.verification import (
-    About,
-    Check,
-    CommitEvent,
-    FileFacts,
     PartitionOutcome,
-    ReaderAnswer,
-    ReaderFinding,
-    RowDifference,
     TableStats,
     Verification,
-    Whose,
-    difference,
 )
-
-__all__ = [
-    "SCHEMA_VERSION",
-    "RUN_STATE_FILE",
-    "RunResult",
-    "RunState",
-    "Lifecycle",
-    "now_iso",
-    "file_label",
-    "result_path",
-    "save",
-    "write_run_state",
-    "read_run_state",
-    "iter_result_files",
-    "is_result",
-    "read_results",
-    "load",
-    "Status",
-    "EngineStatus",
-    "MaintenanceStatus",
-    "STATUSES",
-    "Phase",
-    "DeployMode",
-    "CLUSTER_MODES",
-    "Deployment",
-    "CacheState",
-    "SetupIO",
-    "InputState",
-    "Cost",
-    "BoundRates",
-    "PhysicalBound",
-    "TelemetrySummary",
-    "CatalogServerUsage",
-    "CapRole",
-    "MemoryCap",
-    "StorageCap",
-    "CoreLimit",
-    "FileFacts",
-    "TableStats",
-    "ReaderAnswer",
-    "ReaderFinding",
-    "Whose",
-    "About",
-    "Check",
-    "CommitEvent",
-    "difference",
-    "RowDifference",
-    "Verification",
-    "PartitionOutcome",
-    "LiveWriterRecord",
-    "MaintenanceResult",
-    "CycleRecord",
-    "StreamingTotals",
-    "SinkRecord",
-    "StreamingRecord",
-    "CpuFacts",
-    "MemoryFacts",
-    "DiskFacts",
-    "OsFacts",
-    "VersionFacts",
-    "Environment",
-    "Published",
-    "TableShape",
-    "ScenarioRecord",
-    "TouchedCase",
-    "SourceRecord",
-    "READ_QUERIES",
-    "ReadQuery",
-    "QueryRead",
-    "ReadsRecord",
-    "Verdict",
-    "WRONG",
-    "ConformanceCell",
-    "ConformanceCase",
-    "ConformanceRecord",
-    "HARNESS_RUNTIME",
-    "VerdictChange",
-    "VersionPair",
-]
 
 SCHEMA_VERSION = 2
 RUN_STATE_FILE = "run.json"

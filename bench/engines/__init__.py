@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the registry stays light: the CLI reads it (FLAGS, the defa
     from bench.engines.base import Engine
 
 REGISTRY: dict[str, str] = {
-    "spark": "bench.engines.spark:SparkEngine",
+    "spark": "bench.engines.spark.engine:SparkEngine",
     "risingwave": "bench.engines.risingwave:RisingWaveEngine",
     "arrow-floor": "bench.engines.arrow_floor:ArrowFloorEngine",
     "repark": "bench.engines.repark:ReparkEngine",

@@ -61,8 +61,8 @@ from typing import Any, ClassVar
 
 from bench.core.catalog import CatalogSettings
 from bench.core.rates import TableRates, load_rates, physical_bound
+from bench.core.records.engine_run import Deployment, PhysicalBound
 from bench.core.requirements import Requirement, module_requirement
-from bench.core.results import Deployment, PhysicalBound
 from bench.core.sql import ident, literal, string_list
 from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, PhaseClock
 
@@ -128,7 +128,7 @@ class ArrowFloorEngine(Engine):
         # the catalog connected and pyiceberg imported here, as an engine starts its session (setup, untimed)
         from bench.core.catalog import load_catalog
         from bench.core.partition_filter import table_selector  # noqa: F401
-        from bench.core.table import live_files  # noqa: F401
+        from bench.core.table.entries import live_files  # noqa: F401
 
         self.catalog = load_catalog(job.catalog)
 
@@ -136,9 +136,10 @@ class ArrowFloorEngine(Engine):
         """The snapshot's live files, from its manifests through pyiceberg: timed, as the first phase of the
         compaction (the table is out of reach while an engine sets up)."""
         from bench.core.partition_filter import table_selector
-        from bench.core.table import live_files, local_path
         from bench.core.table.deletes import is_global, scope
+        from bench.core.table.entries import live_files
         from bench.core.table.fieldids import schema_map
+        from bench.core.uri import local_path
 
         tbl = self.catalog.load_table(job.table)
         files = live_files(tbl)

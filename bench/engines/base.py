@@ -29,8 +29,10 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.core.catalog import CatalogSettings
+from bench.core.records.engine_run import Deployment, Phase, PhysicalBound
+from bench.core.records.live import MaintenanceResult
+from bench.core.records.telemetry import MemoryCap
 from bench.core.requirements import Requirement
-from bench.core.results import Deployment, MaintenanceResult, MemoryCap, Phase, PhysicalBound
 from bench.core.work import WorkIntent, default_intent
 from bench.engines.environment import EngineEnvironment
 

@@ -29,8 +29,8 @@ from typing import Any, ClassVar
 
 from bench.core.catalog import CatalogSettings
 from bench.core.iceberg_java import runtime
+from bench.core.records.telemetry import MemoryCap
 from bench.core.requirements import Requirement
-from bench.core.results import MemoryCap
 from bench.engines import environment as envs
 from bench.engines.base import Capabilities, CompactionJob, EngineOutcome, PhaseClock
 from bench.engines.spark import session

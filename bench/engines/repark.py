@@ -45,8 +45,9 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.core.catalog import CatalogSettings, pointer
+from bench.core.records.engine_run import Deployment
+from bench.core.records.telemetry import MemoryCap
 from bench.core.requirements import Requirement
-from bench.core.results import Deployment, MemoryCap
 from bench.core.sql import spark_literal
 from bench.core.uri import local_path
 from bench.engines import environment as envs

@@ -39,8 +39,8 @@ from pydantic import BaseModel, ConfigDict
 
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
+from bench.core.records.engine_run import Deployment
 from bench.core.requirements import Requirement, module_requirement
-from bench.core.results import Deployment
 from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, Knob, MaintenanceOp, PhaseClock
 
 DISTRIBUTION = "iceberg-compaction"
@@ -228,7 +228,7 @@ class RisingWaveEngine(Engine):
                 import pyiceberg.io.pyarrow  # noqa: F401
                 from pyiceberg.catalog.rest import RestCatalog
 
-                import bench.core.table  # noqa: F401
+                import bench.core.table.entries  # noqa: F401
 
                 self._inspector = RestCatalog(settings.name, uri=str(settings.rest_uri), **self._properties)
 
@@ -277,7 +277,7 @@ class RisingWaveEngine(Engine):
 
     def live_delete_files(self, job: CompactionJob) -> int:
         """Live delete files of the compacted branch's head, from its manifests (pyiceberg, REST)."""
-        from bench.core.table import live_files
+        from bench.core.table.entries import live_files
 
         tbl = self._inspector.load_table(job.table)
         ref = tbl.metadata.refs.get(job.branch)

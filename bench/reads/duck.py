@@ -9,7 +9,7 @@ from bench.core.catalog import CatalogSettings
 from bench.core.catalog.duck import ALIAS, duckdb_connect_iceberg
 from bench.core.checksum import arrow_checksum
 from bench.core.machine import drop_page_cache
-from bench.core.results import ReadQuery
+from bench.core.records.reads import ReadQuery
 from bench.core.sql import ident
 from bench.reads.queries import aggregate_answer, query_sql
 

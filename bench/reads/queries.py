@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.core.results import QueryRead, ReadQuery, ReadsRecord
+from bench.core.records.reads import QueryRead, ReadQuery, ReadsRecord
 
 QUANTITY, KEY = "quantity", "v2"
 

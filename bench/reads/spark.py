@@ -22,7 +22,7 @@ from bench.core.iceberg_java.gateway import catalog_properties
 from bench.core.iceberg_java.runtime import iceberg_jars
 from bench.core.iceberg_java.spark_conf import local_conf, session
 from bench.core.machine import drop_page_cache, java_binary
-from bench.core.results import ReadQuery
+from bench.core.records.reads import ReadQuery
 from bench.core.sql import spark_idents
 from bench.reads.queries import aggregate_answer, query_sql
 

@@ -26,7 +26,8 @@ from bench.core.lock import WarehouseLock
 from bench.core.machine import DROP_CACHES, node_ram_bytes, usable_cores
 from bench.core.pin import SourceFingerprint, SourceWatch
 from bench.core.progress import Progress
-from bench.core.results import Environment, SourceRecord
+from bench.core.records.environment import Environment
+from bench.core.records.scenario import SourceRecord
 from bench.core.source import SourceRef, check_storage, load_source
 from bench.core.units import check_scale, parse_size
 from bench.core.work import WorkIntent
@@ -362,8 +363,8 @@ def resolve_filter(ctx: RunContext) -> str | None:
     """The scenario's partition filter as an expression over the generated table (`recent_periods`: its
     newest periods); UserError when it selects part of a partition, or none of them."""
     from bench.core.partition_filter import recent_filter, selector
-    from bench.core.table import live_files
     from bench.core.table.deletes import scope
+    from bench.core.table.entries import live_files
 
     pf = ctx.scenario.partition_filter
     if pf is None:

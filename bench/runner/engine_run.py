@@ -29,11 +29,10 @@ from bench.engines import engine_class
 from bench.engines.base import HARNESS_CANNOT, CompactionJob, MaintenanceOp
 from bench.runner.context import RunContext, Slot, flush_dir
 from bench.runner.inputs import reset_input
-from bench.runner.process import LOG_TAIL_LINES, EngineRun, run_engine_process, storage_record, tail
+from bench.runner.process import LOG_TAIL_LINES, EngineRun, storage_record, tail
 from bench.scenario import Scenario
 
-__all__ = ["build_job", "harness_failed", "record_engine", "record_unsupported", "restore_input", "run_engine_process",
-           "why_unsupported"]
+__all__ = ["build_job", "harness_failed", "record_engine", "record_unsupported", "restore_input", "why_unsupported"]
 
 
 def why_unsupported(ctx: RunContext, slot: Slot, needs: Iterable[str] = ()) -> str | None:

@@ -15,12 +15,14 @@ from pyiceberg.table.metadata import TableMetadata
 from bench.core.dataset import hashes_cache_path, manifest_path, parked_dir, spare_dir
 from bench.core.fileio import read_once, write_atomic
 from bench.core.machine import drop_page_cache
-from bench.core.results import CacheState, InputState, SetupIO, TableStats
-from bench.core.table import LiveFiles, live_files, local_path
+from bench.core.records.engine_run import CacheState, InputState, SetupIO
+from bench.core.records.verification import TableStats
+from bench.core.table.entries import LiveFiles, live_files
 from bench.core.table.hashes import ALGORITHM, content_hashes, differing
 from bench.core.table.state import fingerprint, keep_spares, list_files, park, point_at, restore, unpark
+from bench.core.uri import local_path
 from bench.runner.context import RunContext
-from bench.verify import table_stats
+from bench.verify.stats import table_stats
 
 
 def baseline_cache_path(ctx: RunContext) -> Path:

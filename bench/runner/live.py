@@ -22,13 +22,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench.core.catalog.rest import gate
-from bench.core.results import Check, LiveWriterRecord, RunResult
-from bench.core.table import live_files, local_path
+from bench.core.records.live import LiveWriterRecord
+from bench.core.records.verification import Check
+from bench.core.results import RunResult
+from bench.core.table.entries import live_files
+from bench.core.uri import local_path
 from bench.engines import engine_class
 from bench.runner.context import RunContext, Slot
-from bench.verify import IntegrityInput, integrity_checks, table_stats
 from bench.verify.integrity import RULE as INTEGRITY_RULE
+from bench.verify.integrity import IntegrityInput, integrity_checks
 from bench.verify.live import live_verdict
+from bench.verify.stats import table_stats
 from datagen.live import LiveWriter, WriterCommit, prepare_commit
 
 POLL_S = 0.01

@@ -20,7 +20,8 @@ from bench.core import children
 from bench.core.catalog.rest import ServedCatalog, request_log
 from bench.core.fileio import write_atomic
 from bench.core.fmt import fmt_bytes
-from bench.core.results import CatalogServerUsage, CoreLimit, EngineStatus, StorageCap
+from bench.core.records.engine_run import EngineStatus
+from bench.core.records.telemetry import CatalogServerUsage, CoreLimit, StorageCap
 from bench.engines import worker_launch
 from bench.engines.base import CompactionJob, WorkerRecord
 from bench.engines.worker import CONTROL_ENV

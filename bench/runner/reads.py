@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import traceback
 
-from bench.core.results import Check, ReadsRecord, RunResult, difference
-from bench.reads import read_after, read_before, skip_after, summary_line
+from bench.core.records.reads import ReadsRecord
+from bench.core.records.verification import Check, difference
+from bench.core.results import RunResult
+from bench.reads.measure import read_after, read_before, skip_after, summary_line
 from bench.runner.context import RunContext
 from datagen.queries import TRUTH_SOURCE, reads_plan
 

@@ -4,7 +4,8 @@ ends (`finish`); shared by compaction runs (bench.runner.run) and streaming runs
 from __future__ import annotations
 
 from bench.core.cost import run_cost
-from bench.core.results import LiveWriterRecord, RunResult, now_iso, save
+from bench.core.records.live import LiveWriterRecord
+from bench.core.results import RunResult, now_iso, save
 from bench.engines import base_name, engine_class, engine_color, split_label
 from bench.runner.context import RunContext, Slot
 

@@ -1,5 +1,19 @@
 """The run: for each repetition (engine order rotated), for each engine: restore -> cache -> engine
-process -> verify -> one result; `run.json` says whether the whole run completed."""
+process -> verify -> one result; `run.json` says whether the whole run completed.
+
+Fairness, by construction:
+- every engine run starts from the byte-identical table (the dataset's metadata file and exactly its
+  files: bench.core.table.state), measured after the reset (input fingerprint in every result);
+- the engines' order rotates from one repetition to the next (recorded per result);
+- before each engine run the warehouse is synced to disk and the page cache dropped (`cold`, default
+  where the harness may: root) or the input read once (`warm`); recorded per result;
+- each engine runs in its own subprocess (own process group, memory cgroup, time limit) and is
+  measured from outside the same way; the loopback REST catalog server's work during the run (it
+  commits for REST clients, outside the engine's tree) is measured and recorded beside it;
+- every run is verified by `bench.verify` against the generator's ground truth.
+One `bench run` at a time per warehouse (bench.core.lock).  `results/<run-id>/run.json` says whether
+the run completed; results are written atomically and never overwritten.
+"""
 
 from __future__ import annotations
 
@@ -20,19 +34,12 @@ from bench.core.lock import WarehouseLock
 from bench.core.machine import HARNESS_PACKAGES, environment, package_versions
 from bench.core.pin import pin_source
 from bench.core.progress import Progress
-from bench.core.results import (
-    CacheState,
-    Check,
-    RunResult,
-    RunState,
-    TableStats,
-    Verification,
-    file_label,
-    now_iso,
-    write_run_state,
-)
+from bench.core.records.engine_run import CacheState
+from bench.core.records.telemetry import DeleteOpens
+from bench.core.records.verification import Check, TableStats, Verification
+from bench.core.results import RunResult, RunState, file_label, now_iso, write_run_state
 from bench.core.source import load_source
-from bench.core.table import live_files
+from bench.core.table.entries import live_files
 from bench.engines import engine_class
 from bench.engines.base import EngineOutcome
 from bench.runner.context import RunContext, RunOptions, Slot, resolve, resolve_filter, schedule
@@ -42,13 +49,11 @@ from bench.runner.engine_run import (
     record_engine,
     record_unsupported,
     restore_input,
-    run_engine_process,
     why_unsupported,
 )
 from bench.runner.inputs import SETUP_READ_ALLOWANCE, SetupGuard
 from bench.runner.live import INGEST_BRANCH, EngineHold, judge, live_writer
-from bench.runner.opens import open_watch, opens_record
-from bench.runner.process import EngineRun
+from bench.runner.process import EngineRun, run_engine_process
 from bench.runner.reads import reads_after, reads_before
 from bench.runner.record import finish, new_result
 from bench.runner.source import prepare_clone, source_record, source_shape
@@ -56,7 +61,11 @@ from bench.runner.source_watch import check_refs, check_source, finish_source, r
 from bench.runner.streaming import run_streaming
 from bench.telemetry.confine import fmt_rate, stale_parents
 from bench.telemetry.limits import remove_stale_cgroups
-from bench.verify import IntegrityInput, VerifyInput, partition_outcome, remove_output, stage_output, verify
+from bench.telemetry.opens import OpenWatch, not_counted
+from bench.verify.checks import VerifyInput, verify
+from bench.verify.integrity import IntegrityInput
+from bench.verify.uncommitted import remove_output, stage_output
+from bench.verify.untouched import outcome as partition_outcome
 from datagen.dataset import prepare
 from datagen.live import WriterCommit
 
@@ -406,3 +415,25 @@ def summary_table(results: list[RunResult], engines: list[str]) -> str:
                     f"deletes and writes the same data, with no planning beyond listing the live files and no "
                     f"commit{rng}")
     return "\n".join(rows)
+
+
+REMOTE = "the warehouse is not on this machine's file system: the harness counts opens of local files only"
+
+
+def open_watch(ctx: RunContext, r: RunResult) -> OpenWatch | None:
+    """A watch over the input's files for this run (started by the caller when the engine is told to go)."""
+    ds = ctx.dataset
+    if ds is None or ctx.catalog is None or not r.before.delete_files or ctx.settings.is_remote:
+        return None
+    return OpenWatch.of(ds.location, live_files(ctx.catalog.load_table(ds.table)))
+
+
+def opens_record(ctx: RunContext, r: RunResult, watch: OpenWatch | None, er: EngineRun) -> DeleteOpens | None:
+    """The record of the delete files' opens this run gets: none when its input has no delete file; on a
+    warehouse the harness cannot watch (S3) one that says it was not counted, and why."""
+    if watch is None:
+        return not_counted(REMOTE) if r.before.delete_files and ctx.settings.is_remote else None
+    if not watch.started:
+        return not_counted("the engine never reached its compaction (its setup did not end)")
+    tasks = er.record.outcome.read_tasks if er.record is not None and er.record.outcome is not None else None
+    return watch.record(tasks)

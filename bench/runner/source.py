@@ -20,17 +20,18 @@ from bench.core.errors import UserError
 from bench.core.fmt import fmt_bytes
 from bench.core.pin import SourceFingerprint, pinned_files
 from bench.core.progress import Progress
-from bench.core.results import ReaderAnswer, ReaderFinding, SourceRecord
+from bench.core.records.scenario import RefPin, SourceRecord
+from bench.core.records.verification import ReaderAnswer, ReaderFinding
 from bench.core.source import SourceRef, check_disjoint, load_source, snapshot, write_clone
-from bench.core.source_records import RefPin
-from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import classify, scope
+from bench.core.table.entries import LiveFiles, live_files
 from bench.core.table.shape import shape
 from bench.runner.expiry import render_expiry
 from bench.scenario import Scenario
-from bench.verify import table_stats
-from bench.verify.readers import REFERENCE, read
+from bench.verify.readers import read
 from bench.verify.referee import agree, findings_against
+from bench.verify.reference import NAME as REFERENCE
+from bench.verify.stats import table_stats
 from datagen.conformance import load_cases, touched
 from datagen.dataset import drop_incomplete, reuse, seal
 

@@ -14,9 +14,10 @@ import time
 from pyiceberg.table.snapshots import ancestors_of
 
 from bench.core.pin import Observation, SourceWatch, observe, pinned_files, sample_hash
-from bench.core.results import Check, RunResult
+from bench.core.records.scenario import RefPin
+from bench.core.records.verification import Check
+from bench.core.results import RunResult
 from bench.core.source import SourceRef, load_source
-from bench.core.source_records import RefPin
 from bench.runner.context import RunContext
 
 

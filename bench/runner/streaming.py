@@ -33,32 +33,19 @@ from pyiceberg.table.snapshots import ancestors_of
 from bench.core.catalog.rest import request_log
 from bench.core.cost import run_cost
 from bench.core.errors import UserError
-from bench.core.results import (
-    Check,
-    CycleRecord,
-    RunResult,
-    StreamingRecord,
-    StreamingTotals,
-    Verification,
-    difference,
-    file_label,
-)
-from bench.core.table import live_files, local_path
+from bench.core.records.live import CycleRecord, StreamingRecord, StreamingTotals
+from bench.core.records.verification import Check, Verification, difference
+from bench.core.results import RunResult, file_label
+from bench.core.table.entries import live_files
+from bench.core.uri import local_path
 from bench.engines import engine_class
 from bench.reads import duck
 from bench.reads.queries import query_sql
 from bench.runner.context import RunContext, Slot
-from bench.runner.engine_run import (
-    build_job,
-    harness_failed,
-    record_unsupported,
-    restore_input,
-    run_engine_process,
-    why_unsupported,
-)
+from bench.runner.engine_run import build_job, harness_failed, record_unsupported, restore_input, why_unsupported
 from bench.runner.inputs import SetupGuard
 from bench.runner.live import INGEST_BRANCH
-from bench.runner.process import EngineRun, storage_record, tail
+from bench.runner.process import EngineRun, run_engine_process, storage_record, tail
 from bench.runner.record import finish, new_result
 from bench.verify.readers import merge_on_read
 from bench.verify.streaming import (

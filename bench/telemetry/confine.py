@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.core.errors import UserError
-from bench.core.results import CoreLimit, StorageCap
+from bench.core.records.telemetry import CoreLimit, StorageCap
 from bench.core.units import MiB, parse_size
 from bench.telemetry.limits import CGROUP_PREFIX, cgroup_dir, release_cgroup
 from bench.telemetry.netcap import LoopbackShaper

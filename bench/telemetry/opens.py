@@ -34,7 +34,7 @@ from pathlib import Path
 
 from inotify_simple import INotify, flags
 
-from bench.core.opens import DeleteOpens
+from bench.core.records.telemetry import DeleteOpens
 from bench.core.table.entries import LiveFiles
 from bench.core.uri import local_path
 

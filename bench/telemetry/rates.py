@@ -39,7 +39,8 @@ from bench.core.dataset import GeneratedTable, manifest_path
 from bench.core.errors import UserError
 from bench.core.rates import TableRates, save_rates
 from bench.core.sql import ident, literal, string_list
-from bench.core.table import live_files, local_path
+from bench.core.table.entries import live_files
+from bench.core.uri import local_path
 
 CODECS = ("snappy", "zstd", "uncompressed")
 BLOCK = 4 << 20

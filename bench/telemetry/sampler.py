@@ -43,7 +43,7 @@ from typing import Any
 import psutil
 
 from bench.core.fileio import write_atomic
-from bench.core.results import TelemetrySummary
+from bench.core.records.telemetry import TelemetrySummary
 
 SAMPLE_COLUMNS = (
     "t_s", "unix_time", "procs", "rss_bytes", "hwm_bytes", "cores", "cpu_s",

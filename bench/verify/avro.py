@@ -15,7 +15,7 @@ from pyiceberg.table import Table
 from bench.core.catalog import CatalogSettings
 from bench.core.catalog.duck import duckdb_config
 from bench.core.checksum import checksum_select
-from bench.core.table import live_files
+from bench.core.table.entries import live_files
 
 NAME = "pyiceberg-avro"
 

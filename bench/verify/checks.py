@@ -1,6 +1,9 @@
 """The verifier: a declarative list of checks per scenario kind, each with a name, whether it held, a
 message saying what was compared (and on failure what differs), and whether it is required.  A run is
-`verified` only when every required check held; every failed check is listed in `differences`.
+`verified` only when every required check held; every failed check is listed in `differences`.  When an
+output's content differs from its input's, `row_difference` says which rows: those that came back (deleted rows
+resurrected) and those that were lost, each as a multiset difference over every column read by the harness's
+merge-on-read reader, a few of each as evidence.
 
 Rules (stated in each result's `verification.rules` and in docs/method.md):
 - the input is byte-identical to the dataset and its content equals the generator's ground truth;
@@ -50,6 +53,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import duckdb
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 from pyiceberg.table.sorting import SortOrder
@@ -59,7 +63,7 @@ from bench.core.dataset import GroundTruth
 from bench.core.expected import Expected
 from bench.core.fmt import fmt_bytes
 from bench.core.partition_filter import table_selector
-from bench.core.results import (
+from bench.core.records.verification import (
     Check,
     CommitEvent,
     FileFacts,
@@ -70,8 +74,8 @@ from bench.core.results import (
     Verification,
     difference,
 )
-from bench.core.table import LiveFiles, live_files
 from bench.core.table.deletes import scope
+from bench.core.table.entries import LiveFiles, live_files
 from bench.core.table.files import footers
 from bench.core.work import WorkIntent, default_intent
 from bench.verify.expected import RULE as EXPECTED_RULE
@@ -83,9 +87,9 @@ from bench.verify.lineage import lineage_check
 from bench.verify.parquet_types import RULE as PARQUET_TYPES_RULE
 from bench.verify.parquet_types import parquet_types_check
 from bench.verify.partitions import file_partition_problems
-from bench.verify.readers import FALLBACK, READERS, REFERENCE, SELECTIVE, read, read_selected
+from bench.verify.readers import FALLBACK, READERS, SELECTIVE, merge_on_read, read, read_selected
 from bench.verify.referee import overrule
-from bench.verify.rows import row_difference
+from bench.verify.reference import NAME as REFERENCE
 from bench.verify.sortorder import file_sort_problem, files_per_probe, key_ranges, order_text, probes
 from bench.verify.stats import table_stats
 from bench.verify.untouched import RULE as FILTER_RULE
@@ -601,3 +605,46 @@ def _within(vi: VerifyInput, tbl: Table, selected: Selected) -> Within:
                   truth=GroundTruth(rows=rows, checksum=str(checksum), computed_by="generator, per partition"),
                   answers={name: read_selected(name, tbl, vi.partition_filter, selected) for name in SELECTIVE})
 
+
+EVIDENCE_ROWS = 5
+
+
+def _rows(tbl: Table, snapshot_id: int | None) -> Any:
+    """The snapshot's live rows as an Arrow table (None without a data file)."""
+    with merge_on_read(tbl, snapshot_id) as (con, live):
+        if con is None:
+            return None
+        return con.execute(f"SELECT * FROM {live}").to_arrow_table()
+
+
+def row_difference(tbl: Table, before_id: int | None, after_id: int | None,
+                   limit: int = EVIDENCE_ROWS) -> RowDifference:
+    """The rows of snapshot `after_id` against `before_id` of the same table (None: the current snapshot)."""
+    before, after = _rows(tbl, before_id), _rows(tbl, after_id)
+    con = duckdb.connect()
+    try:
+        for name, rows in (("before_", before), ("after_", after)):
+            if rows is None:
+                con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM (SELECT 1) WHERE false")
+            else:
+                con.register(f"{name}_arrow", rows)
+                con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM {name}_arrow")
+        if before is None or after is None:
+            return RowDifference(came_back=int(after.num_rows if after is not None else 0),
+                                 lost=int(before.num_rows if before is not None else 0))
+        back = "SELECT * FROM after_ EXCEPT ALL SELECT * FROM before_"
+        lost = "SELECT * FROM before_ EXCEPT ALL SELECT * FROM after_"
+        out = RowDifference(came_back=con.execute(f"SELECT count(*) FROM ({back})").fetchone()[0],  # type: ignore[index]
+                            lost=con.execute(f"SELECT count(*) FROM ({lost})").fetchone()[0])  # type: ignore[index]
+        for field, sql in (("came_back_rows", back), ("lost_rows", lost)):
+            got = con.execute(f"{sql} ORDER BY ALL LIMIT {limit}").to_arrow_table().to_pylist()
+            setattr(out, field, [_plain(r) for r in got])
+        return out
+    finally:
+        con.close()
+
+
+def _plain(row: dict) -> dict[str, Any]:
+    """A row as JSON can hold it (bytes as hex, other values as their text where JSON has no type)."""
+    return {k: v.hex() if isinstance(v, bytes) else v if isinstance(v, (int, float, str, bool, type(None)))
+            else str(v) for k, v in row.items()}

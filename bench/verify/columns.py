@@ -16,8 +16,8 @@ from pyiceberg.schema import index_name_by_id
 from pyiceberg.table import Table
 
 from bench.core.sql import ident, string_list
-from bench.core.table import local_path
-from bench.core.table.fieldids import duckdb_types, schema_map
+from bench.core.table.fieldids import schema_map
+from bench.core.uri import local_path
 
 
 @dataclass(frozen=True)
@@ -86,4 +86,4 @@ def columns_for(tbl: Table, con: Any, paths: list[str]) -> Columns:
     return Columns(names=names, schema_sql="", unsafe=why)
 
 
-__all__ = ["Columns", "columns_for", "duckdb_types", "name_hazards", "schema_map", "without_field_ids"]
+__all__ = ["Columns", "columns_for", "name_hazards", "without_field_ids"]

@@ -11,7 +11,7 @@ from typing import Literal
 from pyiceberg.table import Table
 
 from bench.core.expected import Expected, difference, stated
-from bench.core.results import Check, ReaderAnswer, ReaderFinding
+from bench.core.records.verification import Check, ReaderAnswer, ReaderFinding
 from bench.core.sql import ident
 from bench.verify.avro import NAME as AVRO
 from bench.verify.avro import AvroUnavailable, avro_rows

@@ -30,8 +30,8 @@ from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import ancestors_of
 
 from bench.core.fmt import fmt_bytes_against
-from bench.core.results import Check, CommitEvent
-from bench.core.table import LiveFiles, live_files
+from bench.core.records.verification import Check, CommitEvent
+from bench.core.table.entries import LiveFiles, live_files
 
 RULE = ("integrity: the same table (UUID, format version, location, schema, partition specs, sort orders, "
         "properties); the input snapshot an ancestor of the new head of the compacted branch; no snapshot, "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 
-from bench.core.results import Check
+from bench.core.records.verification import Check
 from bench.core.table.files import open_uri
 
 ROW_ID, LAST_UPDATED = 2147483540, 2147483539

@@ -24,7 +24,8 @@ from pyiceberg.table import Table
 
 from bench.core.catalog import CatalogSettings
 from bench.core.catalog.duck import duckdb_connect_iceberg
-from bench.core.results import Check, CommitEvent, LiveWriterRecord, Verification
+from bench.core.records.live import LiveWriterRecord
+from bench.core.records.verification import Check, CommitEvent, Verification
 from bench.core.sql import ident
 from bench.verify.integrity import commit_event
 from bench.verify.readers import read

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
 from pyiceberg.types import DecimalType, FixedType, IcebergType
 
-from bench.core.results import Check
+from bench.core.records.verification import Check
 from bench.core.table.files import open_uri
 
 SIMPLE = {  # Iceberg type (its str) -> (physical type, logical type, adjusted to UTC, time unit)

@@ -25,7 +25,7 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import DateType, IcebergType, TimestampType, TimestamptzType, TimeType
 
 from bench.core.catalog.s3 import filesystem
-from bench.core.table import live_entries
+from bench.core.table.entries import live_entries
 
 FIELD_ID = b"PARQUET:field_id"
 

@@ -44,9 +44,8 @@ from bench.core.catalog import CatalogSettings
 from bench.core.catalog.duck import duckdb_config, duckdb_connect, duckdb_connect_iceberg
 from bench.core.catalog.s3 import is_s3
 from bench.core.checksum import checksum_select
-from bench.core.results import ReaderAnswer
+from bench.core.records.verification import ReaderAnswer
 from bench.core.sql import ident, idents
-from bench.core.table import LiveFiles, live_files, local_path
 from bench.core.table.deletes import (
     DUCKDB_ICEBERG_EQ_WORK_LIMIT,
     classify,
@@ -56,6 +55,8 @@ from bench.core.table.deletes import (
     is_global,
     scope,
 )
+from bench.core.table.entries import LiveFiles, live_files
+from bench.core.uri import local_path
 from bench.verify.avro import NAME as AVRO
 from bench.verify.avro import AvroUnavailable, read_avro
 from bench.verify.columns import Columns, columns_for
@@ -370,5 +371,5 @@ def first_available(names: list[str], tbl: Table, snapshot_id: int | None,
 
 FALLBACK = (AVRO,)  # readers asked when none of a scenario's readers can read a table (its data files' format)
 
-__all__ = ["FALLBACK", "READERS", "REFERENCE", "SELECTIVE", "Reader", "ReaderUnavailable", "first_available",
-           "merge_on_read", "not_parquet", "parquet_checksum", "read", "read_selected"]
+__all__ = ["FALLBACK", "READERS", "SELECTIVE", "Reader", "ReaderUnavailable", "first_available", "merge_on_read",
+           "not_parquet", "parquet_checksum", "read", "read_selected"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bench.core.results import ReaderAnswer, ReaderFinding
+from bench.core.records.verification import ReaderAnswer, ReaderFinding
 
 
 def agree(answers: Iterable[ReaderAnswer]) -> bool:

@@ -27,7 +27,7 @@ from bench.core.checksum import checksum_select
 from bench.core.iceberg_java.spark_conf import local_conf, session
 from bench.core.machine import java_binary
 from bench.core.sql import ident, spark_idents, string_list
-from bench.verify.columns import duckdb_types
+from bench.core.table.fieldids import duckdb_types
 
 NAME = "iceberg-java"
 RESOLVES = "field id (Iceberg's Java library)"

@@ -10,9 +10,9 @@ import statistics
 from pyiceberg.table import Table
 
 from bench.core.catalog import CatalogSettings
-from bench.core.results import FileFacts, TableStats
-from bench.core.table import LiveFiles, live_files, snapshot_of
+from bench.core.records.verification import FileFacts, TableStats
 from bench.core.table.deletes import classify
+from bench.core.table.entries import LiveFiles, live_files, snapshot_of
 from bench.core.table.files import footers
 from bench.verify.readers import first_available
 

@@ -21,9 +21,11 @@ from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
 
 from bench.core.catalog import CatalogSettings
-from bench.core.results import Check, CycleRecord, ReaderAnswer
-from bench.core.table import live_files, local_path
+from bench.core.records.live import CycleRecord
+from bench.core.records.verification import Check, ReaderAnswer
 from bench.core.table.deletes import equality_delete_work
+from bench.core.table.entries import live_files
+from bench.core.uri import local_path
 from bench.verify.integrity import IntegrityInput, history_checks, identity_checks
 from bench.verify.lineage import RULE as LINEAGE_RULE
 from bench.verify.lineage import lineage_check

@@ -19,7 +19,7 @@ from pathlib import Path
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 
-from bench.core.table import local_path
+from bench.core.uri import local_path
 from bench.verify.partitions import rows_partition
 
 STAGED = "staged-output"

@@ -20,10 +20,10 @@ from pyiceberg.typedef import Record
 
 from bench.core.dataset import GroundTruth
 from bench.core.partition_filter import PartitionKey, table_selector
-from bench.core.results import Check, PartitionOutcome
+from bench.core.records.verification import Check, PartitionOutcome
 from bench.core.spread import Spread
-from bench.core.table import LiveFiles
 from bench.core.table.deletes import scope
+from bench.core.table.entries import LiveFiles
 
 RULE = ("partition filter: every live file (data and delete) of the input in a partition the filter does not "
         "select is live after the run with the same path, size and recorded partition, and no file the run wrote "

@@ -1,5 +1,12 @@
 """What every chart shares: the memo that draws a chart once per distinct arguments (`chart`), the house style and
-colours, the SVG a figure becomes (ids under one prefix, the width left to CSS) and the axis ticks."""
+colours, the SVG a figure becomes (ids under one prefix, the width left to CSS) and the axis ticks.
+
+Each chart function returns an SVG string ready to be placed in the HTML: no files, no external resources.  Element
+ids inside each SVG are prefixed with a unique chart id, so several SVGs can live in one document without clashing.
+A chart is a pure function of its arguments: one drawn again with the same arguments in the same process is the
+drawing kept (`chart`), under a new id prefix.  Engine colours come from the results (`RunResult.engine_color`,
+resolved by reports.model.colors.assign_colors): every chart takes them as a dict engine -> colour.
+"""
 
 from __future__ import annotations
 
@@ -15,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
 
-from bench.core.fmt import GiB, fmt_ratio, fmt_usd
+from bench.core.fmt import fmt_ratio, fmt_usd
 from bench.core.fmt import nbytes as _fmt_bytes
 from bench.core.fmt import seconds as _fmt_seconds
+from bench.core.units import GiB
 
 if TYPE_CHECKING:
     from matplotlib.typing import RcKeyType

@@ -15,15 +15,8 @@ from bench.core.campaign import SUMMARY_FILES
 from bench.core.children import pid_alive
 from bench.core.errors import UserError
 from bench.core.fmt import fmt_bytes_against, limit_bytes
-from bench.core.results import (
-    RUN_STATE_FILE,
-    Cost,
-    RunResult,
-    RunState,
-    is_result,
-    iter_result_files,
-    read_run_state,
-)
+from bench.core.records.engine_run import Cost
+from bench.core.results import RUN_STATE_FILE, RunResult, RunState, is_result, iter_result_files, read_run_state
 
 # byte counts as older harnesses wrote them into a result's sentences, and the sizes for people they read as now
 RAW_SIZES = ((re.compile(r"memory limit (\d+) bytes"), lambda m: f"memory limit {limit_bytes(m.group(1))}"),

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bench.core.results import Environment, MemoryCap, Published, RunResult, ScenarioRecord, TableStats
+from bench.core.records.environment import Environment
+from bench.core.records.scenario import Published, ScenarioRecord
+from bench.core.records.telemetry import MemoryCap
+from bench.core.records.verification import TableStats
+from bench.core.results import RunResult
 from bench.core.spread import Spread
 from bench.core.stats import EngineStats, Speedup
 from reports.model.loading import LoadedRun, RunDirState

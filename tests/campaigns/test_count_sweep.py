@@ -4,7 +4,10 @@ files, per phase, and where a memory line meets the budget.  The runs themselves
 
 from bench.campaigns.counts import budget_meet, count_point, count_table, fit_counts
 from bench.core.campaign import CountSweepSummary
-from bench.core.results import Phase, RunResult, TableStats, TelemetrySummary
+from bench.core.records.engine_run import Phase
+from bench.core.records.telemetry import TelemetrySummary
+from bench.core.records.verification import TableStats
+from bench.core.results import RunResult
 from reports.counts import count_markdown
 
 MB = 1_000_000
@@ -54,7 +57,7 @@ def test_the_html_report_draws_a_count_sweep_from_its_counts_json(tmp_path):
     sweep's lines (legend: fixed + slope per 1,000 files), its points, where memory meets the budget and the delete
     files' opens -- from counts.json alone (no run directory beside it)."""
     from bench.core.campaign import write_counts
-    from bench.core.opens import DeleteOpens
+    from bench.core.records.telemetry import DeleteOpens
     from reports.render import render_html
 
     runs = [_run("spark", n, 2 + 0.01 * n, 500 * MB + n * MB) for n in (300, 1200, 3000)]

@@ -55,7 +55,7 @@ def test_node_model_is_cpu_or_storage_bound():
 def test_storage_options_say_which_can_produce_a_published_time():
     """193 GB read and 110 GB written in the published 277 s: EBS shares one limit between reads and writes,
     S3 has the network's each way; only the burst moves the bytes in time."""
-    from bench.campaigns.extrapolate import storage_answers
+    from bench.campaigns.sweep import storage_answers
     from bench.core.storage import STORAGE_OPTIONS, storage_option
 
     s3 = storage_option("s3-burst")
@@ -317,7 +317,7 @@ def test_sweep_then_plan(tmp_path, shared_warehouse):
     assert dh.engines == [] and "no sweep of deletes-high" in dh.notes[0]  # said, not invented
 
     # runs of `bench run --cores 1|2` beside the sweep: the model scales risingwave by their efficiency (0.6)
-    from bench.core.results import CoreLimit
+    from bench.core.records.telemetry import CoreLimit
     from tests.reports.hand_built import make_result, write_results
 
     cored = [make_result("risingwave", n - 1, duration=d, run_id="cores", cores=n,

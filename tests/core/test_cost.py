@@ -15,7 +15,7 @@ from bench.core.cost import (
     s3_usd,
 )
 from bench.core.errors import UserError
-from bench.core.results import Cost
+from bench.core.records.engine_run import Cost
 
 
 @pytest.mark.parametrize("seconds, published", [(277, "0.059"), (1533, "0.327"), (369, "0.079"),

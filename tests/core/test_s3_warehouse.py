@@ -366,11 +366,12 @@ def test_delete_compaction_and_delete_aware_readers_on_s3(aws_environ, tmp_path)
     from bench.core.catalog.duck import _quote, duckdb_connect, extension_path
     from bench.core.catalog.rest import serve
     from bench.core.dataset import GroundTruth
-    from bench.core.table import live_entries
+    from bench.core.table.entries import live_entries
     from bench.engines import get_engine
     from bench.engines.base import CompactionJob, PhaseClock
-    from bench.verify import VerifyInput, table_stats, verify
+    from bench.verify.checks import VerifyInput, verify
     from bench.verify.readers import read
+    from bench.verify.stats import table_stats
 
     settings = CatalogSettings.for_warehouse(f"s3://{BUCKET}/del")
     cat = load_sql_catalog(settings)

@@ -17,11 +17,13 @@ from bench.core.catalog import CatalogSettings, load_sql_catalog
 from bench.core.catalog.rest import serve
 from bench.core.errors import UserError
 from bench.core.iceberg_java.runtime import ICEBERG_VERSION
-from bench.core.table import live_entries, live_files, local_path
 from bench.core.table.deletes import classify
+from bench.core.table.entries import live_entries, live_files
+from bench.core.uri import local_path
 from bench.scenario import load_scenario
-from bench.verify import VerifyInput, table_stats, verify
+from bench.verify.checks import VerifyInput, verify
 from bench.verify.readers import ReaderUnavailable, read_duckdb_iceberg, read_merge_on_read, read_parquet_files
+from bench.verify.stats import table_stats
 from datagen import deletes
 from datagen.dataset import prepare
 from datagen.recipes import DeletesRecipe

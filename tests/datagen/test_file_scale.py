@@ -9,7 +9,7 @@ import pytest
 from bench.core.catalog import CatalogSettings, load_sql_catalog
 from bench.core.errors import UserError
 from bench.scenario import load_scenario
-from bench.verify import table_stats
+from bench.verify.stats import table_stats
 from datagen import deletes
 from datagen.dataset import prepare, recipe_hash, scales_of
 from datagen.smallfiles import plan

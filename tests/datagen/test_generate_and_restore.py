@@ -11,10 +11,10 @@ from pydantic import ValidationError
 
 from bench.core.catalog import CatalogSettings, load_sql_catalog
 from bench.core.dataset import manifest_path
-from bench.core.table import local_path
 from bench.core.table.state import fingerprint, list_files, restore
+from bench.core.uri import local_path
 from bench.scenario import load_scenario
-from bench.verify import table_stats
+from bench.verify.stats import table_stats
 from datagen import smallfiles
 from datagen.dataset import prepare
 from datagen.recipes import DeletesRecipe, SmallFilesRecipe

@@ -17,7 +17,8 @@ from pyiceberg.manifest import DataFileContent
 from bench.core.catalog import CatalogSettings, load_sql_catalog
 from bench.core.checksum import arrow_checksum
 from bench.core.errors import UserError
-from bench.core.table import live_entries, local_path
+from bench.core.table.entries import live_entries
+from bench.core.uri import local_path
 from bench.scenario import load_scenario
 from bench.verify.partitions import partition_problems
 from bench.verify.readers import read_merge_on_read

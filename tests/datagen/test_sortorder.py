@@ -1,4 +1,4 @@
-"""A table with a sort order (datagen.sortorder): its recipe, the scattered order its keys arrive in, the
+"""A table with a sort order (datagen.smallfiles): its recipe, the scattered order its keys arrive in, the
 reader queries' truth over those keys, and the verifier's order rule (bench.verify.sortorder)."""
 
 import numpy as np

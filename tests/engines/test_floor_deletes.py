@@ -14,7 +14,7 @@ from pyiceberg.types import IntegerType, LongType, NestedField
 
 from bench.core.catalog import CatalogSettings
 from bench.core.rates import TableRates, check_bound, physical_bound
-from bench.core.results import Phase
+from bench.core.records.engine_run import Phase
 from bench.core.table.fieldids import schema_map
 from bench.engines.arrow_floor import ArrowFloorEngine, Deletes
 from bench.engines.base import CompactionJob

@@ -106,7 +106,7 @@ def test_a_v3_streaming_cycle_checks_the_lineage_of_what_maintenance_wrote(tmp_p
 
     from pyiceberg.table import StaticTable
 
-    from bench.core.table import live_files
+    from bench.core.table.entries import live_files
     from bench.engines import environment as envs
     from bench.engines.repark import ENVIRONMENT
     from bench.verify.streaming import cycle_lineage

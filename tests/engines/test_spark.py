@@ -132,7 +132,7 @@ def test_profiles_and_budget_rule():
 
 
 def test_bad_options_fail_before_starting_a_jvm(tmp_path):
-    from bench.engines.spark import SparkEngine
+    from bench.engines.spark.engine import SparkEngine
     from bench.scenario import Scenario, load_scenario
 
     settings = CatalogSettings(warehouse=str(tmp_path / "wh"))

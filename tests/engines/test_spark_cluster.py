@@ -18,7 +18,8 @@ import pytest
 from bench.core.cost import run_cost
 from bench.engines.spark import memory
 from bench.engines.spark.cluster import StandaloneCluster, parse_master
-from bench.engines.spark.engine import SparkEngine, SparkOptions
+from bench.engines.spark.engine import SparkEngine
+from bench.engines.spark.options import SparkOptions
 from tests.engines.spark_processes import kill_leftovers, results, wait_until_gone
 from tests.helpers import TINY, run_bench
 

@@ -28,7 +28,8 @@ from bench.core.errors import UserError
 from bench.engines.base import EngineOOM
 from bench.engines.spark import memory
 from bench.engines.spark.cluster import StandaloneCluster, free_ports
-from bench.engines.spark.engine import SparkEngine, SparkOptions
+from bench.engines.spark.engine import SparkEngine
+from bench.engines.spark.options import SparkOptions
 from bench.telemetry.limits import remove_stale_cgroups
 from tests.engines.spark_processes import GONE_WITHIN_S, cluster_processes, kill_leftovers, results, wait_until_gone
 from tests.helpers import TINY, bench_env, run_bench

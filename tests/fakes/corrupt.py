@@ -18,7 +18,8 @@ from pyiceberg.table.snapshots import Operation, Summary
 from pyiceberg.table.update.snapshot import _OverwriteFiles
 
 from bench.core.catalog import load_catalog
-from bench.core.table import live_files, local_path
+from bench.core.table.entries import live_files
+from bench.core.uri import local_path
 from bench.engines.base import CompactionJob, Engine, EngineOutcome, PhaseClock
 from bench.engines.risingwave import RisingWaveEngine
 

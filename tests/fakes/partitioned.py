@@ -21,8 +21,9 @@ from bench.core.catalog import load_catalog
 from bench.core.iceberg_java.commit import RowDeltaCommitter
 from bench.core.iceberg_java.gateway import JavaIceberg
 from bench.core.partition_filter import selector
-from bench.core.table import live_files, local_path
 from bench.core.table.deletes import scope
+from bench.core.table.entries import live_files
+from bench.core.uri import local_path
 from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, PhaseClock
 from bench.verify.partitions import rows_partition
 from tests.fakes.corrupt import commit_rewrite

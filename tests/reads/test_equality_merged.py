@@ -1,4 +1,4 @@
-"""The count of equality-delete files a reader merges (bench.reads.metadata.equality_merged) is the spec's rule,
+"""The count of equality-delete files a reader merges (bench.reads.measure.equality_merged) is the spec's rule,
 counted in linear time: the same answer as testing every (delete, opened data file) pair."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 from types import SimpleNamespace as NS
 
 from bench.core.table.deletes import is_global, scope, seq
-from bench.reads.metadata import equality_merged
+from bench.reads.measure import equality_merged
 
 
 class _Spec:

@@ -13,8 +13,8 @@ import pyarrow.compute as pc
 import pytest
 
 from bench.core.dataset import GeneratedTable, GroundTruth
-from bench.core.results import QueryRead, ReadsRecord
-from bench.reads import check
+from bench.core.records.reads import QueryRead, ReadsRecord
+from bench.reads.queries import check
 from bench.scenario import load_scenario
 from datagen.queries import choose_queries, layout, query_truth, reads_plan
 from datagen.schema import make_rows, pools_for
@@ -96,7 +96,8 @@ def test_the_check_fails_on_a_wrong_answer():
 def test_a_wrong_answer_after_the_compaction_fails_the_run():
     """Right on the input, wrong on the output: the engine's fault, the run is not verified; wrong on both: the
     reader's, advisory."""
-    from bench.core.results import RunResult, Verification
+    from bench.core.records.verification import Verification
+    from bench.core.results import RunResult
     from bench.runner.reads import answers_check
 
     truth = {"full-scan": ["10", "55"], "key-range": ["1", "5"]}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bench.campaigns.extrapolate import storage_answers
+from bench.campaigns.sweep import storage_answers
 from bench.core.campaign import (
     DatagenPoint,
     Extrapolation,
@@ -26,11 +26,12 @@ from bench.core.campaign import (
 )
 from bench.core.fit import fit_line, node_model
 from bench.core.fmt import fmt_bytes, fmt_seconds
-from bench.core.results import ScenarioRecord, save
+from bench.core.records.scenario import ScenarioRecord
+from bench.core.results import save
 from bench.core.spread import Spread
 from reports.cli import report_cmd
 from reports.export import frame
-from reports.model import FALLBACK_COLORS
+from reports.model.colors import FALLBACK_COLORS
 from reports.render import CHARTS
 from tests.reports.hand_built import COLORS, SCENARIO, make_result, render, table_row
 

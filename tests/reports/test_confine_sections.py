@@ -7,7 +7,7 @@ import pytest
 
 from bench.core.errors import UserError
 from bench.core.fit import Fit, core_scalings, node_model, scaling_for
-from bench.core.results import CoreLimit, StorageCap
+from bench.core.records.telemetry import CoreLimit, StorageCap
 from bench.core.units import MiB
 from tests.reports.hand_built import make_result, render, table_row, write_results
 
@@ -46,7 +46,8 @@ def test_time_against_the_cap_beside_the_model_and_the_core_efficiency(tmp_path)
     row = table_row(html, "storage-caps", engine="spark", cap="2MiB/s")
     assert 'data-metric="model_s" data-value="12.0"' in row and "uncapped time" in row  # 9.1 s < 12 s
     from reports.confine import cap_sections
-    from reports.model import build, load_runs
+    from reports.model.loading import load_runs
+    from reports.model.sets import build
 
     (section,) = cap_sections(build(load_runs(dirs)).sets)
     sp = {s.requested: s for s in section.speedups}

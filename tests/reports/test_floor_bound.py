@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from bench.core.rates import TableRates, physical_bound
-from bench.core.results import PhysicalBound
+from bench.core.records.engine_run import PhysicalBound
 from reports.floorcheck import floor_check
 from reports.markdown import render_markdown
 from tests.reports.hand_built import make_result, render, write_results

@@ -38,11 +38,13 @@ def test_bar_charts_without_any_value_are_one_line(tmp_path):
 
 
 def test_charts_with_nothing_to_draw_return_a_line():
-    from reports import charts
+    from reports.charts.campaigns import speedup_scaling_chart
+    from reports.charts.streaming import sink_chart
+    from reports.charts.timelines import memory_timeline
 
-    for svg in (charts.speedup_scaling_chart([("spark", "risingwave", [])], {}),
-                charts.sink_chart({"spark": []}, {}, {}),
-                charts.memory_timeline([("spark", "rep 0", True, True, None)], {}, None)):
+    for svg in (speedup_scaling_chart([("spark", "risingwave", [])], {}),
+                sink_chart({"spark": []}, {}, {}),
+                memory_timeline([("spark", "rep 0", True, True, None)], {}, None)):
         assert svg.startswith('<p class="no-chart"') and "<svg" not in svg, svg
 
 

@@ -100,7 +100,8 @@ def test_the_headline_is_the_first_engine_named_against_the_fastest_other(tmp_pa
     """Of three engines, the headline is the baseline (named first) against the fastest, not the largest ratio
     (which would be the fastest against the slowest)."""
     from bench.core.results import read_run_state
-    from reports.model import build, load_runs
+    from reports.model.loading import load_runs
+    from reports.model.sets import build
 
     runs = [make_result(e, rep, duration=d) for rep in (0, 1) for e, d in
             (("spark", 30.0), ("risingwave", 3.0), ("repark", 60.0))]
@@ -355,7 +356,7 @@ def test_a_runtime_is_named_from_the_engines_declaration_when_no_run_reported_it
 def test_the_markdown_block_counts_each_runs_opens_of_the_input_timed_out_or_not(tmp_path):
     """How far a run that timed out had got, in the files it opened, beside a verified run's count; a run without a
     count (no delete files) adds no line."""
-    from bench.core.opens import DeleteOpens
+    from bench.core.records.telemetry import DeleteOpens
     from reports.markdown import render_markdown
 
     sampled = DeleteOpens(source="inotify", delete_files=40_000, opened=5_700, opens=3_279_700, data_files=20_000,

@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 
 from bench.core.fileio import write_atomic
-from bench.core.records.conformance import ConformanceCase
-from bench.core.results import ConformanceCell, ConformanceRecord, SourceRecord, TouchedCase
+from bench.core.records.conformance import ConformanceCase, ConformanceCell, ConformanceRecord
+from bench.core.records.scenario import SourceRecord, TouchedCase
 from reports.conformance import conformance_record, touch_notes
-from reports.model import load_runs
+from reports.model.loading import load_runs
 from tests.reports.hand_built import make_result, render, write_results
 
 NULL_KEY = TouchedCase(case="equality-delete-null-key", covers=["equality deletes", "equality deletes with NULL keys"],

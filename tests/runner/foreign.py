@@ -123,7 +123,7 @@ def add_deletes(root: Path) -> dict[str, int]:
     from bench.core.iceberg_java.commit import RowDeltaCommitter
     from bench.core.iceberg_java.gateway import JavaIceberg
     from bench.core.uri import local_path
-    from datagen.deletes.write import POSITION_DELETE_ARROW
+    from datagen.deletes import POSITION_DELETE_ARROW
 
     catalog = SqlCatalog("shop", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}/lake")
     tbl = catalog.load_table("shop.orders")

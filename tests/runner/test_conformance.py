@@ -12,20 +12,17 @@ from bench.core.catalog import CatalogSettings, load_catalog
 from bench.core.errors import UserError
 from bench.core.expected import difference
 from bench.core.iceberg_java.runtime import HARNESS_LINE, spark_line
-from bench.core.results import (
+from bench.core.records.conformance import (
     HARNESS_RUNTIME,
-    CatalogServerUsage,
-    Check,
     ConformanceCase,
     ConformanceCell,
     ConformanceRecord,
-    ReaderFinding,
-    RowDifference,
-    RunResult,
-    Verification,
     VersionPair,
 )
-from bench.core.table import live_files
+from bench.core.records.telemetry import CatalogServerUsage
+from bench.core.records.verification import Check, ReaderFinding, RowDifference, Verification
+from bench.core.results import RunResult
+from bench.core.table.entries import live_files
 from bench.core.table.shape import shape
 from bench.verify.expected import read_keys
 from datagen.conformance import CASES_FILE, Case, load_cases, write_cases
@@ -93,7 +90,7 @@ def test_no_commit_is_owed_where_the_work_asks_nothing():
     """bench.verify.checks.nothing_owed: a single small file (files small leaves one per partition) or no file owes
     no commit and no new file; two small files, or a delete file, do (an engine that leaves them is judged)."""
     from bench.core.dataset import GroundTruth
-    from bench.core.results import TableStats
+    from bench.core.records.verification import TableStats
     from bench.verify.checks import VerifyInput, nothing_owed, state_checks
 
     def vi(data_files: int, delete_files: int = 0) -> VerifyInput:

@@ -9,7 +9,8 @@ import psutil
 
 from bench.core.progress import Progress
 from bench.core.stats import engine_stats
-from bench.runner import RunOptions, run_scenario
+from bench.runner.context import RunOptions
+from bench.runner.run import run_scenario
 from bench.runner.session import SharedProcesses
 from tests.helpers import TEST_ENGINES, TINY, bench_env
 

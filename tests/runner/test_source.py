@@ -220,7 +220,7 @@ def test_the_pin_reads_only_the_pinned_snapshot_and_tells_others_commits_from_ch
     from bench.core.errors import RunFailed, UserError, one_line_errors
     from bench.core.pin import observe, pin_source
     from bench.core.source import SourceRef, check_disjoint, fingerprint_source, load_source
-    from bench.core.table import local_path
+    from bench.core.uri import local_path
     from tests.runner.foreign import Writer, make_foreign_table
 
     cfg = make_foreign_table(tmp_path / "other", commits=30, rows=3)
@@ -298,7 +298,8 @@ def test_a_renamed_column_reads_by_field_id_and_a_table_no_reader_can_read_is_on
 
     from bench.core.errors import UserError
     from bench.core.source import SourceRef, load_source
-    from bench.core.table import live_files, local_path
+    from bench.core.table.entries import live_files
+    from bench.core.uri import local_path
     from bench.runner.source import ground_truth
     from tests.runner.foreign import make_foreign_table
 
@@ -388,7 +389,9 @@ def test_pinned_files_gone_leave_the_later_runs_not_verified_saying_which_and_wh
     from types import SimpleNamespace
 
     from bench.core.pin import SourceFingerprint
-    from bench.core.results import Check, RunResult, SourceRecord
+    from bench.core.records.scenario import SourceRecord
+    from bench.core.records.verification import Check
+    from bench.core.results import RunResult
     from bench.core.source import SourceRef
     from bench.runner.source_watch import check_source, record_gone
     from reports.source import why_not_verified

@@ -194,7 +194,7 @@ def test_the_completeness_check_reads_the_intent_the_engines_were_given():
     """compaction_complete and no_live_delete_files follow VerifyInput.work: min_files, files all, deletes keep."""
     from types import SimpleNamespace
 
-    from bench.core.results import TableStats
+    from bench.core.records.verification import TableStats
     from bench.verify.checks import VerifyInput, _complete, state_checks
 
     def df(path: str, size: int) -> SimpleNamespace:

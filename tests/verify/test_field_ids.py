@@ -12,7 +12,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from bench.core.catalog import CatalogSettings, load_sql_catalog
 from bench.core.dataset import GroundTruth
-from bench.core.results import TableStats
+from bench.core.records.verification import TableStats
 from bench.verify.checks import VerifyInput, content_checks
 from bench.verify.readers import read
 
@@ -70,8 +70,8 @@ def test_the_reference_reader_decides_when_the_readers_disagree_on_an_output(ren
     conformance test's) reads it; the reader it overrules becomes advisory and a finding, and the output is
     judged by the reference: right when it equals the truth, wrong (a required check fails) when it does not."""
     import bench.verify.checks as checks
-    from bench.core.results import ReaderAnswer
-    from bench.verify.readers import REFERENCE
+    from bench.core.records.verification import ReaderAnswer
+    from bench.verify.reference import NAME as REFERENCE
 
     tbl, _ = renamed
     good = ReaderAnswer(reader="duckdb-merge-on-read", resolves="field id", rows=6, checksum="60")

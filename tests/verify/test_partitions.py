@@ -9,7 +9,8 @@ import pytest
 from pyiceberg.manifest import DataFileContent
 
 from bench.core.catalog import CatalogSettings, load_sql_catalog
-from bench.core.table import live_entries, local_path
+from bench.core.table.entries import live_entries
+from bench.core.uri import local_path
 from bench.verify.partitions import file_partition_problems, partition_problems
 from datagen.dataset import prepare
 from datagen.recipes import SmallFilesRecipe
@@ -161,7 +162,7 @@ def test_readers_agree_over_the_selected_partitions_where_the_whole_table_reads_
     before); with one, pyiceberg's and our reads of the selected partitions make the second reader, checked
     against the generator's truth summed over them, and must agree."""
     from bench.core.dataset import GroundTruth
-    from bench.core.results import ReaderAnswer
+    from bench.core.records.verification import ReaderAnswer
     from bench.verify.checks import Within, content_checks
 
     def ans(name, rows, checksum):

@@ -3,8 +3,8 @@ bin-packing run whose delete files stay live is read by the readers that apply d
 in results are built from the readers' own declarations (field id, not "column name").  No table, no engine."""
 
 from bench.core.dataset import GroundTruth
-from bench.core.results import ReaderAnswer, TableStats
-from bench.core.table import LiveFiles
+from bench.core.records.verification import ReaderAnswer, TableStats
+from bench.core.table.entries import LiveFiles
 from bench.verify.checks import RULES, VerifyInput, content_checks, readers_for
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from bench.core.catalog import CatalogSettings, load_sql_catalog
-from bench.core.results import CycleRecord
-from bench.core.table import live_files
+from bench.core.records.live import CycleRecord
+from bench.core.table.entries import live_files
 from bench.scenario import load_scenario
 from bench.verify import streaming
 from bench.verify.streaming import check_content, measure_table

@@ -1,2 +1,1 @@
-"""The result record's parts, one module per family; `bench.core.results` is the one import module of them
-(and holds the run's record, `RunResult`, and how results are written and read)."""
+"""The result record's parts, one module per family, under the run's record in `bench.core.results`."""

@@ -1,5 +1,6 @@
 """What a run compacted: the scenario as it was run (its published figures, its table's shape), or the user's
-own table (`--source-table`) and the conformance cases its shape touches."""
+own table (`--source-table`), the refs and others' commits of its pin (bench.core.pin), and the conformance cases its
+shape touches."""
 
 from __future__ import annotations
 
@@ -8,7 +9,29 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.core.published import PUBLISHED_INSTANCE, PUBLISHED_MACHINE
-from bench.core.source_records import OtherCommit, RefPin
+
+
+class RefPin(BaseModel):
+    """A branch or tag of the source, as it was pinned (and, in a result, where the clone's copy of it is after
+    the engine run)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    type: str  # branch | tag
+    snapshot_id: int
+    after_snapshot_id: int | None = None  # the clone's ref after the engine run (None: not checked, or gone)
+
+
+class OtherCommit(BaseModel):
+    """A snapshot someone else committed to the source after it was pinned."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    snapshot_id: int
+    operation: str = ""
+    timestamp_ms: int = 0
+    parent_id: int | None = None
 
 
 class Published(BaseModel):

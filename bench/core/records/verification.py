@@ -148,8 +148,8 @@ def difference(c: Check) -> str:
 
 
 class RowDifference(BaseModel):
-    """An output's rows against its input's (bench.verify.rows): how many came back (deleted rows resurrected,
-    or rows that were never there) and were lost, and a few of each."""
+    """An output's rows against its input's (bench.verify.checks.row_difference): how many came back (deleted rows
+    resurrected, or rows that were never there) and were lost, and a few of each."""
 
     came_back: int = 0
     lost: int = 0
@@ -165,7 +165,8 @@ class Verification(BaseModel):
     reader: str = ""  # how the content was read back
     readers: dict[str, Any] = Field(default_factory=dict)  # every reader's answer (or why it could not)
     committed: list[CommitEvent] = Field(default_factory=list)  # the snapshots the run committed, in order
-    # the content differs from the input's: which rows came back and which were lost (bench.verify.rows)
+    # the content differs from the input's: which rows came back and which were lost
+    # (bench.verify.checks.row_difference)
     rows: RowDifference | None = None
     findings: list[ReaderFinding] = Field(default_factory=list)  # readers the reference reader overruled
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow.parquet as pq
 
 from bench.core.catalog.s3 import filesystem
-from bench.core.results import FileFacts
+from bench.core.records.verification import FileFacts
 from bench.core.uri import local_path
 
 

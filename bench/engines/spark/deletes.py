@@ -70,7 +70,7 @@ class DeleteSteps:
 
     def live_deletes(self, job: CompactionJob) -> tuple[int, int]:
         """(position, equality) delete files live on the job's branch now."""
-        from bench.core.table import live_files
+        from bench.core.table.entries import live_files
 
         tbl, head = self._head(job)
         files = live_files(tbl, head)
@@ -80,8 +80,8 @@ class DeleteSteps:
         """Remove live delete files that apply to no live data file (bench.core.table.deletes), in one
         RewriteFiles commit in this JVM; with a partition filter, only those of the partitions it selects."""
         from bench.core.partition_filter import table_selector
-        from bench.core.table import live_files
         from bench.core.table.deletes import classify, scope
+        from bench.core.table.entries import live_files
 
         tbl, head = self._head(job)
         files = live_files(tbl, head)

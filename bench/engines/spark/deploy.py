@@ -22,7 +22,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.core.results import Deployment, DeployMode
+from bench.core.iceberg_java.spark_conf import log4j_option
+from bench.core.records.engine_run import Deployment, DeployMode
 from bench.engines.base import CompactionJob, PhaseClock
 from bench.engines.spark import memory, session
 from bench.engines.spark.cluster import ClusterView, StandaloneCluster, is_loopback
@@ -124,7 +125,7 @@ class SparkDeploy:
         cores = min(int(w.get("cores", 1)) for w in workers)
         heap, overhead = memory.external_executor_sizes(min(int(w.get("memory", 0)) for w in workers))
         conf.update(session.standalone_conf(cores, len(workers), [*memory.executor_java_options(overhead),
-                                                                   session.log4j_option()]))
+                                                                   log4j_option()]))
         conf.update({"spark.executor.memory": memory.fmt_mib(heap),
                      "spark.executor.memoryOverhead": memory.fmt_mib(overhead)})
         host = session.driver_address(opts.master_host)

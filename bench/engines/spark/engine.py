@@ -16,13 +16,22 @@ Steps:
              deletes also the delete steps (`bench.engines.spark.deletes`): `rewrite_position_delete_files`
              (rewrite-all) and `remove dangling deletes` (a metadata-only commit through Iceberg's Java API), so
              that no delete file stays live.
-A failure is classified by `bench.engines.spark.failures` (an OutOfMemoryError of the driver or an executor is
-EngineOOM: status heap-oom).
+Why a Spark run failed (`classify`): a java.lang.OutOfMemoryError ends the driver JVM at once
+(-XX:+ExitOnOutOfMemoryError, exit code 3) and is raised as EngineOOM (status heap-oom: the JVM's own limit, below the
+budget), so the runner does not wait on a half-dead JVM.  In standalone mode an executor's OutOfMemoryError reaches
+the driver as a task or stage failure (the error text, or ExecutorLostFailure with Spark's OOM exit code 52):
+heap-oom too.  A JVM that died otherwise (a signal, another exit code) is said as such.
+What Spark's status store says of the rewrite's jobs is recorded too: Iceberg's rewrite runs each file group as a
+Spark job described "Rewriting N files (..., file group i/T, ...)" (RewriteDataFilesSparkAction.jobDesc; the
+position-delete rewrite's say "position delete files" and are not matched).  Each task of those jobs reads its share
+of the group's data files and opens the delete files that apply to them (`rewrite_jobs`, `rewrite_tasks`).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import time
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -32,19 +41,29 @@ from pydantic import BaseModel
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.iceberg_java import runtime as iceberg_runtime
+from bench.core.iceberg_java.spark_conf import base_conf, log4j_option
 from bench.core.iceberg_java.spark_conf import session as spark_session
+from bench.core.records.telemetry import CapRole, MemoryCap
 from bench.core.requirements import Requirement, module_requirement
-from bench.core.results import CapRole, MemoryCap
 from bench.core.sql import spark_literal
 from bench.engines import environment as envs
-from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, Knob, MaintenanceOp, PhaseClock
+from bench.engines.base import (
+    Capabilities,
+    CompactionJob,
+    Engine,
+    EngineOOM,
+    EngineOutcome,
+    Knob,
+    MaintenanceOp,
+    PhaseClock,
+)
 from bench.engines.procedure import derived_options, row_dict, spark_map, strategy_args, where_arg
-from bench.engines.spark import deletes, failures, memory, session, tasks
+from bench.engines.spark import deletes, memory, session
 from bench.engines.spark.cluster import is_loopback
 from bench.engines.spark.deploy import SparkDeploy
 from bench.engines.spark.options import KNOBS, SparkOptions
 
-__all__ = ["SparkEngine", "SparkOptions", "strategy_args"]
+__all__ = ["SparkEngine"]
 
 LINE = iceberg_runtime.HARNESS_LINE  # the harness's Spark line: its pyspark is the harness's
 ICEBERG_MAX_CONCURRENT_GROUPS = 5  # max-concurrent-file-group-rewrites: Iceberg's default (RewriteDataFiles)
@@ -162,17 +181,17 @@ class SparkEngine(Engine):
         """The session's conf; for a cluster, the master URL is set once it runs (`SparkDeploy.start`)."""
         self.deploy.configure(job, opts)
         self.plan = memory.memory_plan(opts.profile, job.memory_budget_bytes, mode=opts.deploy, workers=opts.workers)
-        conf = session.base_conf(job.catalog, self.deploy.master, app_name=f"bench-{job.scenario}",
+        conf = base_conf(job.catalog, self.deploy.master, app_name=f"bench-{job.scenario}",
                                  jars=self.engine_jars(job.catalog),
                                  rest=self.capabilities.commits_through_rest and opts.catalog == "rest")
         self.jars = conf["spark.jars"].split(",")
         conf.update(self.plan["conf"])
         if opts.memory_fraction is not None:
             conf["spark.memory.fraction"] = str(opts.memory_fraction)
-        conf["spark.driver.extraJavaOptions"] = " ".join([*self.plan["java_options"], session.log4j_option()])
+        conf["spark.driver.extraJavaOptions"] = " ".join([*self.plan["java_options"], log4j_option()])
         if opts.deploy == "standalone":
             conf.update(session.standalone_conf(self.deploy.worker_cores(opts), opts.workers,
-                                                [*self.plan["executor_java_options"], session.log4j_option()]))
+                                                [*self.plan["executor_java_options"], log4j_option()]))
         if job.work_dir:
             local_dir = os.path.join(job.work_dir, "spark-local")
             os.makedirs(local_dir, exist_ok=True)
@@ -269,7 +288,7 @@ class SparkEngine(Engine):
         deployment.writes_at_once = self._writes_at_once(opts.rewrite_options)
         return EngineOutcome(engine_result=result, settings=settings, versions=self._versions(),
                              actions=list(self.actions), deployment=deployment,
-                             read_tasks=tasks.rewrite_tasks(self.spark))
+                             read_tasks=rewrite_tasks(self.spark))
 
     def asked(self, job: CompactionJob) -> dict[str, Any]:
         """What Spark is asked for `job` (derived_options), the scenario's explicit rewrite_options over it
@@ -304,7 +323,7 @@ class SparkEngine(Engine):
         """Stop the session, then (standalone) the worker and the master; safe after a failed open()."""
         spark, self.spark = self.spark, None
         try:
-            if spark is not None and failures.jvm_exit_code(spark, 0.0) is None:  # a dead JVM: nothing to stop
+            if spark is not None and jvm_exit_code(spark, 0.0) is None:  # a dead JVM: nothing to stop
                 spark.stop()
         finally:
             self.deploy.stop()
@@ -335,10 +354,10 @@ class SparkEngine(Engine):
 
     def jvm_exit_code(self, wait_s: float = 0.0) -> int | None:
         """The JVM's exit code if it has died (waiting up to `wait_s` for it to finish dying)."""
-        return failures.jvm_exit_code(self.spark, wait_s)
+        return jvm_exit_code(self.spark, wait_s)
 
     def _classify(self, exc: BaseException) -> BaseException:
-        return failures.classify(exc, self.spark)
+        return classify(exc, self.spark)
 
     # -- what is recorded ----------------------------------------------------------------------------
     def _writes_at_once(self, rewrite_options: dict[str, Any]) -> dict[str, int]:
@@ -348,7 +367,7 @@ class SparkEngine(Engine):
         out = ({key: int(rewrite_options[key])} if key in rewrite_options
                else {f"{key} (Iceberg's default)": ICEBERG_MAX_CONCURRENT_GROUPS})
         try:  # the file groups Iceberg planned, as its rewrite jobs describe themselves
-            totals = {groups for groups, _ in tasks.rewrite_jobs(self.spark)}
+            totals = {groups for groups, _ in rewrite_jobs(self.spark)}
             if totals:
                 out["file groups"] = max(totals)
         except Exception:  # noqa: BLE001 - the setting is still known
@@ -390,3 +409,82 @@ class SparkEngine(Engine):
         except Exception:  # noqa: BLE001
             pass
         return v
+
+
+FILE_GROUP_DESC = re.compile(r"^Rewriting \d+ files \(.*?file group \d+/(\d+)")
+
+
+def rewrite_jobs(spark: Any) -> list[tuple[int, int]]:
+    """(file groups planned, tasks) of every rewrite job in the status store."""
+    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    out = []
+    for i in range(jobs.size()):
+        job = jobs.apply(i)
+        desc = job.description()
+        m = FILE_GROUP_DESC.search(str(desc.get())) if desc.isDefined() else None
+        if m:
+            out.append((int(m.group(1)), int(job.numTasks())))
+    return out
+
+
+def rewrite_tasks(spark: Any) -> int | None:
+    """The tasks of the rewrite's jobs (None: no such job, or the status store could not be read)."""
+    try:
+        jobs = rewrite_jobs(spark)
+    except Exception:  # noqa: BLE001 - not reported, not guessed
+        return None
+    return sum(t for _, t in jobs) if jobs else None
+
+
+# Exit codes of a JVM that died of an OutOfMemoryError: -XX:+ExitOnOutOfMemoryError exits with 3,
+# Spark's executor exits with SparkExitCode.OOM = 52.
+OOM_EXIT_CODES = {3: "-XX:+ExitOnOutOfMemoryError", 52: "Spark executor OOM exit"}
+OOM_TEXT = re.compile(r"(java\.lang\.OutOfMemoryError|SparkOutOfMemoryError|OutOfDirectMemoryError"
+                      r"|Java heap space|GC overhead limit exceeded|Direct buffer memory)")
+# standalone: an executor that died of an OutOfMemoryError, as the driver reports the lost executor
+EXECUTOR_OOM_TEXT = re.compile(r"ExecutorLostFailure[^\n]*?(?:exit(?:ed)? (?:with )?code|exit status)\D{0,3}52\b")
+EXECUTOR_TASK_OOM = re.compile(r"\(\S+ executor (\w+)\): (?:java\.lang\.OutOfMemoryError|\S*SparkOutOfMemoryError)")
+LOST_JVM_WAIT_S = 15.0  # a lost connection to the JVM: how long it may take to finish dying
+
+
+def jvm_exit_code(spark: Any, wait_s: float = 0.0) -> int | None:
+    """Exit code of the JVM behind `spark` (the spark-submit process PySpark launched, which execs the JVM), or None
+    while it runs (waiting up to `wait_s` for it to finish dying)."""
+    try:
+        proc = spark.sparkContext._gateway.proc
+    except Exception:  # noqa: BLE001
+        return None
+    if proc is None:
+        return None
+    if wait_s > 0:
+        try:
+            return proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            return None
+    return proc.poll()
+
+
+def classify(exc: BaseException, spark: Any) -> BaseException:
+    """What `exc`, raised by a Spark call, means: EngineOOM, a RuntimeError naming how the JVM died, or `exc`."""
+    text = str(exc)
+    m = OOM_TEXT.search(text)
+    if m:
+        task = EXECUTOR_TASK_OOM.search(text)  # "Lost task 0.3 in stage 0.0 (TID 3) (host executor 1): ..."
+        where = f"executor {task.group(1)}" if task else "Spark"
+        return EngineOOM(f"java.lang.OutOfMemoryError in {where} ({m.group(0)})")
+    m = EXECUTOR_OOM_TEXT.search(text)
+    if m:
+        return EngineOOM(f"a Spark executor died of a java.lang.OutOfMemoryError (ExecutorLostFailure with "
+                         f"exit code 52, {OOM_EXIT_CODES[52]})")
+    # A lost connection to the JVM: it is dying or dead; give it a moment to exit, then read why.
+    lost = isinstance(exc, (ConnectionError, OSError)) or type(exc).__name__ in ("Py4JNetworkError", "Py4JError")
+    code = jvm_exit_code(spark, wait_s=LOST_JVM_WAIT_S if lost else 0.0)
+    if code in OOM_EXIT_CODES:
+        return EngineOOM(f"the Spark JVM exited with code {code} ({OOM_EXIT_CODES[code]}) after a "
+                         f"java.lang.OutOfMemoryError")
+    if code is not None and code < 0:
+        return RuntimeError(f"the Spark JVM was killed by signal {-code} ({type(exc).__name__}); "
+                            f"a kernel OOM kill or a time limit look like this")
+    if code is not None:
+        return RuntimeError(f"the Spark JVM exited with code {code} ({type(exc).__name__})")
+    return exc

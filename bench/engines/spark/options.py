@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from bench.core.results import DeployMode
+from bench.core.records.engine_run import DeployMode
 from bench.engines.base import Knob
 from bench.engines.procedure import Scalar
 from bench.engines.spark import memory

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.core.iceberg_java.spark_conf import EXTENSIONS, base_conf, catalog_conf, log4j_option
-
-__all__ = ["EXTENSIONS", "base_conf", "catalog_conf", "driver_address", "log4j_option", "scenario_conf",
-           "standalone_conf"]
+__all__ = ["driver_address", "scenario_conf", "standalone_conf"]
 
 
 def scenario_conf(spark_conf: dict[str, Any]) -> dict[str, str]:
