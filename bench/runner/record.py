@@ -10,10 +10,12 @@ from bench.engines import base_name, engine_class, engine_color, split_label
 from bench.runner.context import RunContext, Slot
 
 
-def new_result(ctx: RunContext, slot: Slot, color: str | None = None) -> RunResult:
-    """The result record of one engine run, before it runs."""
+def new_result(ctx: RunContext, slot: Slot, color: str | None = None, runs_engine: bool = True) -> RunResult:
+    """The result record of one engine run, before it runs; `runs_engine` is false for a slot no engine fills (a
+    streaming baseline), which declares no runtime."""
     sc, ds = ctx.scenario, ctx.dataset
     assert ds is not None
+    runtime = engine_class(slot.engine).declared_runtime() if runs_engine else ""
     return RunResult(run_id=ctx.run_id, scenario=sc.name, engine=slot.engine, engine_name=base_name(slot.engine),
                      profile=split_label(slot.engine)[1], engine_options=ctx.engine_options.get(slot.engine, {}),
                      cores=ctx.cores, rep=slot.rep, warmup=slot.warmup,
@@ -24,7 +26,7 @@ def new_result(ctx: RunContext, slot: Slot, color: str | None = None) -> RunResu
                      engine_color=color or engine_color(slot.engine),
                      target_file_size_bytes=ctx.target, small_file_threshold_bytes=ctx.threshold,
                      output_codec=sc.output.codec, memory_budget_bytes=ctx.budget, environment=ctx.environment,
-                     versions=dict(ctx.versions), engine_runtime=engine_class(slot.engine).declared_runtime(),
+                     versions=dict(ctx.versions), engine_runtime=runtime,
                      live_writer=LiveWriterRecord(case=slot.case, branch=slot.branch) if slot.case else None)
 
 

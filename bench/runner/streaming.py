@@ -197,7 +197,7 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
     assert ds is not None and ctx.catalog is not None and st is not None
     is_base = slot.engine == BASELINE
     label = f"[{slot.engine} streaming {st.mode}]"
-    r = new_result(ctx, slot, BASELINE_COLOR if is_base else None)
+    r = new_result(ctx, slot, BASELINE_COLOR if is_base else None, runs_engine=not is_base)
     rows, per_cycle = st.rows_at(ctx.scale, sc.local_scale), st.commits_at(ctx.scale)
     rec = StreamingRecord(mode=st.mode, baseline=is_base, cycles_planned=st.cycles,
                           commits_per_cycle=per_cycle, rows_per_commit=rows, cadence_s=st.cadence_at(ctx.scale),

@@ -308,7 +308,7 @@ def test_forced_oom_is_reported_as_heap_oom(provisioned, tmp_path):
 DELETE_WRITER = textwrap.dedent("""
     import json, sys
     from bench.engines.base import CompactionJob, PhaseClock
-    from bench.engines.spark import SparkEngine
+    from bench.engines.spark.engine import SparkEngine
     job = CompactionJob.model_validate_json(open(sys.argv[1]).read())
     eng = SparkEngine()
     eng.open(job, PhaseClock())

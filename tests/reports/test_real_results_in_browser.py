@@ -232,8 +232,8 @@ def test_report_in_a_real_browser(real_results, tmp_path):
             # -- the readers table fits the page (its SQL and file counts wrap): with every engine's reads (a
             # reference run: these results time no reads) it was 1564 px wide in 1124 px of room
             ref = tmp_path / "reads.html"
-            (deletes_ref,) = sorted((ROOT / "docs" / "reference").glob("*-deletes-high"))  # the docs' one (5 engines)
-            p = run_bench("report", deletes_ref, "--out", ref)
+            (reads_ref,) = sorted((ROOT / "docs" / "reference").glob("*-bin-packing"))  # the docs' one (6 engines)
+            p = run_bench("report", reads_ref, "--out", ref)
             assert p.returncode == 0, p.stderr
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(ref.resolve().as_uri(), wait_until="load")
