@@ -3,7 +3,10 @@ removals of delete files.  Work on any JVM that has Iceberg (`jvm`, a loaded `ta
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
+
+COMMIT_TOKEN = "bench.commit-token"  # a RowDelta's own mark in its snapshot's summary: how it finds its snapshot
 
 
 class RowDeltaCommitter:
@@ -61,7 +64,11 @@ class RowDeltaCommitter:
                    .withMetrics(self._metrics(path, self.data_metrics)))
         return self._in_partition(builder, partition).build()
 
-    def row_delta(self, rows: list, deletes: list, summary: dict[str, str], branch: str = "main") -> None:
+    def row_delta(self, rows: list, deletes: list, summary: dict[str, str], branch: str = "main") -> int:
+        """Commit `rows` and `deletes` to `branch` in one RowDelta; returns the id of the snapshot it committed.
+        Found by a token in its summary among the branch's ancestors, not as the branch's head: another
+        committer (an engine compacting beside this writer) may have moved the head by the time it is read."""
+        token = uuid.uuid4().hex
         rd = self.table.newRowDelta()
         if branch != "main":
             rd = rd.toBranch(branch)
@@ -69,10 +76,18 @@ class RowDeltaCommitter:
             rd = rd.addRows(f)
         for f in deletes:
             rd = rd.addDeletes(f)
-        for k, v in summary.items():
+        for k, v in {**summary, COMMIT_TOKEN: token}.items():
             rd = rd.set(k, v)
         rd.commit()
         self.commits += 1
+        self.table.refresh()
+        snap = self.table.snapshot(branch)
+        while snap is not None:
+            if snap.summary().get(COMMIT_TOKEN) == token:
+                return int(snap.snapshotId())
+            parent = snap.parentId()
+            snap = self.table.snapshot(parent) if parent is not None else None
+        raise RuntimeError(f"the commit landed but its snapshot is no longer in the history of {branch}")
 
 
 def remove_delete_files(jvm: Any, table: Any, paths: set[str], summary: dict[str, str] | None = None,
