@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bench.core.errors import UserError, one_line_errors
+from bench.core.settings import env_settings
 from bench.engines import default_engines
 
 if TYPE_CHECKING:  # imported where used: `bench` imports this module on every start (pydantic is slow to load)
@@ -40,7 +41,7 @@ if TYPE_CHECKING:  # imported where used: `bench` imports this module on every s
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TF_DIR = PROJECT_ROOT / "terraform"
-STATE_DIR = Path(os.environ.get("BENCH_AWS_STATE_DIR") or PROJECT_ROOT / ".cache" / "aws")  # the rehearsal: its own
+STATE_DIR = Path(env_settings().aws_state_dir or PROJECT_ROOT / ".cache" / "aws")  # the rehearsal: its own
 # Never shipped to the instance: environments, caches, data and results.
 EXCLUDED_TOP = {".venv", ".cache", ".git", "results", "warehouse", "build", ".pytest_cache"}
 EXCLUDED_PARTS = {"__pycache__", ".terraform", ".mypy_cache", ".ruff_cache"}
@@ -48,7 +49,7 @@ EXCLUDED_PARTS = {"__pycache__", ".terraform", ".mypy_cache", ".ruff_cache"}
 
 # ----- terraform ---------------------------------------------------------------------------------------
 def terraform_bin() -> str:
-    exe = os.environ.get("BENCH_TERRAFORM", "terraform")
+    exe = env_settings().terraform
     found = shutil.which(exe)
     if not found:
         raise UserError(f"terraform not found ({exe!r}): install Terraform >= 1.6 "

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -27,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from bench.core.errors import UserError
 from bench.core.partition_filter import parse_filter
 from bench.core.records.scenario import Published, ScenarioRecord
+from bench.core.settings import env_settings
 from bench.core.work import Work, WorkIntent, default_work
 from bench.engines import REGISTRY, engine_class, split_label
 from bench.engines.base import MaintenanceOp
@@ -360,7 +360,7 @@ class Profile(BaseModel):
 
 def profile_dir() -> Path:
     """Where profiles live: $BENCH_PROFILE_DIR, else scenarios/profiles."""
-    return Path(os.environ.get("BENCH_PROFILE_DIR") or PROFILE_DIR)
+    return Path(env_settings().profile_dir or PROFILE_DIR)
 
 
 def profile_path(engine: str, profile: str, directory: Path | None = None) -> Path:

@@ -24,6 +24,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from bench.core.catalog import CatalogSettings, load_sql_catalog
+from bench.core.settings import env_settings
 from datagen import smallfiles
 from datagen.dataset import prepare
 from datagen.recipes import SmallFilesRecipe
@@ -39,7 +40,7 @@ def _recipe(files: int, file_mb: float, codec: str) -> SmallFilesRecipe:
 def datagen_throughput(files: int = 24, file_mb: float = 11.0, codec: str = "uncompressed",
                        rounds: int = 3, seed: int = 42):
     workers = os.cpu_count() or 1
-    base = Path(tempfile.mkdtemp(prefix="bench-selfcheck-", dir=os.environ.get("BENCH_SELFCHECK_DIR")))
+    base = Path(tempfile.mkdtemp(prefix="bench-selfcheck-", dir=env_settings().selfcheck_dir))
     recipe = _recipe(files, file_mb, codec)
     plans = smallfiles.plan_files(files, recipe.total_bytes, 1.0, files, seed)
     pools = pools_for(seed)

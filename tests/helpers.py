@@ -106,7 +106,7 @@ def run_bench(*args, cwd=None, env=None, timeout=600, fresh=False) -> subprocess
 class Zygote:
     """This pytest process's `python -m tests.zygote`, started at its first command, one command at a time."""
 
-    IMPORT_TIME_ENV = ("BENCH_EXTRA_ENGINES", "BENCH_SETUP_READ_ALLOWANCE", "PYTHONPATH")
+    IMPORT_TIME_ENV = ("BENCH_EXTRA_ENGINES", "PYTHONPATH")
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None

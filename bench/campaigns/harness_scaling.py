@@ -42,13 +42,13 @@ from typing import Any
 
 from bench.core import children
 from bench.core.campaign import HARNESS_STEPS, HarnessScalingSummary, recorded, write_summary
-from bench.core.catalog.duck import THREADS_ENV
 from bench.core.errors import UserError
 from bench.core.fileio import read_once, write_atomic
 from bench.core.fit import MIN_BUSY, CoreScaling
 from bench.core.machine import environment, usable_cores
 from bench.core.published import PUBLISHED_VCPU
 from bench.core.results import now_iso
+from bench.core.settings import env_name, env_settings
 from bench.runner.context import check_results_dir, new_run_id
 from bench.telemetry.confine import Confiner, check_cores
 
@@ -127,7 +127,7 @@ def run_step(step: str, cpus: list[int], args: dict[str, Any], base: Path, log: 
     out.unlink(missing_ok=True)
     write_atomic(job, json.dumps({**args, "step": step, "cpus": cpus, "answer": str(out)}))
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYICEBERG_MAX_WORKERS=str(n))
-    env[THREADS_ENV] = str(n)
+    env[env_name("duckdb_threads")] = str(n)
     confiner = Confiner(None, None, cpus)
 
     try:
@@ -194,7 +194,7 @@ def harness_scaling(opts: Options, echo: Callable[[str], None] = print) -> Harne
                         " measuring 1 -> 2 core scaling needs at least 2")
     cpus = {n: check_cores(n) for n in CORES}
     directory = results / run_id
-    work_parent = opts.work_dir or os.environ.get("BENCH_SELFCHECK_DIR")
+    work_parent = opts.work_dir or env_settings().selfcheck_dir
     if work_parent:
         Path(work_parent).mkdir(parents=True, exist_ok=True)
     base = Path(tempfile.mkdtemp(prefix="bench-selfcheck-scaling-", dir=work_parent))

@@ -20,6 +20,7 @@ from pathlib import Path
 import psutil
 
 from bench.core.records.environment import Environment
+from bench.core.settings import env_settings
 
 # Distributions of the harness itself whose version can change a measurement (readers, samplers,
 # data generation, charts).  Engines add theirs.
@@ -211,6 +212,6 @@ def environment(warehouse=None, packages=HARNESS_PACKAGES, iceberg_java: str | N
         "memory": memory_info(),
         "disk": disk_info(warehouse),
         "os": os_info(),
-        "instance_type": os.environ.get("BENCH_INSTANCE_TYPE") or None,
+        "instance_type": env_settings().instance_type,
         "iceberg_java": iceberg_java,
     })

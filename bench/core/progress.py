@@ -15,12 +15,13 @@ flooding.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
+
+from bench.core.settings import env_settings
 
 LOG_INTERVAL_S = 5.0  # non-terminal: at most one status line per this many seconds
 
@@ -96,7 +97,6 @@ class Progress:
         return Task(self, name, total, unit)
 
 
-PHASE_LOG_ENV = "BENCH_PHASE_LOG"  # a file each task's name is appended to when it starts
 
 
 class Task:
@@ -114,7 +114,7 @@ class Task:
     def __enter__(self) -> Task:
         if self.p.live or self.total:  # an uncounted task in a log: its end line says it all
             self.p.status(self._text(), force=True)
-        phase_log = os.environ.get(PHASE_LOG_ENV)
+        phase_log = env_settings().phase_log
         if phase_log:  # where a watcher (the fault-injection tests) learns that a phase has begun
             with open(phase_log, "a") as f:
                 f.write(f"{self.name}\n")

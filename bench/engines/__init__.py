@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import os
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bench.core.errors import UserError
+from bench.core.settings import env_settings
 
 if TYPE_CHECKING:  # the registry stays light: the CLI reads it (FLAGS, the defaults) without loading engines
     from bench.engines.base import Engine
@@ -58,7 +58,7 @@ FLAGS: dict[str, EngineFlag] = {
                                metavar="spark://HOST:PORT"),
 }
 
-for _spec in filter(None, (x.strip() for x in os.environ.get("BENCH_EXTRA_ENGINES", "").split(","))):
+for _spec in filter(None, (x.strip() for x in env_settings().extra_engines.split(","))):
     _name, _, _target = _spec.partition("=")
     if _target:
         REGISTRY[_name.strip()] = _target.strip()

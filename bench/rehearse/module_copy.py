@@ -7,11 +7,11 @@ plugin directory (a CLI configuration with a filesystem mirror): no registry is 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 from bench.core.errors import UserError
+from bench.core.settings import env_settings
 
 DEFAULT_PLUGIN_DIR = "/opt/tf-plugins"
 PROVIDER = "registry.terraform.io/hashicorp/aws"
@@ -101,4 +101,4 @@ def cli_config(dest: Path, plugin_dir: Path) -> dict[str, str]:
 
 
 def plugin_dir() -> Path:
-    return Path(os.environ.get("BENCH_TF_PLUGIN_DIR") or DEFAULT_PLUGIN_DIR)
+    return Path(env_settings().tf_plugin_dir or DEFAULT_PLUGIN_DIR)

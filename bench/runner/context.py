@@ -4,7 +4,6 @@ input into one UserError with nothing written."""
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Sequence
@@ -28,6 +27,7 @@ from bench.core.pin import SourceFingerprint, SourceWatch
 from bench.core.progress import Progress
 from bench.core.records.environment import Environment
 from bench.core.records.scenario import SourceRecord
+from bench.core.settings import env_settings
 from bench.core.source import SourceRef, check_storage, load_source
 from bench.core.units import check_scale, parse_size
 from bench.core.work import WorkIntent
@@ -222,7 +222,7 @@ def schedule(engines: list[str], reps: int, warmup: bool, cases: Sequence[str] |
 
 
 def check_results_dir(results_dir: str | None) -> Path:
-    path = Path(results_dir or os.environ.get("BENCH_RESULTS") or Path.cwd() / "results")
+    path = Path(results_dir or env_settings().results_dir or Path.cwd() / "results")
     try:
         return check_writable(path, "results directory", is_dir=True)
     except UserError as e:

@@ -17,6 +17,7 @@ from bench.core.fileio import read_once, write_atomic
 from bench.core.machine import drop_page_cache
 from bench.core.records.engine_run import CacheState, InputState, SetupIO
 from bench.core.records.verification import TableStats
+from bench.core.settings import env_settings
 from bench.core.table.entries import LiveFiles, live_files
 from bench.core.table.hashes import ALGORITHM, content_hashes, differing
 from bench.core.table.state import fingerprint, keep_spares, list_files, park, point_at, restore, unpark
@@ -114,8 +115,6 @@ def prepare_cache(ctx: RunContext) -> CacheState:
     return st
 
 
-# what an engine may read while it starts (jars, modules) before its setup reads count against the input
-SETUP_READ_ALLOWANCE = int(os.environ.get("BENCH_SETUP_READ_ALLOWANCE", 1024**3))
 
 
 @dataclass
@@ -172,7 +171,7 @@ class SetupGuard:
             raise RuntimeError(f"the table did not come back as it was parked: {len(changed)} file(s) differ, "
                                f"e.g. {changed[0][0]}")
         if self.io.judged_on and read_chars is not None and self.input_bytes:
-            self.io.share = round(max(0, read_chars - SETUP_READ_ALLOWANCE) / self.input_bytes, 4)
+            self.io.share = round(max(0, read_chars - env_settings().setup_read_allowance) / self.input_bytes, 4)
         self.cache = prepare_cache(ctx) if self.apply_cache else CacheState(note="no page-cache policy (a streaming "
                                                                                  "cycle: the table stays as in use)")
         self.io.restore_s = round(time.perf_counter() - t0, 4)

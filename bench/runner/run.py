@@ -38,6 +38,7 @@ from bench.core.records.engine_run import CacheState
 from bench.core.records.telemetry import DeleteOpens
 from bench.core.records.verification import Check, TableStats, Verification
 from bench.core.results import RunResult, RunState, file_label, now_iso, write_run_state
+from bench.core.settings import env_settings
 from bench.core.source import load_source
 from bench.core.table.entries import live_files
 from bench.engines import engine_class
@@ -51,7 +52,7 @@ from bench.runner.engine_run import (
     restore_input,
     why_unsupported,
 )
-from bench.runner.inputs import SETUP_READ_ALLOWANCE, SetupGuard
+from bench.runner.inputs import SetupGuard
 from bench.runner.live import INGEST_BRANCH, EngineHold, judge, live_writer
 from bench.runner.process import EngineRun, run_engine_process
 from bench.runner.reads import reads_after, reads_before
@@ -220,7 +221,8 @@ def setup_check(r: RunResult) -> None:
     if not io.parked:
         msg = f"the table was reachable while the engine set up; {reads}"
     elif judged:
-        msg = (f"the table was {io.parked}; {reads}: beyond an allowance of {fmt_bytes(SETUP_READ_ALLOWANCE)} "
+        allowance = fmt_bytes(env_settings().setup_read_allowance)
+        msg = (f"the table was {io.parked}; {reads}: beyond an allowance of {allowance} "
                f"for loading code, {io.share:.0%} of the input's {fmt_bytes(io.input_bytes)} (limit "
                f"{io.max_share:.0%})" + ("" if ok else ": work moved outside the clock, the run does not count"))
     else:

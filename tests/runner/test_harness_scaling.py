@@ -94,18 +94,20 @@ def test_a_child_that_is_not_confined_refuses_to_measure():
 
 
 def test_duckdb_is_told_its_threads(monkeypatch):
-    from bench.core.catalog.duck import THREADS_ENV, duckdb_config, duckdb_connect
+    from bench.core.catalog.duck import duckdb_config, duckdb_connect
+    from bench.core.settings import env_name
 
-    monkeypatch.delenv(THREADS_ENV, raising=False)
+    threads = env_name("duckdb_threads")
+    monkeypatch.delenv(threads, raising=False)
     assert duckdb_config() == {}  # today's behaviour: DuckDB's default
-    monkeypatch.setenv(THREADS_ENV, "1")
+    monkeypatch.setenv(threads, "1")
     con = duckdb_connect()
     try:
         assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 1
     finally:
         con.close()
-    monkeypatch.setenv(THREADS_ENV, "zero")
-    with pytest.raises(UserError, match=THREADS_ENV):
+    monkeypatch.setenv(threads, "zero")
+    with pytest.raises(UserError, match=threads):
         duckdb_config()
 
 

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bench.core.catalog import s3
 from bench.core.errors import UserError
+from bench.core.settings import env_settings
 
 CATALOG_NAME = "bench"
 NAMESPACE = "bench"
@@ -35,7 +36,7 @@ DEFAULT_STATE_ROOT = Path(".bench") / "warehouses"
 
 
 def state_root() -> Path:
-    env = os.environ.get("BENCH_STATE_DIR")
+    env = env_settings().state_dir
     return (Path(env).expanduser() if env else Path.cwd() / DEFAULT_STATE_ROOT).resolve()
 
 
@@ -48,7 +49,7 @@ def state_dir_for(warehouse_uri: str) -> Path:
 
 def normalize_warehouse(warehouse: str | os.PathLike | None) -> str:
     """--warehouse (or $BENCH_WAREHOUSE, or ./warehouse) -> an absolute local path or `s3://bucket/prefix`."""
-    text = str(warehouse or os.environ.get("BENCH_WAREHOUSE") or Path.cwd() / "warehouse").strip()
+    text = str(warehouse or env_settings().warehouse or Path.cwd() / "warehouse").strip()
     if s3.is_s3(text):
         bucket, prefix = s3.split_s3_uri(text)
         return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"

@@ -27,27 +27,27 @@ over s3:// paths (the verifier).
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 from typing import Any
 
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
+from bench.core.settings import env_name, env_settings
 from bench.core.sql import literal as _quote
 
 EXTENSIONS = ("httpfs", "avro", "iceberg")  # iceberg needs avro (manifests); httpfs for remote IO
 ALIAS = "ice"
-THREADS_ENV = "BENCH_DUCKDB_THREADS"
 
 
 def duckdb_config(**config: Any) -> dict[str, Any]:
     """A new connection's configuration: `config`, with `threads` from $BENCH_DUCKDB_THREADS where it is set (a
     step confined to N cores is told N); unset, DuckDB's default, a thread per core it sees."""
-    raw = os.environ.get(THREADS_ENV, "").strip()
+    raw = env_settings().duckdb_threads
     if raw:
         threads = int(raw) if raw.isdigit() else 0
         if threads < 1:
-            raise UserError(f"${THREADS_ENV}={raw!r}: give a number of threads, at least 1 (or unset it)")
+            raise UserError(f"${env_name('duckdb_threads')}={raw!r}: give a number of threads, at least 1 "
+                            "(or unset it)")
         config["threads"] = threads
     return config
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from bench.core.errors import UserError
 from bench.core.machine import java_binary, java_version
 from bench.core.requirements import Requirement
+from bench.core.settings import env_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 LOCK_FILE = Path(__file__).with_name("maven.lock.toml")
@@ -155,7 +156,7 @@ def cache_root() -> Path:
     """The harness's cache, one per user and machine as pip's and Maven's are: $BENCH_CACHE_DIR, else
     $XDG_CACHE_HOME/iceberg-compaction-bench, else ~/.cache/iceberg-compaction-bench.  Every clone shares it: what it
     holds is keyed by what it is (a jar by its lock entry, an environment by its pins)."""
-    env = os.environ.get("BENCH_CACHE_DIR")
+    env = env_settings().cache_dir
     if env:
         return Path(env).expanduser().resolve()
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser().resolve() / CACHE_NAME
@@ -163,7 +164,7 @@ def cache_root() -> Path:
 
 def maven_repo() -> str:
     """Maven Central, or the mirror in $BENCH_MAVEN_REPO."""
-    return (os.environ.get("BENCH_MAVEN_REPO") or MAVEN_REPO).rstrip("/")
+    return (env_settings().maven_repo or MAVEN_REPO).rstrip("/")
 
 
 def wheel_jars_dir() -> Path | None:

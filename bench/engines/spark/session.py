@@ -31,12 +31,14 @@ def standalone_conf(cores: int, executors: int, executor_java_options: list[str]
 def driver_address(master_host: str) -> str:
     """The address of this node that the cluster's workers reach the driver at: $BENCH_SPARK_DRIVER_HOST, or
     127.0.0.1 for a master on loopback, or the local address of the route to the master."""
-    import os
     import socket
 
-    if os.environ.get("BENCH_SPARK_DRIVER_HOST"):
-        return os.environ["BENCH_SPARK_DRIVER_HOST"]
+    from bench.core.settings import env_settings
     from bench.engines.spark.cluster import is_loopback
+
+    host = env_settings().spark_driver_host
+    if host:
+        return host
 
     if is_loopback(master_host):
         return "127.0.0.1"
