@@ -108,7 +108,7 @@ def test_the_headline_engine_has_the_first_card(tmp_path):
 def test_the_conformance_report_says_what_it_is_from_and_keeps_its_rows_short():
     import json
 
-    src = REFERENCE / "20261129-conformance"
+    src = REFERENCE / "20261203-conformance"
     rec = json.loads((src / "conformance.json").read_text())
     html = render([src])
     meta = re.search(r'<p class="meta">(.*?)</p>', html, re.S).group(1)
