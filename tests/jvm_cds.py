@@ -39,7 +39,10 @@ def archive_path() -> Path | None:
     except ImportError:
         return None
     version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-    jars = sorted(p.name for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    # the jars by path: an archive maps only into a JVM whose class path is the one it was trained with, and the
+    # cache is shared by every clone on the machine, each with its own virtualenv (another clone's archive would
+    # be refused silently, every class loaded from the jars again: a tiny Spark run 19 s instead of 10 s)
+    jars = sorted(str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar"))
     key = hashlib.sha256("\n".join([version, pyspark.__version__, *jars]).encode()).hexdigest()[:16]
     return cache_root() / "test-cds" / f"spark-driver-{key}.jsa"
 
