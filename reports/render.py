@@ -100,6 +100,9 @@ def _timeline_series(rs: ResultSet):
                 notes.append(f"{engine} rep {lr.r.rep}: {lr.samples_note}")
                 continue
             series.append((engine, f"rep {lr.r.rep}", lr is best, lr.counts, lr.samples))
+    # a set copied without its samples (a reference run keeps JSON only): one line, not a line per run
+    if not series and len(notes) > 1 and all("samples file missing" in n for n in notes):
+        notes = [f"none of the {len(notes)} runs has its samples here (the first: {notes[0]})"]
     return series, notes
 
 

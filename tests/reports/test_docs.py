@@ -136,6 +136,9 @@ def test_a_reference_run_renders_as_html_without_its_samples():
     run = next(d for d in sorted(REFERENCE.iterdir()) if d.is_dir())
     html = render_html([run])
     assert "samples file missing" in html  # said, not fatal: the timelines are left out
+    # ... once for the set, not once per run, when none of its runs has its samples here
+    assert re.search(r"Missing samples: none of the \d+ runs has its samples here \(the first: ", html)
+    assert html.count("samples file missing") == 1
     assert "<svg" in html
     counts = render_html(sorted(REFERENCE.glob("*-deletes-high-filescale")))  # --file-scale: both scales shown
     assert "scale 0.002 · file counts of scale 0.02" in counts and "0.02 of file counts (--file-scale)" in counts
