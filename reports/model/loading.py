@@ -14,14 +14,9 @@ from pydantic import ValidationError
 from bench.core.campaign import SUMMARY_FILES
 from bench.core.children import pid_alive
 from bench.core.errors import UserError
-from bench.core.fmt import fmt_bytes_against, limit_bytes
 from bench.core.records.engine_run import Cost
 from bench.core.results import RUN_STATE_FILE, RunResult, RunState, is_result, iter_result_files, read_run_state
 
-# byte counts as older harnesses wrote them into a result's sentences, and the sizes for people they read as now
-RAW_SIZES = ((re.compile(r"memory limit (\d+) bytes"), lambda m: f"memory limit {limit_bytes(m.group(1))}"),
-             (re.compile(r"total-files-size (\d+) \(manifests: (\d+)\)"),
-              lambda m: f"total-files-size {fmt_bytes_against(int(m.group(1)), int(m.group(2)))}"))
 RESULT_NAME = re.compile(r"[^/]+--[^/]+--(rep\d+|warmup)[^/]*\.json")  # <scenario>--<engine>--rep<N>.json
 
 
@@ -130,7 +125,7 @@ def load_runs(paths, allow_empty: bool = False) -> Loaded:
                 r = RunResult.model_validate(data)
             except ValidationError as e:
                 raise UserError(f"{f} is not a valid result: {str(e).splitlines()[0]}") from None
-            out.append(LoadedRun(human_units(r), f))
+            out.append(LoadedRun(r, f))
             run_dirs[f.parent] = None
     states: dict[Path, RunDirState] = {}
     for d in run_dirs:
@@ -144,24 +139,6 @@ def load_runs(paths, allow_empty: bool = False) -> Loaded:
         _attach_samples(lr)
         lr.reasons, lr.advisory = run_reasons(lr.r)
     return Loaded(out, states)
-
-
-def human_text(text: str) -> str:
-    """A stored sentence with its raw byte counts as sizes for people (the one place a stored record's sizes are
-    re-written; the numbers themselves are never changed)."""
-    for pattern, human in RAW_SIZES:
-        text = pattern.sub(human, text)
-    return text
-
-
-def human_units(r: RunResult) -> RunResult:
-    """`r` with the sentences it stores (memory enforcement, check messages, the verifier's differences) in human
-    units: results written before the writers said '23.5 GiB' say '25276502016 bytes'."""
-    r.memory_enforcement = human_text(r.memory_enforcement)
-    for c in r.verification.checks:
-        c.message = human_text(c.message)
-    r.verification.differences = [human_text(d) for d in r.verification.differences]
-    return r
 
 
 def _attach_samples(lr: LoadedRun) -> None:
