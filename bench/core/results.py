@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from bench.core.fileio import write_atomic
 from bench.core.records.engine_run import (
@@ -141,11 +141,6 @@ class RunResult(BaseModel):
     engine_runtime: str = ""
     live_writer: LiveWriterRecord | None = None  # a live-writer scenario's case, commits and verdict
     streaming: StreamingRecord | None = None  # a streaming scenario's cycles and totals
-
-    @field_validator("cost", "environment", mode="before")
-    @classmethod
-    def _v1_none(cls, v: Any) -> Any:
-        return {} if v is None else v
 
     @property
     def tag(self) -> str:

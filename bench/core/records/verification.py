@@ -170,14 +170,6 @@ class Verification(BaseModel):
     rows: RowDifference | None = None
     findings: list[ReaderFinding] = Field(default_factory=list)  # readers the reference reader overruled
 
-    @field_validator("checks", mode="before")
-    @classmethod
-    def _v1_checks(cls, v: Any, info: Any) -> Any:
-        """Results of schema 1 stored checks as {name: ok}."""
-        if isinstance(v, dict):
-            return [{"name": k, "ok": bool(ok)} for k, ok in v.items()]
-        return v
-
     def check(self, name: str) -> Check | None:
         return next((c for c in self.checks if c.name == name), None)
 
