@@ -105,7 +105,7 @@ def _scenario(rs: ResultSet) -> None:
     rs.record = next((rec for rec in records if rec.sha256 or rec.content), ScenarioRecord())
     if not (rs.record.sha256 or rs.record.content):
         rs.scenario_notes.append(
-            f"These results carry no scenario record (written by an older harness): the definition of "
+            f"These results carry no scenario record: the definition of "
             f"scenario {rs.scenario_name!r} as it was run is unknown, so no description or published "
             f"figures are shown.")
         return
