@@ -150,7 +150,7 @@ class LiveWriter:
                 rows = [c.data_file(w.path, w.size) for w in p.data]
                 deletes = [c.position_file(w.path, w.size) for w in p.position] + \
                           [c.equality_file(w.path, w.size) for w in p.equality]
-                self.snapshot_id = c.row_delta(rows, deletes, {SUMMARY_KEY: p.case}, branch=self.branch)
+                self.snapshot_id = c.row_delta_snapshot(rows, deletes, {SUMMARY_KEY: p.case}, branch=self.branch)
             except Exception as e:  # a Java exception's text is gone with its JVM: take it now
                 java_exc = getattr(e, "java_exception", None)
                 raise RuntimeError(str(java_exc.toString()) if java_exc is not None else str(e)) from None

@@ -241,7 +241,7 @@ class StreamWriter:
                 rows = [c.data_file(path, size) for path, size in data]
                 deletes = [c.position_file(path, size) for path, size in pos] + \
                           [c.equality_file(path, size) for path, size in eq]
-                rec.snapshot_id = c.row_delta(rows, deletes, {SUMMARY_KEY: str(index)}, branch=self.branch)
+                rec.snapshot_id = c.row_delta_snapshot(rows, deletes, {SUMMARY_KEY: str(index)}, branch=self.branch)
             except Exception as e:  # noqa: BLE001 - a conflict is retried, then recorded
                 java_exc = getattr(e, "java_exception", None)
                 rec.conflicts.append((str(java_exc.toString()) if java_exc is not None else f"{type(e).__name__}: {e}")

@@ -64,11 +64,7 @@ class RowDeltaCommitter:
                    .withMetrics(self._metrics(path, self.data_metrics)))
         return self._in_partition(builder, partition).build()
 
-    def row_delta(self, rows: list, deletes: list, summary: dict[str, str], branch: str = "main") -> int:
-        """Commit `rows` and `deletes` to `branch` in one RowDelta; returns the id of the snapshot it committed.
-        Found by a token in its summary among the branch's ancestors, not as the branch's head: another
-        committer (an engine compacting beside this writer) may have moved the head by the time it is read."""
-        token = uuid.uuid4().hex
+    def row_delta(self, rows: list, deletes: list, summary: dict[str, str], branch: str = "main") -> None:
         rd = self.table.newRowDelta()
         if branch != "main":
             rd = rd.toBranch(branch)
@@ -76,10 +72,18 @@ class RowDeltaCommitter:
             rd = rd.addRows(f)
         for f in deletes:
             rd = rd.addDeletes(f)
-        for k, v in {**summary, COMMIT_TOKEN: token}.items():
+        for k, v in summary.items():
             rd = rd.set(k, v)
         rd.commit()
         self.commits += 1
+
+    def row_delta_snapshot(self, rows: list, deletes: list, summary: dict[str, str], branch: str = "main") -> int:
+        """`row_delta`, and the id of the snapshot it committed: found by a token in its summary among the branch's
+        ancestors, not as the branch's head, which another committer (an engine compacting beside this writer)
+        may have moved by the time it is read.  One table refresh more than `row_delta`: for a writer that needs
+        its snapshot, not for a generator's many commits."""
+        token = uuid.uuid4().hex
+        self.row_delta(rows, deletes, {**summary, COMMIT_TOKEN: token}, branch)
         self.table.refresh()
         snap = self.table.snapshot(branch)
         while snap is not None:
