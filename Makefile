@@ -62,8 +62,10 @@ test-apt: system-deps
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-checkov:
-	bash terraform/ci/install-checkov.sh >/dev/null
+# checkov's virtualenv lives in the harness's cache (one per machine and lock, as the jars): the tests ask for the same
+checkov: $(VENV)/.installed
+	CHECKOV_HOME=$$($(BIN)/python -c 'from tests.helpers import checkov_home; print(checkov_home())') \
+	  bash terraform/ci/install-checkov.sh >/dev/null
 
 # The archive of the classes the tests' Spark JVMs share (tests/jvm_cds.py), trained once per cache: here, beside
 # the checks, instead of in the tests' first step where nothing else runs (about 40 s of one core).

@@ -89,7 +89,7 @@ def outcome(tmp_path: Path, run_id: str, rc: int, elapsed: float, stderr: str) -
         deadline=marker_deadline.read_text().strip() if marker_deadline.exists() else None)
 
 
-def run_bootstrap(tmp_path: Path, s3, run_id: str, timeout: float = 120, **settings) -> SimpleNamespace:
+def run_bootstrap(tmp_path: Path, s3, run_id: str, timeout: float = 600, **settings) -> SimpleNamespace:
     """Run bootstrap.sh as the instance would, with host-specific steps switched off or replaced."""
     env = bootstrap_env(tmp_path, s3, run_id, **settings)
     t0 = time.monotonic()

@@ -28,6 +28,8 @@ import pytest
 from hcl2 import SerializationOptions
 from lark import Token
 
+from tests.helpers import checkov_home
+
 ROOT = Path(__file__).resolve().parents[2]
 TF = ROOT / "terraform"
 INSTANCE = TF / "modules" / "instance"   # the one aws_instance of the module, called once per kind of instance
@@ -713,9 +715,9 @@ def test_every_checkov_skip_has_a_written_reason():
 
 @pytest.fixture(scope="module")
 def checkov_bin() -> str:
-    """Installs checkov (pinned) in its own venv via terraform/ci/install-checkov.sh, once."""
+    """checkov (pinned) in its own venv via terraform/ci/install-checkov.sh: `make test` installed it already."""
     proc = subprocess.run(["bash", str(TF / "ci" / "install-checkov.sh")], capture_output=True, text=True,
-                          timeout=900)
+                          timeout=900, env=dict(os.environ, CHECKOV_HOME=str(checkov_home())))
     assert proc.returncode == 0, f"checkov install failed:\n{proc.stderr[-3000:]}"
     return proc.stdout.strip().splitlines()[-1]
 
