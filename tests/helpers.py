@@ -23,15 +23,6 @@ TINY = "0.00005"  # 16 files, ~10 MB: seconds per scenario
 # the required checks that a compaction left the same table (bench.verify.integrity)
 INTEGRITY_CHECKS = ("same_table", "same_schema", "same_partitioning", "same_sort_order", "same_properties",
                     "input_is_ancestor", "history_kept", "commits_are_replace", "summary_totals")
-
-def checkov_home() -> Path:
-    """Where terraform/ci/install-checkov.sh keeps checkov's virtualenvs: the harness's cache, one per machine
-    (`make checkov` and the tests' fixture both ask here)."""
-    from bench.core.iceberg_java.runtime import cache_root
-
-    return cache_root() / "checkov"
-
-
 TEST_ENGINES = ",".join([
     "rewrite=tests.fakes.corrupt:RewriteEngine",
     "corrupt=tests.fakes.corrupt:CorruptEngine",
@@ -88,6 +79,14 @@ def moto_server(*buckets: str) -> Iterator[str]:
         yield endpoint
     finally:
         server.stop()
+
+
+def checkov_home() -> Path:
+    """Where terraform/ci/install-checkov.sh keeps checkov's virtualenvs: the harness's cache, one per machine
+    (`make checkov` and the tests' fixture both ask here)."""
+    from bench.core.iceberg_java.runtime import cache_root
+
+    return cache_root() / "checkov"
 
 
 def bench_env(**extra) -> dict:
