@@ -30,6 +30,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
-from bench.core.expected import Expected
+from bench.core.expected import Expected, MaintenanceExpected
 from bench.core.fileio import write_atomic
 from bench.core.records.scenario import TouchedCase
 from bench.core.table.shape import FACTS
@@ -60,6 +61,17 @@ class EqualityDelete(BaseModel):
     partition: list[Any] | None = None
 
 
+class OrphanFile(BaseModel):
+    """A file under the table's data directory that no commit references (an orphan: e.g. a writer's file whose
+    commit never landed): `name` names it for the case's expectations (its path: orphan_path), `age_s` how old it
+    is when the operation runs (its mtime, set again before each case: age_orphans)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    age_s: float = Field(0.0, ge=0.0)
+
+
 class Step(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -70,6 +82,45 @@ class Step(BaseModel):
     # rows as a SQL VALUES list, written by pyarrow as a plain Parquet file (no field ids, columns by their current
     # names) and added to the table with add_files (writer pyiceberg): a table migrated from plain Parquet
     add_files: str | None = None
+    orphan: OrphanFile | None = None  # a file written under the table's data directory and never committed
+
+
+# a case's operation (Case.operation): what every engine is asked to do to the case's table
+OPERATIONS = ("rewrite-data-files", "expire-snapshots", "remove-orphan-files")
+
+
+class Operation(BaseModel):
+    """What every engine does to the case's table: rewrite-data-files (the scenario's compaction, as every case
+    before maintenance cases); expire-snapshots (keep main's newest `retain_last`; expire those older than the
+    snapshot `older_than_snapshot` of the table as written, e.g. main~0: its head's own timestamp); or
+    remove-orphan-files (delete the files no metadata reaches older than `older_than_s` seconds before it runs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    op: Literal["rewrite-data-files", "expire-snapshots", "remove-orphan-files"] = "rewrite-data-files"
+    retain_last: int | None = Field(None, ge=1)
+    older_than_snapshot: str | None = None
+    older_than_s: float | None = Field(None, ge=0.0)
+
+    @model_validator(mode="after")
+    def _arguments(self) -> Operation:
+        given = {k for k in ("retain_last", "older_than_snapshot", "older_than_s") if getattr(self, k) is not None}
+        takes = {"rewrite-data-files": set(), "expire-snapshots": {"retain_last", "older_than_snapshot"},
+                 "remove-orphan-files": {"older_than_s"}}[self.op]
+        # the cutoff is always stated: Iceberg's defaults (5 days for expiry, 3 for orphans) would make a fresh
+        # table's case a no-op
+        needs = {"expire-snapshots": {"older_than_snapshot"},
+                 "remove-orphan-files": {"older_than_s"}}.get(self.op, set())
+        if given - takes:
+            raise ValueError(f"operation {self.op} takes no {', '.join(sorted(given - takes))}")
+        if needs - given:
+            raise ValueError(f"operation {self.op}: give {', '.join(sorted(needs - given))}")
+        return self
+
+    @property
+    def maintains(self) -> bool:
+        """A maintenance operation (anything but the compaction every engine is otherwise asked for)."""
+        return self.op != "rewrite-data-files"
 
 
 # who writes a case's table, and the module whose process does (each its own process, never the harness's): Spark SQL
@@ -104,6 +155,24 @@ class Case(BaseModel):
     # the branch every engine compacts (its steps create it), or None for main: the engines run on the table pinned
     # at the branch's head, `expected` states the branch's rows, and an engine must commit to the branch alone
     branch: str | None = None
+    operation: Operation = Field(default_factory=Operation)
+    # a maintenance operation's expected outcome by the spec (required with one, refused without)
+    maintenance: MaintenanceExpected | None = None
+    # every file of the table as written is this old when the operation runs (its mtime; orphans have their own
+    # age): a real table's files are older than an orphan removal's cutoff, so reachability alone must keep them
+    files_age_s: float | None = Field(None, ge=0.0)
+
+    @model_validator(mode="after")
+    def _maintained(self) -> Case:
+        if self.operation.maintains != (self.maintenance is not None):
+            raise ValueError(f"{self.name}: a maintenance operation states `maintenance` (what it must leave), and "
+                             "only one does")
+        if self.operation.maintains and self.branch is not None:
+            raise ValueError(f"{self.name}: a maintenance case acts on the whole table: its refs are in "
+                             "`maintenance.refs`, not `branch`")
+        if any(s.orphan for s in self.steps) and self.writer != "spark":
+            raise ValueError(f"{self.name}: orphan steps are written by writer spark")
+        return self
 
     @model_validator(mode="after")
     def _writable(self) -> Case:
@@ -119,9 +188,12 @@ class Case(BaseModel):
         return ", ".join([self.columns, *(f"c{i} INT" for i in range(1, self.filler_columns + 1))])
 
     def statement(self, sql: str, table: str, n: int) -> str:
-        """A step's statement for repetition `n` on `table`."""
+        """A step's statement for repetition `n` on `table` ("catalog.namespace.table"; {cat} its catalog and {ident}
+        the rest, for procedures: CALL {cat}.system.compute_table_stats(table => '{ident}'))."""
         fill = ", ".join(str(i) for i in range(1, self.filler_columns + 1))
-        return sql.replace("{t}", table).replace("{n}", str(n)).replace("{fill}", fill)
+        cat, _, ident_ = table.partition(".")
+        return (sql.replace("{t}", table).replace("{n}", str(n)).replace("{fill}", fill).replace("{cat}", cat)
+                .replace("{ident}", ident_))
 
     @field_validator("touches")
     @classmethod
@@ -162,9 +234,35 @@ def load_cases(path: Path = CASES_FILE, names: list[str] | None = None) -> list[
 
 
 def case_digest(case: Case) -> str:
-    """Of what writes the table (not of which shapes it stands for, what it should hold, nor which branch is
-    compacted)."""
-    return hashlib.sha256(case.model_dump_json(exclude={"touches", "expected", "branch"}).encode()).hexdigest()[:12]
+    """Of what writes the table (not of which shapes it stands for, what it should hold, which branch is compacted,
+    nor what is done to it after)."""
+    d = case.model_dump(mode="json", exclude={"touches", "expected", "branch", "operation", "maintenance",
+                                              "files_age_s"})
+    for step in d["steps"]:  # a step kind a case does not use is not in its digest (older cases' digests stand)
+        if step["orphan"] is None:
+            del step["orphan"]
+    return hashlib.sha256(json.dumps(d, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()[:12]
+
+
+def orphan_path(location: str, name: str) -> str:
+    """Where the orphan step `name` writes its file under a table's location (a plain local path)."""
+    return f"{location.removeprefix('file://').removeprefix('file:')}/data/orphan-{name}.parquet"
+
+
+def age_orphans(case: Case, location: str) -> None:
+    """Every file of the table as old as the case states (`files_age_s`), then each orphan as old as it states, from
+    now (their mtimes): the table is written once and reused, so an orphan meant to be younger than a cutoff is made
+    so again before every run of the case."""
+    now = time.time()
+    if case.files_age_s is not None:
+        root = Path(location.removeprefix("file://").removeprefix("file:"))
+        for f in (p for p in root.rglob("*") if p.is_file()):
+            os.utime(f, (now - case.files_age_s, now - case.files_age_s))
+    for step in case.steps:
+        if step.orphan is not None:
+            path = orphan_path(location, step.orphan.name)
+            if os.path.exists(path):
+                os.utime(path, (now - step.orphan.age_s, now - step.orphan.age_s))
 
 
 def touched(shape: dict[str, str], cases: list[Case]) -> tuple[list[TouchedCase], list[str]]:

@@ -7,6 +7,7 @@ comparison here; reading the rows is bench.verify.expected's."""
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from typing import Any
 
@@ -66,3 +67,36 @@ def difference(expected: Expected, rows: int, keys: list[Any] | None) -> str:
 def stated(expected: Expected) -> str:
     """What `expected` states, in words."""
     return f"{expected.rows} rows" + (f", {expected.key} values as the case states them" if expected.key else "")
+
+
+# a snapshot of the table as written: a ref's head (REF), its Nth ancestor along the ref's lineage (REF~N), or every
+# snapshot (all)
+SNAPSHOT_SELECTOR = r"^[A-Za-z0-9_.-]+(~[0-9]+)?$"
+STATISTICS = "statistics"  # among kept_files / removed_files: every statistics file the table as written lists
+
+
+class MaintenanceExpected(BaseModel):
+    """What a maintenance operation (expire-snapshots, remove-orphan-files) must leave by the Iceberg spec, as the
+    case's author reasoned it: the rows each ref still reads (every ref named must keep its head and its rows), the
+    snapshots that must stay (with every file they reach) and those that must go (the files only they reach must be
+    removed), and the case's own named files (its orphans, `statistics`) that must stay or go.  Snapshots are
+    named on the table as written (SNAPSHOT_SELECTOR).  The table as written is held to the refs' rows and to the
+    selectors and named files resolving, before any engine runs.  Main's rows are the case's own `expected`."""
+
+    model_config = ConfigDict(extra="forbid")
+    refs: dict[str, Expected] = Field(default_factory=dict)  # beside main (whose rows are the case's `expected`)
+    kept: list[str] = Field(default_factory=list)
+    expired: list[str] = Field(default_factory=list)
+    kept_files: list[str] = Field(default_factory=list)
+    removed_files: list[str] = Field(default_factory=list)
+    why: str = ""
+
+    @model_validator(mode="after")
+    def _selectors(self) -> MaintenanceExpected:
+        bad = [s for s in self.kept + self.expired if not re.match(SNAPSHOT_SELECTOR, s)]
+        if bad:
+            raise ValueError(f"maintenance: snapshot selector(s) {', '.join(bad)}: give REF or REF~N")
+        both = set(self.kept) & set(self.expired) | set(self.kept_files) & set(self.removed_files)
+        if both:
+            raise ValueError(f"maintenance: {', '.join(sorted(both))} both kept and removed")
+        return self

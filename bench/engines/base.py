@@ -52,6 +52,9 @@ FEATURES = {
     "expire-under-writer": "snapshot expiration while another writer commits (streaming modes concurrent and "
                            "branch): an expiry whose commit is refused must not have deleted any file",
     "rewrite-manifests": "manifest rewriting with the engine's own tool (maintenance operation rewrite_manifests)",
+    "remove-orphan-files": "orphan file removal with the engine's own tool (maintenance operation "
+                           "remove_orphan_files): files under the table's location that no snapshot, ref or metadata "
+                           "file references and older than a cutoff are deleted",
     "rewrite-manifests-branch": "manifest rewriting on a branch other than main (maintenance operation "
                                 "rewrite_manifests in streaming mode branch): reading the branch's manifests and "
                                 "committing to it",
@@ -65,22 +68,40 @@ HARNESS_CANNOT = "harness: "
 
 
 class MaintenanceOp(BaseModel):
-    """One operation of a maintenance step (streaming scenarios), each an engine method: `compact` (the
-    engine's compaction of the table: for a deletes table, no live delete file after it), `expire_snapshots`
-    (keep the newest `retain_last`; expire those older than `older_than_s` seconds) or `rewrite_manifests`;
-    in a streaming scenario every `every` cycles, from the first."""
+    """One operation of a maintenance step (streaming scenarios, conformance maintenance cases), each an engine
+    method: `compact` (the engine's compaction of the table: for a deletes table, no live delete file after it),
+    `expire_snapshots` (keep the newest `retain_last`; expire those older than the cutoff), `remove_orphan_files`
+    (delete the unreferenced files older than the cutoff) or `rewrite_manifests`; in a streaming scenario every
+    `every` cycles, from the first."""
 
     model_config = ConfigDict(extra="forbid")
 
-    op: Literal["expire_snapshots", "compact", "rewrite_manifests"]
+    op: Literal["expire_snapshots", "compact", "rewrite_manifests", "remove_orphan_files"]
     retain_last: int = Field(5, ge=1)  # expire_snapshots: snapshots always kept
-    older_than_s: float = Field(0.0, ge=0.0)  # expire_snapshots: only snapshots older than this
+    older_than_s: float = Field(0.0, ge=0.0)  # expire_snapshots, remove_orphan_files: only what is older than this
+    # the cutoff as a point in time (Unix ms) instead of an age: a conformance case's cutoff is a snapshot's own
+    # timestamp, which an age measured when the engine starts would miss by the engine's start-up
+    older_than_ms: int | None = None
     every: int = Field(1, ge=1)  # run in cycles 1, 1 + every, 1 + 2 x every, ... (streaming scenarios)
+
+    def cutoff_unix(self) -> float:
+        """The cutoff in Unix seconds: `older_than_ms`, else `older_than_s` before now."""
+        return self.older_than_ms / 1000 if self.older_than_ms is not None else time.time() - self.older_than_s
+
+    def cutoff_text(self) -> str:
+        """The cutoff as a local-time TIMESTAMP literal's text, to the millisecond (Spark SQL reads a TIMESTAMP
+        literal in the session's time zone: the JVM's default, this process's local time)."""
+        t = self.cutoff_unix()
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) + f".{int(round(t * 1000)) % 1000:03d}"
 
     def describe(self) -> str:
         when = f" every {self.every} cycles" if self.every > 1 else ""
+        older = (f"older_than={self.older_than_ms} ms (Unix)" if self.older_than_ms is not None
+                 else f"older_than={self.older_than_s:g} s")
         if self.op == "expire_snapshots":
-            return f"expire_snapshots(retain_last={self.retain_last}, older_than={self.older_than_s:g} s){when}"
+            return f"expire_snapshots(retain_last={self.retain_last}, {older}){when}"
+        if self.op == "remove_orphan_files":
+            return f"remove_orphan_files({older}){when}"
         return self.op + when
 
     def due(self, cycle: int) -> bool:
@@ -324,6 +345,8 @@ class Engine(ABC):
                     res: dict[str, Any] = dict(outcome.engine_result)
                 elif op.op == "expire_snapshots":
                     res = self.expire_snapshots(job, op, sub)
+                elif op.op == "remove_orphan_files":
+                    res = self.remove_orphan_files(job, op, sub)
                 else:
                     res = self.rewrite_manifests(job, sub)
             finally:
@@ -341,6 +364,11 @@ class Engine(ABC):
     def rewrite_manifests(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:
         """Rewrite the manifests with the engine's own tool (engines that support 'rewrite-manifests')."""
         raise NotImplementedError(f"{self.name} declares no rewrite-manifests")
+
+    def remove_orphan_files(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
+        """Delete the table's orphan files older than the op's cutoff with the engine's own tool (engines that
+        support 'remove-orphan-files')."""
+        raise NotImplementedError(f"{self.name} declares no remove-orphan-files")
 
     def options(self, job: CompactionJob) -> Any:
         """The job's options as this engine's typed Options (UserError when they do not validate)."""

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
+import math
+import time
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -114,6 +116,15 @@ def _plain(value: Any) -> Any:
     return out or repr(value)
 
 
+def max_age_secs(op: MaintenanceOp) -> int:
+    """The op's cutoff as the binding takes it, an age in whole seconds from when it runs: the op's age, or for a
+    point in time its age now rounded up, so that its cutoff is never later than the op's (a snapshot or file of the
+    cutoff's second is kept, not removed)."""
+    if op.older_than_ms is None:
+        return int(op.older_than_s)
+    return max(0, math.ceil(time.time() - op.cutoff_unix()))
+
+
 def _result(result: Any) -> dict[str, Any]:
     if result is None:
         return {"noop": True}
@@ -170,7 +181,7 @@ class RisingWaveEngine(Engine):
     # iceberg-compaction speaks REST only
     capabilities: ClassVar[Capabilities] = Capabilities(commits_through_rest=True, supports=frozenset({
         "branch", "maintenance", "expire-snapshots", "expire-under-writer", "rewrite-manifests",
-        "rewrite-manifests-branch", "format-v3"}), not_supported={
+        "rewrite-manifests-branch", "remove-orphan-files", "format-v3"}), not_supported={
         **{feature: (f"iceberg-compaction {PINNED_VERSION} cannot {what}: its CompactionConfig has no sort order or "
                      "clustering field (its parameters: strategy auto | small_files | full | files_with_deletes, "
                      "grouping_strategy single | bin_pack, sizes, parallelism, batch rows, prefetch, validation), and "
@@ -298,11 +309,22 @@ class RisingWaveEngine(Engine):
     def expire_snapshots(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
         import iceberg_compaction as ic
 
-        config = ic.ExpireSnapshotsConfig(retain_last=op.retain_last, max_snapshot_age_secs=int(op.older_than_s))
+        age = max_age_secs(op)
+        config = ic.ExpireSnapshotsConfig(retain_last=op.retain_last, max_snapshot_age_secs=age)
         with clock.phase("ExpireSnapshots", f"ExpireSnapshots(retain_last={op.retain_last}, max_snapshot_age_secs="
-                                            f"{int(op.older_than_s)}).run(): one commit"):
+                                            f"{age}).run(): one commit"):
             result = ic.ExpireSnapshots(self._catalog, job.table, config, to_branch=job.branch).run()
         return {"noop": True} if result is None else {"expired_snapshot_count": result.expired_snapshot_count}
+
+    def remove_orphan_files(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
+        import iceberg_compaction as ic
+
+        age = max_age_secs(op)
+        with clock.phase("RemoveOrphanFiles", f"RemoveOrphanFiles(older_than_secs={age}).run(): lists the table's "
+                                              "location, deletes what no metadata reaches"):
+            result = ic.RemoveOrphanFiles(self._catalog, job.table, ic.RemoveOrphanFilesConfig(
+                older_than_secs=age)).run()
+        return _plain(result)
 
     def rewrite_manifests(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:
         import iceberg_compaction as ic

@@ -50,7 +50,7 @@ class MaintenanceResult(BaseModel):
     """One operation of a maintenance step as the engine ran it: which, as the scenario described it, and
     the engine's own result object of it (opaque to the harness, kept in the result)."""
 
-    op: Literal["expire_snapshots", "compact", "rewrite_manifests"]
+    op: Literal["expire_snapshots", "compact", "rewrite_manifests", "remove_orphan_files"]
     describe: str
     result: dict[str, Any] = Field(default_factory=dict)
 

@@ -65,6 +65,8 @@ FACTS: dict[str, str] = {
     "row-lineage": "row lineage (format v3: rows carry _row_id and _last_updated_sequence_number)",
     "property-target-file-size": "a target file size set as a table property (write.target-file-size-bytes)",
     "property-codec": "a Parquet codec set as a table property (write.parquet.compression-codec)",
+    "statistics-file": "a statistics file (Puffin) in the table's metadata: expiry and orphan removal must keep it "
+                       "while its snapshot is kept",
 }
 PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 KEYWORDS = frozenset((
@@ -218,6 +220,8 @@ def shape(tbl: Table, snapshot_id: int | None = None) -> dict[str, str]:
             _add(out, "tag", name)
         elif name != "main":
             _add(out, "branch", name)
+    if tbl.metadata.statistics:
+        _add(out, "statistics-file", ", ".join(sorted({str(s.snapshot_id) for s in tbl.metadata.statistics})))
     if not tbl.sort_order().is_unsorted:
         _add(out, "sort-order", str(tbl.sort_order()).replace("\n", " ").strip())
     if len(files.data) <= 1:
