@@ -433,14 +433,17 @@ def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, e
 @click.option("--fail-on", default=None, metavar="VERDICTS",
               help="Exit 1 (after writing the record and printing the matrix) when any cell has one of these "
                    "verdicts, comma-separated: wrong (= wrong-rows and wrong-metadata), wrong-rows, wrong-metadata, "
-                   "failed, unsupported, harness-cannot. A gate for an engine upgrade.")
+                   "failed, unsupported, harness-cannot; and a maintenance case's deleted-live, resurrected, "
+                   "kept-garbage (--fail-on deleted-live,resurrected: no data lost). A gate for an engine upgrade.")
 @one_line_errors
 def conformance(engines, cases, cases_file, results_dir, warehouse, run_id, timeout_s, fail_on):
     """Each engine's correctness on edge-case tables that state the rows they must end with (each written by the
     writer its case names: pyiceberg, or Spark SQL / Iceberg's Java API, for Spark its own library, its cells marked
     self-written): a matrix
     engine x case (correct / wrong-rows / wrong-metadata, with evidence / failed, with the engine's error /
-    unsupported, with its reason / harness-cannot, the harness's defect), with the versions it comes from."""
+    unsupported, with its reason / harness-cannot, the harness's defect), with the versions it comes from.  A
+    maintenance case (expire-snapshots, remove-orphan-files) runs on the suite's own copy of its table and is judged
+    deleted-live (a file still reachable was deleted), resurrected, wrong-rows or kept-garbage."""
     from bench.campaigns.conformance import ConformanceOptions, failing, matrix_line, parse_fail_on
     from bench.campaigns.conformance import conformance as run_conformance
 

@@ -26,8 +26,17 @@ MEANING = {
     "harness-cannot": "the harness could not write, clone, serve or read the table, or a harness-side check failed: a "
                       "harness defect, never the engine's verdict (this column must stay empty)",
 }
-ORDER = ("wrong-rows", "wrong-metadata", "failed", "unsupported", "harness-cannot")
-BAD = ("wrong-rows", "wrong-metadata", "failed", "harness-cannot")  # shown red
+# a maintenance case's verdicts (expire-snapshots, remove-orphan-files): said only where a record has such cells, so a
+# record of compaction cases alone renders as it always did
+MAINTENANCE_MEANING = {
+    "deleted-live": "the operation deleted a file a kept snapshot or a ref still reaches: data loss",
+    "resurrected": "after the operation a ref reads a row the case says is deleted",
+    "kept-garbage": "the operation is safe but left a file or snapshot it was due to remove (a finding, not a safety "
+                    "failure)",
+}
+ORDER = ("deleted-live", "resurrected", "wrong-rows", "wrong-metadata", "failed", "kept-garbage", "unsupported",
+         "harness-cannot")
+BAD = ("deleted-live", "resurrected", "wrong-rows", "wrong-metadata", "failed", "harness-cannot")  # shown red
 READER_FINDINGS = ("Reader findings: a reader the verifier asks that read a table otherwise than the case's expected "
                    "rows or the reference reader (Iceberg's Java library): a fact about that reader, not about the "
                    "engine")
@@ -49,18 +58,30 @@ class MatrixView:
     def cell(self, case: str, engine: str) -> ConformanceCell | None:
         return next((c for c in self.rec.cells if c.case == case and c.engine == engine), None)
 
-    @property
-    def rows(self) -> list[tuple[str, list[str], list[ConformanceCell | None]]]:
+    def _rows(self, maintenance: bool) -> list[tuple[str, list[str], list[ConformanceCell | None]]]:
         out = []
         for case in self.rec.case_names:
+            info = self.rec.case(case)
+            if bool(info and info.operation) != maintenance:
+                continue
             cells = [self.cell(case, e) for e in self.engines]
             covers = next((c.covers for c in cells if c is not None), [])
             out.append((case, covers, cells))
         return out
 
+    @property
+    def rows(self) -> list[tuple[str, list[str], list[ConformanceCell | None]]]:
+        """The compaction cases' rows (the rewrite matrix)."""
+        return self._rows(maintenance=False)
+
+    @property
+    def maintenance_rows(self) -> list[tuple[str, list[str], list[ConformanceCell | None]]]:
+        """The maintenance cases' rows (expire-snapshots, remove-orphan-files: the maintenance matrix)."""
+        return self._rows(maintenance=True)
+
     def counts(self, engine: str) -> dict[str, int]:
         got: list[str] = [c.verdict for c in self.rec.cells if c.engine == engine]
-        return {v: got.count(v) for v in MEANING}
+        return {v: got.count(v) for v in {**MEANING, **MAINTENANCE_MEANING}}
 
     def counts_text(self, engine: str) -> str:
         """E.g. "2 correct, 1 unsupported": the verdicts it has, in the verdicts' order."""
@@ -162,12 +183,10 @@ def matrix_markdown(v: MatrixView, level: int = 3) -> str:
         out += [f"Versions: {versions_line(rec)}.", ""]
     pairs = rec.version_pairs
     heads = [*rec.engines, *(f"{p.earlier} → {p.engine}" for p in pairs)]
-    out += ["| case | covers | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
-    for case, covers, cells in v.rows:
-        marks = ["—" if c is None else (f"**{c.verdict}**" if c.verdict in BAD else c.verdict)
-                 + (" (self-written)" if c.self_written else "") for c in cells]
-        marks += [change_text(rec.change(p, case)) for p in pairs]
-        out.append(f"| {case} | {', '.join(covers)} | " + " | ".join(marks) + " |")
+    out += _table(v, v.rows, heads)
+    if v.maintenance_rows:  # the maintenance matrix beside the rewrite one
+        out += ["", "Maintenance (each case's operation on the suite's own copy of its table):", ""]
+        out += _table(v, v.maintenance_rows, heads)
     for p in pairs:
         changes = rec.changes(p)
         out += ["", f"Changed, {rec.pair_label(p, '→')}: "
@@ -180,8 +199,21 @@ def matrix_markdown(v: MatrixView, level: int = 3) -> str:
     if v.reader_findings:
         out += ["", READER_FINDINGS + ":", ""]
         out += [f"- **{case}**: {_one_line(text)}" for case, text in v.reader_findings]
-    out += ["", "Verdicts: " + "; ".join(f"`{k}`: {m}" for k, m in MEANING.items()) + "."]
+    meaning = {**MEANING, **(MAINTENANCE_MEANING if any(c.operation for c in rec.cases) else {})}
+    out += ["", "Verdicts: " + "; ".join(f"`{k}`: {m}" for k, m in meaning.items()) + "."]
     return "\n".join(out) + "\n"
+
+
+def _table(v: MatrixView, rows: list[tuple[str, list[str], list[ConformanceCell | None]]],
+           heads: list[str]) -> list[str]:
+    """A matrix's Markdown table: a line per case, a column per engine, then per version pair."""
+    out = ["| case | covers | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
+    for case, covers, cells in rows:
+        marks = ["—" if c is None else (f"**{c.verdict}**" if c.verdict in BAD else c.verdict)
+                 + (" (self-written)" if c.self_written else "") for c in cells]
+        marks += [change_text(v.rec.change(p, case)) for p in v.rec.version_pairs]
+        out.append(f"| {case} | {', '.join(covers)} | " + " | ".join(marks) + " |")
+    return out
 
 
 def _one_line(text: str, limit: int = 600) -> str:
@@ -193,8 +225,8 @@ def _one_line(text: str, limit: int = 600) -> str:
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE_GLOB = "docs/reference/*-conformance/" + FILE
-RANK = {"wrong-rows": 0, "wrong-metadata": 1, "failed": 2, "unsupported": 3, "harness-cannot": 4,
-        "absent": 5, "correct": 6}
+RANK = {"deleted-live": -2, "resurrected": -1, "wrong-rows": 0, "wrong-metadata": 1, "failed": 2, "kept-garbage": 2.5,
+        "unsupported": 3, "harness-cannot": 4, "absent": 5, "correct": 6}
 LOOKUP = (f"the newest {FILE} (by its start) in the results directory the run is in (a run directory beside it, or "
           f"a directory the run is under), else the newest reference run ({REFERENCE_GLOB})")
 

@@ -40,6 +40,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyiceberg.table import Table
+
 from bench.core.catalog import normalize_warehouse
 from bench.core.catalog.s3 import is_s3
 from bench.core.errors import UserError
@@ -59,12 +61,24 @@ from bench.core.records.verification import Check
 from bench.core.results import RunResult, now_iso
 from bench.core.source import SourceRef, load_source
 from bench.engines import REGISTRY, engine_class, parse_engines, split_label
-from bench.engines.base import HARNESS_CANNOT
+from bench.engines.base import HARNESS_CANNOT, MaintenanceOp
 from bench.runner.context import RunOptions, check_results_dir, new_run_id
+from bench.runner.maintenance import MaintenanceRun
 from bench.runner.run import run_scenario
 from bench.runner.session import SharedProcesses
+from bench.verify import maintenance as maint
 from bench.verify.expected import expected_check
-from datagen.conformance import CASES_FILE, Case, Written, catalog_file, load_cases, write_cases
+from datagen.conformance import (
+    CASES_FILE,
+    Case,
+    Operation,
+    Written,
+    age_orphans,
+    catalog_file,
+    load_cases,
+    orphan_path,
+    write_cases,
+)
 
 DEFAULT_ENGINES = "spark,risingwave"
 READER_PACKAGES = ("pyiceberg", "pyarrow", "duckdb", "duckdb-extension-iceberg")  # the harness's readers
@@ -83,7 +97,12 @@ class ConformanceOptions:
 
 
 FAIL_ON = {"wrong": WRONG, "wrong-rows": ("wrong-rows",), "wrong-metadata": ("wrong-metadata",),
-           "failed": ("failed",), "unsupported": ("unsupported",), "harness-cannot": ("harness-cannot",)}
+           "failed": ("failed",), "unsupported": ("unsupported",), "harness-cannot": ("harness-cannot",),
+           "deleted-live": ("deleted-live",), "resurrected": ("resurrected",), "kept-garbage": ("kept-garbage",)}
+# a maintenance case's checks (bench.verify.maintenance) and the verdict each one's failure is, the first failed in
+# this order deciding: data lost, then rows back, then rows otherwise wrong, then garbage left (a finding)
+MAINTENANCE_VERDICTS = ((maint.KEPT, "deleted-live"), (maint.RESURRECTED, "resurrected"),
+                        (maint.REF_ROWS, "wrong-rows"), (maint.REMOVED, "kept-garbage"))
 EXPECTED_CHECK = "expected_rows"  # the output against the case's expected rows (bench.verify.checks.verify)
 TABLE_CHECK = "case_table_holds_expected"  # the table as written against them, before any engine runs
 
@@ -136,6 +155,9 @@ def verdict(r: RunResult, refuses: str = "") -> tuple[str, str]:
     harness = [c for c in failed if c.whose == "harness"]
     if harness:
         return "harness-cannot", "a harness-side check failed: " + _listed(harness)[:3000]
+    said = maintenance_verdict(checks)
+    if said is not None:
+        return said
     readers = [c for c in failed if c.whose == "reader"]
     rows = [c for c in failed if c.whose == "engine" and c.about == "rows"]
     held = next((c for c in checks if c.name == EXPECTED_CHECK), None)
@@ -160,17 +182,59 @@ def verdict(r: RunResult, refuses: str = "") -> tuple[str, str]:
     return "correct", found.removesuffix("; ")
 
 
+def maintenance_verdict(checks: list[Check]) -> tuple[str, str] | None:
+    """A maintenance case's verdict from its checks (MAINTENANCE_VERDICTS); None for a compaction's run."""
+    by = {c.name: c for c in checks}
+    if maint.KEPT not in by:
+        return None
+    failed = [by[name] for name, _ in MAINTENANCE_VERDICTS if name in by and not by[name].ok]
+    first = next((v for name, v in MAINTENANCE_VERDICTS if name in by and not by[name].ok), "correct")
+    return first, _listed(failed)[:3000]
+
+
+def maintenance_op(op: Operation, tbl: Table) -> MaintenanceOp:
+    """The case's operation as every engine is asked it, its cutoff resolved on the table as written (UserError when
+    its snapshot is not there): an expiry's, the named snapshot's own timestamp; Iceberg's default retain_last, 1."""
+    if op.op == "expire-snapshots":
+        ids = maint.select(tbl, op.older_than_snapshot or "")
+        if not ids:
+            raise UserError(f"older_than_snapshot {op.older_than_snapshot} names no snapshot of the table")
+        snap = tbl.metadata.snapshot_by_id(ids[0])
+        assert snap is not None
+        return MaintenanceOp(op="expire_snapshots", retain_last=op.retain_last or 1, older_than_ms=snap.timestamp_ms)
+    return MaintenanceOp(op="remove_orphan_files", older_than_s=op.older_than_s or 0.0)
+
+
+def maintenance_run(case: Case, catalog: Path) -> tuple[MaintenanceRun | None, Check]:
+    """A maintenance case resolved on its table as written (its orphans aged again first: the table is reused), and
+    the harness's check that the table holds what the case's expectation names (None: it cannot be run)."""
+    assert case.maintenance is not None
+    try:
+        tbl = load_source(case_ref(case, catalog))
+        age_orphans(case, tbl.location())
+        named = {s.orphan.name: [orphan_path(tbl.location(), s.orphan.name)] for s in case.steps if s.orphan}
+        res = maint.resolve(tbl, case.expected, case.maintenance, named)
+        op = maintenance_op(case.operation, tbl)
+    except UserError as e:
+        return None, Check(name=maint.TABLE_CHECK, ok=False, whose="harness", about="rows", message=str(e))
+    check = maint.table_check(tbl, res)
+    return (MaintenanceRun(op=op, expected=res) if check.ok else None), check
+
+
 def run_case(opts: ConformanceOptions, case: Case, catalog: Path, engines: list[str], run_dir: Path,
              progress: Progress, shared: SharedProcesses | None = None,
-             written: Written | None = None) -> tuple[list[ConformanceCell], list[RunResult]]:
+             written: Written | None = None,
+             maintenance: MaintenanceRun | None = None) -> tuple[list[ConformanceCell], list[RunResult]]:
     """One case through `bench run`'s path, one cell per engine (in the engines' shared processes when given); a
-    case on a branch with the table pinned at the branch's head, each engine asked to compact that branch."""
+    case on a branch with the table pinned at the branch's head, each engine asked to compact that branch; a
+    maintenance case on the case's own table in place, each engine asked its operation."""
     try:
         ref = case_ref(case, catalog)
         results = run_scenario(RunOptions(scenario=case.scenario, engines=",".join(engines), source=ref,
                                           warehouse=opts.warehouse, results_dir=str(run_dir / "runs"),
                                           run_id=case.name, timeout_s=opts.timeout_s, readers=False,
-                                          shared=shared, expected=case.expected, branch=case.branch), progress)
+                                          shared=shared, expected=case.expected, branch=case.branch,
+                                          maintenance=maintenance), progress)
     except Exception as e:  # noqa: BLE001 - the harness refused the table or failed on it: it cannot judge it
         why = f"refused: {e}" if isinstance(e, UserError) else f"the harness failed: {type(e).__name__}: {e}"
         return [ConformanceCell(case=case.name, covers=case.covers, engine=e_, verdict="harness-cannot",
@@ -256,12 +320,16 @@ def run_one_case(opts: ConformanceOptions, rec: ConformanceRecord, i: int, case:
     else:
         entry.written_by = w.written_by
         entry.table_check = table_check(case, catalog)
+        run = None
+        if entry.table_check.ok and case.operation.maintains:
+            run, entry.table_check = maintenance_run(case, catalog)
+            entry.operation = run.op.describe() if run else ""
         if not entry.table_check.ok:  # the harness's defect: no engine is judged on a table that is not the case
             rec.cells += [ConformanceCell(case=case.name, covers=case.covers, engine=e, verdict="harness-cannot",
                                           evidence=f"{TABLE_CHECK}: {entry.table_check.message}")
                           for e in rec.engines]
         else:
-            cells, results = run_case(opts, case, catalog, rec.engines, run_dir, progress, shared, w)
+            cells, results = run_case(opts, case, catalog, rec.engines, run_dir, progress, shared, w, run)
             rec.cells += cells
     write_atomic(run_dir / "conformance.json", rec.model_dump_json(indent=1))
     return results

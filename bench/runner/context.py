@@ -88,6 +88,9 @@ class RunOptions(CommonOptions):
     expected: Expected | None = None  # bench conformance: the rows the case states its table holds
     # bench conformance: the branch of the source table every engine compacts (the source pinned at its head), or None
     branch: str | None = None
+    # bench conformance: a maintenance case's operation and expected outcome (bench.runner.maintenance.MaintenanceRun):
+    # the source is the suite's own case table, used in place, never cloned; None: a compaction
+    maintenance: Any = None
 
 
 @dataclass
@@ -113,6 +116,7 @@ class RunContext:
     served: ServedCatalog | None = None
     shared: Any = None  # bench.runner.session.SharedProcesses: the engine runs go to shared processes
     expected: Expected | None = None  # a conformance case's expected rows: every output is held to them
+    maintenance: Any = None  # a maintenance case's (RunOptions.maintenance)
     catalog: Catalog | None = None
     dataset: GeneratedTable | None = None
     environment: Environment = field(default_factory=Environment)
@@ -334,7 +338,7 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                      instance_type=opts.instance_type, progress=progress, engine_options=engine_options,
                      readers=opts.readers and opts.source is None, reader=opts.reader, cow_branch=opts.cow_branch,
                      source=opts.source, storage_cap=cap, cap_device=device, cap_port=port, cpus=cpus,
-                     shared=opts.shared, expected=opts.expected, file_scale=file_scale)
+                     shared=opts.shared, expected=opts.expected, file_scale=file_scale, maintenance=opts.maintenance)
     if opts.source is not None:
         # an unreadable catalog file, unknown table or snapshot, a source on other storage: UserError now
         check_storage(load_source(opts.source), settings.warehouse)

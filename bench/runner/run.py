@@ -54,6 +54,7 @@ from bench.runner.engine_run import (
 )
 from bench.runner.inputs import SetupGuard
 from bench.runner.live import INGEST_BRANCH, EngineHold, judge, live_writer
+from bench.runner.maintenance import in_place, run_maintenance
 from bench.runner.process import EngineRun, run_engine_process
 from bench.runner.reads import reads_after, reads_before
 from bench.runner.record import finish, new_result
@@ -326,8 +327,8 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
                 ctx.served = (ctx.shared.serve(ctx.settings, log) if ctx.shared is not None
                               else stack.enter_context(serve(ctx.settings, log_file=log)))
             ctx.catalog = load_catalog(ctx.settings)
-            if ctx.source is not None:
-                ds = use_source(ctx)
+            if ctx.source is not None:  # a maintenance case's, the suite's own, in place: it deletes files
+                ds = use_source(ctx) if ctx.maintenance is None else in_place(ctx, stack)
             else:
                 ds = ctx.dataset = prepare(ctx.catalog, ctx.settings, ctx.scenario.table, ctx.scale, ctx.seed,
                                            progress=progress, file_scale=ctx.file_scale)
@@ -343,7 +344,7 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
                 out += run_streaming(ctx)
             else:
                 for slot in slots:
-                    out.append(run_one(ctx, slot))
+                    out.append(run_maintenance(ctx, slot, setup_check) if ctx.maintenance else run_one(ctx, slot))
             failed = finish_source(ctx)
             state.state, state.note = "complete", failed
         except BaseException as exc:

@@ -64,7 +64,10 @@ def test_a_plain_table_touches_its_types_nulls_refs_and_size(catalog):
     assert "single-file" in facts and "empty" not in facts and facts["tag"] == "v1" and facts["branch"] == "audit"
     got = touched(facts, load_cases())[0]
     assert [t.case for t in got] == ["primitive-types", "nan-and-nulls", "position-deletes-branch-tag",
-                                     "branch-compaction", "single-file"]
+                                     "branch-compaction", "single-file", "expire-retain-last-keeps-tag",
+                                     "expire-branch-head-older-than-cutoff", "orphans-older-and-younger-than-cutoff",
+                                     "expire-tag-and-branch-on-old-snapshots", "expire-deletes-unreachable-data-file",
+                                     "expire-tag-keeps-deleted-file"]
     assert got[0].because == ["type-long: id", "type-string: v"] and got[0].covers[0] == "boolean"
 
 
@@ -127,6 +130,7 @@ def test_delete_files_by_kind(catalog):
     facts = {f: ", ".join(v) for f, v in out.items()}
     assert _touched(facts) == ["equality-delete-null-key", "equality-delete-multi-column", "equality-delete-sequence",
                                "equality-delete-partition-scoped", "position-deletes-branch-tag", "branch-compaction",
-                               "format-v3-deletion-vectors", "position-deletes-older-spec", "format-v1-upgraded"]
+                               "format-v3-deletion-vectors", "position-deletes-older-spec", "format-v1-upgraded",
+                               "expire-retain-last-keeps-tag"]
     only = {"equality-deletes": "k2"}  # a single required key, unpartitioned: the sequence case alone
     assert _touched(only) == ["equality-delete-sequence"]

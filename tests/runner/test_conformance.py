@@ -3,6 +3,7 @@ SQL or Iceberg's Java API, each case naming its writer) that state the rows they
 run path, as a matrix whose verdicts say whose fault, with evidence, versions and a gate."""
 
 import json
+import os
 
 import pytest
 import yaml
@@ -33,6 +34,9 @@ SPARK = HARNESS_LINE  # the harness's Spark line: the `spark` engine's, the refe
 EARLIER = spark_line("3.5")  # spark-3.5's
 MATRIX_CASES = ["equality-delete-null-key", "equality-delete-partition-scoped", "rename-column", "quoted-names",
                 "empty-table", "format-v3-deletion-vectors", "branch-compaction"]
+# maintenance cases (expiry, orphan removal): judged in the matrix test's run, sharing its JVMs
+MAINTENANCE_CASES = ["expire-retain-last-keeps-tag", "expire-branch-head-older-than-cutoff",
+                     "orphans-older-and-younger-than-cutoff", "orphans-keep-statistics-file"]
 
 
 # the cases of real tables' shapes: written and checked here with every case pyiceberg writes (cheap: no
@@ -50,7 +54,8 @@ def warehouse(tmp_path_factory):
     """The matrix test's cases, real shapes' and every case pyiceberg writes, written once (one process per writer: one
     Spark JVM, one pyiceberg process) into the warehouse the matrix test runs on."""
     wh = tmp_path_factory.mktemp("conformance") / "warehouse"
-    cases = [c for c in load_cases() if c.name in MATRIX_CASES + ISSUE_39_CASES or c.writer == "pyiceberg"]
+    cases = [c for c in load_cases() if c.name in MATRIX_CASES + MAINTENANCE_CASES + ISSUE_39_CASES
+             or c.writer == "pyiceberg"]
     written = write_cases(cases, wh / TABLES_DIR)
     return wh, cases, written
 
@@ -173,9 +178,43 @@ def test_a_cells_verdict_says_whose_fault_from_the_checks_own_declarations():
     assert v == "harness-cannot" and "POST /v1/namespaces/n/tables/t 501" in evidence, evidence
 
 
+def test_a_maintenance_cells_verdict_comes_from_which_expectation_failed(warehouse):
+    """On a maintenance case's real table as written (an expiry keeping a tag, a position delete live): the expectation
+    resolved on it names the files that must stay and go; untouched, nothing is lost and the garbage is still there
+    (kept-garbage); a reachable file gone is deleted-live; a ref reading a row the case says is deleted is resurrected.
+    No engine runs: the verifier's checks on the files and rows alone."""
+    from bench.campaigns.conformance import maintenance_verdict
+    from bench.core.source import SourceRef, load_source
+    from bench.verify import maintenance as maint
+
+    wh, cases, _ = warehouse
+    case = next(c for c in cases if c.name == "expire-retain-last-keeps-tag")
+    tbl = load_source(SourceRef(catalog_file=str(wh / TABLES_DIR / "source.yaml"), table=case.table))
+    res = maint.resolve(tbl, case.expected, case.maintenance, {})
+    assert maint.table_check(tbl, res).ok and len(res.expired) == 2 and len(res.must_remove) == 2  # two manifest lists
+    assert maintenance_verdict(maint.outcome(tbl, res))[0] == "kept-garbage"
+    delete = next(p for p in res.must_exist if p.endswith("-deletes.parquet"))  # Spark's position delete file
+    moved = delete + ".away"
+    os.rename(delete, moved)
+    try:
+        v, evidence = maintenance_verdict(maint.outcome(tbl, res))
+    finally:
+        os.rename(moved, delete)
+    assert v == "deleted-live" and "were deleted" in evidence, evidence
+    head, main = res.refs["main"]
+    res.refs["main"] = (head, main.model_copy(update={"rows": 4, "keys": [0, 2, 10, 11]}))  # as if 20 were deleted
+    v, evidence = maintenance_verdict(maint.outcome(tbl, res))
+    assert v == "resurrected" and "ref main reads 1 row(s) it must not: ['20']" in evidence, evidence
+    with pytest.raises(ValueError, match="give older_than_snapshot"):
+        Case.model_validate({**case.model_dump(), "operation": {"op": "expire-snapshots", "retain_last": 2}})
+    with pytest.raises(ValueError, match="states `maintenance`"):
+        Case.model_validate({**case.model_dump(), "maintenance": None})
+
+
 def test_fail_on_takes_verdicts_and_refuses_others():
     assert set(parse_fail_on("wrong")) == {"wrong-rows", "wrong-metadata"}
     assert set(parse_fail_on("failed,harness-cannot")) == {"failed", "harness-cannot"}
+    assert parse_fail_on("deleted-live,resurrected") == ("deleted-live", "resurrected")  # a maintenance gate
     assert parse_fail_on(None) == ()
     with pytest.raises(UserError, match="--fail-on: unknown verdict"):
         parse_fail_on("wrong,bogus")
@@ -191,7 +230,8 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     with deletion vectors: RisingWave's engine meets it and loses the rows' lineage (wrong-metadata).  The report
     and the Markdown render the matrix."""
     results = tmp_path / "results"
-    cases = MATRIX_CASES  # their tables already written (the module's warehouse): reused as the cases define them
+    # their tables already written (the module's warehouse): reused as the cases define them
+    cases = MATRIX_CASES + MAINTENANCE_CASES
     engines = ["spark", "spark-3.5", "risingwave"]
     p = run_bench("conformance", "--cases", ",".join(cases), "--engines", ",".join(engines), "--fail-on", "wrong",
                   "--warehouse", warehouse[0], "--results-dir", results, "--run-id", "c", timeout=1500)
@@ -269,6 +309,24 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
         log = (results / "c" / "runs" / f"shared-{engine}.log").read_text()
         assert sorted(r["shared_process"] for r in spark_runs) == list(range(1, len(spark_runs) + 1))
         assert log.count("Using an existing Spark session") == len(spark_runs) - 1, log[-3000:]
+    # maintenance cases, each on the suite's own copy of its table: Iceberg's Spark procedures (either line) expire
+    # snapshots and remove orphans as the spec says; RisingWave's binding loses nothing but leaves what was due to go
+    for case in MAINTENANCE_CASES:
+        assert all(cells[(case, e)]["verdict"] == "correct" for e in ("spark", "spark-3.5")), cells
+        assert cells[(case, "risingwave")]["verdict"] == "kept-garbage", cells[(case, "risingwave")]
+        assert "not removed" in cells[(case, "risingwave")]["evidence"]
+    entry = next(c for c in rec["cases"] if c["name"] == "expire-retain-last-keeps-tag")
+    assert entry["operation"].startswith("expire_snapshots(retain_last=1, older_than="), entry
+    assert entry["table_check"]["name"] == "case_maintenance_expectation_holds" and entry["table_check"]["ok"]
+    stats = json.loads((results / "c" / "runs" / "orphans-keep-statistics-file" / "bin-packing--spark--rep0.json")
+                       .read_text())
+    assert stats["engine_actions"] == ["remove_orphan_files(older_than=86400 s)"], stats["engine_actions"]
+    removed = stats["engine_result"]["remove_orphan_files(older_than=86400 s)"]["orphan_file_location"]
+    assert [p.rsplit("/", 1)[-1] for p in removed] == ["orphan-old.parquet"], removed  # what Spark said it removed
+    assert [c["ok"] for c in stats["verification"]["checks"][:4]] == [True] * 4, stats["verification"]["checks"]
+    # each case's table is left as written for the next run: the orphan Spark removed is back
+    assert (warehouse[0] / TABLES_DIR / "lake" / "conformance" / "orphans_keep_statistics_file" / "data" /
+            "orphan-old.parquet").exists()
     p = run_bench("report", results / "c")
     assert p.returncode == 0, p.stderr[-2000:]
     html = (results / "c" / "report.html").read_text()

@@ -11,7 +11,9 @@ from bench.core.records.verification import Check, ReaderFinding
 
 HARNESS_RUNTIME = "harness"  # ConformanceRecord.runtimes' key of the reference reader's and the writer's runtime
 
-Verdict = Literal["correct", "wrong-rows", "wrong-metadata", "failed", "unsupported", "harness-cannot"]
+# deleted-live, resurrected and kept-garbage: a maintenance case's (bench.campaigns.conformance.verdict)
+Verdict = Literal["correct", "wrong-rows", "wrong-metadata", "failed", "unsupported", "harness-cannot", "deleted-live",
+                  "resurrected", "kept-garbage"]
 WRONG = ("wrong-rows", "wrong-metadata")
 
 
@@ -42,6 +44,8 @@ class ConformanceCase(BaseModel):
     written_by: str = ""  # library and version that wrote the table
     branch: str | None = None  # the branch the engines compacted (None: main)
     table_check: Check | None = None  # the table as written against `expected` (a harness check)
+    # a maintenance case's operation as every engine was asked it (MaintenanceOp.describe), "" for a compaction
+    operation: str = ""
 
 
 class VersionPair(BaseModel):
