@@ -326,7 +326,7 @@ def run_one_case(opts: ConformanceOptions, rec: ConformanceRecord, i: int, case:
             entry.operation = run.op.describe() if run else ""
         if not entry.table_check.ok:  # the harness's defect: no engine is judged on a table that is not the case
             rec.cells += [ConformanceCell(case=case.name, covers=case.covers, engine=e, verdict="harness-cannot",
-                                          evidence=f"{TABLE_CHECK}: {entry.table_check.message}")
+                                          evidence=f"{entry.table_check.name}: {entry.table_check.message}")
                           for e in rec.engines]
         else:
             cells, results = run_case(opts, case, catalog, rec.engines, run_dir, progress, shared, w, run)

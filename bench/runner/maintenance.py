@@ -12,12 +12,15 @@ reset puts back what an engine deleted, deletes what it added) and the table is 
 from __future__ import annotations
 
 import hashlib
+import shutil
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 
-from bench.core.dataset import GeneratedTable, GroundTruth, parked_dir, save_manifest, spare_dir
+from pyiceberg.exceptions import NoSuchTableError
+
+from bench.core.dataset import GeneratedTable, GroundTruth, manifest_path, parked_dir, save_manifest, spare_dir
 from bench.core.records.engine_run import CacheState
 from bench.core.records.verification import Verification
 from bench.core.results import RunResult, file_label
@@ -38,7 +41,7 @@ from bench.runner.inputs import SetupGuard
 from bench.runner.process import run_engine_process
 from bench.runner.record import finish, new_result
 from bench.verify.maintenance import Resolved, outcome
-from datagen.dataset import reuse, seal
+from datagen.dataset import seal
 
 # the feature (bench.engines.base.FEATURES) an engine needs for each maintenance operation
 FEATURE = {"expire_snapshots": "expire-snapshots", "remove_orphan_files": "remove-orphan-files"}
@@ -67,10 +70,15 @@ def _in_place(ctx: RunContext) -> GeneratedTable:
     src = load_source(ctx.source)
     key = hashlib.sha256(f"{'.'.join(src.name())}|{src.metadata_location}".encode()).hexdigest()[:12]
     name = f"case_{key}"
-    existing = reuse(ctx.catalog, ctx.settings, name)
-    if existing is not None:
-        return existing
     ident = f"{ctx.settings.namespace}.{name}"
+    # sealed afresh for every campaign, never reused: the case's files were aged again before it (their mtimes:
+    # datagen.conformance.age_orphans), which a kept vault would read as files changed in place
+    shutil.rmtree(spare_dir(ctx.settings.state_path, name), ignore_errors=True)
+    manifest_path(ctx.settings.state_path, name).unlink(missing_ok=True)
+    try:
+        ctx.catalog.drop_table(ident)  # the catalog's entry only: no file is deleted
+    except NoSuchTableError:
+        pass
     ctx.catalog.create_namespace_if_not_exists(ctx.settings.namespace)
     t0 = time.perf_counter()
     tbl = ctx.catalog.register_table(ident, src.metadata_location)

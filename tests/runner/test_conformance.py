@@ -325,9 +325,15 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     removed = stats["engine_result"]["remove_orphan_files(older_than=86400 s)"]["orphan_file_location"]
     assert [p.rsplit("/", 1)[-1] for p in removed] == ["orphan-old.parquet"], removed  # what Spark said it removed
     assert [c["ok"] for c in stats["verification"]["checks"][:4]] == [True] * 4, stats["verification"]["checks"]
-    # each case's table is left as written for the next run: the orphan Spark removed is back
+    # each case's table is left as written for the next run: the orphan Spark removed is back; a second campaign on
+    # the same tables (their files aged again) judges the case again
     assert (warehouse[0] / TABLES_DIR / "lake" / "conformance" / "orphans_keep_statistics_file" / "data" /
             "orphan-old.parquet").exists()
+    p = run_bench("conformance", "--cases", "orphans-keep-statistics-file", "--engines", "risingwave", "--warehouse",
+                  warehouse[0], "--results-dir", results, "--run-id", "again")
+    assert p.returncode == 0, p.stderr[-3000:]
+    again = json.loads((results / "again" / "conformance.json").read_text())["cells"]
+    assert [c["verdict"] for c in again] == ["kept-garbage"], again
     p = run_bench("report", results / "c")
     assert p.returncode == 0, p.stderr[-2000:]
     html = (results / "c" / "report.html").read_text()
