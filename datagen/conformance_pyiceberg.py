@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.catalog import CatalogSettings, load_catalog
-from datagen.conformance import NAMESPACE, Case, write_all
+from datagen.conformance import NAMESPACE, Case, write_all, write_orphan
 
 PRIMITIVES = {"BIGINT": "long", "LONG": "long", "INT": "int", "INTEGER": "int", "STRING": "string",
               "DOUBLE": "double", "FLOAT": "float", "BOOLEAN": "boolean", "DATE": "date", "TIMESTAMP": "timestamptz",
@@ -182,6 +182,8 @@ def write_case(catalog: Any, case: Case) -> None:
             tbl = catalog.load_table(case.table)
             if step.add_files is not None:
                 _add_files(tbl, step.add_files, n)
+            if step.orphan is not None:
+                write_orphan(case, tbl.location(), step.orphan)
             if step.sql is None:
                 continue
             sql = case.statement(step.sql, "{t}", n)  # {n} and {fill} filled in, {t} kept for the patterns

@@ -14,20 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.catalog import CatalogSettings, load_catalog
-from datagen.conformance import NAMESPACE, Case, EqualityDelete, OrphanFile, age_orphans, orphan_path, write_all
-
-
-def _orphan(settings: CatalogSettings, case: Case, o: OrphanFile) -> None:
-    """A Parquet file under the table's data directory that no commit references (as a writer leaves one whose
-    commit never landed), as old as the step states."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    location = load_catalog(settings).load_table(case.table).location()
-    path = orphan_path(location, o.name)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"orphan": [o.name]}), path)
-    age_orphans(case, location)
+from datagen.conformance import NAMESPACE, Case, EqualityDelete, write_all, write_orphan
 
 
 def _equality_delete(spark: Any, settings: CatalogSettings, case: Case, d: EqualityDelete) -> None:
@@ -75,7 +62,7 @@ def _write_case(spark: Any, settings: CatalogSettings, case: Case) -> None:
             if step.equality_delete is not None:
                 _equality_delete(spark, settings, case, step.equality_delete)
             if step.orphan is not None:
-                _orphan(settings, case, step.orphan)
+                write_orphan(case, load_catalog(settings).load_table(case.table).location(), step.orphan)
 
 
 def _writers(spark: Any, case: Case) -> dict[str, Any]:

@@ -194,14 +194,15 @@ def maintenance_verdict(checks: list[Check]) -> tuple[str, str] | None:
 
 def maintenance_op(op: Operation, tbl: Table) -> MaintenanceOp:
     """The case's operation as every engine is asked it, its cutoff resolved on the table as written (UserError when
-    its snapshot is not there): an expiry's, the named snapshot's own timestamp; Iceberg's default retain_last, 1."""
+    its snapshot is not there): an expiry's, the named snapshot's own timestamp; without a retain_last, the engine's
+    own rule (Iceberg Java's: the table's history.expire.min-snapshots-to-keep)."""
     if op.op == "expire-snapshots":
         ids = maint.select(tbl, op.older_than_snapshot or "")
         if not ids:
             raise UserError(f"older_than_snapshot {op.older_than_snapshot} names no snapshot of the table")
         snap = tbl.metadata.snapshot_by_id(ids[0])
         assert snap is not None
-        return MaintenanceOp(op="expire_snapshots", retain_last=op.retain_last or 1, older_than_ms=snap.timestamp_ms)
+        return MaintenanceOp(op="expire_snapshots", retain_last=op.retain_last, older_than_ms=snap.timestamp_ms)
     return MaintenanceOp(op="remove_orphan_files", older_than_s=op.older_than_s or 0.0)
 
 

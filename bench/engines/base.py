@@ -77,7 +77,9 @@ class MaintenanceOp(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     op: Literal["expire_snapshots", "compact", "rewrite_manifests", "remove_orphan_files"]
-    retain_last: int = Field(5, ge=1)  # expire_snapshots: snapshots always kept
+    # expire_snapshots: main's newest snapshots always kept; None: the engine's own rule (Iceberg Java's: the table's
+    # history.expire.min-snapshots-to-keep), as a user's call that names none
+    retain_last: int | None = Field(5, ge=1)
     older_than_s: float = Field(0.0, ge=0.0)  # expire_snapshots, remove_orphan_files: only what is older than this
     # the cutoff as a point in time (Unix ms) instead of an age: a conformance case's cutoff is a snapshot's own
     # timestamp, which an age measured when the engine starts would miss by the engine's start-up
@@ -88,18 +90,29 @@ class MaintenanceOp(BaseModel):
         """The cutoff in Unix seconds: `older_than_ms`, else `older_than_s` before now."""
         return self.older_than_ms / 1000 if self.older_than_ms is not None else time.time() - self.older_than_s
 
-    def cutoff_text(self) -> str:
-        """The cutoff as a local-time TIMESTAMP literal's text, to the millisecond (Spark SQL reads a TIMESTAMP
-        literal in the session's time zone: the JVM's default, this process's local time)."""
+    def cutoff_text(self, utc: bool = False) -> str:
+        """The cutoff as a TIMESTAMP literal's text, to the millisecond, in local time (Spark SQL reads a TIMESTAMP
+        literal in the session's time zone: the JVM's default, this process's local time) or in UTC (a session
+        whose time zone is UTC)."""
         t = self.cutoff_unix()
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) + f".{int(round(t * 1000)) % 1000:03d}"
+        return (time.strftime("%Y-%m-%d %H:%M:%S", (time.gmtime if utc else time.localtime)(t))
+                + f".{int(round(t * 1000)) % 1000:03d}")
+
+    def retain_text(self) -> str:
+        """retain_last as said in a phase or a log line."""
+        return "the table's own" if self.retain_last is None else str(self.retain_last)
+
+    def retain_argument(self) -> str:
+        """The `, retain_last => N` argument of Iceberg's expire_snapshots procedure; none when the engine's own rule
+        applies."""
+        return "" if self.retain_last is None else f", retain_last => {int(self.retain_last)}"
 
     def describe(self) -> str:
         when = f" every {self.every} cycles" if self.every > 1 else ""
         older = (f"older_than={self.older_than_ms} ms (Unix)" if self.older_than_ms is not None
                  else f"older_than={self.older_than_s:g} s")
         if self.op == "expire_snapshots":
-            return f"expire_snapshots(retain_last={self.retain_last}, {older}){when}"
+            return f"expire_snapshots(retain_last={self.retain_text()}, {older}){when}"
         if self.op == "remove_orphan_files":
             return f"remove_orphan_files({older}){when}"
         return self.op + when

@@ -38,7 +38,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import math
-import time
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -331,10 +330,10 @@ class ReparkEngine(Engine):
         return result
 
     def expire_snapshots(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
-        older = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() - op.older_than_s))  # read as UTC
-        return self._procedure(job, clock, "expire_snapshots", f", older_than => TIMESTAMP '{older}', retain_last => "
-                               f"{int(op.retain_last)}", f"procedure expire_snapshots(older_than {older} UTC, "
-                               f"retain_last {op.retain_last}): commits to the memory catalog and deletes the files "
+        older = op.cutoff_text(utc=True)  # its session reads a TIMESTAMP literal as UTC
+        return self._procedure(job, clock, "expire_snapshots", f", older_than => TIMESTAMP '{older}'"
+                               f"{op.retain_argument()}", f"procedure expire_snapshots(older_than {older} UTC, "
+                               f"retain_last {op.retain_text()}): commits to the memory catalog and deletes the files "
                                "only expired snapshots referenced")
 
     def rewrite_manifests(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:

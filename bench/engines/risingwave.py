@@ -310,8 +310,10 @@ class RisingWaveEngine(Engine):
         import iceberg_compaction as ic
 
         age = max_age_secs(op)
-        config = ic.ExpireSnapshotsConfig(retain_last=op.retain_last, max_snapshot_age_secs=age)
-        with clock.phase("ExpireSnapshots", f"ExpireSnapshots(retain_last={op.retain_last}, max_snapshot_age_secs="
+        # the binding takes no table property: without a stated retain_last it keeps its own default (1)
+        kept = {} if op.retain_last is None else {"retain_last": op.retain_last}
+        config = ic.ExpireSnapshotsConfig(**kept, max_snapshot_age_secs=age)
+        with clock.phase("ExpireSnapshots", f"ExpireSnapshots(retain_last={config.retain_last}, max_snapshot_age_secs="
                                             f"{age}).run(): one commit"):
             result = ic.ExpireSnapshots(self._catalog, job.table, config, to_branch=job.branch).run()
         return {"noop": True} if result is None else {"expired_snapshot_count": result.expired_snapshot_count}

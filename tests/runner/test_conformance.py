@@ -185,7 +185,7 @@ def test_a_maintenance_cells_verdict_comes_from_which_expectation_failed(warehou
     resolved on it names the files that must stay and go; untouched, nothing is lost and the garbage is still there
     (kept-garbage); a reachable file gone is deleted-live; a ref reading a row the case says is deleted is resurrected.
     No engine runs: the verifier's checks on the files and rows alone."""
-    from bench.campaigns.conformance import maintenance_verdict
+    from bench.campaigns.conformance import maintenance_op, maintenance_verdict
     from bench.core.source import SourceRef, load_source
     from bench.verify import maintenance as maint
 
@@ -195,6 +195,12 @@ def test_a_maintenance_cells_verdict_comes_from_which_expectation_failed(warehou
     res = maint.resolve(tbl, case.expected, case.maintenance, {})
     assert maint.table_check(tbl, res).ok and len(res.expired) == 2 and len(res.must_remove) == 2  # two manifest lists
     assert maintenance_verdict(maint.outcome(tbl, res))[0] == "kept-garbage"
+    # the operation every engine is asked: the cutoff is main's head's own time; without a retain_last none is passed
+    # (the engine's own rule, e.g. the table's history.expire.min-snapshots-to-keep)
+    stated = maintenance_op(case.operation, tbl)
+    own = maintenance_op(case.operation.model_copy(update={"retain_last": None}), tbl)
+    assert stated.retain_argument() == ", retain_last => 1" and own.retain_argument() == ""
+    assert own.older_than_ms == tbl.metadata.current_snapshot().timestamp_ms and "the table's own" in own.describe()
     delete = next(p for p in res.must_exist if p.endswith("-deletes.parquet"))  # Spark's position delete file
     moved = delete + ".away"
     os.rename(delete, moved)

@@ -307,11 +307,11 @@ class SparkEngine(Engine):
     def expire_snapshots(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
         older = op.cutoff_text()
         with self._maintenance_shuffles(job), clock.phase(
-                "expire_snapshots", f"procedure expire_snapshots(older_than {older}, retain_last {op.retain_last}): "
+                "expire_snapshots", f"procedure expire_snapshots(older_than {older}, retain_last {op.retain_text()}): "
                                     "one commit, then it deletes unreachable files"):
             rows = self._sql(f"CALL {job.catalog.name}.system.expire_snapshots(table => "
-                             f"{spark_literal(self._table(job))}, older_than => TIMESTAMP '{older}', "
-                             f"retain_last => {int(op.retain_last)})")
+                             f"{spark_literal(self._table(job))}, older_than => TIMESTAMP '{older}'"
+                             f"{op.retain_argument()})")
         return row_dict(rows)
 
     def remove_orphan_files(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
