@@ -86,18 +86,20 @@ class Step(BaseModel):
 
 
 # a case's operation (Case.operation): what every engine is asked to do to the case's table
-OPERATIONS = ("rewrite-data-files", "expire-snapshots", "remove-orphan-files")
+OPERATIONS = ("rewrite-data-files", "expire-snapshots", "remove-orphan-files", "rewrite-manifests")
 
 
 class Operation(BaseModel):
     """What every engine does to the case's table: rewrite-data-files (the scenario's compaction, as every case
     before maintenance cases); expire-snapshots (keep main's newest `retain_last`; expire those older than the
     snapshot `older_than_snapshot` of the table as written, e.g. main~0: its head's own timestamp); or
-    remove-orphan-files (delete the files no metadata reaches older than `older_than_s` seconds before it runs)."""
+    remove-orphan-files (delete the files no metadata reaches older than `older_than_s` seconds before it runs); or
+    rewrite-manifests (main's manifests rewritten: one commit, no data or delete file changed)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    op: Literal["rewrite-data-files", "expire-snapshots", "remove-orphan-files"] = "rewrite-data-files"
+    op: Literal["rewrite-data-files", "expire-snapshots", "remove-orphan-files", "rewrite-manifests"] = \
+        "rewrite-data-files"
     retain_last: int | None = Field(None, ge=1)
     older_than_snapshot: str | None = None
     older_than_s: float | None = Field(None, ge=0.0)
@@ -106,7 +108,7 @@ class Operation(BaseModel):
     def _arguments(self) -> Operation:
         given = {k for k in ("retain_last", "older_than_snapshot", "older_than_s") if getattr(self, k) is not None}
         takes = {"rewrite-data-files": set(), "expire-snapshots": {"retain_last", "older_than_snapshot"},
-                 "remove-orphan-files": {"older_than_s"}}[self.op]
+                 "remove-orphan-files": {"older_than_s"}, "rewrite-manifests": set()}[self.op]
         # the cutoff is always stated: Iceberg's defaults (5 days for expiry, 3 for orphans) would make a fresh
         # table's case a no-op
         needs = {"expire-snapshots": {"older_than_snapshot"},

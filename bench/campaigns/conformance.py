@@ -203,6 +203,8 @@ def maintenance_op(op: Operation, tbl: Table) -> MaintenanceOp:
         snap = tbl.metadata.snapshot_by_id(ids[0])
         assert snap is not None
         return MaintenanceOp(op="expire_snapshots", retain_last=op.retain_last, older_than_ms=snap.timestamp_ms)
+    if op.op == "rewrite-manifests":
+        return MaintenanceOp(op="rewrite_manifests")
     return MaintenanceOp(op="remove_orphan_files", older_than_s=op.older_than_s or 0.0)
 
 

@@ -76,8 +76,9 @@ STATISTICS = "statistics"  # among kept_files / removed_files: every statistics 
 
 
 class MaintenanceExpected(BaseModel):
-    """What a maintenance operation (expire-snapshots, remove-orphan-files) must leave by the Iceberg spec, as the
-    case's author reasoned it: the rows each ref still reads (every ref named must keep its head and its rows), the
+    """What a maintenance operation (expire-snapshots, remove-orphan-files, rewrite-manifests) must leave by the Iceberg
+    spec, as the case's author reasoned it: the rows each ref still reads (every ref named must keep its head and its
+    rows, but a ref in `advances`, which the operation commits to: its new head descends from the old), the
     snapshots that must stay (with every file they reach) and those that must go (the files only they reach must be
     removed), and the case's own named files (its orphans, `statistics`) that must stay or go.  Snapshots are
     named on the table as written (SNAPSHOT_SELECTOR).  The table as written is held to the refs' rows and to the
@@ -89,6 +90,7 @@ class MaintenanceExpected(BaseModel):
     expired: list[str] = Field(default_factory=list)
     kept_files: list[str] = Field(default_factory=list)
     removed_files: list[str] = Field(default_factory=list)
+    advances: list[str] = Field(default_factory=list)  # refs the operation commits to (e.g. main, rewrite-manifests)
     why: str = ""
 
     @model_validator(mode="after")

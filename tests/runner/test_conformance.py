@@ -210,6 +210,12 @@ def test_a_maintenance_cells_verdict_comes_from_which_expectation_failed(warehou
         os.rename(moved, delete)
     assert v == "deleted-live" and "were deleted" in evidence, evidence
     head, main = res.refs["main"]
+    res.refs["main"] = (maint.select(tbl, "main~1")[0], main)  # as if an operation had committed on top of main~1
+    ref_rows = lambda: next(c for c in maint.outcome(tbl, res) if c.name == maint.REF_ROWS)  # noqa: E731
+    assert not ref_rows().ok and "moved" in ref_rows().message  # a ref the operation does not commit to stays put
+    res.advancing = {"main"}
+    assert ref_rows().ok  # one it commits to (rewrite-manifests: main) may move to a descendant, read there
+    res.advancing, res.refs["main"] = set(), (head, main)
     res.refs["main"] = (head, main.model_copy(update={"rows": 4, "keys": [0, 2, 10, 11]}))  # as if 20 were deleted
     v, evidence = maintenance_verdict(maint.outcome(tbl, res))
     assert v == "resurrected" and "ref main reads 1 row(s) it must not: ['20']" in evidence, evidence
