@@ -244,7 +244,7 @@ class ArrowFloorEngine(Engine):
                       "duckdb_threads": cores, "copy_options": copy,
                       "sizing": "rows per file = target / (input bytes per row), as the engines size their output "
                                 "by input bytes", "output_dir": str(self.out_dir)},
-            versions=self._versions(),
+            versions=self.versions(),
             actions=[self._action(job, rewrite, groups)],
             commits="table" if self.capabilities.commits_table else "none",
             deployment=Deployment(mode="embedded", cores=cores, writes_at_once={
@@ -365,7 +365,7 @@ class ArrowFloorEngine(Engine):
         except ValueError as e:
             return PhysicalBound(missing=str(e))
 
-    def _versions(self) -> dict[str, str]:
+    def versions(self) -> dict[str, str]:
         import duckdb
         import pyarrow as pa
 

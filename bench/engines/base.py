@@ -348,7 +348,7 @@ class Engine(ABC):
         phase's `op` naming its operation); the outcome of the last compaction with every operation's result in
         `maintenance`."""
         results: list[MaintenanceResult] = []
-        outcome = EngineOutcome()
+        outcome = EngineOutcome(versions=self.versions())
         for op in job.maintenance:
             sub = PhaseClock()
             t0 = time.perf_counter()
@@ -369,6 +369,11 @@ class Engine(ABC):
         outcome.maintenance = results
         outcome.actions = list(outcome.actions) + [r.describe for r in results]
         return outcome
+
+    def versions(self) -> dict[str, str]:
+        """The engine's own versions, as every outcome records them (`EngineOutcome.versions`): an operation that is
+        no compaction reports them too."""
+        return {}
 
     def expire_snapshots(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
         """Expire snapshots with the engine's own tool (engines that support 'expire-snapshots')."""

@@ -144,12 +144,12 @@ class GlutenEngine(SparkEngine):
                 "the engine log" + (" (a shared process: every job so far)" if job.shared_process else ""),
                 "operators_fallen_back": sum(seen.values()), "by_reason": dict(seen)}
 
-    def _versions(self) -> dict[str, str]:
+    def versions(self) -> dict[str, str]:
         import importlib.metadata
 
         import velox_spark
 
-        v = super()._versions()
+        v = super().versions()
         v.update({"velox-spark": importlib.metadata.version("velox-spark"),
                   "gluten": str(velox_spark.__gluten_version__),
                   "gluten bundle jar": Path(self.jars[0]).name})

@@ -306,6 +306,13 @@ class RisingWaveEngine(Engine):
                 second = {**values, "strategy": "full"}
                 result["second_pass"] = _result(self._run(job, second, actions))
 
+    def versions(self) -> dict[str, str]:
+        import iceberg_compaction as ic
+
+        module_version = getattr(ic, "__version__", None)
+        return {DISTRIBUTION: importlib.metadata.version(DISTRIBUTION),
+                "iceberg_compaction.__version__": str(module_version) if module_version else "not reported"}
+
     def expire_snapshots(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
         import iceberg_compaction as ic
 
@@ -357,11 +364,8 @@ class RisingWaveEngine(Engine):
             "known_pitfalls": PITFALLS,
             "work": {k: v for k, v in self.asked(job).items() if k != "config"},
         }
-        versions = {DISTRIBUTION: importlib.metadata.version(DISTRIBUTION)}
-        module_version = getattr(ic, "__version__", None)
-        versions["iceberg_compaction.__version__"] = str(module_version) if module_version else "not reported"
         if result.get("noop"):
             actions.append("run() returned None: nothing to compact (no-op)")
-        return EngineOutcome(engine_result=result, settings=settings, versions=versions, actions=actions,
+        return EngineOutcome(engine_result=result, settings=settings, versions=self.versions(), actions=actions,
                              deployment=Deployment(mode="embedded", cores=job.cores, writes_at_once={
                                  "max_output_parallelism": int(used["max_output_parallelism"])}))

@@ -338,6 +338,7 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     removed = stats["engine_result"]["remove_orphan_files(older_than=86400 s)"]["orphan_file_location"]
     assert [p.rsplit("/", 1)[-1] for p in removed] == ["orphan-old.parquet"], removed  # what Spark said it removed
     assert [c["ok"] for c in stats["verification"]["checks"][:4]] == [True] * 4, stats["verification"]["checks"]
+    assert stats["versions"]["iceberg"] == SPARK.iceberg  # an operation that is no compaction names its versions too
     # each case's table is left as written for the next run: the orphan Spark removed is back; a second campaign on
     # the same tables (their files aged again) judges the case again
     assert (warehouse[0] / TABLES_DIR / "lake" / "conformance" / "orphans_keep_statistics_file" / "data" /

@@ -289,7 +289,7 @@ class SparkEngine(Engine):
         settings["work"] = {k: v for k, v in asked.items() if k != "rewrite_data_files"}
         deployment = self.deploy.deployment()
         deployment.writes_at_once = self._writes_at_once(opts.rewrite_options)
-        return EngineOutcome(engine_result=result, settings=settings, versions=self._versions(),
+        return EngineOutcome(engine_result=result, settings=settings, versions=self.versions(),
                              actions=list(self.actions), deployment=deployment,
                              read_tasks=rewrite_tasks(self.spark))
 
@@ -424,7 +424,7 @@ class SparkEngine(Engine):
         s["heap_dump_on_oom"] = "off: a dump is as large as the heap"
         return s
 
-    def _versions(self) -> dict[str, str]:
+    def versions(self) -> dict[str, str]:
         jvm = self._jvm()
         v = {"spark": self.spark.version, "java": str(jvm.java.lang.System.getProperty("java.version")),
              "java_vm": str(jvm.java.lang.System.getProperty("java.vm.name"))}
