@@ -102,7 +102,8 @@ FAIL_ON = {"wrong": WRONG, "wrong-rows": ("wrong-rows",), "wrong-metadata": ("wr
 # a maintenance case's checks (bench.verify.maintenance) and the verdict each one's failure is, the first failed in
 # this order deciding: data lost, then rows back, then rows otherwise wrong, then garbage left (a finding)
 MAINTENANCE_VERDICTS = ((maint.KEPT, "deleted-live"), (maint.RESURRECTED, "resurrected"),
-                        (maint.REF_ROWS, "wrong-rows"), (maint.REMOVED, "kept-garbage"))
+                        (maint.KEPT_SNAPSHOTS, "wrong-rows"), (maint.REF_ROWS, "wrong-rows"),
+                        (maint.REMOVED, "kept-garbage"))
 EXPECTED_CHECK = "expected_rows"  # the output against the case's expected rows (bench.verify.checks.verify)
 TABLE_CHECK = "case_table_holds_expected"  # the table as written against them, before any engine runs
 

@@ -9,6 +9,8 @@ expired snapshots reach, and the case's own files named to go).  After the engin
     kept_reachable_files   every file that must stay, and every file the table after the operation still reaches,
                            exists (one missing is data loss: deleted-live)
     no_deleted_row_back    no ref reads a row the case says is deleted (resurrected)
+    kept_snapshots_listed  every snapshot the case keeps is still in the metadata (one expired loses its time
+                           travel: its rows can no longer be read; wrong-rows)
     refs_read_their_rows   every ref is where it was (a ref the operation commits to: at a descendant of its head)
                            and reads its rows, none lost (wrong-rows)
     removed_unreachable    every file that must go is gone and every expired snapshot with it (kept-garbage: a
@@ -32,6 +34,7 @@ from bench.verify.expected import expected_check, read_keys
 KEPT = "kept_reachable_files"
 RESURRECTED = "no_deleted_row_back"
 REF_ROWS = "refs_read_their_rows"
+KEPT_SNAPSHOTS = "kept_snapshots_listed"
 REMOVED = "removed_unreachable"
 TABLE_CHECK = "case_maintenance_expectation_holds"  # the table as written against the expectation (the harness's)
 ALL = "all"  # a snapshot selector: every snapshot of the table as written
@@ -46,6 +49,7 @@ class Resolved:
     must_exist: set[str] = field(default_factory=set)
     must_remove: set[str] = field(default_factory=set)
     expired: set[int] = field(default_factory=set)
+    kept: set[int] = field(default_factory=set)  # the snapshots that must stay listed: those kept and the refs' heads
     advancing: set[str] = field(default_factory=set)  # refs the operation commits to: their heads may move forward
     problems: list[str] = field(default_factory=list)  # what did not resolve: the case's defect, the harness's
 
@@ -107,7 +111,7 @@ def resolve(tbl: Table, main: Expected, m: MaintenanceExpected, named: dict[str,
     res.must_exist |= {p for n in m.kept_files for p in named.get(n, [])}
     res.must_remove = (reachable(tbl, expired) - reachable(tbl, others)) | {p for n in m.removed_files
                                                                             for p in named.get(n, [])}
-    res.expired = expired
+    res.expired, res.kept = expired, kept | {head for head, _ in res.refs.values()}
     res.advancing = set(m.advances)
     return res
 
@@ -143,6 +147,10 @@ def outcome(tbl: Table, res: Resolved) -> list[Check]:
     back, wrong = _refs(tbl, res)
     checks.append(Check(name=RESURRECTED, ok=not back, about="rows",
                         message="; ".join(back) or "no ref reads a deleted row"))
+    gone = res.kept - after
+    checks.append(Check(name=KEPT_SNAPSHOTS, ok=not gone, about="rows", message=(
+        f"{len(gone)} snapshot(s) the case keeps were expired: {sorted(gone)[:SHOWN]}" if gone
+        else f"all {len(res.kept)} snapshot(s) the case keeps are listed")))
     checks.append(Check(name=REF_ROWS, ok=not wrong, about="rows",
                         message="; ".join(wrong) or f"{len(res.refs)} ref(s) where they were" + (
                             f" ({', '.join(sorted(res.advancing))} at or after its head)" if res.advancing else "")

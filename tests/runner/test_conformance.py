@@ -216,6 +216,10 @@ def test_a_maintenance_cells_verdict_comes_from_which_expectation_failed(warehou
     res.advancing = {"main"}
     assert ref_rows().ok  # one it commits to (rewrite-manifests: main) may move to a descendant, read there
     res.advancing, res.refs["main"] = set(), (head, main)
+    res.kept.add(-1)  # as if a snapshot the case keeps (e.g. by retain_last) had been expired: its time travel lost
+    v, evidence = maintenance_verdict(maint.outcome(tbl, res))
+    assert v == "wrong-rows" and "1 snapshot(s) the case keeps were expired: [-1]" in evidence, evidence
+    res.kept.discard(-1)
     res.refs["main"] = (head, main.model_copy(update={"rows": 4, "keys": [0, 2, 10, 11]}))  # as if 20 were deleted
     v, evidence = maintenance_verdict(maint.outcome(tbl, res))
     assert v == "resurrected" and "ref main reads 1 row(s) it must not: ['20']" in evidence, evidence
