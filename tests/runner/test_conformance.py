@@ -343,6 +343,8 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     assert [p.rsplit("/", 1)[-1] for p in removed] == ["orphan-old.parquet"], removed  # what Spark said it removed
     assert [c["ok"] for c in stats["verification"]["checks"][:4]] == [True] * 4, stats["verification"]["checks"]
     assert stats["versions"]["iceberg"] == SPARK.iceberg  # an operation that is no compaction names its versions too
+    # its Spark jobs with one shuffle partition per core, not the profile's 1000 of the published compaction
+    assert "one per core)" in stats["phases"][0]["detail"], stats["phases"]
     # each case's table is left as written for the next run: the orphan Spark removed is back; a second campaign on
     # the same tables (their files aged again) judges the case again
     assert (warehouse[0] / TABLES_DIR / "lake" / "conformance" / "orphans_keep_statistics_file" / "data" /

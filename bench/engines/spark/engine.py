@@ -306,9 +306,9 @@ class SparkEngine(Engine):
 
     def expire_snapshots(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
         older = op.cutoff_text()
-        with self._maintenance_shuffles(job), clock.phase(
+        with self._maintenance_shuffles(job) as shuffles, clock.phase(
                 "expire_snapshots", f"procedure expire_snapshots(older_than {older}, retain_last {op.retain_text()}): "
-                                    "one commit, then it deletes unreachable files"):
+                                    f"one commit, then it deletes unreachable files ({shuffles})"):
             rows = self._sql(f"CALL {job.catalog.name}.system.expire_snapshots(table => "
                              f"{spark_literal(self._table(job))}, older_than => TIMESTAMP '{older}'"
                              f"{op.retain_argument()})")
@@ -316,27 +316,28 @@ class SparkEngine(Engine):
 
     def remove_orphan_files(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
         older = op.cutoff_text()
-        with self._maintenance_shuffles(job), clock.phase(
+        with self._maintenance_shuffles(job) as shuffles, clock.phase(
                 "remove_orphan_files", f"procedure remove_orphan_files(older_than {older}): lists the table's "
-                                       "location, deletes what no metadata reaches"):
+                                       f"location, deletes what no metadata reaches ({shuffles})"):
             rows = self._sql(f"CALL {job.catalog.name}.system.remove_orphan_files(table => "
                              f"{spark_literal(self._table(job))}, older_than => TIMESTAMP '{older}')")
         # one row per deleted file (orphan_file_location): the paths, few as they are in a conformance case
         return {"orphan_file_location": [r["orphan_file_location"] for r in rows]}
 
     @contextmanager
-    def _maintenance_shuffles(self, job: CompactionJob) -> Iterator[None]:
-        """One shuffle partition per core for an expiry's or orphan removal's Spark jobs, unless the session sets
-        them (a profile, the scenario's spark_conf): Iceberg's actions join the table's file lists with shuffles, and
-        at Spark's default of 200 partitions a small table's expiry spent most of its time scheduling empty tasks
-        (measured here: 44 s against 9 s with 2).  Unset again after the procedure (a shared session's next job)."""
+    def _maintenance_shuffles(self, job: CompactionJob) -> Iterator[str]:
+        """One shuffle partition per core for an expiry's or orphan removal's Spark jobs, unless the scenario's
+        spark_conf sets them: Iceberg's actions join the table's file lists with shuffles, and at the profiles' 1000
+        partitions (the published compaction's) a small table's expiry spends most of its time scheduling empty tasks
+        (measured here on a warm session: 50 s against 6.5 s with 2).  Unset again after the procedure (the session's
+        own value returns for the next job)."""
         key = "spark.sql.shuffle.partitions"
-        if key in self.conf:
-            yield
+        if key in self.options(job).spark_conf:
+            yield f"{key} {self.options(job).spark_conf[key]}, the scenario's"
             return
         self._set(key, str(max(1, job.cores)))
         try:
-            yield
+            yield f"{key} {max(1, job.cores)}, one per core"
         finally:
             self.spark.conf.unset(key)
             self.actions.append(f"RESET {key}")
