@@ -183,9 +183,11 @@ def matrix_markdown(v: MatrixView, level: int = 3) -> str:
         out += [f"Versions: {versions_line(rec)}.", ""]
     pairs = rec.version_pairs
     heads = [*rec.engines, *(f"{p.earlier} → {p.engine}" for p in pairs)]
-    out += _table(v, v.rows, heads)
+    if v.rows:
+        out += _table(v, v.rows, heads)
     if v.maintenance_rows:  # the maintenance matrix beside the rewrite one
-        out += ["", "Maintenance (each case's operation on the suite's own copy of its table):", ""]
+        out += [*([""] if v.rows else []),
+                "Maintenance (each case's operation on the suite's own copy of its table):", ""]
         out += _table(v, v.maintenance_rows, heads)
     for p in pairs:
         changes = rec.changes(p)
