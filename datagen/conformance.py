@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -86,7 +86,8 @@ class Step(BaseModel):
 
 
 # a case's operation (Case.operation): what every engine is asked to do to the case's table
-OPERATIONS = ("rewrite-data-files", "expire-snapshots", "remove-orphan-files", "rewrite-manifests")
+OperationName = Literal["rewrite-data-files", "expire-snapshots", "remove-orphan-files", "rewrite-manifests"]
+OPERATIONS: tuple[OperationName, ...] = get_args(OperationName)
 
 
 class Operation(BaseModel):
@@ -98,11 +99,10 @@ class Operation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    op: Literal["rewrite-data-files", "expire-snapshots", "remove-orphan-files", "rewrite-manifests"] = \
-        "rewrite-data-files"
-    retain_last: int | None = Field(None, ge=1)
+    op: OperationName = "rewrite-data-files"
+    retain_last: int | None = Field(default=None, ge=1)
     older_than_snapshot: str | None = None
-    older_than_s: float | None = Field(None, ge=0.0)
+    older_than_s: float | None = Field(default=None, ge=0.0)
 
     @model_validator(mode="after")
     def _arguments(self) -> Operation:
