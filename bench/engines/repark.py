@@ -22,7 +22,8 @@ The scenario's strategy reaches the same call as Spark's (bench.engines.procedur
 sort order) or `sort_order => 'zorder(c1,c2)'`.
 Maintenance steps (streaming scenarios): each operation its own round trip, as each of Spark's procedures is its own
 commit: register, then `CALL <cat>.system.expire_snapshots(table, older_than, retain_last)` (repark reads a
-TIMESTAMP literal as UTC) or `rewrite_manifests(table)` or the compaction above, then the compare-and-swap.  repark's
+TIMESTAMP literal as UTC) or `rewrite_manifests(table)` or `remove_orphan_files(table, older_than, dry_run => false)`
+(it commits nothing: no swap) or the compaction above, then the compare-and-swap.  repark's
 expire_snapshots deletes the files only the expired snapshots referenced inside the procedure, before the harness can
 swap the pointer: when the swap is refused (a writer committed meanwhile), the catalog keeps listing the snapshots
 repark expired while their files are gone (the current snapshot is intact: it is never expired); so under a writer
@@ -149,9 +150,10 @@ class ReparkEngine(Engine):
     # format v3: `bench conformance --cases format-v3-deletion-vectors` (a Spark-written v3 table with deletion
     # vectors) verified correct here, no delete file live afterwards; sort and z-order: its rewrite_data_files takes
     # strategy and sort_order (tests/engines/test_repark.py); maintenance: its expire_snapshots and rewrite_manifests
-    # procedures (tests/runner/test_streaming.py)
+    # procedures (tests/runner/test_streaming.py), and remove_orphan_files (`bench conformance` on the orphans cases)
     capabilities: ClassVar[Capabilities] = Capabilities(supports=frozenset({
-        "format-v3", "sort", "zorder", "maintenance", "expire-snapshots", "rewrite-manifests"}), not_supported={
+        "format-v3", "sort", "zorder", "maintenance", "expire-snapshots", "rewrite-manifests", "remove-orphan-files",
+    }), not_supported={
         "branch": "repark 1.5.5 refuses 'branch' with remove-dangling-deletes ('the fork's dangling-delete pass "
                   "reads main's head'), and the harness swaps only the table's pointer (main) by compare-and-swap",
         "partition-filter": PARTITION_FILTER,
@@ -160,13 +162,6 @@ class ReparkEngine(Engine):
             "repark 1.5.5's expire_snapshots deletes the expired snapshots' files inside the procedure, before the "
             "harness's compare-and-swap can be refused (it has no option to keep them): under a concurrent writer a "
             "refused swap would leave the catalog listing snapshots whose files are gone"),
-    }, harness_cannot={
-        # the engine documents the procedure; it is the harness that does not drive it yet
-        "remove-orphan-files": (
-            "repark 1.5.5 documents CALL system.remove_orphan_files (a dry run unless asked, older_than required), "
-            "but the harness does not drive it yet: its runs register a copy of the table's metadata in repark's "
-            "memory catalog and swap the catalog pointer after, and what an orphan removal deletes has no pointer "
-            "to swap"),
     })
 
     def __init__(self) -> None:
@@ -316,29 +311,39 @@ class ReparkEngine(Engine):
             self.actions.append(f"catalog pointer swapped {registered} -> {new} (compare-and-swap)")
         return {"registered": registered, "committed": new if new != registered else None}
 
-    def _procedure(self, job: CompactionJob, clock: PhaseClock, name: str, args: str, detail: str) -> dict[str, Any]:
+    def _procedure(self, job: CompactionJob, clock: PhaseClock, name: str, args: str, detail: str
+                   ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """One maintenance procedure as its own round trip: register, `CALL <cat>.system.<name>(table => ...<args>)`
-        (phase `name`), compare-and-swap; its result row with the metadata files registered and committed."""
+        (phase `name`), compare-and-swap; its result rows, and the metadata files registered and committed."""
         if self.spark is None:
             raise RuntimeError(f"repark engine: {name} before open()")
         with clock.phase("register", "the catalog's metadata file registered in repark's memory catalog"):
             registered, cat, table = self._register(job)
         with clock.phase(name, detail):
             rows = self._sql(f"CALL {cat}.system.{name}(table => {spark_literal(table)}{args})")
-        result: dict[str, Any] = rows[0].asDict() if rows else {}
-        result["metadata"] = self._publish(job, clock, cat, table, registered)
-        return result
+        return [r.asDict() for r in rows], self._publish(job, clock, cat, table, registered)
 
     def expire_snapshots(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
         older = op.cutoff_text(utc=True)  # its session reads a TIMESTAMP literal as UTC
-        return self._procedure(job, clock, "expire_snapshots", f", older_than => TIMESTAMP '{older}'"
-                               f"{op.retain_argument()}", f"procedure expire_snapshots(older_than {older} UTC, "
-                               f"retain_last {op.retain_text()}): commits to the memory catalog and deletes the files "
-                               "only expired snapshots referenced")
+        rows, metadata = self._procedure(
+            job, clock, "expire_snapshots", f", older_than => TIMESTAMP '{older}'{op.retain_argument()}",
+            f"procedure expire_snapshots(older_than {older} UTC, retain_last {op.retain_text()}): commits to the "
+            "memory catalog and deletes the files only expired snapshots referenced")
+        return {**(rows[0] if rows else {}), "metadata": metadata}
 
     def rewrite_manifests(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:
-        return self._procedure(job, clock, "rewrite_manifests", "", "procedure rewrite_manifests: metadata only, "
-                               "committed to the memory catalog")
+        rows, metadata = self._procedure(job, clock, "rewrite_manifests", "", "procedure rewrite_manifests: "
+                                         "metadata only, committed to the memory catalog")
+        return {**(rows[0] if rows else {}), "metadata": metadata}
+
+    def remove_orphan_files(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:
+        # repark's procedure is a dry run unless told otherwise; it commits nothing, so the pointer is not swapped
+        older = op.cutoff_text(utc=True)
+        rows, metadata = self._procedure(
+            job, clock, "remove_orphan_files", f", older_than => TIMESTAMP '{older}', dry_run => false",
+            f"procedure remove_orphan_files(older_than {older} UTC, dry_run false): lists the table's location, "
+            "deletes what no metadata reaches")
+        return {"orphan_file_location": [r.get("orphan_file_location") for r in rows], "metadata": metadata}
 
     def _settings(self, job: CompactionJob) -> dict[str, Any]:
         return {"repark.memory.limit.gb": self._pool_gb, "repark.target.partitions": self._partitions,

@@ -389,6 +389,23 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     assert not (results / "w" / "runs").exists()  # no engine ran on it
 
 
+@pytest.mark.slow
+def test_reparks_own_orphan_removal_is_judged_on_the_suites_copy(tmp_path, warehouse):
+    """repark (its own environment) runs its own CALL system.remove_orphan_files (dry_run false) on the suite's copy of
+    the case's table; the cell is judged from what is left: the statistics file and every committed file stay, and
+    the orphan three days old, which repark 1.5.5's procedure does not list, is named as garbage kept."""
+    case = "orphans-keep-statistics-file"
+    p = run_bench("conformance", "--cases", case, "--engines", "repark", "--warehouse", warehouse[0],
+                  "--results-dir", tmp_path, "--run-id", "o", timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    rec = json.loads((tmp_path / "o" / "conformance.json").read_text())
+    [cell] = rec["cells"]
+    assert cell["verdict"] == "kept-garbage" and "orphan-old.parquet" in cell["evidence"], cell
+    run = json.loads(next((tmp_path / "o" / "runs" / case).glob("*--repark--rep0.json")).read_text())
+    assert any("remove_orphan_files" in p["name"] and "dry_run false" in p["detail"] for p in run["phases"]), run
+    assert run["status"] == "ok" and rec["versions"]["repark"]["repark"], run["error"]
+
+
 def test_the_version_column_pairs_an_engine_with_its_earlier_version():
     """spark-3.5 declares itself an earlier version of spark (a profile pairs with the same profile only): the matrix
     gains a column of the cases whose verdict changed, each engine's runtime from its recorded versions heads its
