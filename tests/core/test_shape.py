@@ -42,8 +42,9 @@ def catalog(tmp_path):
 def _touched(facts: dict[str, str], maintenance: bool = False) -> list[str]:
     """The cases a table with these facts touches, in the suite's order: the compaction cases, or with
     `maintenance` the maintenance cases (their list grows with the suite: tests name those they rely on)."""
-    ops = {c.name: c.operation.maintains for c in load_cases()}
-    return [t.case for t in touched(facts, load_cases())[0] if ops[t.case] == maintenance]
+    cases = load_cases()
+    ops = {c.name: c.operation.maintains for c in cases}
+    return [t.case for t in touched(facts, cases)[0] if ops[t.case] == maintenance]
 
 
 def test_every_case_stands_for_known_facts_and_unknown_ones_are_refused():

@@ -402,7 +402,7 @@ def test_reparks_own_orphan_removal_is_judged_on_the_suites_copy(tmp_path, wareh
     [cell] = rec["cells"]
     assert cell["verdict"] == "kept-garbage" and "orphan-old.parquet" in cell["evidence"], cell
     run = json.loads(next((tmp_path / "o" / "runs" / case).glob("*--repark--rep0.json")).read_text())
-    assert any("remove_orphan_files" in p["name"] and "dry_run false" in p["detail"] for p in run["phases"]), run
+    assert any("remove_orphan_files" in ph["name"] and "dry_run false" in ph["detail"] for ph in run["phases"]), run
     assert run["status"] == "ok" and rec["versions"]["repark"]["repark"], run["error"]
 
 
