@@ -435,8 +435,12 @@ def frontier(scenario, scale, scales, floor, ceiling, precision, max_slowdown, e
                    "verdicts, comma-separated: wrong (= wrong-rows and wrong-metadata), wrong-rows, wrong-metadata, "
                    "failed, unsupported, harness-cannot; and a maintenance case's deleted-live, resurrected, "
                    "kept-garbage (--fail-on deleted-live,resurrected: no data lost). A gate for an engine upgrade.")
+@click.option("--reproducers/--no-reproducers", default=True, show_default=True,
+              help="For every maintenance cell that is not correct, DIR/<run-id>/reproducers/<case>--<engine>/: the "
+                   "case's table as written and a script that replays the operation with the engine's own API (run "
+                   "once here; its answer is in the record).")
 @one_line_errors
-def conformance(engines, cases, cases_file, results_dir, warehouse, run_id, timeout_s, fail_on):
+def conformance(engines, cases, cases_file, results_dir, warehouse, run_id, timeout_s, fail_on, reproducers):
     """Each engine's correctness on edge-case tables that state the rows they must end with (each written by the
     writer its case names: pyiceberg, or Spark SQL / Iceberg's Java API, for Spark its own library, its cells marked
     self-written): a matrix
@@ -450,7 +454,8 @@ def conformance(engines, cases, cases_file, results_dir, warehouse, run_id, time
     gate = parse_fail_on(fail_on)
     rec = run_conformance(ConformanceOptions(engines=engines, cases=cases.split(",") if cases else None,
                                              results_dir=results_dir, warehouse=warehouse, run_id=run_id,
-                                             timeout_s=timeout_s, cases_file=cases_file), Progress())
+                                             timeout_s=timeout_s, cases_file=cases_file,
+                                             reproducers=reproducers), Progress())
     for line in matrix_line(rec):
         click.echo(line)
     bad = failing(rec, gate)

@@ -47,6 +47,10 @@ from bench.core.table.shape import FACTS
 CASES_FILE = Path(__file__).resolve().parent.parent / "scenarios" / "conformance" / "cases.yaml"
 NAMESPACE = "conformance"
 WRITE_TIMEOUT_S = 1800
+# an expiry case's commits are this far apart: its cutoff is a snapshot's own timestamp, and an engine that takes a
+# cutoff as an age in whole seconds (RisingWave's binding: max_snapshot_age_secs) is asked it fairly only when no
+# snapshot on either side lies within a second of it
+EXPIRY_STEP_GAP_S = 1.1
 
 
 class EqualityDelete(BaseModel):
@@ -209,6 +213,11 @@ class Case(BaseModel):
     def table(self) -> str:
         return f"{NAMESPACE}.{self.name.replace('-', '_')}"
 
+    def pace(self) -> None:
+        """Before each of its steps' commits: an expiry case's EXPIRY_STEP_GAP_S apart."""
+        if self.operation.op == "expire-snapshots":
+            time.sleep(EXPIRY_STEP_GAP_S)
+
 
 class Written(BaseModel):
     case: str
@@ -291,9 +300,14 @@ def touched(shape: dict[str, str], cases: list[Case]) -> tuple[list[TouchedCase]
     return out, [f for f in shape if f not in covered]
 
 
+def case_warehouse(root: Path) -> Path:
+    """The warehouse directory (holding catalog.db) of the tables under `root`."""
+    return Path(root) / "lake"
+
+
 def catalog_file(root: Path) -> Path:
     """The --source-catalog file of the tables under `root`."""
-    settings = CatalogSettings.for_warehouse(Path(root) / "lake")
+    settings = CatalogSettings.for_warehouse(case_warehouse(root))
     path = Path(root) / "source.yaml"
     if not path.exists():
         write_atomic(path, f"catalog:\n  {settings.name}:\n    type: sql\n    uri: {settings.sqlalchemy_uri}\n"

@@ -66,6 +66,7 @@ def write_case(spark: Any, settings: CatalogSettings, case: Case) -> None:
     table = _create(spark, settings, case)
     for step in case.steps:
         for n in range(step.repeat):
+            case.pace()
             sql = case.statement(step.sql or "", "{t}", n)
             m = INSERT.match(sql)
             if step.sql is None or m is None:

@@ -179,6 +179,7 @@ def write_case(catalog: Any, case: Case) -> None:
                                properties={"format-version": str(case.format_version), **case.properties})
     for step in case.steps:
         for n in range(step.repeat):
+            case.pace()
             tbl = catalog.load_table(case.table)
             if step.add_files is not None:
                 _add_files(tbl, step.add_files, n)

@@ -57,6 +57,7 @@ def _write_case(spark: Any, settings: CatalogSettings, case: Case) -> None:
               + " TBLPROPERTIES (" + ", ".join(f"'{k}'='{v}'" for k, v in props.items()) + ")")
     for step in case.steps:
         for n in range(step.repeat):
+            case.pace()
             if step.sql is not None:
                 spark.sql(case.statement(step.sql, t, n))
             if step.equality_delete is not None:

@@ -197,7 +197,9 @@ def matrix_markdown(v: MatrixView, level: int = 3) -> str:
         out += ["", SELF_WRITTEN + "."]
     if v.findings:
         out += ["", "Every cell that is not `correct`, with its evidence:", ""]
-        out += [f"- **{c.case}**, {c.engine}: {c.verdict}: {_one_line(c.evidence)}" for c in v.findings]
+        out += [f"- **{c.case}**, {c.engine}: {c.verdict}: {_one_line(c.evidence)}" + (
+                    f" Reproducer: `{r.said()}`." if (r := rec.reproducer(c.case, c.engine)) else "")
+                for c in v.findings]
     if v.reader_findings:
         out += ["", READER_FINDINGS + ":", ""]
         out += [f"- **{case}**: {_one_line(text)}" for case, text in v.reader_findings]

@@ -21,5 +21,6 @@ The rooms: `shared` (the options every campaign parses, its directory), `points`
 fits), `sweep` (with the published-node model), `frontier`, `plan` (a reproduction from the fits),
 `verdict` (a plan said, against its budgets), `expected` (what to expect on a user's table), `counts` (a sweep
 over file counts at one byte scale), `tune` (a bounded search for a fairly tuned configuration), `conformance`
-(each engine on edge-case tables, a matrix) and `harness_scaling` (the harness's own steps on 1 and 2 cores).
+(each engine on edge-case tables, a matrix), `reproducers` (a script per maintenance cell that is not correct,
+for the engine's maintainers) and `harness_scaling` (the harness's own steps on 1 and 2 cores).
 """

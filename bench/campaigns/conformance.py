@@ -42,6 +42,7 @@ from pathlib import Path
 
 from pyiceberg.table import Table
 
+from bench.campaigns import reproducers
 from bench.core.catalog import normalize_warehouse
 from bench.core.catalog.s3 import is_s3
 from bench.core.errors import UserError
@@ -55,6 +56,7 @@ from bench.core.records.conformance import (
     ConformanceCase,
     ConformanceCell,
     ConformanceRecord,
+    Reproducer,
     VersionPair,
 )
 from bench.core.records.verification import Check
@@ -74,6 +76,7 @@ from datagen.conformance import (
     Operation,
     Written,
     age_orphans,
+    case_warehouse,
     catalog_file,
     load_cases,
     orphan_path,
@@ -94,6 +97,7 @@ class ConformanceOptions:
     run_id: str | None = None
     timeout_s: int = 600
     cases_file: str | None = None  # another cases file (default: scenarios/conformance/cases.yaml)
+    reproducers: bool = True  # one per maintenance cell that is not correct (bench.campaigns.reproducers)
 
 
 FAIL_ON = {"wrong": WRONG, "wrong-rows": ("wrong-rows",), "wrong-metadata": ("wrong-metadata",),
@@ -304,6 +308,8 @@ def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceReco
         for i, case in enumerate(cases, 1):
             results = run_one_case(opts, rec, i, case, written.get(case.name), catalog, run_dir, progress, shared)
             record_versions(rec, results)
+    if opts.reproducers:
+        reproduce(rec, cases, run_dir, progress)
     rec.versions.setdefault("writer", writer_versions())
     rec.ended_at, rec.seconds = now_iso(), round(time.perf_counter() - t0, 1)
     write_atomic(run_dir / "conformance.json", rec.model_dump_json(indent=1))
@@ -337,6 +343,43 @@ def run_one_case(opts: ConformanceOptions, rec: ConformanceRecord, i: int, case:
             rec.cells += cells
     write_atomic(run_dir / "conformance.json", rec.model_dump_json(indent=1))
     return results
+
+
+def reproduce(rec: ConformanceRecord, cases: list[Case], run_dir: Path, progress: Progress) -> None:
+    """A reproducer for every maintenance cell that is not correct (harness-cannot is no engine's failure), into
+    `rec`: each cell's copy of its case's table written by the case's writer, resolved as the matrix resolved the
+    suite's, then its directory and script (bench.campaigns.reproducers), the script run once."""
+    by = {c.name: c for c in cases}
+    due = [(by[c.case], c) for c in rec.cells if by[c.case].operation.maintains
+           and c.verdict not in ("correct", "harness-cannot")]
+    if not due:
+        return
+    root = run_dir / reproducers.DIR
+    tables = root / reproducers.WAREHOUSE
+    with progress.task(f"writing {len(due)} reproducer(s) for the maintenance cells that are not correct, each "
+                       "script run once", unit="step"):
+        copies = [reproducers.copy_of(case, cell) for case, cell in due]
+        written = write_cases(copies, tables)
+        catalog = catalog_file(tables)
+        for (_, cell), copy in zip(due, copies, strict=True):
+            progress.info(f"[reproducer] {cell.case} -- {cell.engine}")
+            rec.reproducers.append(reproducer(cell, copy, written[copy.name], catalog, root, tables))
+            write_atomic(run_dir / "conformance.json", rec.model_dump_json(indent=1))
+
+
+def reproducer(cell: ConformanceCell, copy: Case, w: Written, catalog: Path, root: Path, tables: Path) -> Reproducer:
+    """One cell's reproducer on its copy of the case's table (`w`: as its writer wrote it)."""
+    rel = f"{reproducers.DIR}/{reproducers.cell_dir(cell)}"
+    if w.error:
+        return Reproducer(case=cell.case, engine=cell.engine, dir=rel, why=f"its table could not be written: {w.error}")
+    check = table_check(copy, catalog)
+    run = None
+    if check.ok:
+        run, check = maintenance_run(copy, catalog)
+    if run is None:
+        return Reproducer(case=cell.case, engine=cell.engine, dir=rel, why=f"{check.name}: {check.message}")
+    return reproducers.write(cell, copy, load_source(case_ref(copy, catalog)), run.op, run.expected, root,
+                             case_warehouse(tables))
 
 
 def version_pairs(engines: list[str]) -> list[VersionPair]:
@@ -425,6 +468,12 @@ def matrix_line(rec: ConformanceRecord) -> list[str]:
     if any(c.self_written for c in rec.cells):
         out.append("* self-written: the engine's own library wrote the case's table (the case's expected rows, "
                    "not that library, decide the cell)")
+    if rec.reproducers:
+        shown = sum(r.shown is True for r in rec.reproducers)
+        out.append(f"reproducers: {len(rec.reproducers)} under {Path(rec.run_id)}/{reproducers.DIR}/, {shown} of them "
+                   "show the failure when run on their own" + "".join(
+                       f"; {r.case} -- {r.engine}: " + (r.why or "does not show it")
+                       for r in rec.reproducers if r.shown is not True))
     for who, v in rec.versions.items():
         out.append(f"versions, {who}: " + ", ".join(f"{k} {x}" for k, x in v.items()))
     out.append(f"conformance: {Path(rec.run_id)}/conformance.json ({rec.seconds or 0:.0f} s"

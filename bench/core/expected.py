@@ -69,8 +69,8 @@ def stated(expected: Expected) -> str:
     return f"{expected.rows} rows" + (f", {expected.key} values as the case states them" if expected.key else "")
 
 
-# a snapshot of the table as written: a ref's head (REF), its Nth ancestor along the ref's lineage (REF~N), or every
-# snapshot (all)
+# a snapshot of the table as written: a ref's head (REF), its Nth ancestor along the ref's lineage (REF~N), every
+# snapshot (all), or every snapshot in no ref's history (detached: what a rollback leaves)
 SNAPSHOT_SELECTOR = r"^[A-Za-z0-9_.-]+(~[0-9]+)?$"
 STATISTICS = "statistics"  # among kept_files / removed_files: every statistics file the table as written lists
 

@@ -284,6 +284,11 @@ class Engine(ABC):
     # the engine this one is an earlier version of (e.g. spark-3.5 of spark), "" for none: a conformance matrix with
     # both shows, per case, how the verdict changed between them
     earlier_version_of: ClassVar[str] = ""
+    # Python source defining `operate(table, metadata_file, warehouse, op) -> (its metadata file after, its own
+    # result)`: the maintenance operation `op` (MaintenanceOp's fields, a dict) on the table whose metadata file is
+    # `metadata_file` in the SQLite catalog under `warehouse`, through the engine's own API only; a conformance
+    # reproducer's script runs it in the engine's interpreter (bench.campaigns.reproducers); "" when it offers none
+    reproducer: ClassVar[str] = ""
 
     @abstractmethod
     def compact(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:

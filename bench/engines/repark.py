@@ -133,6 +133,37 @@ def sbom_versions(dist: importlib.metadata.Distribution) -> dict[str, str]:
     return out
 
 
+# A conformance reproducer's operation (Engine.reproducer): the table registered in a memory catalog at its metadata
+# file, the procedure as the engine calls it (a TIMESTAMP literal read as UTC; orphan removal not a dry run)
+REPRODUCER = r'''
+def operate(table, metadata_file, warehouse, op):
+    import time
+    from pathlib import Path
+    from repark import ReparkSession
+
+    def utc(t):
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) + f".{int(round(t * 1000)) % 1000:03d}"
+
+    spark = ReparkSession.builder.getOrCreate()
+    spark.register_memory_catalog("repro", warehouse)
+    spark.sql(f"CREATE NAMESPACE repro.{table.split('.')[0]}").collect()
+    spark.sql(f"CALL repro.system.register_table(table => '{table}', metadata_file => '{metadata_file}')").collect()
+    if op["op"] == "expire_snapshots":
+        retain = "" if op["retain_last"] is None else f", retain_last => {op['retain_last']}"
+        cutoff = op["older_than_ms"] / 1000 if op["older_than_ms"] is not None else time.time() - op["older_than_s"]
+        call = f"expire_snapshots(table => '{table}', older_than => TIMESTAMP '{utc(cutoff)}'{retain})"
+    elif op["op"] == "remove_orphan_files":
+        cutoff = time.time() - op["older_than_s"]
+        call = f"remove_orphan_files(table => '{table}', older_than => TIMESTAMP '{utc(cutoff)}', dry_run => false)"
+    else:
+        call = f"rewrite_manifests(table => '{table}')"
+    print(f"CALL repro.system.{call}")
+    rows = [r.asDict() for r in spark.sql(f"CALL repro.system.{call}").collect()]
+    log = spark.sql(f"SELECT file FROM repro.{table}.metadata_log_entries").toArrow().to_pylist()
+    return str(max(log, key=lambda r: Path(str(r["file"])).name.split("-", 1)[0])["file"]), rows
+'''
+
+
 class ReparkEngine(Engine):
     name: ClassVar[str] = "repark"
     description: ClassVar[str] = ("repark 1.5.5: pure-Rust PySpark-like engine (iceberg-rust fork + DataFusion), "
@@ -144,6 +175,7 @@ class ReparkEngine(Engine):
     environment: ClassVar[envs.EngineEnvironment | None] = ENVIRONMENT
     min_budget_bytes: ClassVar[int] = 2 * GIB  # a 1 GB pool (the least it takes) within MEMORY_SHARE
     conflict_log_pattern: ClassVar[str] = COMMIT_CONFLICT
+    reproducer: ClassVar[str] = REPRODUCER
     # its own refusals: iceberg-rust's ErrorKind::FeatureUnsupported (e.g. "ORC compression codec 'snappy' is not
     # supported by the Rust ORC writer"), DataFusion's NotImplemented
     refusal_pattern: ClassVar[str] = r"FeatureUnsupported|NotImplemented|[Nn]ot (yet )?supported"

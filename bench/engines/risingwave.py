@@ -163,6 +163,48 @@ def derived_values(job: CompactionJob, strategy: str | None = None) -> tuple[dic
     return values, notes
 
 
+# A conformance reproducer's operation (Engine.reproducer): the binding reaches a local table only through a REST
+# catalog, so the script serves the SQLite catalog with the harness's loopback server (the catalog only: the
+# operation is the binding's own call, with the cutoff as the engine takes it: an age in whole seconds, rounded up)
+REPRODUCER = r'''
+def operate(table, metadata_file, warehouse, op):
+    import math, os, sqlite3, subprocess, sys, tempfile, time
+    from pathlib import Path
+    import iceberg_compaction as ic
+
+    ready = Path(tempfile.mkdtemp()) / "uri"
+    server = subprocess.Popen([sys.executable, "-m", "bench.core.catalog.rest", "--warehouse", warehouse,
+                               "--ready-file", str(ready), "--parent-pid", str(os.getpid())])
+    try:
+        while not ready.exists():
+            if server.poll() is not None:
+                raise RuntimeError("the REST catalog server exited")
+            time.sleep(0.1)
+        catalog = ic.RestCatalog("bench", uri=ready.read_text().strip(), warehouse=warehouse, properties={})
+        cutoff = op["older_than_ms"] / 1000 if op["older_than_ms"] is not None else time.time() - op["older_than_s"]
+        age = max(0, math.ceil(time.time() - cutoff))
+        if op["op"] == "expire_snapshots":
+            kept = {} if op["retain_last"] is None else {"retain_last": op["retain_last"]}
+            print(f"ExpireSnapshots(ExpireSnapshotsConfig({kept}, max_snapshot_age_secs={age})).run()")
+            config = ic.ExpireSnapshotsConfig(**kept, max_snapshot_age_secs=age)
+            result = ic.ExpireSnapshots(catalog, table, config).run()
+        elif op["op"] == "remove_orphan_files":
+            print(f"RemoveOrphanFiles(RemoveOrphanFilesConfig(older_than_secs={age})).run()")
+            result = ic.RemoveOrphanFiles(catalog, table, ic.RemoveOrphanFilesConfig(older_than_secs=age)).run()
+        else:
+            print("RewriteManifests(RewriteManifestsConfig()).run()")
+            result = ic.RewriteManifests(catalog, table, ic.RewriteManifestsConfig()).run()
+    finally:
+        server.terminate()
+        server.wait()
+    ns, name = table.split(".")
+    with sqlite3.connect(Path(warehouse) / "catalog.db") as db:
+        (now,) = db.execute("SELECT metadata_location FROM iceberg_tables WHERE table_namespace = ? AND table_name = ?",
+                            (ns, name)).fetchone()
+    return now, repr(result)
+'''
+
+
 class RisingWaveEngine(Engine):
     name: ClassVar[str] = "risingwave"
     description: ClassVar[str] = ("RisingWave's Rust compaction engine (PyPI iceberg-compaction, "
@@ -171,6 +213,7 @@ class RisingWaveEngine(Engine):
     packages: ClassVar[tuple[str, ...]] = (DISTRIBUTION,)
     Options: ClassVar[type[BaseModel]] = RisingWaveOptions
     conflict_log_pattern: ClassVar[str] = r"CommitConflict|[Cc]onflict"  # iceberg-rust's commit-conflict errors
+    reproducer: ClassVar[str] = REPRODUCER
     # iceberg-rust's ErrorKind::FeatureUnsupported ("FeatureUnsupported => ..."), DataFusion's NotImplemented
     refusal_pattern: ClassVar[str] = r"FeatureUnsupported|NotImplemented|[Nn]ot (yet )?supported"
     # Compaction(..., to_branch=B) plans from B and commits to B

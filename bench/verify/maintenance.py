@@ -28,6 +28,7 @@ from pyiceberg.table.snapshots import ancestors_of
 
 from bench.core.expected import STATISTICS, Expected, MaintenanceExpected, canonical
 from bench.core.records.verification import Check
+from bench.core.table.shape import detached_snapshots
 from bench.core.uri import local_path
 from bench.verify.expected import expected_check, read_keys
 
@@ -38,6 +39,7 @@ KEPT_SNAPSHOTS = "kept_snapshots_listed"
 REMOVED = "removed_unreachable"
 TABLE_CHECK = "case_maintenance_expectation_holds"  # the table as written against the expectation (the harness's)
 ALL = "all"  # a snapshot selector: every snapshot of the table as written
+DETACHED = "detached"  # a snapshot selector: every snapshot in no ref's history (bench.core.table.shape)
 SHOWN = 4  # paths named in a message
 
 
@@ -55,10 +57,12 @@ class Resolved:
 
 
 def select(tbl: Table, selector: str) -> list[int]:
-    """The snapshot ids a selector names on `tbl` (REF, REF~N, or ALL); [] when it names none."""
+    """The snapshot ids a selector names on `tbl` (REF, REF~N, ALL or DETACHED); [] when it names none."""
     md = tbl.metadata
     if selector == ALL:
         return [s.snapshot_id for s in md.snapshots]
+    if selector == DETACHED:
+        return detached_snapshots(md)
     name, _, back = selector.partition("~")
     ref = md.refs.get(name)
     if ref is None:

@@ -4,6 +4,7 @@ run path, as a matrix whose verdicts say whose fault, with evidence, versions an
 
 import json
 import os
+import subprocess
 
 import pytest
 import yaml
@@ -27,6 +28,7 @@ from bench.core.table.entries import live_files
 from bench.core.table.shape import shape
 from bench.verify.expected import read_keys
 from datagen.conformance import CASES_FILE, Case, load_cases, write_cases
+from reports.conformance import MatrixView, matrix_markdown
 from tests.helpers import run_bench
 
 PYICEBERG_WRITTEN = {"rename-column", "quoted-names", "empty-table"}  # of the matrix's cases (cases.yaml writer)
@@ -48,7 +50,7 @@ ISSUE_39_CASES = ["add-files-migration", "add-files-renamed", "data-orc", "data-
                   "nested-struct-evolution", "wide-table", "v3-row-lineage", "target-size-property",
                   "codec-property-zstd", "codec-property-gzip", "uuid-fixed", "time-type", "identity-long",
                   "identity-float", "identity-double", "identity-binary", "identity-time", "identity-fixed",
-                  "partition-void", "timestamp-ns-v3"]
+                  "partition-void", "timestamp-ns-v3", "compact-after-rollback"]
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +254,8 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     cases = MATRIX_CASES + MAINTENANCE_CASES
     engines = ["spark", "spark-3.5", "risingwave"]
     p = run_bench("conformance", "--cases", ",".join(cases), "--engines", ",".join(engines), "--fail-on", "wrong",
-                  "--warehouse", warehouse[0], "--results-dir", results, "--run-id", "c", timeout=1500)
+                  "--warehouse", warehouse[0], "--results-dir", results, "--run-id", "c", "--no-reproducers",
+                  timeout=1500)
     # the gate: a wrong cell exits 1, after the record is written and the matrix printed
     assert p.returncode == 1, p.stderr[-3000:]
     assert ("--fail-on wrong: 2 cell(s): equality-delete-null-key risingwave wrong-rows, format-v3-deletion-vectors "
@@ -390,20 +393,39 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
 
 
 @pytest.mark.slow
-def test_reparks_own_orphan_removal_is_judged_on_the_suites_copy(tmp_path, warehouse):
+def test_own_maintenance_on_the_suites_copy_and_a_reproducer_per_cell_that_is_not_correct(tmp_path, warehouse):
     """repark (its own environment) runs its own CALL system.remove_orphan_files (dry_run false) on the suite's copy of
-    the case's table; the cell is judged from what is left: the statistics file and every committed file stay, and
-    the orphan three days old, which repark 1.5.5's procedure does not list, is named as garbage kept."""
-    case = "orphans-keep-statistics-file"
-    p = run_bench("conformance", "--cases", case, "--engines", "repark", "--warehouse", warehouse[0],
-                  "--results-dir", tmp_path, "--run-id", "o", timeout=900)
+    the case's table, RisingWave's engine its binding's RemoveOrphanFiles and ExpireSnapshots; each cell is judged from
+    what is left: the orphan three days old, which neither lists, is named as garbage kept.  Each such cell gets a
+    reproducer: its own copy of the table as written and a script in the engine's interpreter that replays the
+    operation through the engine's own API; run here once, and again on its own, it shows the failure."""
+    cases = ["orphans-pyiceberg-written", "expire-pyiceberg-written"]
+    p = run_bench("conformance", "--cases", ",".join(cases), "--engines", "repark,risingwave", "--warehouse",
+                  warehouse[0], "--results-dir", tmp_path, "--run-id", "o", timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     rec = json.loads((tmp_path / "o" / "conformance.json").read_text())
-    [cell] = rec["cells"]
-    assert cell["verdict"] == "kept-garbage" and "orphan-old.parquet" in cell["evidence"], cell
-    run = json.loads(next((tmp_path / "o" / "runs" / case).glob("*--repark--rep0.json")).read_text())
+    cells = {(c["case"], c["engine"]): c for c in rec["cells"]}
+    orphan = cells[(cases[0], "repark")]
+    assert orphan["verdict"] == "kept-garbage" and "orphan-old.parquet" in orphan["evidence"], orphan
+    run = json.loads(next((tmp_path / "o" / "runs" / cases[0]).glob("*--repark--rep0.json")).read_text())
     assert any("remove_orphan_files" in ph["name"] and "dry_run false" in ph["detail"] for ph in run["phases"]), run
     assert run["status"] == "ok" and rec["versions"]["repark"]["repark"], run["error"]
+    due = sorted(k for k, c in cells.items() if c["verdict"] != "correct")
+    assert (cases[0], "risingwave") in due and all(cells[k]["verdict"] != "harness-cannot" for k in due), cells
+    assert sorted((r["case"], r["engine"]) for r in rec["reproducers"]) == due, rec["reproducers"]
+    assert all(r["shown"] is True for r in rec["reproducers"]), rec["reproducers"]
+    assert f"reproducers: {len(due)} under o/reproducers/, {len(due)} of them show the failure" in p.stdout
+    md = matrix_markdown(MatrixView(ConformanceRecord.model_validate(rec), tmp_path / "o"))
+    assert f"Reproducer: `reproducers/{cases[0]}--repark/run.py: shows the failure`." in md, md
+    here = tmp_path / "o" / "reproducers" / f"{cases[0]}--repark"
+    assert {f.name for f in here.iterdir()} >= {"run.py", "case.json", "table.tar"}
+    python = (here / "run.py").read_text().splitlines()[0].removeprefix("#!")
+    assert "repark" in python  # the engine's own interpreter, not the harness's
+    for _ in range(2):  # on its own, twice: each run puts the table back as written first
+        again = subprocess.run([python, str(here / "run.py")], capture_output=True, text=True, timeout=300,
+                               env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        assert again.returncode == 1, again.stdout + again.stderr
+        assert "not removed, though nothing reaches it" in again.stdout and "orphan-old.parquet" in again.stdout
 
 
 def test_the_version_column_pairs_an_engine_with_its_earlier_version():

@@ -34,6 +34,21 @@ class ConformanceCell(BaseModel):
     self_written: bool = False
 
 
+class Reproducer(BaseModel):
+    """A cell's reproducer (bench.campaigns.reproducers): where it is and what its script showed when run once."""
+
+    case: str
+    engine: str
+    dir: str  # relative to the conformance run's directory
+    shown: bool | None = None  # its script showed the failure (exit 1); None: not run or the script's own error
+    output: str = ""  # the end of what the script printed
+    why: str = ""  # why it was not run, or the script's error
+
+    def said(self) -> str:
+        """Where it is and what it showed, in a few words."""
+        return f"{self.dir}/run.py: " + ("shows the failure" if self.shown else self.why or "does not show it")
+
+
 class ConformanceCase(BaseModel):
     """A case as the run judged it: what it stands for, what it states it leaves, who wrote its table, and whether
     the table as written holds what it states (checked before any engine runs)."""
@@ -82,6 +97,7 @@ class ConformanceRecord(BaseModel):
     version_pairs: list[VersionPair] = Field(default_factory=list)
     cases: list[ConformanceCase] = Field(default_factory=list)
     cells: list[ConformanceCell] = Field(default_factory=list)
+    reproducers: list[Reproducer] = Field(default_factory=list)  # one per maintenance cell that is not correct
 
     @property
     def case_names(self) -> list[str]:
@@ -89,6 +105,9 @@ class ConformanceRecord(BaseModel):
 
     def case(self, name: str) -> ConformanceCase | None:
         return next((c for c in self.cases if c.name == name), None)
+
+    def reproducer(self, case: str, engine: str) -> Reproducer | None:
+        return next((r for r in self.reproducers if r.case == case and r.engine == engine), None)
 
     def verdict_of(self, case: str, engine: str) -> str:
         """A cell's verdict, "absent" when the record has none."""

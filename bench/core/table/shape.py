@@ -19,7 +19,9 @@ import re
 from pyiceberg.manifest import FileFormat
 from pyiceberg.schema import Schema, index_by_id, index_name_by_id
 from pyiceberg.table import Table
+from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import SnapshotRefType
+from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.types import IcebergType, NestedField
 
 from bench.core.table.entries import LiveFiles, live_files
@@ -65,6 +67,7 @@ FACTS: dict[str, str] = {
     "row-lineage": "row lineage (format v3: rows carry _row_id and _last_updated_sequence_number)",
     "property-target-file-size": "a target file size set as a table property (write.target-file-size-bytes)",
     "property-codec": "a Parquet codec set as a table property (write.parquet.compression-codec)",
+    "detached-snapshot": "a snapshot that no ref's history reaches (a rollback, or a dropped branch or tag, left it)",
     "statistics-file": "a statistics file (Puffin) in the table's metadata: expiry and orphan removal must keep it "
                        "while its snapshot is kept",
 }
@@ -73,6 +76,12 @@ KEYWORDS = frozenset((
     "all", "and", "as", "asc", "by", "case", "create", "delete", "desc", "distinct", "drop", "from", "group", "having",
     "in", "insert", "into", "is", "join", "limit", "not", "null", "on", "or", "order", "select", "set", "table", "to",
     "union", "update", "values", "where", "with"))
+
+
+def detached_snapshots(md: TableMetadata) -> list[int]:
+    """The snapshots listed that are in no ref's history (each ref's head and its ancestors), in metadata order."""
+    reached = {s.snapshot_id for ref in md.refs.values() for s in ancestors_of(md.snapshot_by_id(ref.snapshot_id), md)}
+    return [s.snapshot_id for s in md.snapshots if s.snapshot_id not in reached]
 
 
 def type_name(t: IcebergType | object) -> str:
@@ -220,6 +229,9 @@ def shape(tbl: Table, snapshot_id: int | None = None) -> dict[str, str]:
             _add(out, "tag", name)
         elif name != "main":
             _add(out, "branch", name)
+    detached = detached_snapshots(tbl.metadata)
+    if detached:
+        _add(out, "detached-snapshot", ", ".join(map(str, detached[:3])))
     if tbl.metadata.statistics:
         _add(out, "statistics-file", ", ".join(sorted({str(s.snapshot_id) for s in tbl.metadata.statistics})))
     if not tbl.sort_order().is_unsorted:
@@ -229,4 +241,4 @@ def shape(tbl: Table, snapshot_id: int | None = None) -> dict[str, str]:
     return {f: ", ".join(out[f]) for f in FACTS if f in out}
 
 
-__all__ = ["FACTS", "shape", "type_name"]
+__all__ = ["FACTS", "detached_snapshots", "shape", "type_name"]
