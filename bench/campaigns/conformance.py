@@ -369,7 +369,7 @@ def reproduce(rec: ConformanceRecord, cases: list[Case], run_dir: Path, progress
 
 def reproducer(cell: ConformanceCell, copy: Case, w: Written, catalog: Path, root: Path, tables: Path) -> Reproducer:
     """One cell's reproducer on its copy of the case's table (`w`: as its writer wrote it)."""
-    rel = f"{reproducers.DIR}/{reproducers.cell_dir(cell)}"
+    rel = reproducers.rel_dir(cell)
     if w.error:
         return Reproducer(case=cell.case, engine=cell.engine, dir=rel, why=f"its table could not be written: {w.error}")
     check = table_check(copy, catalog)

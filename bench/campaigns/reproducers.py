@@ -110,6 +110,11 @@ def cell_dir(cell: ConformanceCell) -> str:
     return f"{cell.case}--{re.sub(r'[^a-z0-9-]+', '-', cell.engine.lower())}"
 
 
+def rel_dir(cell: ConformanceCell) -> str:
+    """The cell's directory relative to the conformance run's (Reproducer.dir)."""
+    return f"{DIR}/{cell_dir(cell)}"
+
+
 def copy_of(case: Case, cell: ConformanceCell) -> Case:
     """The case under the cell's name: its own table, written by the case's writer beside the others."""
     return case.model_copy(update={"name": cell_dir(cell)})
@@ -121,7 +126,7 @@ def write(cell: ConformanceCell, case: Case, tbl: Table, op: MaintenanceOp, expe
     `root`, and what its script showed when run once."""
     cls = engine_class(cell.engine)
     out = root / cell_dir(cell)
-    rel = f"{DIR}/{cell_dir(cell)}"
+    rel = rel_dir(cell)
     if not cls.reproducer:
         return Reproducer(case=cell.case, engine=cell.engine, dir=rel, why=f"{cls.name} declares no reproducer")
     out.mkdir(parents=True, exist_ok=True)
@@ -130,7 +135,7 @@ def write(cell: ConformanceCell, case: Case, tbl: Table, op: MaintenanceOp, expe
         t.add(location, arcname=location.name)
     orphans = {orphan_path(tbl.location(), s.orphan.name): s.orphan.age_s for s in case.steps if s.orphan}
     write_atomic(out / "case.json", json.dumps({
-        "case": cell.case, "engine": cell.engine, "table": tbl.name()[-2] + "." + tbl.name()[-1],
+        "case": cell.case, "engine": cell.engine, "table": case.table,
         "metadata_file": tbl.metadata_location, "location": str(location), "warehouse": str(warehouse),
         "operation": op.model_dump(mode="json"), "files_age_s": case.files_age_s, "orphans": orphans,
         "must_exist": sorted(expected.must_exist), "must_remove": sorted(expected.must_remove),
