@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -92,6 +93,9 @@ class Step(BaseModel):
 # a case's operation (Case.operation): what every engine is asked to do to the case's table
 OperationName = Literal["rewrite-data-files", "expire-snapshots", "remove-orphan-files", "rewrite-manifests"]
 OPERATIONS: tuple[OperationName, ...] = get_args(OperationName)
+# a step's statement that sets or resets a Spark session setting (e.g. spark.wap.id: a staged write-audit-publish
+# write), and the setting it names
+SESSION_SETTING = re.compile(r"^\s*(?:SET|RESET)\s+([A-Za-z0-9_.]+)", re.IGNORECASE)
 
 
 class Operation(BaseModel):
@@ -212,6 +216,14 @@ class Case(BaseModel):
     @property
     def table(self) -> str:
         return f"{NAMESPACE}.{self.name.replace('-', '_')}"
+
+    @property
+    def session_keys(self) -> list[str]:
+        """The Spark session settings its steps SET or RESET, each once: its writer puts them back as they were after
+        the case (its writer's session writes every case), so none reaches the next case, not even from a case whose
+        steps stopped between a SET and its RESET."""
+        found = (SESSION_SETTING.match(s.sql) for s in self.steps if s.sql)
+        return list(dict.fromkeys(m.group(1) for m in found if m))
 
     def pace(self) -> None:
         """Before each of its steps' commits: an expiry case's EXPIRY_STEP_GAP_S apart."""

@@ -10,6 +10,8 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +57,32 @@ def _write_case(spark: Any, settings: CatalogSettings, case: Case) -> None:
     spark.sql(f"CREATE TABLE {t} ({case.all_columns}) USING iceberg"
               + (f" PARTITIONED BY ({case.partitioned_by})" if case.partitioned_by else "")
               + " TBLPROPERTIES (" + ", ".join(f"'{k}'='{v}'" for k, v in props.items()) + ")")
-    for step in case.steps:
-        for n in range(step.repeat):
-            case.pace()
-            if step.sql is not None:
-                spark.sql(case.statement(step.sql, t, n))
-            if step.equality_delete is not None:
-                _equality_delete(spark, settings, case, step.equality_delete)
-            if step.orphan is not None:
-                write_orphan(case, load_catalog(settings).load_table(case.table).location(), step.orphan)
+    with session_settings(spark.conf, case.session_keys):
+        for step in case.steps:
+            for n in range(step.repeat):
+                case.pace()
+                if step.sql is not None:
+                    spark.sql(case.statement(step.sql, t, n))
+                if step.equality_delete is not None:
+                    _equality_delete(spark, settings, case, step.equality_delete)
+                if step.orphan is not None:
+                    write_orphan(case, load_catalog(settings).load_table(case.table).location(), step.orphan)
+
+
+@contextmanager
+def session_settings(conf: Any, keys: list[str]) -> Iterator[None]:
+    """The session settings `keys` (a case's: Case.session_keys) as they were before, when the block ends however it
+    ends: the session writes the next case too, and a setting a step made (spark.wap.id: a staged write) must not
+    reach it.  `conf`: Spark's RuntimeConfig (get with a default, set, unset)."""
+    before = {k: conf.get(k, None) for k in keys}
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                conf.unset(key)
+            else:
+                conf.set(key, value)
 
 
 def _writers(spark: Any, case: Case) -> dict[str, Any]:

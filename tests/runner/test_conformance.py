@@ -36,10 +36,11 @@ SPARK = HARNESS_LINE  # the harness's Spark line: the `spark` engine's, the refe
 EARLIER = spark_line("3.5")  # spark-3.5's
 MATRIX_CASES = ["equality-delete-null-key", "equality-delete-partition-scoped", "rename-column", "quoted-names",
                 "empty-table", "format-v3-deletion-vectors", "branch-compaction"]
-# maintenance cases judged in the matrix test's run, sharing its JVMs: an orphan removal and a manifest rewrite (Spark's
-# expiry fires in tests/runner/test_streaming.py; the expiry table below is written for the verdict test, which judges
-# its real files without an engine)
-MAINTENANCE_CASES = ["orphans-keep-statistics-file", "rewrite-manifests-keeps-tag"]
+# maintenance cases judged in the matrix test's run, sharing its JVMs: an orphan removal, a manifest rewrite and an
+# expiry after a cherry-pick (write-audit-publish) (the expiry table below is written for the verdict test, which
+# judges its real files without an engine)
+CHERRY_PICKED = "expire-after-cherry-pick"
+MAINTENANCE_CASES = ["orphans-keep-statistics-file", "rewrite-manifests-keeps-tag", CHERRY_PICKED]
 EXPIRY_TABLE = "expire-retain-last-keeps-tag"
 
 
@@ -50,7 +51,7 @@ ISSUE_39_CASES = ["add-files-migration", "add-files-renamed", "data-orc", "data-
                   "nested-struct-evolution", "wide-table", "v3-row-lineage", "target-size-property",
                   "codec-property-zstd", "codec-property-gzip", "uuid-fixed", "time-type", "identity-long",
                   "identity-float", "identity-double", "identity-binary", "identity-time", "identity-fixed",
-                  "partition-void", "timestamp-ns-v3", "compact-after-rollback"]
+                  "partition-void", "timestamp-ns-v3", "compact-after-rollback", "compact-after-cherry-pick"]
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +122,30 @@ def test_a_pyiceberg_case_is_checked_when_loaded():
              steps=[{"equality_delete": {"columns": ["k"], "rows": [[1]]}}], expected={"rows": 0})
 
 
+def test_a_staged_write_leaves_no_session_setting_behind():
+    """A case's SET/RESET steps name the session settings its writer puts back after it (a staged write-audit-publish
+    write's spark.wap.id): the writer's one session writes every case, and a step that failed between a SET and its
+    RESET must not stage the next case's writes.  No JVM: the writer's helper on a stand-in of Spark's conf."""
+    from datagen.conformance_spark import session_settings
+
+    staged = Case(name="x", covers=["x"], touches=["detached-snapshot"], columns="id BIGINT", expected={"rows": 0},
+                  steps=[{"sql": "SET spark.wap.id = w1"}, {"sql": "INSERT INTO {t} VALUES (1)"},
+                         {"sql": "reset spark.wap.id"}, {"sql": "ALTER TABLE {t} SET TBLPROPERTIES ('a'='b')"}])
+    assert staged.session_keys == ["spark.wap.id"]
+
+    class Conf(dict):  # Spark's RuntimeConfig: get with a default, set, unset
+        def set(self, k: str, v: str) -> None:
+            self[k] = v
+
+        def unset(self, k: str) -> None:
+            self.pop(k, None)
+
+    conf = Conf({"spark.sql.session.timeZone": "UTC"})
+    with pytest.raises(RuntimeError), session_settings(conf, ["spark.wap.id", "spark.sql.session.timeZone"]):
+        conf.set("spark.wap.id", "w1")
+        conf.set("spark.sql.session.timeZone", "PST")
+        raise RuntimeError("a step failed before its RESET")
+    assert conf == {"spark.sql.session.timeZone": "UTC"}
 
 
 def _result(status="ok", verified=False, checks=(), error=None, rows=None, findings=()) -> RunResult:
@@ -337,6 +362,11 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     assert orphans["verdict"] == "kept-garbage" and "not removed" in orphans["evidence"], orphans
     # a manifest rewrite commits to main (its new head reads main's rows) and leaves the tag where it was
     assert cells[("rewrite-manifests-keeps-tag", "risingwave")]["verdict"] == "correct", cells
+    # an expiry after a cherry-pick: the staged snapshot (detached) expires, its data file (live in main's head again)
+    # stays with every engine; RisingWave's binding expires the snapshots and deletes none of their files, as on
+    # every expiry case
+    picked = cells[(CHERRY_PICKED, "risingwave")]
+    assert picked["verdict"] == "kept-garbage" and "not removed" in picked["evidence"], picked
     entry = next(c for c in rec["cases"] if c["name"] == "orphans-keep-statistics-file")
     assert entry["operation"] == "remove_orphan_files(older_than=86400 s)", entry
     assert entry["table_check"]["name"] == "case_maintenance_expectation_holds" and entry["table_check"]["ok"]

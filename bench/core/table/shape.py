@@ -67,7 +67,8 @@ FACTS: dict[str, str] = {
     "row-lineage": "row lineage (format v3: rows carry _row_id and _last_updated_sequence_number)",
     "property-target-file-size": "a target file size set as a table property (write.target-file-size-bytes)",
     "property-codec": "a Parquet codec set as a table property (write.parquet.compression-codec)",
-    "detached-snapshot": "a snapshot that no ref's history reaches (a rollback, or a dropped branch or tag, left it)",
+    "detached-snapshot": "a snapshot that no ref's history reaches (a rollback, a dropped branch or tag, or a staged "
+                         "write-audit-publish write, published by cherry-pick or not, left it)",
     "statistics-file": "a statistics file (Puffin) in the table's metadata: expiry and orphan removal must keep it "
                        "while its snapshot is kept",
 }
