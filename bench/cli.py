@@ -446,8 +446,9 @@ def conformance(engines, cases, cases_file, results_dir, warehouse, run_id, time
     self-written): a matrix
     engine x case (correct / wrong-rows / wrong-metadata, with evidence / failed, with the engine's error /
     unsupported, with its reason / harness-cannot, the harness's defect), with the versions it comes from.  A
-    maintenance case (expire-snapshots, remove-orphan-files) runs on the suite's own copy of its table and is judged
-    deleted-live (a file still reachable was deleted), resurrected, wrong-rows or kept-garbage."""
+    maintenance case (expire-snapshots, remove-orphan-files, rewrite-manifests, rewrite-position-deletes) runs on the
+    suite's own copy of its table and is judged deleted-live (a file still reachable was deleted), resurrected,
+    wrong-rows or kept-garbage."""
     from bench.campaigns.conformance import ConformanceOptions, failing, matrix_line, parse_fail_on
     from bench.campaigns.conformance import conformance as run_conformance
 

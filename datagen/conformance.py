@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
-from bench.core.expected import Expected, MaintenanceExpected
+from bench.core.expected import TABLE_FILES, Expected, MaintenanceExpected
 from bench.core.fileio import write_atomic
 from bench.core.records.scenario import TouchedCase
 from bench.core.table.shape import FACTS
@@ -91,8 +91,11 @@ class Step(BaseModel):
 
 
 # a case's operation (Case.operation): what every engine is asked to do to the case's table
-OperationName = Literal["rewrite-data-files", "expire-snapshots", "remove-orphan-files", "rewrite-manifests"]
+OperationName = Literal["rewrite-data-files", "expire-snapshots", "remove-orphan-files", "rewrite-manifests",
+                        "rewrite-position-deletes"]
 OPERATIONS: tuple[OperationName, ...] = get_args(OperationName)
+# the maintenance operations that commit to main (a rewrite): their cases name main in `maintenance.advances`
+COMMITS_TO_MAIN: frozenset[OperationName] = frozenset({"rewrite-manifests", "rewrite-position-deletes"})
 # a step's statement that sets or resets a Spark session setting (e.g. spark.wap.id: a staged write-audit-publish
 # write), and the setting it names
 SESSION_SETTING = re.compile(r"^\s*(?:SET|RESET)\s+([A-Za-z0-9_.]+)", re.IGNORECASE)
@@ -103,7 +106,9 @@ class Operation(BaseModel):
     before maintenance cases); expire-snapshots (keep main's newest `retain_last`; expire those older than the
     snapshot `older_than_snapshot` of the table as written, e.g. main~0: its head's own timestamp); or
     remove-orphan-files (delete the files no metadata reaches older than `older_than_s` seconds before it runs); or
-    rewrite-manifests (main's manifests rewritten: one commit, no data or delete file changed)."""
+    rewrite-manifests (main's manifests rewritten: one commit, no data or delete file changed); or
+    rewrite-position-deletes (every position-delete file of main rewritten, Iceberg's rewrite_position_delete_files
+    with rewrite-all: small ones compacted, those whose data file is gone dropped, no row changed; one commit)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -116,7 +121,8 @@ class Operation(BaseModel):
     def _arguments(self) -> Operation:
         given = {k for k in ("retain_last", "older_than_snapshot", "older_than_s") if getattr(self, k) is not None}
         takes = {"rewrite-data-files": set(), "expire-snapshots": {"retain_last", "older_than_snapshot"},
-                 "remove-orphan-files": {"older_than_s"}, "rewrite-manifests": set()}[self.op]
+                 "remove-orphan-files": {"older_than_s"}, "rewrite-manifests": set(),
+                 "rewrite-position-deletes": set()}[self.op]
         # the cutoff is always stated: Iceberg's defaults (5 days for expiry, 3 for orphans) would make a fresh
         # table's case a no-op
         needs = {"expire-snapshots": {"older_than_snapshot"},
@@ -182,6 +188,12 @@ class Case(BaseModel):
                              "`maintenance.refs`, not `branch`")
         if any(s.orphan for s in self.steps) and self.writer == "java-api":
             raise ValueError(f"{self.name}: orphan steps are written by writers spark and pyiceberg")
+        if self.maintenance is not None and self.operation.op in COMMITS_TO_MAIN and "main" not in \
+                self.maintenance.advances:
+            raise ValueError(f"{self.name}: {self.operation.op} commits to main: name it in `maintenance.advances`")
+        taken = sorted({s.orphan.name for s in self.steps if s.orphan} & set(TABLE_FILES))
+        if taken:
+            raise ValueError(f"{self.name}: orphan name(s) {', '.join(taken)} name the table's own files")
         return self
 
     @model_validator(mode="after")

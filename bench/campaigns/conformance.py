@@ -210,6 +210,8 @@ def maintenance_op(op: Operation, tbl: Table) -> MaintenanceOp:
         return MaintenanceOp(op="expire_snapshots", retain_last=op.retain_last, older_than_ms=snap.timestamp_ms)
     if op.op == "rewrite-manifests":
         return MaintenanceOp(op="rewrite_manifests")
+    if op.op == "rewrite-position-deletes":
+        return MaintenanceOp(op="rewrite_position_deletes")
     return MaintenanceOp(op="remove_orphan_files", older_than_s=op.older_than_s or 0.0)
 
 

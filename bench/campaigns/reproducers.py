@@ -9,7 +9,9 @@ can run without the harness.
                resolved on this table as the matrix resolves it on the suite's;
     run.py     puts the table back as written (its files, their ages as the case states them, the catalog's
                pointer), replays the operation through the engine's own API (`Engine.reproducer`) in the engine's
-               interpreter (its first line), and prints what is wrong; exit 1 when it shows the failure, 0 when not.
+               interpreter (its first line), and prints what is wrong; exit 1 when it shows the failure, 0 when not
+               (the files a rewrite must take out of a ref are read off its manifests by the script's own Avro
+               reader: an engine's interpreter may have no Avro library).
 The campaign runs each script once, on its own, and records what it printed and whether it showed the failure. The
 script compares files and snapshots, not rows (the matrix's readers read those): a wrong-rows or resurrected cell's
 script shows the files and snapshots the operation left.
@@ -39,6 +41,100 @@ DIR = "reproducers"
 WAREHOUSE = "warehouse"  # under DIR: the cells' tables, each written again by its case's writer
 SCRIPT_TIMEOUT_S = 600.0
 OUTPUT_CHARS = 3000  # of what the script printed, kept in the record
+# the script's reading of the files live at a ref's head (live_at), in a reproducer whose case names files a rewrite
+# must take out of the refs it commits to: the manifests read without an Avro library (the engine's interpreter may
+# have none), codecs null and deflate
+LIVE_CHECK = r'''
+def avro_records(path):
+    """The records of an Avro object container file (a manifest list or a manifest): no Avro library needed."""
+    import io
+    import json
+    import struct
+    import zlib
+
+    with open(path.removeprefix("file://").removeprefix("file:"), "rb") as f:
+        whole = buf = io.BytesIO(f.read())
+    names = {}
+
+    def num():
+        shift = n = 0
+        while True:
+            b = buf.read(1)[0]
+            n, shift = n | (b & 0x7F) << shift, shift + 7
+            if b < 0x80:
+                return (n >> 1) ^ -(n & 1)
+
+    def blocks(item):
+        out = []
+        while count := num():
+            if count < 0:
+                count = -count
+                num()
+            out += [item() for _ in range(count)]
+        return out
+
+    def named(t):
+        if isinstance(t, list):
+            for x in t:
+                named(x)
+        elif isinstance(t, dict):
+            names.update({t["name"]: t} if "name" in t else {})
+            for x in [f["type"] for f in t.get("fields", [])] + [t[k] for k in ("items", "values") if k in t]:
+                named(x)
+
+    def read(t):
+        if isinstance(t, list):
+            return read(t[num()])
+        if isinstance(t, dict):
+            kind = t["type"]
+            if kind == "record":
+                return {f["name"]: read(f["type"]) for f in t["fields"]}
+            if kind == "array":
+                return blocks(lambda: read(t["items"]))
+            if kind == "map":
+                return dict(blocks(lambda: (read("string"), read(t["values"]))))
+            if kind in ("fixed", "enum"):
+                return buf.read(t["size"]) if kind == "fixed" else t["symbols"][num()]
+            return read(kind)
+        if t in ("int", "long", "null", "boolean", "float", "double"):
+            return {"int": num, "long": num, "null": lambda: None, "boolean": lambda: buf.read(1) != b"\0",
+                    "float": lambda: struct.unpack("<f", buf.read(4))[0],
+                    "double": lambda: struct.unpack("<d", buf.read(8))[0]}[t]()
+        if t in ("bytes", "string"):
+            raw = buf.read(num())
+            return raw.decode() if t == "string" else raw
+        return read(names[t])
+
+    assert buf.read(4) == b"Obj\x01", path
+    meta = dict(blocks(lambda: (read("string"), read("bytes"))))
+    schema, codec = json.loads(meta["avro.schema"]), meta.get("avro.codec", b"null").decode()
+    named(schema)
+    buf.read(16)
+    records = []
+    while whole.tell() < len(whole.getbuffer()):
+        buf = whole
+        count, size = num(), num()
+        data = whole.read(size)
+        whole.read(16)
+        buf = io.BytesIO(zlib.decompress(data, -15) if codec == "deflate" else data)
+        records += [read(schema) for _ in range(count)]
+    return records
+
+
+def live_at(metadata_file, ref):
+    """The files live at a ref's head (data and delete files), as local paths, from the manifests."""
+    md = json.load((gzip.open if metadata_file.endswith(".gz.metadata.json") else open)(
+        metadata_file.removeprefix("file://").removeprefix("file:"), "rt"))
+    head = (md.get("refs") or {}).get(ref, {}).get("snapshot-id")
+    snap = next((s for s in md.get("snapshots") or [] if s["snapshot-id"] == head), None)
+    if snap is None:
+        return set()
+    local = lambda p: p.removeprefix("file://").removeprefix("file:")  # noqa: E731
+    # a format v1 snapshot may list its manifests inline instead of in a manifest list
+    manifests = ([m["manifest_path"] for m in avro_records(snap["manifest-list"])] if "manifest-list" in snap
+                 else snap.get("manifests") or [])
+    return {local(e["data_file"]["file_path"]) for m in manifests for e in avro_records(m) if e["status"] != 2}
+'''
 
 SCRIPT = '''#!{python}
 r"""{title}
@@ -50,6 +146,7 @@ catalog's pointer at the metadata file as written), replays `{operation}` throug
 below), then compares the files and snapshots it left with what the spec requires (case.json).  Exit 1: it shows
 the failure; 0: it does not.  Run: {python} {script}
 """
+import gzip
 import json
 import os
 import shutil
@@ -62,6 +159,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 CASE = json.loads((HERE / "case.json").read_text())
 {operate}
+{live_check}
 
 def put_back():
     location = Path(CASE["location"])
@@ -82,7 +180,7 @@ def put_back():
 
 def snapshots(metadata_file):
     path = metadata_file.removeprefix("file://").removeprefix("file:")
-    opener = __import__("gzip").open if path.endswith(".gz.metadata.json") else open
+    opener = gzip.open if path.endswith(".gz.metadata.json") else open
     with opener(path, "rt") as f:
         return {{s["snapshot-id"] for s in json.load(f).get("snapshots") or []}}
 
@@ -100,6 +198,9 @@ wrong = [f"DELETED, still reachable from a kept snapshot or ref (data loss): {{p
 wrong += [f"EXPIRED, though the case keeps it: snapshot {{s}}" for s in CASE["kept"] if s not in listed]
 wrong += [f"not removed, though nothing reaches it: {{p}}" for p in CASE["must_remove"] if os.path.exists(p)]
 wrong += [f"still listed, though due to expire: snapshot {{s}}" for s in CASE["expired"] if s in listed]
+wrong += [f"still live at {{ref}}'s head, though the operation must replace or drop it: {{p}}"
+          for ref in (CASE["advances"] if CASE["must_leave"] else []) for p in sorted(live_at(after, ref))
+          if p in CASE["must_leave"]]
 print("\\n".join(wrong) or "nothing wrong: every file and snapshot is as the spec requires")
 sys.exit(1 if wrong else 0)
 '''
@@ -139,13 +240,14 @@ def write(cell: ConformanceCell, case: Case, tbl: Table, op: MaintenanceOp, expe
         "metadata_file": tbl.metadata_location, "location": str(location), "warehouse": str(warehouse),
         "operation": op.model_dump(mode="json"), "files_age_s": case.files_age_s, "orphans": orphans,
         "must_exist": sorted(expected.must_exist), "must_remove": sorted(expected.must_remove),
+        "must_leave": sorted(expected.must_leave), "advances": sorted(expected.advancing),
         "kept": sorted(expected.kept), "expired": sorted(expected.expired)}, indent=1))
     python, env = worker_launch(cell.engine)
     script = out / "run.py"
     write_atomic(script, SCRIPT.format(
         python=python, title=f"Reproducer: {cls.name} on the conformance case {cell.case}", verdict=cell.verdict,
         evidence=cell.evidence.replace('"""', "'''")[:600], location=location, operation=op.describe(),
-        engine=cls.name, script=script, operate=cls.reproducer))
+        engine=cls.name, script=script, operate=cls.reproducer, live_check=LIVE_CHECK if expected.must_leave else ""))
     script.chmod(0o755)
     return run(cell, rel, [python, str(script)], env, out / "output.txt")
 

@@ -70,17 +70,26 @@ def stated(expected: Expected) -> str:
 
 
 # a snapshot of the table as written: a ref's head (REF), its Nth ancestor along the ref's lineage (REF~N), every
-# snapshot (all), or every snapshot in no ref's history (detached: what a rollback leaves)
+# snapshot (all), or every snapshot in no ref's history (detached: what a rollback or an unpublished staged write
+# leaves)
 SNAPSHOT_SELECTOR = r"^[A-Za-z0-9_.-]+(~[0-9]+)?$"
-STATISTICS = "statistics"  # among kept_files / removed_files: every statistics file the table as written lists
+# files of the table as written a case names among kept_files / removed_files / replaced_files beside its own orphans
+# (by their names): every statistics file the table lists; every position-delete file live at main's head; those of
+# them that apply to no live data file there (dangling: bench.core.table.deletes)
+STATISTICS = "statistics"
+POSITION_DELETES = "position-deletes"
+DANGLING_POSITION_DELETES = "dangling-position-deletes"
+TABLE_FILES = (STATISTICS, POSITION_DELETES, DANGLING_POSITION_DELETES)
 
 
 class MaintenanceExpected(BaseModel):
-    """What a maintenance operation (expire-snapshots, remove-orphan-files, rewrite-manifests) must leave by the Iceberg
-    spec, as the case's author reasoned it: the rows each ref still reads (every ref named must keep its head and its
-    rows, but a ref in `advances`, which the operation commits to: its new head descends from the old), the
-    snapshots that must stay (with every file they reach) and those that must go (the files only they reach must be
-    removed), and the case's own named files (its orphans, `statistics`) that must stay or go.  Snapshots are
+    """What a maintenance operation (expire-snapshots, remove-orphan-files, rewrite-manifests, rewrite-position-deletes)
+    must leave by the Iceberg spec, as the case's author reasoned it: the rows each ref still reads (every ref named
+    must keep its head and its rows, but a ref in `advances`, which the operation commits to: its new head descends
+    from the old), the snapshots that must stay (with every file they reach) and those that must go (the files only
+    they reach must be removed), the named files (the case's orphans, TABLE_FILES) that must stay or go (deleted),
+    and those the operation must take out of the refs it commits to (`replaced_files`: not live at their new heads;
+    a rewrite replaces them or drops them, and they stay on disk while a kept snapshot reaches them).  Snapshots are
     named on the table as written (SNAPSHOT_SELECTOR).  The table as written is held to the refs' rows and to the
     selectors and named files resolving, before any engine runs.  Main's rows are the case's own `expected`."""
 
@@ -90,6 +99,7 @@ class MaintenanceExpected(BaseModel):
     expired: list[str] = Field(default_factory=list)
     kept_files: list[str] = Field(default_factory=list)
     removed_files: list[str] = Field(default_factory=list)
+    replaced_files: list[str] = Field(default_factory=list)
     advances: list[str] = Field(default_factory=list)  # refs the operation commits to (e.g. main, rewrite-manifests)
     why: str = ""
 
@@ -101,4 +111,7 @@ class MaintenanceExpected(BaseModel):
         both = set(self.kept) & set(self.expired) | set(self.kept_files) & set(self.removed_files)
         if both:
             raise ValueError(f"maintenance: {', '.join(sorted(both))} both kept and removed")
+        if self.replaced_files and not self.advances:
+            raise ValueError("maintenance: replaced_files are taken out of the refs the operation commits to: name "
+                             "them in `advances`")
         return self

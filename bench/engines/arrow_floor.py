@@ -96,7 +96,8 @@ class ArrowFloorEngine(Engine):
         **{feature: ("arrow-floor commits nothing (it writes the compacted files and lists them): continuous "
                      "maintenance of a table another writer commits to is a sequence of commits, so it has no end "
                      "state to verify after each cycle, and it has no snapshot or manifest operation")
-           for feature in ("maintenance", "expire-snapshots", "rewrite-manifests", "remove-orphan-files")}})
+           for feature in ("maintenance", "expire-snapshots", "rewrite-manifests", "remove-orphan-files",
+                           "rewrite-position-deletes")}})
 
     def __init__(self) -> None:
         self.plan: dict[str, Any] = {}

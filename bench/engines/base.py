@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bench.core.catalog import CatalogSettings
 from bench.core.records.engine_run import Deployment, Phase, PhysicalBound
-from bench.core.records.live import MaintenanceResult
+from bench.core.records.live import MaintenanceOpName, MaintenanceResult
 from bench.core.records.telemetry import MemoryCap
 from bench.core.requirements import Requirement
 from bench.core.work import WorkIntent, default_intent
@@ -55,6 +55,9 @@ FEATURES = {
     "remove-orphan-files": "orphan file removal with the engine's own tool (maintenance operation "
                            "remove_orphan_files): files under the table's location that no snapshot, ref or metadata "
                            "file references and older than a cutoff are deleted",
+    "rewrite-position-deletes": "position-delete rewriting with the engine's own tool (maintenance operation "
+                                "rewrite_position_deletes): main's position-delete files rewritten, small ones "
+                                "compacted and the dangling ones (whose data files are gone) dropped, no row changed",
     "rewrite-manifests-branch": "manifest rewriting on a branch other than main (maintenance operation "
                                 "rewrite_manifests in streaming mode branch): reading the branch's manifests and "
                                 "committing to it",
@@ -71,12 +74,13 @@ class MaintenanceOp(BaseModel):
     """One operation of a maintenance step (streaming scenarios, conformance maintenance cases), each an engine
     method: `compact` (the engine's compaction of the table: for a deletes table, no live delete file after it),
     `expire_snapshots` (keep the newest `retain_last`; expire those older than the cutoff), `remove_orphan_files`
-    (delete the unreferenced files older than the cutoff) or `rewrite_manifests`; in a streaming scenario every
+    (delete the unreferenced files older than the cutoff), `rewrite_manifests` or `rewrite_position_deletes`
+    (main's position-delete files rewritten: compacted, the dangling ones dropped); in a streaming scenario every
     `every` cycles, from the first."""
 
     model_config = ConfigDict(extra="forbid")
 
-    op: Literal["expire_snapshots", "compact", "rewrite_manifests", "remove_orphan_files"]
+    op: MaintenanceOpName
     # expire_snapshots: main's newest snapshots always kept; None: the engine's own rule (Iceberg Java's: the table's
     # history.expire.min-snapshots-to-keep), as a user's call that names none
     retain_last: int | None = Field(5, ge=1)
@@ -349,9 +353,9 @@ class Engine(ABC):
 
     def maintain(self, job: CompactionJob, clock: PhaseClock) -> EngineOutcome:
         """Run `job.maintenance` in order (engines that support 'maintenance'): each operation an engine method
-        (`compact`, `expire_snapshots`, `rewrite_manifests`), its own steps renamed "<op>: <step>" in `clock` (each
-        phase's `op` naming its operation); the outcome of the last compaction with every operation's result in
-        `maintenance`."""
+        (`compact`, `expire_snapshots`, `remove_orphan_files`, `rewrite_manifests`, `rewrite_position_deletes`), its
+        own steps renamed "<op>: <step>" in `clock` (each phase's `op` naming its operation); the outcome of the last
+        compaction with every operation's result in `maintenance`."""
         results: list[MaintenanceResult] = []
         outcome = EngineOutcome(versions=self.versions())
         for op in job.maintenance:
@@ -365,6 +369,8 @@ class Engine(ABC):
                     res = self.expire_snapshots(job, op, sub)
                 elif op.op == "remove_orphan_files":
                     res = self.remove_orphan_files(job, op, sub)
+                elif op.op == "rewrite_position_deletes":
+                    res = self.rewrite_position_deletes(job, sub)
                 else:
                     res = self.rewrite_manifests(job, sub)
             finally:
@@ -392,6 +398,11 @@ class Engine(ABC):
         """Delete the table's orphan files older than the op's cutoff with the engine's own tool (engines that
         support 'remove-orphan-files')."""
         raise NotImplementedError(f"{self.name} declares no remove-orphan-files")
+
+    def rewrite_position_deletes(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:
+        """Rewrite main's position-delete files with the engine's own tool, every one of them (engines that support
+        'rewrite-position-deletes'): compacted, the dangling ones dropped, one commit."""
+        raise NotImplementedError(f"{self.name} declares no rewrite-position-deletes")
 
     def options(self, job: CompactionJob) -> Any:
         """The job's options as this engine's typed Options (UserError when they do not validate)."""

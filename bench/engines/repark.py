@@ -22,8 +22,9 @@ The scenario's strategy reaches the same call as Spark's (bench.engines.procedur
 sort order) or `sort_order => 'zorder(c1,c2)'`.
 Maintenance steps (streaming scenarios): each operation its own round trip, as each of Spark's procedures is its own
 commit: register, then `CALL <cat>.system.expire_snapshots(table, older_than, retain_last)` (repark reads a
-TIMESTAMP literal as UTC) or `rewrite_manifests(table)` or `remove_orphan_files(table, older_than, dry_run => false)`
-(it commits nothing: no swap) or the compaction above, then the compare-and-swap.  repark's
+TIMESTAMP literal as UTC) or `rewrite_manifests(table)` or `rewrite_position_delete_files(table, options =>
+map('rewrite-all', 'true'))` or `remove_orphan_files(table, older_than, dry_run => false)` (it commits nothing: no
+swap) or the compaction above, then the compare-and-swap.  repark's
 expire_snapshots deletes the files only the expired snapshots referenced inside the procedure, before the harness can
 swap the pointer: when the swap is refused (a writer committed meanwhile), the catalog keeps listing the snapshots
 repark expired while their files are gone (the current snapshot is intact: it is never expired); so under a writer
@@ -155,6 +156,8 @@ def operate(table, metadata_file, warehouse, op):
     elif op["op"] == "remove_orphan_files":
         cutoff = time.time() - op["older_than_s"]
         call = f"remove_orphan_files(table => '{table}', older_than => TIMESTAMP '{utc(cutoff)}', dry_run => false)"
+    elif op["op"] == "rewrite_position_deletes":
+        call = f"rewrite_position_delete_files(table => '{table}', options => map('rewrite-all', 'true'))"
     else:
         call = f"rewrite_manifests(table => '{table}')"
     print(f"CALL repro.system.{call}")
@@ -182,9 +185,11 @@ class ReparkEngine(Engine):
     # format v3: `bench conformance --cases format-v3-deletion-vectors` (a Spark-written v3 table with deletion
     # vectors) verified correct here, no delete file live afterwards; sort and z-order: its rewrite_data_files takes
     # strategy and sort_order (tests/engines/test_repark.py); maintenance: its expire_snapshots and rewrite_manifests
-    # procedures (tests/runner/test_streaming.py), and remove_orphan_files (`bench conformance` on the orphans cases)
+    # procedures (tests/runner/test_streaming.py), remove_orphan_files (`bench conformance` on the orphans cases) and
+    # rewrite_position_delete_files (on the rewrite-position-deletes cases: it takes options, rewrite-all among them)
     capabilities: ClassVar[Capabilities] = Capabilities(supports=frozenset({
         "format-v3", "sort", "zorder", "maintenance", "expire-snapshots", "rewrite-manifests", "remove-orphan-files",
+        "rewrite-position-deletes",
     }), not_supported={
         "branch": "repark 1.5.5 refuses 'branch' with remove-dangling-deletes ('the fork's dangling-delete pass "
                   "reads main's head'), and the harness swaps only the table's pointer (main) by compare-and-swap",
@@ -366,6 +371,13 @@ class ReparkEngine(Engine):
     def rewrite_manifests(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:
         rows, metadata = self._procedure(job, clock, "rewrite_manifests", "", "procedure rewrite_manifests: "
                                          "metadata only, committed to the memory catalog")
+        return {**(rows[0] if rows else {}), "metadata": metadata}
+
+    def rewrite_position_deletes(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:
+        rows, metadata = self._procedure(
+            job, clock, "rewrite_position_delete_files", ", options => map('rewrite-all', 'true')",
+            "procedure rewrite_position_delete_files(rewrite-all): every position delete file rewritten, committed to "
+            "the memory catalog")
         return {**(rows[0] if rows else {}), "metadata": metadata}
 
     def remove_orphan_files(self, job: CompactionJob, op: MaintenanceOp, clock: PhaseClock) -> dict[str, Any]:

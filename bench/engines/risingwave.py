@@ -172,6 +172,11 @@ def operate(table, metadata_file, warehouse, op):
     from pathlib import Path
     import iceberg_compaction as ic
 
+    if op["op"] == "rewrite_position_deletes":  # the binding's operations: its classes with a run(), not the protocol
+        ops = sorted(n for n, c in vars(ic).items() if isinstance(c, type) and hasattr(c, "run")
+                     and not getattr(c, "_is_protocol", False))
+        raise NotImplementedError(f"iceberg-compaction has no position-delete rewrite; its operations: "
+                                  f"{', '.join(ops)}")
     ready = Path(tempfile.mkdtemp()) / "uri"
     server = subprocess.Popen([sys.executable, "-m", "bench.core.catalog.rest", "--warehouse", warehouse,
                                "--ready-file", str(ready), "--parent-pid", str(os.getpid())])
@@ -237,7 +242,12 @@ class RisingWaveEngine(Engine):
             "parallelism, grouping, delete thresholds, data_file_prefix, batch rows, closes, validation, prefetch, "
             "auto thresholds, max_auto_plans_per_run) select no partitions, and Compaction(catalog, table, config, "
             "to_branch, retry_config).run() takes no predicate: it plans over every partition"),
-        "partition-filter-deletes": "no partition filter at all (see partition-filter)"})
+        "partition-filter-deletes": "no partition filter at all (see partition-filter)",
+        "rewrite-position-deletes": (
+            f"iceberg-compaction {PINNED_VERSION} has no position-delete rewrite: its operations are Compaction, "
+            "ExpireSnapshots, RemoveOrphanFiles and RewriteManifests (the installed binding's module), and "
+            "Compaction's strategies rewrite data files (files_with_deletes applies the deletes to new data files), "
+            "never the delete files themselves")})
     output_codecs: ClassVar[frozenset[str] | None] = frozenset({OUTPUT_CODEC})
     knobs: ClassVar[tuple[Knob, ...]] = KNOBS
 

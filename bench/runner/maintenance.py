@@ -1,6 +1,7 @@
-"""A maintenance case's engine run (bench conformance, a case whose operation is expire-snapshots, remove-orphan-files
-or rewrite-manifests): bench.runner.engine_run's path with one maintenance operation instead of a compaction,
-verified against what the case states by the spec (bench.verify.maintenance), not against a compaction's checks.
+"""A maintenance case's engine run (bench conformance, a case whose operation is expire-snapshots, remove-orphan-files,
+rewrite-manifests or rewrite-position-deletes): bench.runner.engine_run's path with one maintenance operation instead
+of a compaction, verified against what the case states by the spec (bench.verify.maintenance), not against a
+compaction's checks.
 
 Expiry and orphan removal delete files, so they never run on a zero-copy clone (whose files are its source's): the
 case's own table, which the suite wrote, is the dataset in place (`in_place`): registered in the run's catalog at its
@@ -45,7 +46,7 @@ from datagen.dataset import seal
 
 # the feature (bench.engines.base.FEATURES) an engine needs for each maintenance operation
 FEATURE = {"expire_snapshots": "expire-snapshots", "remove_orphan_files": "remove-orphan-files",
-           "rewrite_manifests": "rewrite-manifests"}
+           "rewrite_manifests": "rewrite-manifests", "rewrite_position_deletes": "rewrite-position-deletes"}
 
 
 @dataclass

@@ -1,10 +1,13 @@
-"""A maintenance operation's outcome (expire-snapshots, remove-orphan-files, rewrite-manifests) against what its
-conformance case states by the Iceberg spec (bench.core.expected.MaintenanceExpected), on real files and rows.
+"""A maintenance operation's outcome (expire-snapshots, remove-orphan-files, rewrite-manifests,
+rewrite-position-deletes) against what its conformance case states by the Iceberg spec
+(bench.core.expected.MaintenanceExpected), on real files and rows.
 
 The expectation is resolved once, on the table as written (`resolve`): each ref's head and the rows it must read, the
 files that must still exist (every file the kept snapshots reach: manifest lists, manifests, live data and delete
-files, statistics files; and the case's own files named to stay) and the files that must be gone (those only the
-expired snapshots reach, and the case's own files named to go).  After the engine's operation, `outcome` checks:
+files, statistics files; and the files named to stay), the files that must be gone (those only the expired snapshots
+reach, and the files named to go) and the files the operation must take out of the refs it commits to (named to be
+replaced: e.g. the position-delete files a rewrite replaces or drops).  After the engine's operation, `outcome`
+checks:
 
     kept_reachable_files   every file that must stay, and every file the table after the operation still reaches,
                            exists (one missing is data loss: deleted-live)
@@ -13,7 +16,8 @@ expired snapshots reach, and the case's own files named to go).  After the engin
                            travel: its rows can no longer be read; wrong-rows)
     refs_read_their_rows   every ref is where it was (a ref the operation commits to: at a descendant of its head)
                            and reads its rows, none lost (wrong-rows)
-    removed_unreachable    every file that must go is gone and every expired snapshot with it (kept-garbage: a
+    removed_unreachable    every file that must go is gone and every expired snapshot with it, and no file to be
+                           replaced is live at the new head of a ref the operation commits to (kept-garbage: a
                            finding, not a safety failure)
 """
 
@@ -26,8 +30,17 @@ from dataclasses import dataclass, field
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import ancestors_of
 
-from bench.core.expected import STATISTICS, Expected, MaintenanceExpected, canonical
+from bench.core.expected import (
+    DANGLING_POSITION_DELETES,
+    POSITION_DELETES,
+    STATISTICS,
+    Expected,
+    MaintenanceExpected,
+    canonical,
+)
 from bench.core.records.verification import Check
+from bench.core.table.deletes import classify
+from bench.core.table.entries import LiveFiles, live_files
 from bench.core.table.shape import detached_snapshots
 from bench.core.uri import local_path
 from bench.verify.expected import expected_check, read_keys
@@ -50,6 +63,7 @@ class Resolved:
     refs: dict[str, tuple[int, Expected]] = field(default_factory=dict)  # ref -> (its head, the rows it reads)
     must_exist: set[str] = field(default_factory=set)
     must_remove: set[str] = field(default_factory=set)
+    must_leave: set[str] = field(default_factory=set)  # not live at the new head of a ref the operation commits to
     expired: set[int] = field(default_factory=set)
     kept: set[int] = field(default_factory=set)  # the snapshots that must stay listed: those kept and the refs' heads
     advancing: set[str] = field(default_factory=set)  # refs the operation commits to: their heads may move forward
@@ -91,11 +105,24 @@ def reachable(tbl: Table, snapshot_ids: set[int]) -> set[str]:
     return out
 
 
+def table_files(tbl: Table, names: set[str]) -> dict[str, list[str]]:
+    """The files of the table as written that these names (bench.core.expected.TABLE_FILES) stand for, as local
+    paths: the position-delete files are those live at main's head (its delete files read only when named)."""
+    out = {STATISTICS: [local_path(s.statistics_path) for s in tbl.metadata.statistics]}
+    if names & {POSITION_DELETES, DANGLING_POSITION_DELETES}:
+        head = tbl.metadata.refs.get("main")
+        files = live_files(tbl, head.snapshot_id) if head is not None else LiveFiles()
+        out[POSITION_DELETES] = [local_path(e.data_file.file_path) for e in files.position]
+        if DANGLING_POSITION_DELETES in names:
+            out[DANGLING_POSITION_DELETES] = [local_path(p) for p in classify(files, tbl.specs()).dangling_position]
+    return out
+
+
 def resolve(tbl: Table, main: Expected, m: MaintenanceExpected, named: dict[str, list[str]]) -> Resolved:
     """The expectation on the table as written; `main`: the rows main reads (the case's `expected`); `named`: the
-    case's own files by name (its orphans' paths); STATISTICS is every statistics file the table lists."""
+    case's own files by name (its orphans' paths), beside the table's own (table_files)."""
     res = Resolved()
-    named = {**named, STATISTICS: [local_path(s.statistics_path) for s in tbl.metadata.statistics]}
+    named = {**named, **table_files(tbl, set(m.kept_files + m.removed_files + m.replaced_files))}
     for ref, exp in {"main": main, **m.refs}.items():
         head = tbl.metadata.refs.get(ref)
         if head is None:
@@ -109,12 +136,14 @@ def resolve(tbl: Table, main: Expected, m: MaintenanceExpected, named: dict[str,
             ids = select(tbl, s)
             into.update(ids)
             res.problems += [] if ids else [f"snapshot {s} names no snapshot"]
-    res.problems += [f"{n} names no file" for n in m.kept_files + m.removed_files if not named.get(n)]
+    res.problems += [f"{n} names no file" for n in m.kept_files + m.removed_files + m.replaced_files
+                     if not named.get(n)]
     others = {s.snapshot_id for s in tbl.metadata.snapshots} - expired
     res.must_exist = reachable(tbl, kept | {head for head, _ in res.refs.values()})
     res.must_exist |= {p for n in m.kept_files for p in named.get(n, [])}
     res.must_remove = (reachable(tbl, expired) - reachable(tbl, others)) | {p for n in m.removed_files
                                                                             for p in named.get(n, [])}
+    res.must_leave = {p for n in m.replaced_files for p in named.get(n, [])}
     res.expired, res.kept = expired, kept | {head for head, _ in res.refs.values()}
     res.advancing = set(m.advances)
     return res
@@ -130,7 +159,7 @@ def table_check(tbl: Table, res: Resolved) -> Check:
     """The table as written against the expectation (a harness check): every name resolves, every file that must
     stay or go exists, every ref reads its rows."""
     problems = list(res.problems)
-    absent = {p for p in res.must_exist | res.must_remove if not os.path.exists(p)}
+    absent = {p for p in res.must_exist | res.must_remove | res.must_leave if not os.path.exists(p)}
     problems += [f"{len(absent)} file(s) it names do not exist: {_few(absent)}"] if absent else []
     for ref, (head, exp) in res.refs.items():
         c = expected_check(tbl, head, exp, TABLE_CHECK, "harness", f"ref {ref} as written")
@@ -162,11 +191,24 @@ def outcome(tbl: Table, res: Resolved) -> list[Check]:
     still = {p for p in res.must_remove if os.path.exists(p)}
     snaps = res.expired & after
     said = ([f"{len(still)} unreachable file(s) not removed: {_few(still)}"] if still else []) + (
-        [f"{len(snaps)} snapshot(s) due to expire still in the metadata"] if snaps else [])
+        [f"{len(snaps)} snapshot(s) due to expire still in the metadata"] if snaps else []) + _left_live(tbl, res)
     # garbage left behind loses nothing: a finding (advisory), not what `verified` (safe) turns on
-    checks.append(Check(name=REMOVED, ok=not said, about="metadata", required=False,
-                        message="; ".join(said) or f"all {len(res.must_remove)} file(s) due to go are gone"))
+    checks.append(Check(name=REMOVED, ok=not said, about="metadata", required=False, message="; ".join(said) or (
+        f"all {len(res.must_remove)} file(s) due to go are gone" + (
+            f", none of the {len(res.must_leave)} to be replaced is live" if res.must_leave else ""))))
     return checks
+
+
+def _left_live(tbl: Table, res: Resolved) -> list[str]:
+    """The files to be replaced still live at the head of a ref the operation commits to, in words per ref."""
+    out = []
+    for ref in sorted(res.advancing if res.must_leave else set()):
+        now = tbl.metadata.refs.get(ref)
+        live = {local_path(e.data_file.file_path) for e in live_files(tbl, now.snapshot_id).all} if now else set()
+        left = res.must_leave & live
+        out += [f"{len(left)} file(s) still live at {ref}'s head that the operation must replace or drop: "
+                f"{_few(left)}"] if left else []
+    return out
 
 
 def _refs(tbl: Table, res: Resolved) -> tuple[list[str], list[str]]:

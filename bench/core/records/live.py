@@ -46,11 +46,17 @@ class LiveWriterRecord(BaseModel):
     main_delete_files: int | None = None  # live delete files of main after the publish (None: nothing published)
 
 
+# a maintenance step's operations (bench.engines.base.MaintenanceOp: each an engine method; its feature is its name
+# with dashes, bench.engines.base.FEATURES, but for compact)
+MaintenanceOpName = Literal["expire_snapshots", "compact", "rewrite_manifests", "remove_orphan_files",
+                            "rewrite_position_deletes"]
+
+
 class MaintenanceResult(BaseModel):
     """One operation of a maintenance step as the engine ran it: which, as the scenario described it, and
     the engine's own result object of it (opaque to the harness, kept in the result)."""
 
-    op: Literal["expire_snapshots", "compact", "rewrite_manifests", "remove_orphan_files"]
+    op: MaintenanceOpName
     describe: str
     result: dict[str, Any] = Field(default_factory=dict)
 

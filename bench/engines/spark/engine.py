@@ -72,12 +72,12 @@ ICEBERG_MAX_CONCURRENT_GROUPS = 5  # max-concurrent-file-group-rewrites: Iceberg
 # Iceberg's Spark procedures on every line the engine runs (Iceberg 1.10 and newer): rewrite_data_files with
 # strategy => 'sort' sorts each file group by the table's sort order (range-partitioned: output files of a group do
 # not overlap), sort_order => 'zorder(c1,c2)' z-orders; rewrite_data_files and rewrite_position_delete_files take
-# `where`; expire_snapshots(table, older_than, retain_last), remove_orphan_files(table, older_than) and
-# rewrite_manifests(table); format v3 (deletion vectors)
+# `where`; expire_snapshots(table, older_than, retain_last), remove_orphan_files(table, older_than),
+# rewrite_manifests(table) and rewrite_position_delete_files(table, options); format v3 (deletion vectors)
 # read and written: verified on a Spark-written v3 table with one (tests/runner/test_work_intent.py)
 SUPPORTS = frozenset({"sort", "zorder", "partition-filter", "partition-filter-deletes", "maintenance",
                       "expire-snapshots", "expire-under-writer", "rewrite-manifests", "remove-orphan-files",
-                      "format-v3"})
+                      "rewrite-position-deletes", "format-v3"})
 # the first Iceberg release this engine compacts a branch with: its rewrite_data_files takes `branch`
 # (RewriteDataFilesProcedure's BRANCH_PARAM: the action plans from the branch's head, commits to it, and removes the
 # dangling deletes on it; "Cannot rewrite data files for branch %s: branch does not exist"); 1.10.2's has none
@@ -348,6 +348,18 @@ class SparkEngine(Engine):
         with clock.phase("rewrite_manifests", "procedure rewrite_manifests: metadata only"):
             rows = self._sql(f"CALL {job.catalog.name}.system.rewrite_manifests(table => "
                              f"{spark_literal(self._table(job))})")
+        return row_dict(rows)
+
+    def rewrite_position_deletes(self, job: CompactionJob, clock: PhaseClock) -> dict[str, Any]:
+        # the procedure has no branch parameter: its action plans from main and commits to main
+        if job.branch != "main":
+            raise UserError(f"rewrite_position_delete_files cannot work on branch {job.branch}: its procedure has no "
+                            "branch parameter and its action rewrites main's delete files")
+        with self._maintenance_shuffles(job) as shuffles, clock.phase(
+                "rewrite_position_delete_files", "procedure rewrite_position_delete_files(rewrite-all): every position "
+                                                 f"delete file rewritten, dangling records dropped ({shuffles})"):
+            rows = self._sql(f"CALL {job.catalog.name}.system.rewrite_position_delete_files(table => "
+                             f"{spark_literal(self._table(job))}, options => map('rewrite-all', 'true'))")
         return row_dict(rows)
 
     def close(self) -> None:
