@@ -36,11 +36,12 @@ SPARK = HARNESS_LINE  # the harness's Spark line: the `spark` engine's, the refe
 EARLIER = spark_line("3.5")  # spark-3.5's
 MATRIX_CASES = ["equality-delete-null-key", "equality-delete-partition-scoped", "rename-column", "quoted-names",
                 "empty-table", "format-v3-deletion-vectors", "branch-compaction"]
-# maintenance cases judged in the matrix test's run, sharing its JVMs: an orphan removal, a manifest rewrite and an
-# expiry after a cherry-pick (write-audit-publish) (the expiry table below is written for the verdict test, which
-# judges its real files without an engine)
+# maintenance cases judged in the matrix test's run, sharing its JVMs: an orphan removal, a manifest rewrite, an expiry
+# after a cherry-pick (write-audit-publish) and a position-delete rewrite of a dangling delete (the expiry table below
+# is written for the verdict test, which judges its real files without an engine)
 CHERRY_PICKED = "expire-after-cherry-pick"
-MAINTENANCE_CASES = ["orphans-keep-statistics-file", "rewrite-manifests-keeps-tag", CHERRY_PICKED]
+DANGLING = "rewrite-position-deletes-drops-dangling"
+MAINTENANCE_CASES = ["orphans-keep-statistics-file", "rewrite-manifests-keeps-tag", CHERRY_PICKED, DANGLING]
 EXPIRY_TABLE = "expire-retain-last-keeps-tag"
 
 
@@ -122,6 +123,35 @@ def test_a_pyiceberg_case_is_checked_when_loaded():
              steps=[{"equality_delete": {"columns": ["k"], "rows": [[1]]}}], expected={"rows": 0})
 
 
+def test_a_rewrite_case_names_what_it_commits_to():
+    """A rewrite-position-deletes case (no argument) commits to main and says so (`advances`); the files it must take
+    out of main (`replaced_files`) need a ref it commits to; an orphan cannot take a table file's name; the engines
+    that declare the operation, and the one that cannot (its reason)."""
+    from bench.campaigns.conformance import maintenance_op
+    from bench.core.expected import MaintenanceExpected
+    from bench.engines import engine_class
+    from datagen.conformance import Operation
+
+    base = {"name": "x", "covers": ["x"], "touches": ["position-deletes"], "columns": "id BIGINT",
+            "expected": {"rows": 0}, "operation": {"op": "rewrite-position-deletes"}}
+    ok = Case.model_validate({**base, "maintenance": {"kept": ["all"], "advances": ["main"],
+                                                      "replaced_files": ["dangling-position-deletes"]}})
+    assert maintenance_op(ok.operation, None).describe() == "rewrite_position_deletes"  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="commits to main: name it in `maintenance.advances`"):
+        Case.model_validate({**base, "maintenance": {"kept": ["all"]}})
+    with pytest.raises(ValueError, match="replaced_files are taken out of the refs"):
+        MaintenanceExpected(replaced_files=["position-deletes"])
+    with pytest.raises(ValueError, match="takes no retain_last"):
+        Operation(op="rewrite-position-deletes", retain_last=1)
+    with pytest.raises(ValueError, match="orphan name.s. position-deletes name the table's own files"):
+        Case.model_validate({**base, "steps": [{"orphan": {"name": "position-deletes"}}],
+                             "maintenance": {"kept": ["all"], "advances": ["main"]}})
+    # the engines that declare the operation, and the one whose binding has none (its reason, never absent)
+    assert all(engine_class(e).why_not("rewrite-position-deletes") is None
+               for e in ("spark", "spark-3.5", "gluten", "repark"))
+    assert "has no position-delete rewrite" in (engine_class("risingwave").why_not("rewrite-position-deletes") or "")
+
+
 def test_a_staged_write_leaves_no_session_setting_behind():
     """A case's SET/RESET steps name the session settings its writer puts back after it (a staged write-audit-publish
     write's spark.wap.id): the writer's one session writes every case, and a step that failed between a SET and its
@@ -146,6 +176,8 @@ def test_a_staged_write_leaves_no_session_setting_behind():
         conf.set("spark.sql.session.timeZone", "PST")
         raise RuntimeError("a step failed before its RESET")
     assert conf == {"spark.sql.session.timeZone": "UTC"}
+
+
 
 
 def _result(status="ok", verified=False, checks=(), error=None, rows=None, findings=()) -> RunResult:
@@ -256,6 +288,46 @@ def test_a_maintenance_cells_verdict_comes_from_which_expectation_failed(warehou
         Case.model_validate({**case.model_dump(), "maintenance": None})
 
 
+def test_a_position_delete_rewrite_is_resolved_on_the_table_as_written(warehouse):
+    """On the dangling case's real table (a file-scoped position delete whose data file a later DELETE removed whole):
+    the selectors name main's one position-delete file, which is dangling, while the expiry table's applies (none
+    dangling there); untouched, main still has it live: kept-garbage, the rows and the files safe (it stays on disk for
+    the earlier snapshots).  The reproducer script's own manifest reader lists the files live at main's head as the
+    harness does.  No engine runs."""
+    import gzip
+
+    from bench.campaigns.conformance import maintenance_verdict
+    from bench.campaigns.reproducers import LIVE_CHECK
+    from bench.core.expected import DANGLING_POSITION_DELETES, POSITION_DELETES
+    from bench.core.source import SourceRef, load_source
+    from bench.core.uri import local_path
+    from bench.verify import maintenance as maint
+
+    wh, cases, _ = warehouse
+    by = {c.name: c for c in cases}
+    load = lambda c: load_source(SourceRef(catalog_file=str(wh / TABLES_DIR / "source.yaml"), table=c.table))  # noqa: E731
+    tbl, applying = load(by[DANGLING]), load(by[EXPIRY_TABLE])
+    named = maint.table_files(tbl, {POSITION_DELETES, DANGLING_POSITION_DELETES})
+    assert len(named[POSITION_DELETES]) == 1 and named[DANGLING_POSITION_DELETES] == named[POSITION_DELETES], named
+    other = maint.table_files(applying, {DANGLING_POSITION_DELETES})
+    assert len(other[POSITION_DELETES]) == 1 and other[DANGLING_POSITION_DELETES] == [], other
+    res = maint.resolve(tbl, by[DANGLING].expected, by[DANGLING].maintenance, {})
+    assert maint.table_check(tbl, res).ok and res.advancing == {"main"}
+    assert res.must_leave == set(named[POSITION_DELETES])
+    assert res.must_leave <= res.must_exist and not res.must_remove and not res.expired
+    v, evidence = maintenance_verdict(maint.outcome(tbl, res))
+    assert v == "kept-garbage" and "1 file(s) still live at main's head that the operation must replace or drop" in \
+        evidence, evidence
+    dangling_on_applying = by[DANGLING].maintenance.model_copy(update={"refs": {}})
+    assert "dangling-position-deletes names no file" in maint.table_check(
+        applying, maint.resolve(applying, by[EXPIRY_TABLE].expected, dangling_on_applying, {})).message
+    script: dict = {"json": json, "gzip": gzip}
+    exec(LIVE_CHECK, script)  # noqa: S102 - the reproducer script's own code, as the script runs it
+    for t in (tbl, applying):
+        assert script["live_at"](t.metadata_location, "main") == {local_path(e.data_file.file_path)
+                                                                  for e in live_files(t).all}
+
+
 def test_fail_on_takes_verdicts_and_refuses_others():
     assert set(parse_fail_on("wrong")) == {"wrong-rows", "wrong-metadata"}
     assert set(parse_fail_on("failed,harness-cannot")) == {"failed", "harness-cannot"}
@@ -344,7 +416,7 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     runs = [json.loads(f.read_text()) for f in (results / "c" / "runs").glob("*/*--rep0.json")]
     assert len(runs) == len(engines) * len(cases)
     runs = [r for r in runs if r["status"] != "unsupported"]  # recorded, never run
-    assert len(runs) == len(engines) * len(cases) - 1 and all(r["shared_process"] for r in runs)
+    assert len(runs) == len(engines) * len(cases) - 2 and all(r["shared_process"] for r in runs)
     spark = json.loads((results / "c" / "runs" / "branch-compaction" / "deletes-standard--spark--rep0.json")
                        .read_text())
     assert any("branch => 'audit'" in a for a in spark["engine_actions"]), spark["engine_actions"]
@@ -367,6 +439,15 @@ def test_the_matrix_judges_every_case_with_evidence_and_reader_findings(tmp_path
     # every expiry case
     picked = cells[(CHERRY_PICKED, "risingwave")]
     assert picked["verdict"] == "kept-garbage" and "not removed" in picked["evidence"], picked
+    # a dangling file-scoped position delete: Iceberg's rewrite_position_delete_files (either line) drops it, no row
+    # changed; RisingWave's binding has no such operation (declared, never run)
+    rw = cells[(DANGLING, "risingwave")]
+    assert rw["verdict"] == "unsupported" and "has no position-delete rewrite" in rw["evidence"], rw
+    dangling = json.loads((results / "c" / "runs" / DANGLING / "bin-packing--spark--rep0.json").read_text())
+    said = dangling["engine_result"]["rewrite_position_deletes"]
+    assert (said["rewritten_delete_files_count"], said["added_delete_files_count"]) == (1, 0), said
+    removed = next(c for c in dangling["verification"]["checks"] if c["name"] == "removed_unreachable")
+    assert removed["ok"] and "none of the 1 to be replaced is live" in removed["message"], removed
     entry = next(c for c in rec["cases"] if c["name"] == "orphans-keep-statistics-file")
     assert entry["operation"] == "remove_orphan_files(older_than=86400 s)", entry
     assert entry["table_check"]["name"] == "case_maintenance_expectation_holds" and entry["table_check"]["ok"]
