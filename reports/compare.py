@@ -251,7 +251,7 @@ def _options(rs: ResultSet, label: str) -> dict[str, Any] | None:
 
 def variant_groups(rs: ResultSet) -> list[VariantGroup]:
     """Per engine with several labels in the set: the labels side by side against the plain one."""
-    base_of = {lr.r.engine: lr.r.engine_base for lr in rs.runs}
+    base_of = {lr.r.engine: lr.r.engine_name for lr in rs.runs}
     results = [lr.r for lr in rs.runs]
     out = []
     for base in dict.fromkeys(base_of[e] for e in rs.engines):

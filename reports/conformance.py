@@ -338,7 +338,7 @@ def touch_notes(runs, repo: Path = REPO) -> list[TouchNote]:
         if not src.touches and not src.shape_error and not src.shape:
             continue  # written before shapes were recorded
         view, where = conformance_record([lr.path.parent for lr in mine], repo)
-        ran = list(dict.fromkeys(lr.result.engine_name or lr.result.engine.split(":")[0] for lr in mine))
+        ran = list(dict.fromkeys(lr.result.engine_name for lr in mine))
         engines = [e for e in ran if view is not None and e in view.engines]
         rows = [TouchRow(t.case, t.covers, t.because, _verdicts(view, t.case, engines)) for t in src.touches]
         notes.append(TouchNote(table, snap, view, where, sorted(rows, key=lambda r: RANK[r.worst]), src.untested,

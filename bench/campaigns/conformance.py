@@ -251,7 +251,7 @@ def run_case(opts: ConformanceOptions, case: Case, catalog: Path, engines: list[
                                 evidence=why[:2000]) for e_ in engines], []
     cells = []
     for r in results:
-        cls = engine_class(r.engine_base)
+        cls = engine_class(r.engine_name)
         v, evidence = verdict(r, cls.refusal_pattern)
         mine = bool(written and set(written.packages) & {*cls.packages, *cls.library_packages})
         cells.append(ConformanceCell(case=case.name, covers=case.covers, engine=r.engine, verdict=v,  # type: ignore[arg-type]
@@ -417,7 +417,7 @@ def record_versions(rec: ConformanceRecord, results: list[RunResult]) -> None:
     engine_packages = {p for e in REGISTRY for p in engine_class(e).packages}
     reference = package_versions(("pyspark",))["pyspark"]  # the reference reader's Spark, whichever engines ran
     for r in results:
-        cls = engine_class(r.engine_base)
+        cls = engine_class(r.engine_name)
         own = rec.versions.setdefault(r.engine, {})
         own.update({k: v for k, v in r.versions.items() if k in cls.packages or (k not in HARNESS_PACKAGES
                                                                                   and k not in engine_packages)})

@@ -65,7 +65,7 @@ class RunResult(BaseModel):
     run_id: str
     scenario: str
     engine: str  # the engine run's label: NAME or NAME:PROFILE (what statistics and reports group by)
-    engine_name: str = ""  # the engine (registry name) behind the label ("" in older results: = engine)
+    engine_name: str  # the engine (registry name) behind the label
     profile: str | None = None  # the profile of NAME:PROFILE (scenarios/profiles/NAME/PROFILE.yaml)
     engine_options: dict[str, Any] = Field(default_factory=dict)  # the options the engine ran with
     commits: Literal["table", "none"] = "table"  # "none": an engine that writes files and commits nothing
@@ -155,11 +155,6 @@ class RunResult(BaseModel):
         if self.duration_s is None or self.setup_s is None:
             return None
         return self.setup_s + self.duration_s
-
-    @property
-    def engine_base(self) -> str:
-        """The engine behind the label (older results have no engine_name: their label is the name)."""
-        return self.engine_name or self.engine
 
     @property
     def counts(self) -> bool:

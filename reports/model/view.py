@@ -193,7 +193,7 @@ class ResultSet:
         not make the headline (they have their own table).  Without a baseline in the set: the largest speedup.
         (The largest alone would put the slowest engine in the headline of a run of four.)"""
         usable = [s for s in self.speedups if s.ratio.n]
-        plain = {lr.r.engine for lr in self.runs if lr.r.engine == lr.r.engine_base}
+        plain = {lr.r.engine for lr in self.runs if lr.r.engine == lr.r.engine_name}
         usable = [s for s in usable if s.faster in plain and s.slower in plain] or usable
         named = self.run_state.state.engines if self.run_state else []
         base = next((e for e in named if any(e in (s.faster, s.slower) for s in usable)), None)

@@ -15,7 +15,7 @@ MB = 1_000_000
 
 def _run(engine: str, files: int, seconds: float, rss: int, status: str = "ok") -> RunResult:
     data = files // 3
-    return RunResult(run_id=f"files-{files}", scenario="deletes-high", engine=engine, scale=0.005,
+    return RunResult(run_id=f"files-{files}", scenario="deletes-high", engine=engine, engine_name=engine, scale=0.005,
                      file_scale=files / 60_000, seed=42, status=status, verified=status == "ok",
                      duration_s=seconds if status == "ok" else None,
                      phases=[Phase(name="plan", seconds=0.1 * seconds), Phase(name="rewrite", seconds=0.9 * seconds)],

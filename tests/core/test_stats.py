@@ -10,7 +10,8 @@ from bench.core.stats import all_speedups, engine_stats, paired_speedup
 
 
 def run(engine, rep, duration, status="ok", warmup=False, rss=None, verified=None, phases=None):
-    return RunResult(run_id="t", scenario="bin-packing", engine=engine, rep=rep, warmup=warmup, scale=1e-4,
+    return RunResult(run_id="t", scenario="bin-packing", engine=engine, engine_name=engine.split(":")[0], rep=rep,
+                     warmup=warmup, scale=1e-4,
                      seed=1, status=status, verified=(status == "ok") if verified is None else verified,
                      duration_s=duration, telemetry={"peak_rss_bytes": rss},
                      phases=phases if phases is not None else

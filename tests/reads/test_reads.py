@@ -103,7 +103,8 @@ def test_a_wrong_answer_after_the_compaction_fails_the_run():
     truth = {"full-scan": ["10", "55"], "key-range": ["1", "5"]}
 
     def run(after: list[str], before: list[str]) -> RunResult:
-        r = RunResult(run_id="x", scenario="s", engine="e", seed=0, scale=0.0, status="ok", verified=True,
+        r = RunResult(run_id="x", scenario="s", engine="e", engine_name="e", seed=0, scale=0.0, status="ok",
+                      verified=True,
                       verification=Verification(verified=True))
         rec = check(ReadsRecord(reader="duckdb-iceberg", after_measured=True, queries=[
             QueryRead(name="full-scan", sql="", before=["10", "55"], after=["10", "55"]),

@@ -47,7 +47,8 @@ def make_result(engine, rep, status="ok", duration=10.0, verified=None, run_id="
                {"name": "rewrite", "seconds": duration * 0.7, "detail": "reading and writing files"},
                {"name": "commit", "seconds": duration * 0.1, "detail": "one catalog commit"}] if ok else [])
     fields = dict(
-        run_id=run_id, scenario="bin-packing", engine=engine, rep=rep, scale=0.001, seed=1,
+        run_id=run_id, scenario="bin-packing", engine=engine, engine_name=engine.split(":")[0], rep=rep, scale=0.001,
+        seed=1,
         scenario_record={"name": "bin-packing", "sha256": sha, "content": scenario} if scenario is not None else {},
         status=status, verified=verified and ok, duration_s=duration if ok else None,
         phases=phases, setup_s=1.5,

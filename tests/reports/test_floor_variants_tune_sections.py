@@ -109,13 +109,12 @@ def test_the_floor_is_never_the_fastest_engine_in_a_speedup(all_labels):
 def test_a_floor_run_by_itself_and_older_results_beside_it(tmp_path):
     """The floor ran in another run of the same scenario and scale: the engines' run links to it; their
     multiples are ratios of medians with the range over every combination of runs.  The engines' results
-    are of an older harness (no engine_name, profile, options, commits, cores): they still render, with
-    the node's cores."""
+    name no profile, options, commits or cores: they still render, with the node's cores."""
     old = []
     for rep, t in enumerate((4.0, 8.0)):
         data = json.loads(make_result("risingwave", rep, duration=t, run_id="old",
                                   environment={"cpu": {"usable_cores": 4, "logical_cores": 8}}).model_dump_json())
-        for k in ("engine_name", "profile", "engine_options", "commits", "cores"):
+        for k in ("profile", "engine_options", "commits", "cores"):
             data.pop(k)
         old.append(RunResult.model_validate(data))
     write_results(tmp_path, old, run_id="old")

@@ -181,7 +181,7 @@ def test_a_staged_write_leaves_no_session_setting_behind():
 
 
 def _result(status="ok", verified=False, checks=(), error=None, rows=None, findings=()) -> RunResult:
-    return RunResult(run_id="r", scenario="bin-packing", engine="e", scale=0.0, seed=0, status=status,
+    return RunResult(run_id="r", scenario="bin-packing", engine="e", engine_name="e", scale=0.0, seed=0, status=status,
                      verified=verified, error=error,
                      verification=Verification(verified=verified, checks=list(checks), rows=rows,
                                                findings=list(findings)))

@@ -412,7 +412,8 @@ def test_pinned_files_gone_leave_the_later_runs_not_verified_saying_which_and_wh
                           source_watch=None, dataset=SimpleNamespace(location=str(tmp_path / "wh" / "clone")))
 
     def result(engine):
-        return RunResult(run_id="x", scenario="deletes-standard", engine=engine, scale=0, seed=0, status="ok",
+        return RunResult(run_id="x", scenario="deletes-standard", engine=engine, engine_name=engine,
+                         scale=0, seed=0, status="ok",
                          verified=True, source=SourceRecord(table="shop.orders", snapshot_id=1, files=2))
 
     first = result("spark")
