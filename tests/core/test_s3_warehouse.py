@@ -283,25 +283,19 @@ def _java_engine_on_s3(home, endpoint: str, rec: dict, iceberg: str, last: bool 
     _no_secret_in_files(home.root)
 
 
-def test_run_spark_on_s3(s3_endpoint, home):
-    """spark (Spark 4.1, Iceberg 1.12) on the dataset in the bucket, verified; the reader queries (DuckDB's iceberg
-    extension through the REST catalog, httpfs) read the bucket before and after it, their answers the truth."""
-    rec = _run(home, "spark", "spark", "--readers", "on")["spark"]
-    _java_engine_on_s3(home, s3_endpoint, rec, "1.12.0")
-    reads = rec["reads"]
+def test_run_the_jvm_engines_on_s3(s3_endpoint, home):
+    """In one run on the dataset in the bucket (each engine its own subprocess, the table restored between them):
+    spark (Spark 4.1, Iceberg 1.12), spark-3.5 (Spark 3.5.9, Iceberg 1.10.2, its own environment) and gluten
+    (Gluten's Velox bundle, its own Iceberg 1.10.0 runtime, the 3.5 line's AWS bundle), each verified; what fell back
+    to Spark is recorded as on a local warehouse; the reader queries (DuckDB's iceberg extension through the REST
+    catalog, httpfs) read the bucket before and after each, their answers the truth."""
+    recs = _run(home, "jvm", "spark,spark-3.5,gluten", "--readers", "on")
+    last = max(recs.values(), key=lambda r: r["started_at"])["engine"]
+    for engine, iceberg in (("spark", "1.12.0"), ("spark-3.5", "1.10.2"), ("gluten", "1.10.0")):
+        _java_engine_on_s3(home, s3_endpoint, recs[engine], iceberg, last=engine == last)
+    reads = recs["spark"]["reads"]
     assert reads["ok"] and reads["after_measured"], reads["message"]
     assert all(q["before"] == q["after"] == q["truth"] for q in reads["queries"]), reads["queries"]
-
-
-def test_run_spark_35_and_gluten_on_s3(s3_endpoint, home):
-    """In one run on the same dataset (each engine its own subprocess, the table restored between them): spark-3.5
-    (Spark 3.5.9, Iceberg 1.10.2, its own environment) and gluten (Gluten's Velox bundle, its own Iceberg 1.10.0
-    runtime, the 3.5 line's AWS bundle), each verified; what fell back to Spark is recorded as on a local
-    warehouse."""
-    recs = _run(home, "spark35-gluten", "spark-3.5,gluten")
-    last = max(recs.values(), key=lambda r: r["started_at"])["engine"]
-    for engine, iceberg in (("spark-3.5", "1.10.2"), ("gluten", "1.10.0")):
-        _java_engine_on_s3(home, s3_endpoint, recs[engine], iceberg, last=engine == last)
     fallbacks = recs["gluten"]["engine_result"]["gluten_fallbacks"]
     assert fallbacks["recorded"] and {k.split(":")[0] for k in fallbacks["by_reason"]} == {"BatchScan", "AppendData"}
 
