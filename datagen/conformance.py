@@ -66,6 +66,54 @@ class EqualityDelete(BaseModel):
     partition: list[Any] | None = None
 
 
+def equality_rows(schema: Any, d: EqualityDelete) -> tuple[Any, Any]:
+    """An equality delete's rows as Arrow (the key columns with their field ids) and its Iceberg schema (those
+    columns of the table's `schema`, a pyiceberg Schema)."""
+    import pyarrow as pa
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+    from pyiceberg.schema import Schema
+
+    keys = Schema(*[schema.find_field(c) for c in d.columns])
+    return keys, pa.Table.from_pylist([dict(zip(d.columns, r)) for r in d.rows], schema=schema_to_pyarrow(keys))
+
+
+class DeclaredRows(BaseModel):
+    """Rows of `columns` (the table's, by their current names; a column not named is null), appended as one data file
+    by a concurrent commit (`During.append`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    columns: list[str]
+    rows: list[list[Any]] = Field(min_length=1)
+
+
+class PositionDelete(BaseModel):
+    """A position-delete file deleting every row of the table's live data files whose `column` is one of `values`
+    (their file and position located in the files as written, when the commit is prepared)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    column: str
+    values: list[Any] = Field(min_length=1)
+
+
+class During(BaseModel):
+    """One part of the commit another writer makes while the engine rewrites (`Case.during`): exactly one of an
+    append, a position delete, an equality delete (the live writer's commit kinds, datagen.live)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    append: DeclaredRows | None = None
+    position_delete: PositionDelete | None = None
+    equality_delete: EqualityDelete | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> During:
+        if sum(x is not None for x in (self.append, self.position_delete, self.equality_delete)) != 1:
+            raise ValueError("a during step is one of append, position_delete, equality_delete")
+        return self
+
+
 class OrphanFile(BaseModel):
     """A file under the table's data directory that no commit references (an orphan: e.g. a writer's file whose
     commit never landed): `name` names it for the case's expectations (its path: orphan_path), `age_s` how old it
@@ -148,7 +196,16 @@ WRITERS = {"spark": "datagen.conformance_spark", "pyiceberg": "datagen.conforman
 
 
 class Case(BaseModel):
-    """One edge-case table and the scenario that fits it."""
+    """One edge-case table and the scenario that fits it.
+
+    A compaction case may state `during`: the commit another writer makes after the engine planned its rewrite and
+    before the engine commits (one RowDelta of the live writer, datagen.live: an append, a position delete, an
+    equality delete; the engine held as a live-writer run holds it, bench.runner.live).  Such a case states two
+    expectations, each by the spec: `written`, the rows of the table as written (before the concurrent commit: it is
+    held to them before any engine runs), and `expected`, the rows after both the engine's rewrite and the concurrent
+    commit (whichever the engine's commit was rebased on or rejected by), which every engine's end state is held to.
+    Stated, not derived: which rows an equality delete removes is the spec's reasoning, written down like any case's.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -177,6 +234,30 @@ class Case(BaseModel):
     # every file of the table as written is this old when the operation runs (its mtime; orphans have their own
     # age): a real table's files are older than an orphan removal's cutoff, so reachability alone must keep them
     files_age_s: float | None = Field(None, ge=0.0)
+    # the concurrent writer's commit, landing between the engine's planning and its commit (see the docstring), and
+    # the rows of the table as written before it (required with `during`, refused without)
+    during: list[During] = Field(default_factory=list)
+    written: Expected | None = None
+
+    @property
+    def as_written(self) -> Expected:
+        """What the table as written holds: `written` for a case with a concurrent commit, else `expected`."""
+        return self.written if self.written is not None else self.expected
+
+    @model_validator(mode="after")
+    def _concurrent(self) -> Case:
+        if bool(self.during) != (self.written is not None):
+            raise ValueError(f"{self.name}: a case with a concurrent commit (`during`) states the rows of the table as "
+                             "written (`written`), and only one does")
+        if not self.during:
+            return self
+        if self.operation.maintains or self.branch is not None:
+            raise ValueError(f"{self.name}: a concurrent commit (`during`) lands during a rewrite-data-files of main")
+        # the engine is held at its first output file in the table's data directory (bench.runner.live), whose
+        # partition subdirectories an earlier engine's run may have left: a partitioned table's would not show it
+        if self.partitioned_by:
+            raise ValueError(f"{self.name}: a concurrent commit (`during`) is held for on an unpartitioned table")
+        return self
 
     @model_validator(mode="after")
     def _maintained(self) -> Case:
@@ -270,9 +351,9 @@ def load_cases(path: Path = CASES_FILE, names: list[str] | None = None) -> list[
 
 def case_digest(case: Case) -> str:
     """Of what writes the table (not of which shapes it stands for, what it should hold, which branch is compacted,
-    nor what is done to it after)."""
+    nor what is done to it after or beside the engine)."""
     d = case.model_dump(mode="json", exclude={"touches", "expected", "branch", "operation", "maintenance",
-                                              "files_age_s"})
+                                              "files_age_s", "during", "written"})
     for step in d["steps"]:  # a step kind a case does not use is not in its digest (older cases' digests stand)
         if step["orphan"] is None:
             del step["orphan"]

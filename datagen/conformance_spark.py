@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.catalog import CatalogSettings, load_catalog
-from datagen.conformance import NAMESPACE, Case, EqualityDelete, write_all, write_orphan
+from datagen.conformance import NAMESPACE, Case, EqualityDelete, equality_rows, write_all, write_orphan
 
 
 def _equality_delete(spark: Any, settings: CatalogSettings, case: Case, d: EqualityDelete) -> None:
     """One equality-delete file (pyarrow, the key columns with their field ids) committed by Iceberg's Java
     API (RowDelta) on the table Spark wrote."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from bench.core.iceberg_java.commit import RowDeltaCommitter
@@ -30,13 +29,8 @@ def _equality_delete(spark: Any, settings: CatalogSettings, case: Case, d: Equal
     jvm = spark.sparkContext._jvm
     table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession,
                                                                       f"{settings.name}.{case.table}")
-    schema = load_catalog(settings).load_table(case.table).schema()
-    fields = [schema.find_field(c) for c in d.columns]
-    from pyiceberg.io.pyarrow import schema_to_pyarrow
-    from pyiceberg.schema import Schema
-
-    arrow_schema = schema_to_pyarrow(Schema(*fields))
-    data = pa.Table.from_pylist([dict(zip(d.columns, r)) for r in d.rows], schema=arrow_schema)
+    keys, data = equality_rows(load_catalog(settings).load_table(case.table).schema(), d)
+    fields = keys.fields
     location = table.location().removeprefix("file:")
     path = f"{location}/data/eq-delete-{uuid.uuid4().hex[:12]}.parquet"
     Path(path).parent.mkdir(parents=True, exist_ok=True)

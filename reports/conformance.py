@@ -34,8 +34,13 @@ MAINTENANCE_MEANING = {
     "kept-garbage": "the operation is safe but left a file or snapshot it was due to remove (a finding, not a safety "
                     "failure)",
 }
-ORDER = ("deleted-live", "resurrected", "wrong-rows", "wrong-metadata", "failed", "kept-garbage", "unsupported",
-         "harness-cannot")
+# a case with a concurrent commit's verdict beside correct, resurrected and wrong-rows: said where a record has one
+CONCURRENT_MEANING = {
+    "refused": "the engine's commit failed on the concurrent commit and it committed nothing: the table holds the "
+               "case's end state without its rewrite (what the spec allows a conflicting commit: no data lost)",
+}
+ORDER = ("deleted-live", "resurrected", "wrong-rows", "wrong-metadata", "failed", "kept-garbage", "refused",
+         "unsupported", "harness-cannot")
 BAD = ("deleted-live", "resurrected", "wrong-rows", "wrong-metadata", "failed", "harness-cannot")  # shown red
 READER_FINDINGS = ("Reader findings: a reader the verifier asks that read a table otherwise than the case's expected "
                    "rows or the reference reader (Iceberg's Java library): a fact about that reader, not about the "
@@ -81,7 +86,7 @@ class MatrixView:
 
     def counts(self, engine: str) -> dict[str, int]:
         got: list[str] = [c.verdict for c in self.rec.cells if c.engine == engine]
-        return {v: got.count(v) for v in {**MEANING, **MAINTENANCE_MEANING}}
+        return {v: got.count(v) for v in {**MEANING, **MAINTENANCE_MEANING, **CONCURRENT_MEANING}}
 
     def counts_text(self, engine: str) -> str:
         """E.g. "2 correct, 1 unsupported": the verdicts it has, in the verdicts' order."""
@@ -203,7 +208,8 @@ def matrix_markdown(v: MatrixView, level: int = 3) -> str:
     if v.reader_findings:
         out += ["", READER_FINDINGS + ":", ""]
         out += [f"- **{case}**: {_one_line(text)}" for case, text in v.reader_findings]
-    meaning = {**MEANING, **(MAINTENANCE_MEANING if any(c.operation for c in rec.cases) else {})}
+    meaning = {**MEANING, **(MAINTENANCE_MEANING if any(c.operation for c in rec.cases) else {}),
+               **(CONCURRENT_MEANING if any(c.verdict in CONCURRENT_MEANING for c in rec.cells) else {})}
     out += ["", "Verdicts: " + "; ".join(f"`{k}`: {m}" for k, m in meaning.items()) + "."]
     return "\n".join(out) + "\n"
 
@@ -230,7 +236,7 @@ def _one_line(text: str, limit: int = 600) -> str:
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE_GLOB = "docs/reference/*-conformance/" + FILE
 RANK = {"deleted-live": -2, "resurrected": -1, "wrong-rows": 0, "wrong-metadata": 1, "failed": 2, "kept-garbage": 2.5,
-        "unsupported": 3, "harness-cannot": 4, "absent": 5, "correct": 6}
+        "unsupported": 3, "harness-cannot": 4, "absent": 5, "refused": 5.5, "correct": 6}
 LOOKUP = (f"the newest {FILE} (by its start) in the results directory the run is in (a run directory beside it, or "
           f"a directory the run is under), else the newest reference run ({REFERENCE_GLOB})")
 

@@ -102,7 +102,8 @@ class ConformanceOptions:
 
 FAIL_ON = {"wrong": WRONG, "wrong-rows": ("wrong-rows",), "wrong-metadata": ("wrong-metadata",),
            "failed": ("failed",), "unsupported": ("unsupported",), "harness-cannot": ("harness-cannot",),
-           "deleted-live": ("deleted-live",), "resurrected": ("resurrected",), "kept-garbage": ("kept-garbage",)}
+           "deleted-live": ("deleted-live",), "resurrected": ("resurrected",), "kept-garbage": ("kept-garbage",),
+           "refused": ("refused",)}
 # a maintenance case's checks (bench.verify.maintenance) and the verdict each one's failure is, the first failed in
 # this order deciding: data lost, then rows back, then rows otherwise wrong, then garbage left (a finding)
 MAINTENANCE_VERDICTS = ((maint.KEPT, "deleted-live"), (maint.RESURRECTED, "resurrected"),
@@ -153,6 +154,8 @@ def verdict(r: RunResult, refuses: str = "") -> tuple[str, str]:
     """A cell's verdict and its evidence, from one engine run's result: from whose required checks failed (the
     harness's first, then the engine's rows, then the rest of its output); `refuses`: the engine's pattern for its
     own errors that say it does not support a shape (Engine.refusal_pattern)."""
+    if r.live_writer is not None and r.status != "unsupported" and not (r.error or "").startswith(HARNESS_CANNOT):
+        return concurrent_verdict(r)
     if r.status != "ok" or (r.error or "").startswith(HARNESS_CANNOT):
         return _engine_error(r, refuses)
     checks = r.verification.checks
@@ -185,6 +188,36 @@ def verdict(r: RunResult, refuses: str = "") -> tuple[str, str]:
     if meta:
         return "wrong-metadata", (_listed(meta) + "; " + found)[:3000].removesuffix("; ")
     return "correct", found.removesuffix("; ")
+
+
+def concurrent_verdict(r: RunResult) -> tuple[str, str]:
+    """A case with a concurrent commit (its run a live writer's, bench.verify.live): the live verdict said in the
+    matrix's words.  safe: correct; refused (the engine committed nothing and failed, the table holds the case's end
+    state: what the spec allows a conflicting commit, no data lost): refused; unsafe: resurrected when rows the
+    concurrent commit deleted are back, else wrong-rows; inconclusive: failed when the engine timed out or ran out of
+    memory, else harness-cannot (the commits did not interleave as the case states, or nothing could read the end
+    state).  A failed harness check comes first; a failed integrity check of an otherwise safe run is
+    wrong-metadata."""
+    lw = r.live_writer
+    assert lw is not None
+    said = f"{lw.description}; held: {lw.hold or 'never'}; commit order: {' -> '.join(lw.order) or 'none'}; {lw.reason}"
+    failed = [c for c in r.verification.checks if c.required and not c.ok]
+    harness = [c for c in failed if c.whose == "harness"]
+    if harness:
+        return "harness-cannot", ("a harness-side check failed: " + _listed(harness) + "; " + said)[:3000]
+    if lw.verdict == "unsafe":
+        back = lw.evidence.get("deleted_keys_back")
+        return ("resurrected" if back else "wrong-rows"), (said + (f" (keys back: {back})" if back else ""))[:3000]
+    if lw.verdict == "inconclusive":
+        ended = r.status in ("timeout", "oom", "heap-oom")
+        return ("failed" if ended else "harness-cannot"), (said + (f"; {r.error}" if ended and r.error else ""))[:3000]
+    if lw.verdict == "refused":
+        causes = [c for c in lw.evidence.get("engine_causes", [])[:1] if c.splitlines()[0][:300] not in said]
+        return "refused", (said + "".join(f"; {c}" for c in causes))[:3000]
+    meta = [c for c in failed if c.name not in ("interleaved", "content_as_expected", "engine_compaction_committed")]
+    if meta:
+        return "wrong-metadata", (_listed(meta) + "; " + said)[:3000]
+    return "correct", said[:3000]
 
 
 def maintenance_verdict(checks: list[Check]) -> tuple[str, str] | None:
@@ -244,7 +277,8 @@ def run_case(opts: ConformanceOptions, case: Case, catalog: Path, engines: list[
                                           warehouse=opts.warehouse, results_dir=str(run_dir / "runs"),
                                           run_id=case.name, timeout_s=opts.timeout_s, readers=False,
                                           shared=shared, expected=case.expected, branch=case.branch,
-                                          maintenance=maintenance), progress)
+                                          maintenance=maintenance, during=case.during or None,
+                                          written=case.written), progress)
     except Exception as e:  # noqa: BLE001 - the harness refused the table or failed on it: it cannot judge it
         why = f"refused: {e}" if isinstance(e, UserError) else f"the harness failed: {type(e).__name__}: {e}"
         return [ConformanceCell(case=case.name, covers=case.covers, engine=e_, verdict="harness-cannot",
@@ -273,15 +307,16 @@ def case_ref(case: Case, catalog: Path) -> SourceRef:
 
 
 def table_check(case: Case, catalog: Path) -> Check:
-    """The case's table as written (the head of its branch, for a case on one) against what the case states (a
-    harness check: a table that does not hold it is the harness's defect, and no engine is judged on it)."""
+    """The case's table as written (the head of its branch, for a case on one) against what the case states it holds
+    (`Case.as_written`: before a concurrent commit, for a case with one; a harness check: a table that does not hold
+    it is the harness's defect, and no engine is judged on it)."""
     try:
         ref = case_ref(case, catalog)
         tbl = load_source(ref)
     except UserError as e:
         return Check(name=TABLE_CHECK, ok=False, whose="harness", about="rows", message=f"cannot load it: {e}")
     on = "the case's table as written" + (f" (branch {case.branch})" if case.branch else "")
-    return expected_check(tbl, ref.snapshot_id, case.expected, TABLE_CHECK, "harness", on)
+    return expected_check(tbl, ref.snapshot_id, case.as_written, TABLE_CHECK, "harness", on)
 
 
 def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceRecord:

@@ -91,6 +91,10 @@ class RunOptions(CommonOptions):
     # bench conformance: a maintenance case's operation and expected outcome (bench.runner.maintenance.MaintenanceRun):
     # the source is the suite's own case table, used in place, never cloned; None: a compaction
     maintenance: Any = None
+    # bench conformance: a case's concurrent commit (datagen.conformance.During steps, committed by the live writer
+    # between each engine's planning and its commit; `expected` then states the end state), or None
+    during: list[Any] | None = None
+    written: Expected | None = None  # ... and the rows of the table as written, before that commit
 
 
 @dataclass
@@ -117,6 +121,8 @@ class RunContext:
     shared: Any = None  # bench.runner.session.SharedProcesses: the engine runs go to shared processes
     expected: Expected | None = None  # a conformance case's expected rows: every output is held to them
     maintenance: Any = None  # a maintenance case's (RunOptions.maintenance)
+    during: list[Any] | None = None  # a conformance case's concurrent commit (RunOptions.during)
+    written: Expected | None = None  # its table's rows before that commit (RunOptions.written)
     catalog: Catalog | None = None
     dataset: GeneratedTable | None = None
     environment: Environment = field(default_factory=Environment)
@@ -338,7 +344,8 @@ def resolve(opts: RunOptions, progress: Progress) -> RunContext:
                      instance_type=opts.instance_type, progress=progress, engine_options=engine_options,
                      readers=opts.readers and opts.source is None, reader=opts.reader, cow_branch=opts.cow_branch,
                      source=opts.source, storage_cap=cap, cap_device=device, cap_port=port, cpus=cpus,
-                     shared=opts.shared, expected=opts.expected, file_scale=file_scale, maintenance=opts.maintenance)
+                     shared=opts.shared, expected=opts.expected, file_scale=file_scale, maintenance=opts.maintenance,
+                     during=opts.during, written=opts.written)
     if opts.source is not None:
         # an unreadable catalog file, unknown table or snapshot, a source on other storage: UserError now
         check_storage(load_source(opts.source), settings.warehouse)

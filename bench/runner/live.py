@@ -31,9 +31,9 @@ from bench.engines import engine_class
 from bench.runner.context import RunContext, Slot
 from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.integrity import IntegrityInput, integrity_checks
-from bench.verify.live import live_verdict
+from bench.verify.live import Stated, live_verdict
 from bench.verify.stats import table_stats
-from datagen.live import LiveWriter, WriterCommit, prepare_commit
+from datagen.live import LiveWriter, WriterCommit, prepare_commit, prepare_declared
 
 POLL_S = 0.01
 
@@ -137,16 +137,21 @@ INGEST_BRANCH = "ingest"
 @contextmanager
 def live_writer(ctx: RunContext, slot: Slot) -> Iterator[tuple[EngineHold, WriterCommit] | None]:
     """For a live-writer case: the writer's files written and the engine hold armed, for the engine run
-    (`with` block); None otherwise.  With a branch (--cow-branch) the branch is created at the dataset's
+    (`with` block); None otherwise.  A conformance case's concurrent commit (`ctx.during`) is prepared on the
+    table as written, the same writer and hold.  With a branch (--cow-branch) the branch is created at the dataset's
     snapshot first, and the writer commits to it."""
     case = slot.case
     if not case:
         yield None
         return
     sc, ds = ctx.scenario, ctx.dataset
-    assert ds is not None and sc.live_writer is not None and ctx.catalog is not None
+    assert ds is not None and ctx.catalog is not None
     assert ds.snapshot_id is not None  # a generated dataset always has one
-    commit = prepare_commit(ds, case, sc.live_writer.rows)
+    if ctx.during:  # a conformance case's own commit on its table as written
+        commit = prepare_declared(ctx.catalog.load_table(ds.table), ctx.during)
+    else:
+        assert sc.live_writer is not None
+        commit = prepare_commit(ds, case, sc.live_writer.rows)
     branch = slot.branch or "main"
     if branch != "main":
         ctx.catalog.load_table(ds.table).manage_snapshots().create_branch(ds.snapshot_id, branch).commit()
@@ -179,19 +184,27 @@ def judge(ctx: RunContext, r: RunResult, hold: EngineHold, commit: WriterCommit,
     """The live-writer run's record, verdict and verification (instead of the compaction checks), with
     the integrity checks on the branch it compacted (the writer's snapshot is not the engine's)."""
     ds = ctx.dataset
-    assert ds is not None and ctx.catalog is not None and commit.expected is not None
+    assert ds is not None and ctx.catalog is not None
     tbl = ctx.catalog.load_table(ds.table)
     branch = r.live_writer.branch if r.live_writer else None
+    # a declared commit's end state is the conformance case's to state (its rows and keys), not the generator's
+    stated = None
+    if commit.expected is None:
+        assert ctx.expected is not None and ctx.written is not None
+        stated = Stated(end=ctx.expected, written=ctx.written)
+        rows, checksum = stated.end.rows, ""
+    else:
+        rows, checksum = commit.expected.rows, commit.expected.checksum
     rec = LiveWriterRecord(case=commit.case, description=f"the writer {commit.describe()}", rows=commit.rows,
                            target_file=commit.target_file, hold=hold.hold, branch=branch,
                            held_s=None if hold.held_s is None else round(hold.held_s, 4),
                            writer_commit_s=hold.writer.commit_s, writer_snapshot_id=hold.writer.snapshot_id,
-                           expected_rows=commit.expected.rows, expected_checksum=commit.expected.checksum)
+                           expected_rows=rows, expected_checksum=checksum)
     ref = tbl.metadata.refs.get(branch) if branch else None
     assert ds.snapshot_id is not None  # a generated dataset always has one
     rec, r.verification = live_verdict(rec, tbl, ctx.catalog_settings, ds.snapshot_id, r.status, r.error,
                                        commit.appended_keys, commit.deleted_keys, r.error_causes,
-                                       snapshot_id=ref.snapshot_id if ref is not None else None)
+                                       snapshot_id=ref.snapshot_id if ref is not None else None, stated=stated)
     if branch:
         publish(tbl, rec)
         r.verification.add(Check(

@@ -69,7 +69,7 @@ from bench.verify.integrity import IntegrityInput
 from bench.verify.uncommitted import remove_output, stage_output
 from bench.verify.untouched import outcome as partition_outcome
 from datagen.dataset import prepare
-from datagen.live import WriterCommit
+from datagen.live import DECLARED, WriterCommit
 
 
 def run_one(ctx: RunContext, slot: Slot) -> RunResult:
@@ -284,14 +284,15 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     for flag, asked in (("--cow-branch", opts.cow_branch), ("--cases", opts.cases)):
         if asked and not live:
             raise UserError(f"{flag}: {ctx.scenario.name} has no live writer; use a live-writer-* scenario")
-    cases = list(live.cases) if live else None
+    # a conformance case's concurrent commit: every engine run is one live-writer run of it
+    cases = list(live.cases) if live else [DECLARED] if opts.during else None
     if live and opts.cases:
         unknown = [c for c in opts.cases if c not in live.cases]
         if unknown:
             raise UserError(f"--cases: {', '.join(unknown)} not among {ctx.scenario.name}'s cases "
                             f"({', '.join(live.cases)})")
         cases = [c for c in live.cases if c in opts.cases]
-    if live and ctx.settings.is_remote:
+    if (live or opts.during) and ctx.settings.is_remote:
         raise UserError(f"{ctx.scenario.name}: the live writer watches the table's directory while the engine "
                         "runs: it needs a local warehouse, not S3")
     if ctx.scenario.streaming is not None and (opts.reps != 1 or opts.warmup):

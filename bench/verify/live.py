@@ -18,15 +18,19 @@ listed in order with who made them.  Then:
 from __future__ import annotations
 
 import re
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from pyiceberg.table import Table
 
 from bench.core.catalog import CatalogSettings
 from bench.core.catalog.duck import duckdb_connect_iceberg
+from bench.core.expected import Expected, canonical, difference
 from bench.core.records.live import LiveWriterRecord
-from bench.core.records.verification import Check, CommitEvent, Verification
+from bench.core.records.verification import Check, CommitEvent, ReaderAnswer, Verification
 from bench.core.sql import ident
+from bench.verify.expected import read_keys
 from bench.verify.integrity import commit_event
 from bench.verify.readers import read
 
@@ -82,13 +86,66 @@ def key_evidence(tbl: Table, settings: CatalogSettings | None, appended: list[in
     return out
 
 
+def content(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | None, snapshot_id: int | None,
+            appended: list[int], deleted: list[int]) -> tuple[list[ReaderAnswer], str]:
+    """Every reader's answer on the end state against the generator's rows and checksum: those that answered, and
+    what is wrong ('' when nothing is), its evidence in `rec`."""
+    rec.readers = [read(name, tbl, snapshot_id, settings) for name in LIVE_READERS]
+    answered = [a for a in rec.readers if a.answered]
+    wrong = [a for a in answered if a.content != (rec.expected_rows, rec.expected_checksum)]
+    if not wrong:
+        return answered, ""
+    rec.evidence.update(key_evidence(tbl, settings, appended, deleted, snapshot_id))
+    rec.evidence["row_difference"] = (wrong[0].rows or 0) - rec.expected_rows
+    parts = [f"{wrong[0].reader} reads {wrong[0].rows} rows, expected {rec.expected_rows}"]
+    if rec.evidence.get("deleted_rows_back"):
+        parts.append(f"{rec.evidence['deleted_rows_back']} of the {len(deleted)} rows the writer deleted are back")
+    if rec.evidence.get("appended_rows_missing"):
+        parts.append(f"{rec.evidence['appended_rows_missing']} of the {len(appended)} appended rows are lost")
+    return answered, "; ".join(parts)
+
+
+@dataclass
+class Stated:
+    """A conformance case's expectations of a run with a concurrent commit: the end state, and the table as written
+    (the rows the concurrent commit deleted are those written and not in the end state, by the case's key)."""
+
+    end: Expected
+    written: Expected
+
+
+def stated_content(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | None, snapshot_id: int | None,
+                   stated: Stated) -> tuple[list[ReaderAnswer], str]:
+    """The end state against the case's stated rows (count and key values, by the harness's merge-on-read reader);
+    the other readers' answers are witnesses (kept in `rec`).  Returns the readers that answered (none when the
+    reference could not read) and what is wrong; the deleted rows that are back in `rec.evidence`."""
+    rec.readers = [read(name, tbl, snapshot_id, settings) for name in LIVE_READERS]
+    end, written = stated.end, stated.written
+    try:
+        rows, keys, reader = read_keys(tbl, snapshot_id, end.key)
+    except Exception as e:  # noqa: BLE001 - the end state the harness cannot read decides nothing
+        rec.evidence["read_error"] = f"{type(e).__name__}: {e}"[:500]
+        return [], ""
+    answered = [a for a in rec.readers if a.answered]
+    wrong = difference(end, rows, keys)
+    if wrong and end.key and keys is not None and written.key == end.key and written.keys is not None:
+        deleted = Counter(map(canonical, written.keys)) - Counter(map(canonical, end.keys or []))
+        back = (Counter(map(canonical, keys)) - Counter(map(canonical, end.keys or []))) & deleted
+        if back:
+            rec.evidence["deleted_rows_back"] = sum(back.values())
+            rec.evidence["deleted_keys_back"] = sorted(back, key=str)[:SHOWN_KEYS]
+            wrong += f"; {sum(back.values())} of the {sum(deleted.values())} rows deleted meanwhile are back"
+    return answered or [ReaderAnswer(reader=reader, rows=rows)], (f"{reader}: {wrong}" if wrong else "")
+
+
 def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | None, base_snapshot_id: int,
                  engine_status: str, engine_error: str | None, appended: list[int],
                  deleted: list[int], causes: list[str] | None = None,
-                 snapshot_id: int | None = None) -> tuple[LiveWriterRecord, Verification]:
+                 snapshot_id: int | None = None, stated: Stated | None = None) -> tuple[LiveWriterRecord, Verification]:
     """Fill `rec` (case, hold, expected end state and writer snapshot already set) with the commits,
     the readers' answers on `snapshot_id` (a branch's head; None: the current snapshot), the verdict and
-    its evidence; and the run's verification."""
+    its evidence; and the run's verification.  `stated`: a conformance case's end state and its table as written
+    (instead of the generator's rows and checksum)."""
     rec.commits = commit_events(tbl, base_snapshot_id, rec.writer_snapshot_id)
     rec.order = [c.who for c in rec.commits]
     writer = next((c for c in rec.commits if c.who == "writer"), None)
@@ -96,9 +153,6 @@ def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | 
     writer_seq = writer.sequence_number or 0 if writer is not None else 0
     before_writer = [c for c in engine if writer is not None and (c.sequence_number or 0) < writer_seq]
     rec.interleaved = bool(rec.hold) and writer is not None and not before_writer
-    rec.readers = [read(name, tbl, snapshot_id, settings) for name in LIVE_READERS]
-    answered = [a for a in rec.readers if a.answered]
-    wrong = [a for a in answered if a.content != (rec.expected_rows, rec.expected_checksum)]
     rec.evidence = {"snapshots": [c.model_dump() for c in rec.commits]}
     if engine_error:
         rec.evidence["engine_error"] = engine_error[:1000]
@@ -106,9 +160,8 @@ def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | 
         if conflicts:  # the engine's own failure chain names the conflict (a Java cause behind py4j's error)
             rec.evidence["engine_causes"] = conflicts[:3]
             engine_error = conflicts[0]
-    if wrong:
-        rec.evidence.update(key_evidence(tbl, settings, appended, deleted, snapshot_id))
-        rec.evidence["row_difference"] = (wrong[0].rows or 0) - rec.expected_rows
+    answered, wrong = (content(rec, tbl, settings, snapshot_id, appended, deleted) if stated is None
+                       else stated_content(rec, tbl, settings, snapshot_id, stated))
     if not rec.interleaved:
         why = ("the engine was never held (it wrote nothing under the table and sent no commit)" if not rec.hold
                else "the engine committed before the writer" if before_writer else "the writer did not commit")
@@ -118,13 +171,7 @@ def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | 
     elif not answered:
         rec.verdict, rec.reason = "inconclusive", "no reader could read the end state"
     elif wrong:
-        a = wrong[0]
-        parts = [f"{a.reader} reads {a.rows} rows, expected {rec.expected_rows}"]
-        if rec.evidence.get("deleted_rows_back"):
-            parts.append(f"{rec.evidence['deleted_rows_back']} of the {len(deleted)} rows the writer deleted are back")
-        if rec.evidence.get("appended_rows_missing"):
-            parts.append(f"{rec.evidence['appended_rows_missing']} of the {len(appended)} appended rows are lost")
-        rec.verdict, rec.reason = "unsafe", "; ".join(parts)
+        rec.verdict, rec.reason = "unsafe", wrong
     elif engine:
         retried = any(c.parent_id == rec.writer_snapshot_id for c in engine)
         rec.verdict = "safe"
@@ -136,12 +183,14 @@ def live_verdict(rec: LiveWriterRecord, tbl: Table, settings: CatalogSettings | 
         rec.verdict = "refused"
         rec.reason = ("content as expected; the engine committed nothing"
                       + (f" and failed: {engine_error.splitlines()[0][:300]}" if engine_error else ""))
+    content_said = (f"{len(answered)} reader(s): " + ", ".join(f"{a.reader} {a.rows} rows" for a in answered)
+                    + (f"; expected {rec.expected_rows} rows, checksum {rec.expected_checksum}" if stated is None
+                       else f"; expected {stated.end.rows} rows as the case states them"
+                       + (f": {wrong}" if wrong else "")))
     checks = [
         Check(name="interleaved", ok=rec.interleaved,
               message=f"held: {rec.hold or 'never'}; commit order: {' -> '.join(rec.order) or 'none'}"),
-        Check(name="content_as_expected", ok=bool(answered) and not wrong, about="rows",
-              message=(f"{len(answered)} reader(s): " + ", ".join(f"{a.reader} {a.rows} rows" for a in answered)
-                       + f"; expected {rec.expected_rows} rows, checksum {rec.expected_checksum}")),
+        Check(name="content_as_expected", ok=bool(answered) and not wrong, about="rows", message=content_said),
         Check(name="engine_compaction_committed", ok=bool(engine),
               message=f"{len(engine)} engine snapshot(s) after the dataset's"),
     ]

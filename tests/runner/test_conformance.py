@@ -123,6 +123,48 @@ def test_a_pyiceberg_case_is_checked_when_loaded():
              steps=[{"equality_delete": {"columns": ["k"], "rows": [[1]]}}], expected={"rows": 0})
 
 
+def test_a_concurrent_commit_case_states_both_expectations():
+    """A case with a concurrent commit (`during`) states the table as written (`written`, held to it first) beside
+    the end state; it is a rewrite of main on an unpartitioned table; each step is one commit kind."""
+    base = dict(name="x", covers=["x"], touches=["equality-deletes"], columns="k BIGINT",
+                during=[{"equality_delete": {"columns": ["k"], "rows": [[1]]}}], expected={"rows": 0})
+    with pytest.raises(ValueError, match="states the rows of the table as written"):
+        Case(**base)
+    case = Case(**base, written={"rows": 1})
+    assert case.as_written.rows == 1 and case.expected.rows == 0
+    assert Case(**{**base, "during": []}).as_written.rows == 0
+    for bad, says in (({"partitioned_by": "k"}, "unpartitioned"), ({"branch": "b"}, "rewrite-data-files of main"),
+                      ({"during": [{"append": {"columns": ["k"], "rows": [[1]]},
+                                    "position_delete": {"column": "k", "values": [1]}}]}, "one of append")):
+        with pytest.raises(ValueError, match=says):
+            Case(**{**base, "written": {"rows": 1}, **bad})
+    # what is done beside the engine does not write the table: the digest stands
+    from datagen.conformance import case_digest
+    assert case_digest(case) == case_digest(Case(**{**base, "during": [], "expected": {"rows": 1}}))
+
+
+def test_a_concurrent_commit_cells_verdict_is_the_live_writers_in_the_matrixs_words():
+    """safe: correct; refused (failed on the conflict, the table right): refused; unsafe with the deleted rows back:
+    resurrected, else wrong-rows; inconclusive: harness-cannot, or failed for an engine that timed out."""
+    from bench.core.records.live import LiveWriterRecord
+
+    def run(lw_verdict, status="ok", **evidence):
+        r = _result(status=status, error=None if status == "ok" else "CommitFailedException: conflict")
+        r.live_writer = LiveWriterRecord(case="during", description="the writer position-deletes 1 row(s)",
+                                         hold="stopped", order=["writer", "engine"], verdict=lw_verdict,
+                                         reason="why", evidence=evidence)
+        return r
+    assert verdict(run("safe"))[0] == "correct"
+    v, evidence = verdict(run("refused", status="failed", engine_causes=["ValidationException: found new deletes"]))
+    assert v == "refused" and "found new deletes" in evidence and "commit order: writer -> engine" in evidence
+    v, evidence = verdict(run("unsafe", deleted_keys_back=[2]))
+    assert v == "resurrected" and "keys back: [2]" in evidence
+    assert verdict(run("unsafe"))[0] == "wrong-rows"
+    assert verdict(run("inconclusive"))[0] == "harness-cannot"
+    assert verdict(run("inconclusive", status="timeout"))[0] == "failed"
+    assert parse_fail_on("refused") == ("refused",)
+
+
 def test_a_rewrite_case_names_what_it_commits_to():
     """A rewrite-position-deletes case (no argument) commits to main and says so (`advances`); the files it must take
     out of main (`replaced_files`) need a ref it commits to; an orphan cannot take a table file's name; the engines

@@ -11,9 +11,10 @@ from bench.core.records.verification import Check, ReaderFinding
 
 HARNESS_RUNTIME = "harness"  # ConformanceRecord.runtimes' key of the reference reader's and the writer's runtime
 
-# deleted-live, resurrected and kept-garbage: a maintenance case's (bench.campaigns.conformance.verdict)
+# deleted-live, resurrected and kept-garbage: a maintenance case's; refused (and resurrected): a case's with a
+# concurrent commit (bench.campaigns.conformance.verdict)
 Verdict = Literal["correct", "wrong-rows", "wrong-metadata", "failed", "unsupported", "harness-cannot", "deleted-live",
-                  "resurrected", "kept-garbage"]
+                  "resurrected", "kept-garbage", "refused"]
 WRONG = ("wrong-rows", "wrong-metadata")
 
 
