@@ -84,6 +84,13 @@ class MatrixView:
         """The maintenance cases' rows (expire-snapshots, remove-orphan-files: the maintenance matrix)."""
         return self._rows(maintenance=True)
 
+    @property
+    def meaning(self) -> dict[str, str]:
+        """The verdicts this matrix can show and what each means: the maintenance ones where it has maintenance
+        cases, `refused` where a cell has it (the Markdown and the HTML report say the same)."""
+        return {**MEANING, **(MAINTENANCE_MEANING if any(c.operation for c in self.rec.cases) else {}),
+                **(CONCURRENT_MEANING if any(c.verdict in CONCURRENT_MEANING for c in self.rec.cells) else {})}
+
     def counts(self, engine: str) -> dict[str, int]:
         got: list[str] = [c.verdict for c in self.rec.cells if c.engine == engine]
         return {v: got.count(v) for v in {**MEANING, **MAINTENANCE_MEANING, **CONCURRENT_MEANING}}
@@ -208,9 +215,7 @@ def matrix_markdown(v: MatrixView, level: int = 3) -> str:
     if v.reader_findings:
         out += ["", READER_FINDINGS + ":", ""]
         out += [f"- **{case}**: {_one_line(text)}" for case, text in v.reader_findings]
-    meaning = {**MEANING, **(MAINTENANCE_MEANING if any(c.operation for c in rec.cases) else {}),
-               **(CONCURRENT_MEANING if any(c.verdict in CONCURRENT_MEANING for c in rec.cells) else {})}
-    out += ["", "Verdicts: " + "; ".join(f"`{k}`: {m}" for k, m in meaning.items()) + "."]
+    out += ["", "Verdicts: " + "; ".join(f"`{k}`: {m}" for k, m in v.meaning.items()) + "."]
     return "\n".join(out) + "\n"
 
 

@@ -278,8 +278,9 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
         remove_output(written, work)
 
 
-def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
-    ctx = resolve(opts, progress)
+def plan_slots(ctx: RunContext, opts: RunOptions) -> list[Slot]:
+    """The run's engine slots (engine x repetition x live-writer case, each with its branch), the options that
+    shape them checked first (UserError before anything runs)."""
     live = ctx.scenario.live_writer
     for flag, asked in (("--cow-branch", opts.cow_branch), ("--cases", opts.cases)):
         if asked and not live:
@@ -304,6 +305,12 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
         if opts.source is None or live:
             raise UserError(f"a branch to compact ({opts.branch}) is a source table's, without a live writer")
         slots = [replace(s, branch=opts.branch) for s in slots]
+    return slots
+
+
+def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
+    ctx = resolve(opts, progress)
+    slots = plan_slots(ctx, opts)
     engine_packages = tuple(p for e in ctx.engines for p in engine_class(e).packages)
     ctx.environment = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
                                   packages=HARNESS_PACKAGES + engine_packages, iceberg_java=ICEBERG_VERSION)

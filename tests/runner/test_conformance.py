@@ -43,6 +43,7 @@ CHERRY_PICKED = "expire-after-cherry-pick"
 DANGLING = "rewrite-position-deletes-drops-dangling"
 MAINTENANCE_CASES = ["orphans-keep-statistics-file", "rewrite-manifests-keeps-tag", CHERRY_PICKED, DANGLING]
 EXPIRY_TABLE = "expire-retain-last-keeps-tag"
+CONCURRENT = "concurrent-position-delete"  # a concurrent commit (during:): judged in the reproducer test's run
 
 
 # the cases of real tables' shapes: written and checked here with every case pyiceberg writes (cheap: no
@@ -60,8 +61,8 @@ def warehouse(tmp_path_factory):
     """The matrix test's cases, real shapes' and every case pyiceberg writes, written once (one process per writer: one
     Spark JVM, one pyiceberg process) into the warehouse the matrix test runs on."""
     wh = tmp_path_factory.mktemp("conformance") / "warehouse"
-    cases = [c for c in load_cases() if c.name in MATRIX_CASES + MAINTENANCE_CASES + [EXPIRY_TABLE] + ISSUE_39_CASES
-             or c.writer == "pyiceberg"]
+    named = MATRIX_CASES + MAINTENANCE_CASES + [EXPIRY_TABLE, CONCURRENT] + ISSUE_39_CASES
+    cases = [c for c in load_cases() if c.name in named or c.writer == "pyiceberg"]
     written = write_cases(cases, wh / TABLES_DIR)
     return wh, cases, written
 
@@ -550,8 +551,11 @@ def test_own_maintenance_on_the_suites_copy_and_a_reproducer_per_cell_that_is_no
     the case's table, RisingWave's engine its binding's RemoveOrphanFiles and ExpireSnapshots; each cell is judged from
     what is left: the orphan three days old, which neither lists, is named as garbage kept.  Each such cell gets a
     reproducer: its own copy of the table as written and a script in the engine's interpreter that replays the
-    operation through the engine's own API; run here once, and again on its own, it shows the failure."""
-    cases = ["orphans-pyiceberg-written", "expire-pyiceberg-written"]
+    operation through the engine's own API; run here once, and again on its own, it shows the failure.  In the same
+    campaign a position delete committed while each engine rewrites the file it names (held between planning and
+    commit): repark's compare-and-swap refuses its own commit, RisingWave's engine drops the delete and the row is
+    back (resurrected); a compaction cell gets no reproducer."""
+    cases = ["orphans-pyiceberg-written", "expire-pyiceberg-written", CONCURRENT]
     p = run_bench("conformance", "--cases", ",".join(cases), "--engines", "repark,risingwave", "--warehouse",
                   warehouse[0], "--results-dir", tmp_path, "--run-id", "o", timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -562,7 +566,10 @@ def test_own_maintenance_on_the_suites_copy_and_a_reproducer_per_cell_that_is_no
     run = json.loads(next((tmp_path / "o" / "runs" / cases[0]).glob("*--repark--rep0.json")).read_text())
     assert any("remove_orphan_files" in ph["name"] and "dry_run false" in ph["detail"] for ph in run["phases"]), run
     assert run["status"] == "ok" and rec["versions"]["repark"]["repark"], run["error"]
-    due = sorted(k for k, c in cells.items() if c["verdict"] != "correct")
+    assert cells[(CONCURRENT, "repark")]["verdict"] == "refused", cells[(CONCURRENT, "repark")]
+    back = cells[(CONCURRENT, "risingwave")]
+    assert back["verdict"] == "resurrected" and "2" in back["evidence"], back
+    due = sorted(k for k, c in cells.items() if c["verdict"] != "correct" and c["case"] != CONCURRENT)
     assert (cases[0], "risingwave") in due and all(cells[k]["verdict"] != "harness-cannot" for k in due), cells
     assert sorted((r["case"], r["engine"]) for r in rec["reproducers"]) == due, rec["reproducers"]
     assert all(r["shown"] is True for r in rec["reproducers"]), rec["reproducers"]
