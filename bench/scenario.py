@@ -214,8 +214,11 @@ class Scenario(BaseModel):
         needs: set[str] = ({str(self.rewrite.strategy)} & {"sort", "zorder"}) | self._table_needs
         if self.partition_filter is not None:
             needs |= {"partition-filter"} | ({"partition-filter-deletes"} if self.kind == "deletes" else set())
-        if self.streaming is not None:
-            needs |= {"maintenance"} | {op.op.replace("_", "-") for op in self.streaming.maintenance} - {"compact"}
+        if self.streaming is None:
+            needs.add("rewrite-data-files")
+        else:  # each operation's feature is its name with dashes, but compact's is the compaction's
+            needs |= {"maintenance"} | {"rewrite-data-files" if op.op == "compact" else op.op.replace("_", "-")
+                                        for op in self.streaming.maintenance}
             if self.streaming.mode == "branch":
                 needs |= {"branch"} | ({"rewrite-manifests-branch"} if "rewrite-manifests" in needs else set())
             if self.streaming.mode != "sequential" and any(op.op == "expire_snapshots"

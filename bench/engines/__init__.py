@@ -29,6 +29,7 @@ REGISTRY: dict[str, str] = {
     "repark": "bench.engines.repark:ReparkEngine",
     "gluten": "bench.engines.gluten:GlutenEngine",
     "spark-3.5": "bench.engines.spark_35:Spark35Engine",
+    "pyiceberg": "bench.engines.pyiceberg_maintenance:PyicebergEngine",
 }
 DEFAULT_ENGINES = ("spark", "risingwave", "arrow-floor")  # what `bench run` runs unless told otherwise
 CAMPAIGN_ENGINES = ("spark", "risingwave")  # what sweeps, frontiers and plans compare unless told otherwise

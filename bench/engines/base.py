@@ -39,6 +39,8 @@ from bench.engines.environment import EngineEnvironment
 Kind = Literal["binpack", "deletes"]
 # What a run may need beyond a plain compaction of main; an engine lists those it can do (`supports`).
 FEATURES = {
+    "rewrite-data-files": "compaction: rewriting the table's data files (Engine.compact), what every compaction "
+                          "scenario and a streaming scenario's compact operation ask",
     "branch": "compacting a branch other than main (job.branch)",
     "sort": "sorted output: the rewritten rows sorted by the table's sort order (job.strategy sort)",
     "zorder": "z-ordered output: rows clustered by a z-order curve of job.zorder_columns (job.strategy zorder)",
@@ -63,6 +65,9 @@ FEATURES = {
                                 "committing to it",
     "format-v3": "a table of Iceberg format v3 (deletion vectors, row lineage): reading it and committing v3 metadata",
 }
+# the FEATURES an engine has unless its not_supported names them: compaction is what nearly every engine is for, but a
+# maintenance-only engine declares it refused (an engine written elsewhere, BENCH_EXTRA_ENGINES, keeps compacting)
+ASSUMED = frozenset({"rewrite-data-files"})
 # An untimed gap in compact() longer than this becomes a phase "other" (so the phases add up).
 UNTIMED_MIN_S = 0.001
 # a reason that is the harness's, not the engine's (Capabilities.harness_cannot; a run's error starting with it is the
@@ -244,8 +249,8 @@ class Capabilities:
     """What an engine can do beyond a plain compaction of main, and how it reaches the table: one record per
     engine (`Engine.capabilities`)."""
 
-    # FEATURES it can do; a run that needs a feature it lacks is recorded `unsupported` with `why_not(feature)`,
-    # never run
+    # FEATURES it can do (and those ASSUMED, unless not_supported names them); a run that needs a feature it lacks is
+    # recorded `unsupported` with `why_not(feature)`, never run
     supports: frozenset[str] = frozenset()
     not_supported: Mapping[str, str] = field(default_factory=dict)  # feature -> why it cannot (its version, its API)
     # feature -> why the harness cannot serve this engine the feature (e.g. the catalog it serves the engine cannot
@@ -316,7 +321,7 @@ class Engine(ABC):
         caps = cls.capabilities
         if feature in caps.harness_cannot:
             return HARNESS_CANNOT + caps.harness_cannot[feature]
-        if feature in caps.supports:
+        if feature in caps.supports or (feature in ASSUMED and feature not in caps.not_supported):
             return None
         return caps.not_supported.get(feature) or f"{cls.name} does not declare support for {FEATURES[feature]}"
 

@@ -35,9 +35,13 @@ from bench.scenario import Scenario
 __all__ = ["build_job", "harness_failed", "record_engine", "record_unsupported", "restore_input", "why_unsupported"]
 
 
-def why_unsupported(ctx: RunContext, slot: Slot, needs: Iterable[str] = ()) -> str | None:
-    """Why `slot.engine` cannot run this scenario (the features it needs, a branch, and `needs`), or None."""
-    features = sorted(ctx.scenario.needs() | ({"branch"} if slot.branch else set()) | set(needs))
+def why_unsupported(ctx: RunContext, slot: Slot, operation: str | None = None) -> str | None:
+    """Why `slot.engine` cannot run this scenario (the features it needs, a branch), or None; `operation`: the feature
+    of the one operation the run asks instead of the scenario's compaction (a maintenance case's)."""
+    needs = ctx.scenario.needs()
+    if operation:
+        needs = (needs - {"rewrite-data-files"}) | {operation}
+    features = sorted(needs | ({"branch"} if slot.branch else set()))
     why = [w for w in (engine_class(slot.engine).why_not(f) for f in features) if w]
     # the harness's reasons first: a run the harness cannot serve is its failure, whatever the engine lacks too
     return "; ".join(sorted(why, key=lambda w: not w.startswith(HARNESS_CANNOT))) or None

@@ -123,7 +123,7 @@ def run_maintenance(ctx: RunContext, slot: Slot, setup_check: Callable[[RunResul
     run: MaintenanceRun = ctx.maintenance
     label = f"[{slot.engine} {slot.tag}]"
     r = new_result(ctx, slot)
-    why = why_unsupported(ctx, slot, needs=[FEATURE[run.op.op]])
+    why = why_unsupported(ctx, slot, operation=FEATURE[run.op.op])
     if why:
         return finish(ctx, record_unsupported(r, why), label)
     try:

@@ -47,7 +47,7 @@ class LiveWriterRecord(BaseModel):
 
 
 # a maintenance step's operations (bench.engines.base.MaintenanceOp: each an engine method; its feature is its name
-# with dashes, bench.engines.base.FEATURES, but for compact)
+# with dashes, bench.engines.base.FEATURES, but compact's is rewrite-data-files)
 MaintenanceOpName = Literal["expire_snapshots", "compact", "rewrite_manifests", "remove_orphan_files",
                             "rewrite_position_deletes"]
 
