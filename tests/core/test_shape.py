@@ -135,8 +135,9 @@ def test_delete_files_by_kind(catalog):
     assert _touched(facts) == ["equality-delete-null-key", "equality-delete-multi-column", "equality-delete-sequence",
                                "equality-delete-partition-scoped", "position-deletes-branch-tag", "branch-compaction",
                                "format-v3-deletion-vectors", "position-deletes-older-spec", "format-v1-upgraded",
-                               "nested-struct-evolution-deletes"]
+                               "nested-struct-evolution-deletes", "concurrent-equality-delete",
+                               "concurrent-position-delete"]
     assert {"expire-keeps-equality-delete-applying", "rewrite-manifests-keeps-deletes-applying"} <= set(
         _touched(facts, True))
-    only = {"equality-deletes": "k2"}  # a single required key, unpartitioned: the sequence case alone
-    assert _touched(only) == ["equality-delete-sequence"]
+    only = {"equality-deletes": "k2"}  # a single required key, unpartitioned: the sequence and concurrent cases alone
+    assert _touched(only) == ["equality-delete-sequence", "concurrent-equality-delete"]
