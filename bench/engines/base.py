@@ -264,6 +264,33 @@ class Capabilities:
     commits_table: bool = True
 
 
+# Python source for a reproducer script (Engine.reproducer) whose engine reaches a local table only through a REST
+# catalog: `rest_catalog(warehouse)`, a context manager serving the SQLite catalog under `warehouse` with the harness's
+# loopback server (the catalog only: the operation stays the engine's own call) and yielding its URI
+REPRODUCER_REST_CATALOG = r'''
+import contextlib
+
+
+@contextlib.contextmanager
+def rest_catalog(warehouse):
+    import os, subprocess, sys, tempfile, time
+    from pathlib import Path
+
+    ready = Path(tempfile.mkdtemp()) / "uri"
+    server = subprocess.Popen([sys.executable, "-m", "bench.core.catalog.rest", "--warehouse", warehouse,
+                               "--ready-file", str(ready), "--parent-pid", str(os.getpid())])
+    try:
+        while not ready.exists():
+            if server.poll() is not None:
+                raise RuntimeError("the REST catalog server exited")
+            time.sleep(0.1)
+        yield ready.read_text().strip()
+    finally:
+        server.terminate()
+        server.wait()
+'''
+
+
 class Engine(ABC):
     """What every engine is: the attributes it declares (each with its default) and the steps of its life cycle
     (the module docstring); `compact` is the one step every engine must write."""

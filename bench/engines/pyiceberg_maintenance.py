@@ -25,7 +25,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 from bench.core.requirements import Requirement, module_requirement
-from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, MaintenanceOp, PhaseClock
+from bench.engines.base import (
+    REPRODUCER_REST_CATALOG,
+    Capabilities,
+    CompactionJob,
+    Engine,
+    EngineOutcome,
+    MaintenanceOp,
+    PhaseClock,
+)
 
 DISTRIBUTION = "pyiceberg"
 DECLARED_FOR = "0.12.0"  # the release whose source the declarations below were read from
@@ -56,9 +64,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # to write a v3 table's metadata), the operation pyiceberg's own builder
 REPRODUCER = r'''
 def operate(table, metadata_file, warehouse, op):
-    import os, subprocess, sys, tempfile, time
+    import time
     from datetime import UTC, datetime, timedelta
-    from pathlib import Path
     from pyiceberg.catalog.rest import RestCatalog
 
     if op["op"] != "expire_snapshots":
@@ -67,24 +74,14 @@ def operate(table, metadata_file, warehouse, op):
         raise NotImplementedError(f"pyiceberg has no {op['op']}: table.maintenance offers {', '.join(offered)}")
     if (op["retain_last"] or 1) > 1:
         raise NotImplementedError("pyiceberg's ExpireSnapshots takes no retain_last (by_id, by_ids, older_than)")
-    ready = Path(tempfile.mkdtemp()) / "uri"
-    server = subprocess.Popen([sys.executable, "-m", "bench.core.catalog.rest", "--warehouse", warehouse,
-                               "--ready-file", str(ready), "--parent-pid", str(os.getpid())])
-    try:
-        while not ready.exists():
-            if server.poll() is not None:
-                raise RuntimeError("the REST catalog server exited")
-            time.sleep(0.1)
-        tbl = RestCatalog("bench", uri=ready.read_text().strip(), warehouse=warehouse).load_table(table)
+    with rest_catalog(warehouse) as uri:
+        tbl = RestCatalog("bench", uri=uri, warehouse=warehouse).load_table(table)
         ms = op["older_than_ms"] if op["older_than_ms"] is not None else int((time.time() - op["older_than_s"]) * 1000)
-        cutoff = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=ms)
+        cutoff = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
         before = {s.snapshot_id for s in tbl.metadata.snapshots}
         print(f"table.maintenance.expire_snapshots().older_than({cutoff.isoformat()}).commit()")
         tbl.maintenance.expire_snapshots().older_than(cutoff).commit()
         gone = sorted(before - {s.snapshot_id for s in tbl.metadata.snapshots})
-    finally:
-        server.terminate()
-        server.wait()
     return tbl.metadata_location, {"expired_snapshot_ids": gone}
 '''
 
@@ -106,7 +103,7 @@ class PyicebergEngine(Engine):
                                   "manifest or delete rewrite")
     color: ClassVar[str] = "#E3A21A"
     packages: ClassVar[tuple[str, ...]] = (DISTRIBUTION,)
-    reproducer: ClassVar[str] = REPRODUCER
+    reproducer: ClassVar[str] = REPRODUCER_REST_CATALOG + REPRODUCER
     refusal_pattern: ClassVar[str] = r"[Nn]ot (yet )?supported"  # RETAIN_LAST; pyiceberg's "... is not yet supported"
     # format-v3: over REST the server writes the metadata; pyiceberg applies v3 updates by the spec's rules
     # (bench.core.catalog.v3); its own SqlCatalog refuses to write v3 metadata ("Writing V3 is not yet supported")

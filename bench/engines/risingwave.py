@@ -43,7 +43,16 @@ from bench.core.catalog import CatalogSettings
 from bench.core.errors import UserError
 from bench.core.records.engine_run import Deployment
 from bench.core.requirements import Requirement, module_requirement
-from bench.engines.base import Capabilities, CompactionJob, Engine, EngineOutcome, Knob, MaintenanceOp, PhaseClock
+from bench.engines.base import (
+    REPRODUCER_REST_CATALOG,
+    Capabilities,
+    CompactionJob,
+    Engine,
+    EngineOutcome,
+    Knob,
+    MaintenanceOp,
+    PhaseClock,
+)
 
 DISTRIBUTION = "iceberg-compaction"
 PINNED_VERSION = "202604.9.0rc0"
@@ -168,7 +177,7 @@ def derived_values(job: CompactionJob, strategy: str | None = None) -> tuple[dic
 # operation is the binding's own call, with the cutoff as the engine takes it: an age in whole seconds, rounded up)
 REPRODUCER = r'''
 def operate(table, metadata_file, warehouse, op):
-    import math, os, sqlite3, subprocess, sys, tempfile, time
+    import math, sqlite3, time
     from pathlib import Path
     import iceberg_compaction as ic
 
@@ -177,15 +186,8 @@ def operate(table, metadata_file, warehouse, op):
                      and not getattr(c, "_is_protocol", False))
         raise NotImplementedError(f"iceberg-compaction has no position-delete rewrite; its operations: "
                                   f"{', '.join(ops)}")
-    ready = Path(tempfile.mkdtemp()) / "uri"
-    server = subprocess.Popen([sys.executable, "-m", "bench.core.catalog.rest", "--warehouse", warehouse,
-                               "--ready-file", str(ready), "--parent-pid", str(os.getpid())])
-    try:
-        while not ready.exists():
-            if server.poll() is not None:
-                raise RuntimeError("the REST catalog server exited")
-            time.sleep(0.1)
-        catalog = ic.RestCatalog("bench", uri=ready.read_text().strip(), warehouse=warehouse, properties={})
+    with rest_catalog(warehouse) as uri:
+        catalog = ic.RestCatalog("bench", uri=uri, warehouse=warehouse, properties={})
         cutoff = op["older_than_ms"] / 1000 if op["older_than_ms"] is not None else time.time() - op["older_than_s"]
         age = max(0, math.ceil(time.time() - cutoff))
         if op["op"] == "expire_snapshots":
@@ -199,9 +201,6 @@ def operate(table, metadata_file, warehouse, op):
         else:
             print("RewriteManifests(RewriteManifestsConfig()).run()")
             result = ic.RewriteManifests(catalog, table, ic.RewriteManifestsConfig()).run()
-    finally:
-        server.terminate()
-        server.wait()
     ns, name = table.split(".")
     with sqlite3.connect(Path(warehouse) / "catalog.db") as db:
         (now,) = db.execute("SELECT metadata_location FROM iceberg_tables WHERE table_namespace = ? AND table_name = ?",
@@ -218,7 +217,7 @@ class RisingWaveEngine(Engine):
     packages: ClassVar[tuple[str, ...]] = (DISTRIBUTION,)
     Options: ClassVar[type[BaseModel]] = RisingWaveOptions
     conflict_log_pattern: ClassVar[str] = r"CommitConflict|[Cc]onflict"  # iceberg-rust's commit-conflict errors
-    reproducer: ClassVar[str] = REPRODUCER
+    reproducer: ClassVar[str] = REPRODUCER_REST_CATALOG + REPRODUCER
     # iceberg-rust's ErrorKind::FeatureUnsupported ("FeatureUnsupported => ..."), DataFusion's NotImplemented
     refusal_pattern: ClassVar[str] = r"FeatureUnsupported|NotImplemented|[Nn]ot (yet )?supported"
     # Compaction(..., to_branch=B) plans from B and commits to B

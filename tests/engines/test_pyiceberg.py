@@ -31,10 +31,10 @@ def test_what_pyiceberg_can_do_is_declared():
 
 def test_pyiceberg_expires_and_declares_no_orphan_removal(tmp_path):
     """`bench conformance` on two pyiceberg-written cases: its expiry commits (the expired snapshots' manifest lists
-    stay on disk: kept-garbage, its own finding), its orphan removal is unsupported with its reason."""
+    stay on disk: kept-garbage, its own finding), its orphan removal is unsupported with its reason; each cell's
+    reproducer replays pyiceberg's own call and shows the same."""
     p = run_bench("conformance", "--cases", "expire-pyiceberg-written,orphans-pyiceberg-written", "--engines",
-                  "pyiceberg", "--warehouse", tmp_path / "wh", "--results-dir", tmp_path / "r", "--run-id", "c",
-                  "--no-reproducers")
+                  "pyiceberg", "--warehouse", tmp_path / "wh", "--results-dir", tmp_path / "r", "--run-id", "c")
     assert p.returncode == 0, p.stderr[-3000:]
     cells = {c["case"]: c for c in json.loads((tmp_path / "r" / "c" / "conformance.json").read_text())["cells"]}
     assert cells["expire-pyiceberg-written"]["verdict"] == "kept-garbage", cells
@@ -42,3 +42,8 @@ def test_pyiceberg_expires_and_declares_no_orphan_removal(tmp_path):
     assert cells["orphans-pyiceberg-written"]["verdict"] == "unsupported", cells
     assert "pyiceberg 0.12.0 has no orphan file removal" in cells["orphans-pyiceberg-written"]["evidence"]
     assert all(c["self_written"] for c in cells.values())
+    shown = {(r["case"], r["shown"]): r for r in json.loads((tmp_path / "r" / "c" / "conformance.json").read_text())[
+        "reproducers"]}
+    assert set(shown) == {("expire-pyiceberg-written", True), ("orphans-pyiceberg-written", True)}, shown
+    out = (tmp_path / "r" / "c" / "reproducers" / "expire-pyiceberg-written--pyiceberg" / "output.txt").read_text()
+    assert "table.maintenance.expire_snapshots().older_than(" in out and "not removed, though nothing reaches it" in out
