@@ -24,6 +24,7 @@ import importlib.metadata
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
+from bench.core.catalog import load_sql_catalog
 from bench.core.requirements import Requirement, module_requirement
 from bench.engines.base import (
     REPRODUCER_REST_CATALOG,
@@ -91,9 +92,8 @@ class NotSupported(RuntimeError):
 
 
 def cutoff(op: MaintenanceOp) -> datetime:
-    """The op's cutoff as the datetime older_than takes, to the millisecond: its point in time, or its age now."""
-    ms = op.older_than_ms if op.older_than_ms is not None else int(op.cutoff_unix() * 1000)
-    return EPOCH + timedelta(milliseconds=ms)
+    """The op's cutoff (MaintenanceOp.cutoff_unix) as the datetime older_than takes, to the millisecond."""
+    return EPOCH + timedelta(milliseconds=round(op.cutoff_unix() * 1000))
 
 
 class PyicebergEngine(Engine):
@@ -122,7 +122,7 @@ class PyicebergEngine(Engine):
         return [module_requirement("pyiceberg", "make setup"),
                 Requirement(f"{DISTRIBUTION} {DECLARED_FOR} (what its capabilities were declared from)",
                             found == DECLARED_FOR, f"found {found}" if found else "not installed",
-                            f"check bench/engines/pyiceberg.py's declarations against pyiceberg {found}")]
+                            f"check bench/engines/pyiceberg_maintenance.py's declarations against pyiceberg {found}")]
 
     @classmethod
     def declared_runtime(cls) -> str:
@@ -130,21 +130,18 @@ class PyicebergEngine(Engine):
 
     def open(self, job: CompactionJob, clock: PhaseClock) -> None:
         settings = job.catalog
-        props = {**settings.file_io_properties(), **{str(k): str(v) for k, v in settings.properties.items()}}
         if settings.rest_uri:
             with clock.phase("catalog client", f"pyiceberg RestCatalog({settings.rest_uri})"):
                 from pyiceberg.catalog.rest import RestCatalog
 
+                props = {**settings.file_io_properties(), **{str(k): str(v) for k, v in settings.properties.items()}}
                 warehouse = props.pop("warehouse", None) if settings.external_rest else settings.rest_warehouse
                 self._catalog = RestCatalog(settings.name, uri=str(settings.rest_uri),
                                             **({"warehouse": warehouse} if warehouse else {}), **props)
                 self._how = f"RestCatalog({settings.rest_uri})"
         else:
             with clock.phase("catalog client", f"pyiceberg SqlCatalog({settings.sqlalchemy_uri})"):
-                from pyiceberg.catalog.sql import SqlCatalog
-
-                self._catalog = SqlCatalog(settings.name, uri=settings.sqlalchemy_uri,
-                                           warehouse=settings.warehouse_uri, **props)
+                self._catalog = load_sql_catalog(settings)
                 self._how = f"SqlCatalog({settings.sqlalchemy_uri})"
 
     def close(self) -> None:
