@@ -31,6 +31,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -240,7 +241,81 @@ def popen(cmd: list[str], *, preexec_fn: Callable[[], object] | None = None, **k
     return proc
 
 
-def release(proc: subprocess.Popen, group: bool = False) -> None:
+class Forked:
+    """A child made by `fork`, with the part of subprocess.Popen's interface the harness uses on its children."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: gone, its status unknown (as subprocess.Popen says 0)
+                self.returncode = 0
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0)
+            time.sleep(0.01)
+        assert self.returncode is not None
+        return self.returncode
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+def fork(run: Callable[[], int], *, title: str, stderr: Path) -> Forked:
+    """`run()` in a child forked from this process, in a session of its own, that dies with the harness as `popen`'s
+    children do; its exit status is run()'s, its stdin and stdout /dev/null, its stderr the file `stderr`, its command
+    line `title` (what ps and `bench doctor` show).  For a service whose libraries this process has already imported:
+    a new interpreter would spend a second or more of CPU importing them again."""
+    from setproctitle import setproctitle
+
+    main = threading.current_thread() is threading.main_thread()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()  # or the child's first write would repeat what this process had buffered
+    pid = os.fork()
+    if pid == 0:  # the child: never returns, never runs this process's exit handlers
+        code = 1
+        try:
+            os.setsid()
+            if main:
+                die_with_parent()
+            null = os.open(os.devnull, os.O_RDWR)
+            err = os.open(stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            for fd, to in ((0, null), (1, null), (2, err)):
+                os.dup2(to, fd)
+            setproctitle(title)
+            code = run()
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        except BaseException:  # noqa: BLE001 - the child's last word goes to its stderr file
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            sys.stderr.flush()
+            os._exit(code)
+    guard(pid, group=True)
+    return Forked(pid)
+
+
+def release(proc: subprocess.Popen | Forked, group: bool = False) -> None:
     """After `proc` (started with `popen`) was waited for."""
     unguard(proc.pid, group=group)
 

@@ -120,18 +120,16 @@ def serve(settings: CatalogSettings, *, log_file: str | os.PathLike | None = Non
         (Path(tmp) / OWNER_FILE).write_text(f"{os.getpid()} {children.start_time(os.getpid())}")
         ready = Path(tmp) / "ready"
         err_path = Path(tmp) / "stderr.log"
-        cmd = [sys.executable, "-m", "bench.core.catalog.rest",
-               "--warehouse", settings.rest_warehouse, "--state-dir", str(settings.state_path),
-               "--name", settings.name,
-               "--host", "127.0.0.1", "--port", "0", "--ready-file", str(ready),
-               "--parent-pid", str(os.getpid())]
+        args = ["--warehouse", settings.rest_warehouse, "--state-dir", str(settings.state_path),
+                "--name", settings.name, "--host", "127.0.0.1", "--port", "0", "--ready-file", str(ready),
+                "--parent-pid", str(os.getpid())]
         if log_path:
-            cmd += ["--log-file", str(log_path)]
-        with open(err_path, "wb") as err:
-            # own session: a Ctrl-C in the harness terminal does not kill the catalog under a
-            # run that is still cleaning up; we stop it ourselves (and it watches its parent).
-            proc = children.popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=err, start_new_session=True)
+            args += ["--log-file", str(log_path)]
+        # forked, not a new interpreter: this process has already imported most of what the server does (pyiceberg,
+        # pyarrow, SQLAlchemy: a second of CPU); its own session, so a Ctrl-C in the harness terminal does not kill
+        # the catalog under a run that is still cleaning up (we stop it ourselves, and it watches its parent)
+        proc = children.fork(lambda: main(args), title=" ".join([sys.executable, "-m", __name__, *args]),
+                             stderr=err_path)
         try:
             uri = _wait_ready(proc, ready, err_path, timeout_s)
             yield ServedCatalog(settings.with_rest(uri), proc.pid, log_path)
@@ -147,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     return _main(argv)
 
 
-def _wait_ready(proc: subprocess.Popen, ready: Path, err_path: Path, timeout_s: float) -> str:
+def _wait_ready(proc: children.Forked, ready: Path, err_path: Path, timeout_s: float) -> str:
     deadline = time.monotonic() + timeout_s
     last = "no ready file yet"
     while time.monotonic() < deadline:
@@ -166,7 +164,7 @@ def _wait_ready(proc: subprocess.Popen, ready: Path, err_path: Path, timeout_s: 
                     f"({last}; stderr: {_tail(err_path) or 'empty'})")
 
 
-def _stop(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
+def _stop(proc: children.Forked, grace_s: float = STOP_GRACE_S) -> None:
     if proc.poll() is not None:
         return
     proc.terminate()
