@@ -35,7 +35,10 @@ from bench.verify.live import Stated, live_verdict
 from bench.verify.stats import table_stats
 from datagen.live import LiveWriter, WriterCommit, prepare_commit, prepare_declared
 
+# how often the hold looks: an engine stopped at its first output file must be stopped before it writes much more; one
+# whose commit request waits at the gate waits anyway (each look is an HTTP round trip to the catalog server)
 POLL_S = 0.01
+GATE_POLL_S = 0.1
 
 
 class EngineHold:
@@ -109,7 +112,7 @@ class EngineHold:
             if how:
                 self._commit(how, stopped)
                 return
-            self._stop.wait(POLL_S)
+            self._stop.wait(GATE_POLL_S if self.gate_uri else POLL_S)
 
     def _commit(self, how: str, stopped: bool) -> None:
         t0 = time.perf_counter()
