@@ -46,7 +46,7 @@ from bench.runner.engine_run import build_job, harness_failed, record_unsupporte
 from bench.runner.inputs import SetupGuard
 from bench.runner.live import INGEST_BRANCH
 from bench.runner.process import EngineRun, run_engine_process, storage_record, tail
-from bench.runner.record import finish, new_result
+from bench.runner.record import assemble, finish, new_result
 from bench.verify.readers import merge_on_read
 from bench.verify.streaming import (
     CYCLE_LINEAGE_RULE,
@@ -213,7 +213,7 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state, then {st.cycles} cycles of "
                           f"{per_cycle} commits x {rows} rows"
                           + ("" if is_base else f" and maintenance ({', '.join(rec.maintenance)})"))
-        restore_input(ctx, r)
+        r = assemble(r, restore_input(ctx))
         branch = INGEST_BRANCH if st.mode == "branch" else "main"
         if branch != "main":
             assert ds.snapshot_id is not None  # a generated dataset always has one
@@ -228,7 +228,7 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
         r.status = bad[0] if bad else "ok"  # type: ignore[assignment]
         r.error = next((f"cycle {c.cycle}: {c.maintenance_error}" for c in rec.cycles if c.maintenance_error), None)
     except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
-        harness_failed(r, exc)
+        r = harness_failed(r, exc)
     totals(r, baseline)
     checks = [Check(name=f"cycle_{c.cycle}_content", ok=c.content_ok, message=f"{c.verdict}: {c.reason}",
                     about="rows")

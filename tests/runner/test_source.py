@@ -416,13 +416,13 @@ def test_pinned_files_gone_leave_the_later_runs_not_verified_saying_which_and_wh
                          scale=0, seed=0, status="ok",
                          verified=True, source=SourceRecord(table="shop.orders", snapshot_id=1, files=2))
 
-    first = result("spark")
-    check_source(ctx, first)  # type: ignore[arg-type]
+    first = check_source(ctx, result("spark"))  # type: ignore[arg-type]
     assert first.verified and first.source.unchanged and not first.source.gone
     gone.unlink()
     second = result("risingwave")
-    second.verification.add(Check(name="rows", ok=True, message="same rows"))
-    check_source(ctx, second)  # type: ignore[arg-type]
+    second = second.model_copy(update={"verification": second.verification.with_checks(
+        Check(name="rows", ok=True, message="same rows"))})
+    second = check_source(ctx, second)  # type: ignore[arg-type]
     assert not second.verified and second.source.gone == [str(gone)] and second.source.unchanged is False
     assert second.source.gone_between[0] <= second.source.gone_between[1]
     said = second.error or ""
