@@ -2,13 +2,13 @@
 (bench.runner.run), each maintenance step of a streaming run (bench.runner.streaming), and any later kind
 (a conformance case).
 
-    why_unsupported(ctx, slot)        why the engine cannot run this scenario (None: it can)
-    record_unsupported(r, why)        ... then recorded as such, never run
-    restore_input(ctx)                the dataset restored byte for byte, measured (Restored)
-    build_job(ctx, slot, work, ...)   the CompactionJob: the scenario's work, codec, layout, filter, budget
-    run_engine_process(...)           spawned, confined, sampled, classified (bench.runner.process)
-    engine_report(ctx, r, er)         what the engine process said (EngineReport)
-    harness_failed(r, exc)            a harness-side failure, recorded (never a crash of the harness)
+    why_unsupported(ctx, slot)            why the engine cannot run this scenario (None: it can)
+    record_unsupported(r, why)            ... then recorded as such, never run
+    restore_input(ctx)                    the dataset restored byte for byte, measured (Restored)
+    build_job(ctx, slot, work, restored)  the CompactionJob: the input's work, codec, layout, filter, budget
+    run_engine_process(...)               spawned, confined, sampled, classified (bench.runner.process)
+    engine_report(ctx, r, er)             what the engine process said (EngineReport)
+    harness_failed(r, exc)                a harness-side failure, recorded (never a crash of the harness)
 Each step returns what it found; the run assembles the record from them (bench.runner.record.assemble).
 """
 
@@ -72,6 +72,10 @@ class Restored:
     before: TableStats
     paths: set[str]
     metadata: TableMetadata
+    # the work asked of the engine and checked by the verifier (bench.core.work): the scenario's intent resolved
+    # against the input (whether it has delete files), one object for the job and the verification, so they cannot
+    # disagree; the same for every engine run of a run, whose inputs are byte for byte the dataset
+    work: WorkIntent
 
     def record_fields(self) -> dict[str, Any]:
         b = self.before
@@ -82,9 +86,8 @@ class Restored:
 def restore_input(ctx: RunContext) -> Restored:
     """The dataset restored byte for byte (bench.runner.inputs.reset_input) and measured."""
     state, before, paths, metadata = reset_input(ctx)
-    if ctx.work is None:  # the dataset's own state: the same for every engine run of this run
-        ctx.work = ctx.scenario.work_intent(before.delete_files > 0)
-    return Restored(input=state, before=before, paths=paths, metadata=metadata)
+    return Restored(input=state, before=before, paths=paths, metadata=metadata,
+                    work=ctx.scenario.work_intent(before.delete_files > 0))
 
 
 def scenario_job(sc: Scenario, table: str, catalog: CatalogSettings, options: dict[str, Any], target: int,
@@ -97,14 +100,15 @@ def scenario_job(sc: Scenario, table: str, catalog: CatalogSettings, options: di
                          zorder_columns=list(sc.rewrite.zorder_columns), work=work, **run)
 
 
-def build_job(ctx: RunContext, slot: Slot, work: Path, branch: str | None = None,
+def build_job(ctx: RunContext, slot: Slot, work: Path, restored: Restored, branch: str | None = None,
               maintenance: Iterable[MaintenanceOp] = ()) -> CompactionJob:
-    """The one CompactionJob of an engine run: the scenario's job (scenario_job) with the run's work (the same
-    WorkIntent the verifier gets), the memory budget and cores, partition filter; a maintenance step when given."""
+    """The one CompactionJob of an engine run in `work` on the `restored` input: the scenario's job (scenario_job)
+    with the input's work (the same WorkIntent the verifier gets), the memory budget and cores, partition filter; a
+    maintenance step when given."""
     ds = ctx.dataset
     assert ds is not None
     return scenario_job(ctx.scenario, ds.table, ctx.catalog_settings, ctx.engine_options[slot.engine], ctx.target,
-                        ctx.threshold, ctx.work, memory_budget_bytes=ctx.budget, cores=ctx.cores,
+                        ctx.threshold, restored.work, memory_budget_bytes=ctx.budget, cores=ctx.cores,
                         work_dir=str(work), branch=branch or slot.branch or "main",
                         partition_filter=ctx.partition_filter, flush_dir=flush_dir(ctx),
                         maintenance=list(maintenance), shared_process=ctx.shared is not None)

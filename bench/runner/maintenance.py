@@ -59,12 +59,12 @@ class MaintenanceRun:
 
 
 def in_place(ctx: RunContext, stack: ExitStack) -> GeneratedTable:
-    """The case's table (ctx.source, the suite's own) as the run's dataset (ctx.dataset) in place: registered in the
-    run's catalog at the metadata file it was written with (a new one when the case is written again), its files
-    sealed in a vault; put back as written when `stack` closes (after the run's last engine)."""
-    ctx.dataset = _in_place(ctx)
-    stack.callback(put_back, ctx)
-    return ctx.dataset
+    """The case's table (ctx.source, the suite's own) as the run's dataset in place: registered in the run's catalog
+    at the metadata file it was written with (a new one when the case is written again), its files sealed in a
+    vault; put back as written when `stack` closes (after the run's last engine)."""
+    ds = _in_place(ctx)
+    stack.callback(put_back, ctx, ds)
+    return ds
 
 
 def _in_place(ctx: RunContext) -> GeneratedTable:
@@ -104,11 +104,10 @@ def _in_place(ctx: RunContext) -> GeneratedTable:
     return ds
 
 
-def put_back(ctx: RunContext) -> None:
-    """The case's table as written again, after its last engine (what that engine deleted put back, what it added
-    deleted): the next campaign reuses it."""
-    ds = ctx.dataset
-    if ds is None or ctx.catalog is None:
+def put_back(ctx: RunContext, ds: GeneratedTable) -> None:
+    """The case's table `ds` as written again, after its last engine (what that engine deleted put back, what it
+    added deleted): the next campaign reuses it."""
+    if ctx.catalog is None:
         return
     name = ds.table.split(".")[-1]
     restore(ctx.catalog, ds.table, ds.metadata_location, ds.location, ds.table_files,
@@ -128,10 +127,11 @@ def run_maintenance(ctx: RunContext, slot: Slot, setup_check: Callable[[SetupIO 
         return finish(ctx, record_unsupported(r, why), label)
     try:
         ctx.progress.info(f"{label} restoring the case's table, then {run.op.describe()}")
-        r = assemble(r, restore_input(ctx))
+        restored = restore_input(ctx)
+        r = assemble(r, restored)
         work = ctx.run_dir / "work" / f"{ctx.scenario.name}--{file_label(slot.engine)}--{slot.tag}"
         guard = SetupGuard(ctx, r.bytes_in or 0)
-        job = build_job(ctx, slot, work, maintenance=[run.op])
+        job = build_job(ctx, slot, work, restored, maintenance=[run.op])
         guard.park()
         try:
             er = run_engine_process(ctx, slot, job, work, on_ready=guard.release)

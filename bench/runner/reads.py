@@ -16,14 +16,7 @@ from bench.core.results import RunResult
 from bench.reads.measure import read_after, read_before, skip_after, summary_line
 from bench.runner.context import RunContext
 from bench.runner.record import assemble, checked
-from datagen.queries import TRUTH_SOURCE, reads_plan
-
-
-def _plan(ctx: RunContext):
-    if ctx.reads_plan is None:
-        assert ctx.dataset is not None
-        ctx.reads_plan = reads_plan(ctx.dataset)
-    return ctx.reads_plan
+from datagen.queries import TRUTH_SOURCE
 
 
 def _failed(exc: Exception, rec: ReadsRecord | None = None) -> ReadsRecord:
@@ -39,7 +32,7 @@ def reads_before(ctx: RunContext) -> ReadsRecord | None:
         return None
     assert ctx.catalog is not None and ctx.dataset is not None
     try:
-        queries, truth = _plan(ctx)
+        queries, truth = ctx.reads_plan
         with ctx.progress.task("reads before compaction", unit="step"):
             return read_before(ctx.catalog.load_table(ctx.dataset.table), ctx.catalog_settings, queries, truth,
                                ctx.cache_mode, TRUTH_SOURCE, reader=ctx.reader)
@@ -78,7 +71,7 @@ def reads_after(ctx: RunContext, r: RunResult, label: str) -> RunResult:
         elif r.commits == "none":
             skip_after(rec, "not measured: the engine commits nothing, readers see the input unchanged")
         else:
-            queries, truth = _plan(ctx)
+            queries, truth = ctx.reads_plan
             with ctx.progress.task(f"{label} reads after compaction", unit="step"):
                 read_after(rec, ctx.catalog.load_table(ctx.dataset.table), ctx.catalog_settings, queries, truth,
                            usable=r.verified)

@@ -26,13 +26,12 @@ from pathlib import Path
 
 from bench.core.catalog import load_catalog
 from bench.core.catalog.rest import serve
-from bench.core.dataset import GeneratedTable
 from bench.core.errors import RunFailed, UserError
 from bench.core.fmt import fmt_bytes
 from bench.core.iceberg_java.runtime import ICEBERG_VERSION
 from bench.core.lock import WarehouseLock
 from bench.core.machine import HARNESS_PACKAGES, environment, package_versions
-from bench.core.pin import pin_source
+from bench.core.pin import SourceWatch, pin_source
 from bench.core.progress import Progress
 from bench.core.records.engine_run import CacheState, Phase, SetupIO
 from bench.core.records.telemetry import DeleteOpens
@@ -45,6 +44,7 @@ from bench.engines import engine_class
 from bench.engines.base import EngineOutcome
 from bench.runner.context import RunContext, RunOptions, Slot, resolve, resolve_filter, schedule
 from bench.runner.engine_run import (
+    Restored,
     build_job,
     engine_report,
     harness_failed,
@@ -91,15 +91,16 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state (position {slot.position + 1} of "
                           f"{len(slot.order)}: {' -> '.join(slot.order)})")
         restored = restore_input(ctx)
+        r = assemble(r, restored)
         # the dataset snapshot, before the engine's own cache policy (a live-writer run changes the content, and
         # after an engine that commits nothing readers would read the input unchanged: no reads)
-        r = assemble(r, restored, reads=reads_before(ctx) if not slot.case
-                     and engine_class(slot.engine).capabilities.commits_table else None)
+        reads = not slot.case and engine_class(slot.engine).capabilities.commits_table
+        r = assemble(r, reads=reads_before(ctx) if reads else None)
         work = ctx.run_dir / "work" / f"{ctx.scenario.name}--{file_label(slot.engine)}--{slot.tag}"
         integrity = IntegrityInput(before=restored.metadata, branch=slot.branch or "main",
                                    declared_properties=frozenset(ctx.scenario.output.sets_properties)
                                    | engine_class(slot.engine).sets_properties)
-        r, er, live = compact(ctx, slot, r, work)
+        r, er, live = compact(ctx, slot, r, work, restored)
         if live is not None:
             with ctx.progress.task(f"{label} judging the live writer's case", unit="step"):
                 r = judge(ctx, r, *live, integrity)
@@ -107,7 +108,7 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
             r = assemble(r, files_out=r.after.data_files + r.after.delete_files if r.after else None)
         elif r.status == "ok":
             on_branch = publish_branch(ctx, r, slot.branch) if slot.branch else None
-            r = checked(check(ctx, r, er, restored.paths, work, integrity, label), on_branch)
+            r = checked(check(ctx, r, er, restored, work, integrity, label), on_branch)
         r = reads_after(ctx, r, label)
     except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
         r = harness_failed(r, exc)
@@ -141,13 +142,13 @@ def publish_branch(ctx: RunContext, r: RunResult, branch: str) -> Check:
     return Check(name="branch_compacted", ok=ok, message=said, about="metadata")
 
 
-def compact(ctx: RunContext, slot: Slot, r: RunResult,
-            work: Path) -> tuple[RunResult, EngineRun, tuple[EngineHold, WriterCommit] | None]:
-    """The engine's process (a live writer beside it for a live-writer case), the table parked out of reach
-    until its setup has ended.  Returns the record with what it said, the process's run and the live writer's
-    hold (None without one)."""
+def compact(ctx: RunContext, slot: Slot, r: RunResult, work: Path,
+            restored: Restored) -> tuple[RunResult, EngineRun, tuple[EngineHold, WriterCommit] | None]:
+    """The engine's process on the `restored` input (a live writer beside it for a live-writer case), the table
+    parked out of reach until its setup has ended.  Returns the record with what it said, the process's run and
+    the live writer's hold (None without one)."""
     guard = SetupGuard(ctx, r.bytes_in or 0)
-    job = build_job(ctx, slot, work)
+    job = build_job(ctx, slot, work, restored)
     ctx.progress.info(f"[{slot.engine} {slot.tag}] setting up with the table out of reach, then compacting (cache "
                       f"{ctx.cache_mode}, budget {fmt_bytes(ctx.budget)}, time limit {ctx.timeout_s} s)"
                       + (f", live writer: {slot.case}" if slot.case else "")
@@ -179,7 +180,7 @@ def compact(ctx: RunContext, slot: Slot, r: RunResult,
     return r, er, live
 
 
-def check(ctx: RunContext, r: RunResult, er: EngineRun, before_paths: set[str], work: Path,
+def check(ctx: RunContext, r: RunResult, er: EngineRun, restored: Restored, work: Path,
           integrity: IntegrityInput, label: str) -> RunResult:
     """Verify a run that ended ok: the table (or a floor's staged output) against the dataset's ground truth."""
     outcome = er.record.outcome if er.record else None
@@ -187,7 +188,7 @@ def check(ctx: RunContext, r: RunResult, er: EngineRun, before_paths: set[str], 
     r = assemble(r, commits="table" if outcome is None or outcome.commits == "table" else "none")
     t_verify = time.perf_counter()
     with ctx.progress.task(f"{label} verifying", unit="step"):
-        after, verification, partitions = verify_run(ctx, r, before_paths, outcome, work, integrity)
+        after, verification, partitions = verify_run(ctx, r, restored, outcome, work, integrity)
     r = assemble(r, after=after, partitions=partitions, verify_s=time.perf_counter() - t_verify,
                  verification=placed(verification, r.phases))
     r = checked(r, setup_check(r.setup_io))
@@ -229,12 +230,13 @@ def setup_check(io: SetupIO | None) -> Check | None:
     return Check(name="setup_out_of_reach", ok=ok, message=msg, whose="harness")
 
 
-def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: EngineOutcome | None,
+def verify_run(ctx: RunContext, r: RunResult, restored: Restored, outcome: EngineOutcome | None,
                work: Path, integrity: IntegrityInput | None = None
                ) -> tuple[TableStats, Verification, PartitionOutcome | None]:
     """Verify the table after the run, and a partitioned table's outcome per partition (None: unpartitioned, or
     an output that could not be staged); for an engine that commits nothing, its listed output files staged as a
-    scratch table (then its written files are removed)."""
+    scratch table (then its written files are removed); `restored`: the input and the work asked of the engine."""
+    before_paths = restored.paths
     sc, ds = ctx.scenario, ctx.dataset
     assert ds is not None and ctx.catalog is not None
     settings = ctx.catalog_settings
@@ -250,7 +252,7 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
                      zorder_columns=list(sc.rewrite.zorder_columns), sort_order=tbl.sort_order(),
                      before_data_files=[e.data_file for e in inputs.data] if inputs and layout else None,
                      partition_filter=ctx.partition_filter, input_files=inputs if partitioned else None,
-                     work=ctx.work, expected=ctx.expected)
+                     work=restored.work, expected=ctx.expected)
 
     def verify_and_outcome() -> tuple[TableStats, Verification, PartitionOutcome | None]:
         """verify(), and a partitioned table's outcome per partition (read while a staged output exists)."""
@@ -308,11 +310,7 @@ def plan_slots(ctx: RunContext, opts: RunOptions) -> list[Slot]:
 def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     ctx = resolve(opts, progress)
     slots = plan_slots(ctx, opts)
-    engine_packages = tuple(p for e in ctx.engines for p in engine_class(e).packages)
-    ctx.environment = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
-                                  packages=HARNESS_PACKAGES + engine_packages, iceberg_java=ICEBERG_VERSION)
-    ctx.environment.warehouse = ctx.settings.storage_description()
-    ctx.versions = package_versions(HARNESS_PACKAGES + engine_packages)
+    ctx = described(ctx)
     state = RunState(run_id=ctx.run_id, pid=os.getpid(), started_at=now_iso(), scenario=ctx.scenario.name,
                      scale=ctx.scale, file_scale=ctx.counts_scale, engines=ctx.engines, reps=opts.reps,
                      expected_results=len(slots) + (ctx.scenario.streaming is not None),
@@ -326,25 +324,7 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
             progress.info(f"removed {len(stale)} cgroup(s) left by a killed run")
         write_run_state(ctx.run_dir, state)
         try:
-            log = ctx.run_dir / "work" / "catalog-server.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            if ctx.serves_catalog:
-                ctx.served = (ctx.shared.serve(ctx.settings, log) if ctx.shared is not None
-                              else stack.enter_context(serve(ctx.settings, log_file=log)))
-            ctx.catalog = load_catalog(ctx.settings)
-            if ctx.source is not None:  # a maintenance case's, the suite's own, in place: it deletes files
-                ds = use_source(ctx) if ctx.maintenance is None else in_place(ctx, stack)
-            else:
-                ds = ctx.dataset = prepare(ctx.catalog, ctx.settings, ctx.scenario.table, ctx.scale, ctx.seed,
-                                           progress=progress, file_scale=ctx.file_scale)
-                progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
-                              + (f"(file counts of scale {ds.file_scale:g}, bytes of scale {ds.scale:g}) "
-                                 if ds.file_scale is not None else "")
-                              + f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
-            ctx.partition_filter = resolve_filter(ctx)
-            if ctx.partition_filter:
-                progress.info(f"partition filter: {ctx.partition_filter} (only the partitions it selects are "
-                              "compacted)")
+            ctx = prepare_run(ctx, stack)
             if ctx.scenario.streaming is not None:
                 out += run_streaming(ctx)
             else:
@@ -365,26 +345,68 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     return out
 
 
-def use_source(ctx: RunContext) -> GeneratedTable:
-    """--source-table: the source fingerprinted, its clone as the dataset, and its shape (the conformance cases
-    it touches, recorded with every result)."""
+def described(ctx: RunContext) -> RunContext:
+    """The context with the environment every result records: the machine, the warehouse's storage, the versions
+    of the harness's and the engines' packages."""
+    packages = HARNESS_PACKAGES + tuple(p for e in ctx.engines for p in engine_class(e).packages)
+    env = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
+                      packages=packages, iceberg_java=ICEBERG_VERSION)
+    return replace(ctx, environment=env.model_copy(update={"warehouse": ctx.settings.storage_description()}),
+                   versions=package_versions(packages))
+
+
+def prepare_run(ctx: RunContext, stack: ExitStack) -> RunContext:
+    """What the run prepares once, before its first engine run, as a new context: the served catalog (served while
+    `stack` is open), the catalog, the dataset (generated; a source's clone, with its pin, watch and shape; or a
+    maintenance case's table in place, put back when `stack` closes) and the partition filter resolved on it."""
+    progress = ctx.progress
+    log = ctx.run_dir / "work" / "catalog-server.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    served = None
+    if ctx.serves_catalog:
+        served = (ctx.shared.serve(ctx.settings, log) if ctx.shared is not None
+                  else stack.enter_context(serve(ctx.settings, log_file=log)))
+    catalog = load_catalog(ctx.settings)
+    ctx = replace(ctx, served=served, catalog=catalog)
+    if ctx.source is not None and ctx.maintenance is None:
+        ctx = use_source(ctx)
+    elif ctx.source is not None:  # a maintenance case's, the suite's own, in place: it deletes files
+        ctx = replace(ctx, dataset=in_place(ctx, stack))
+    else:
+        ds = prepare(catalog, ctx.settings, ctx.scenario.table, ctx.scale, ctx.seed, progress=progress,
+                     file_scale=ctx.file_scale)
+        progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
+                      + (f"(file counts of scale {ds.file_scale:g}, bytes of scale {ds.scale:g}) "
+                         if ds.file_scale is not None else "")
+                      + f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
+        ctx = replace(ctx, dataset=ds)
+    assert ctx.dataset is not None
+    where = resolve_filter(ctx.scenario, catalog, ctx.dataset)
+    if where:
+        progress.info(f"partition filter: {where} (only the partitions it selects are compacted)")
+    return replace(ctx, partition_filter=where)
+
+
+def use_source(ctx: RunContext) -> RunContext:
+    """--source-table: the context with the source fingerprinted (its pin, and the watch over it from then on),
+    its clone as the dataset, and its shape (the conformance cases it touches, recorded with every result)."""
     assert ctx.source is not None and ctx.catalog is not None
     progress = ctx.progress
     src = load_source(ctx.source)  # loaded once: pinned and cloned from the same metadata, whoever commits after
-    ctx.source_before = pin_source(src, ctx.source.snapshot_id)
-    ds = ctx.dataset = prepare_clone(ctx.catalog, ctx.settings, ctx.source, ctx.scenario, progress,
-                                     read_settings=ctx.catalog_settings, src=src)
-    shaped = ctx.source_shape = source_shape(src, ds.snapshot_id)
+    pin = pin_source(src, ctx.source.snapshot_id)
+    ds = prepare_clone(ctx.catalog, ctx.settings, ctx.source, ctx.scenario, progress,
+                       read_settings=ctx.catalog_settings, src=src)
+    shaped = source_shape(src, ds.snapshot_id)
     progress.info(f"source {ctx.source.table}: its shape touches {len(shaped.touches)} conformance case(s)"
                   + (f": {', '.join(t.case for t in shaped.touches)}" if shaped.touches else "")
                   + (f" (shape unknown: {shaped.shape_error})" if shaped.shape_error else ""))
-    pin = ctx.source_before
     progress.info(f"source {ctx.source.table} pinned at snapshot {ds.snapshot_id} (fingerprint {pin.digest} over "
                   f"{len(pin.files)} files, taken in {pin.seconds:.2f} s"
                   + (f"; refs carried: {', '.join(pin.carried)}" if pin.carried else "") + f"): clone "
                   f"{ds.table}, {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
                   f"({'reused' if ds.reused else f'cloned and read in {ds.generation_s:.1f} s'})")
-    return ds
+    return replace(ctx, dataset=ds, source_before=pin, source_shape=shaped,
+                   source_watch=SourceWatch(seen_unix=pin.taken_unix))
 
 
 def summary_table(results: list[RunResult], engines: list[str]) -> str:

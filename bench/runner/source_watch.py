@@ -22,10 +22,6 @@ from bench.runner.context import RunContext
 from bench.runner.record import assemble, checked
 
 
-def _iso(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
-
-
 def look(ctx: RunContext) -> Observation:
     """The source now against its pin (a source that cannot be read back is a failure to name)."""
     assert ctx.source is not None and ctx.source_before is not None
@@ -40,26 +36,16 @@ def look(ctx: RunContext) -> Observation:
 
 
 def watch(ctx: RunContext) -> SourceWatch:
-    if ctx.source_watch is None:
-        ctx.source_watch = SourceWatch(seen_unix=ctx.source_before.taken_unix if ctx.source_before else time.time())
+    """The run's watch (made with its pin: bench.runner.run.use_source)."""
+    assert ctx.source_watch is not None
     return ctx.source_watch
 
 
 def update(ctx: RunContext, ob: Observation) -> SourceWatch:
-    """The run's watch after observation `ob`: when files went (first time only), the harness's failures."""
-    w, now = watch(ctx), time.time()
-    w.last = ob
-    if ob.gone and not w.gone:
-        pin = ctx.source_before
-        assert pin is not None and ctx.source is not None
-        w.gone_between = [_iso(w.seen_unix), _iso(now)]
-        w.gone = (f"{len(ob.gone)} of the {len(pin.files)} files of the pinned snapshot {pin.snapshot_id} of "
-                  f"{ctx.source.table} disappeared from the source between {w.gone_between[0]} and "
-                  f"{w.gone_between[1]} (the table owner's maintenance, e.g. expire_snapshots or "
-                  f"remove_orphan_files: the harness never writes to the source), e.g. {ob.gone[0]}")
-    elif not ob.gone:
-        w.seen_unix = now
-    w.failures += [f for f in ob.failures if f not in w.failures]
+    """The run's watch after observation `ob`."""
+    assert ctx.source_before is not None and ctx.source is not None
+    w = watch(ctx)
+    w.saw(ob, ctx.source_before, ctx.source.table)
     return w
 
 

@@ -43,7 +43,14 @@ from bench.engines import engine_class
 from bench.reads import duck
 from bench.reads.queries import query_sql
 from bench.runner.context import RunContext, Slot
-from bench.runner.engine_run import build_job, harness_failed, record_unsupported, restore_input, why_unsupported
+from bench.runner.engine_run import (
+    Restored,
+    build_job,
+    harness_failed,
+    record_unsupported,
+    restore_input,
+    why_unsupported,
+)
 from bench.runner.inputs import SetupGuard
 from bench.runner.live import INGEST_BRANCH
 from bench.runner.process import EngineRun, run_engine_process, storage_record, tail
@@ -220,12 +227,13 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
     assert ds is not None and ctx.catalog is not None and st is not None
     is_base = slot.engine == BASELINE
     label = f"[{slot.engine} streaming {st.mode}]"
+    r = new_result(ctx, slot, BASELINE_COLOR if is_base else None, runs_engine=not is_base)
     rows, per_cycle = st.rows_at(ctx.scale, sc.local_scale), st.commits_at(ctx.scale)
     rec = StreamingRecord(mode=st.mode, baseline=is_base, cycles_planned=st.cycles,
                           commits_per_cycle=per_cycle, rows_per_commit=rows, cadence_s=st.cadence_at(ctx.scale),
                           maintenance=[] if is_base else [op.describe() for op in st.maintenance],
                           sink=st.sink.record(ctx.scale, _spec_text(ctx)) if st.sink is not None else None)
-    r = assemble(new_result(ctx, slot, BASELINE_COLOR if is_base else None, runs_engine=not is_base), streaming=rec)
+    r = assemble(r, streaming=rec)
     why = None if is_base else why_unsupported(ctx, slot)
     if why:
         return finish(ctx, record_unsupported(r, why), label)
@@ -236,14 +244,15 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state, then {st.cycles} cycles of "
                           f"{per_cycle} commits x {rows} rows"
                           + ("" if is_base else f" and maintenance ({', '.join(rec.maintenance)})"))
-        r = assemble(r, restore_input(ctx))
+        restored = restore_input(ctx)
+        r = assemble(r, restored)
         branch = INGEST_BRANCH if st.mode == "branch" else "main"
         if branch != "main":
             assert ds.snapshot_id is not None  # a generated dataset always has one
             ctx.catalog.load_table(ds.table).manage_snapshots().create_branch(ds.snapshot_id, branch).commit()
         writer = make_writer(ctx, slot, rows, branch, work)
         with writer:
-            cycles(ctx, ran, slot, writer, branch, work)
+            cycles(ctx, ran, slot, writer, branch, work, restored)
         # a maintenance step that failed with the writer committing beside it is a finding of the mode (counted
         # in maintenance_not_landed, its error kept); alone, or out of memory or time, it fails the run
         tolerated = ("ok", "none") + (("failed",) if st.mode != "sequential" else ())
@@ -330,9 +339,11 @@ def integrity_check(c: CycleRecord) -> Check:
                           f"{len(c.integrity)} integrity checks held" if c.integrity else "not checked"))
 
 
-def cycles(ctx: RunContext, ran: Ran, slot: Slot, writer: Writer, branch: str, work: Path) -> None:
-    """The run's cycles: the writer's commits, the maintenance step (not for the baseline), what it read and
-    wrote, the table verified against the generator, the reader queries; one CycleRecord each, into `ran`."""
+def cycles(ctx: RunContext, ran: Ran, slot: Slot, writer: Writer, branch: str, work: Path,
+           restored: Restored) -> None:
+    """The run's cycles from the `restored` input: the writer's commits, the maintenance step (not for the
+    baseline), what it read and wrote, the table verified against the generator, the reader queries; one
+    CycleRecord each, into `ran`."""
     st = ctx.scenario.streaming
     assert st is not None
     published_from: int | None = None
@@ -349,7 +360,7 @@ def cycles(ctx: RunContext, ran: Ran, slot: Slot, writer: Writer, branch: str, w
                 time.sleep(st.cadence_at(ctx.scale))
         before = before_state(ctx, branch)
         if slot.engine != BASELINE:
-            index = maintain(ctx, ran, slot, cyc, writer, index, branch, work / f"cycle{n:03d}")
+            index = maintain(ctx, ran, slot, cyc, writer, index, branch, work / f"cycle{n:03d}", restored)
         this = writer.commits[first:]
         _writer_stats(cyc, this)
         tbl, snaps = io_delta(ctx, cyc, writer, before, branch, measured=slot.engine != BASELINE)
@@ -377,7 +388,7 @@ def before_state(ctx: RunContext, branch: str) -> Before:
 
 
 def maintain(ctx: RunContext, ran: Ran, slot: Slot, cyc: CycleRecord, writer: Writer, index: int,
-             branch: str, work: Path) -> int:
+             branch: str, work: Path, restored: Restored) -> int:
     """One maintenance step in the engine's own process (bench.runner.engine_run's path), the writer committing
     beside it unless sequential; returns the writer's next commit index."""
     st = ctx.scenario.streaming
@@ -386,7 +397,8 @@ def maintain(ctx: RunContext, ran: Ran, slot: Slot, cyc: CycleRecord, writer: Wr
     ctx.progress.info(f"[{slot.engine} cycle {cyc.cycle}/{st.cycles}] maintenance"
                       + (" with the writer committing" if paced else ""))
     cadence = Cadence(writer, index, st.cadence_at(ctx.scale)) if paced else None
-    job = build_job(ctx, slot, work, branch=branch, maintenance=[op for op in st.maintenance if op.due(cyc.cycle)])
+    job = build_job(ctx, slot, work, restored, branch=branch,
+                    maintenance=[op for op in st.maintenance if op.due(cyc.cycle)])
     unix0 = time.time()
     guard = SetupGuard(ctx, 0, apply_cache=False)  # out of reach while the engine sets up, as a single run
 

@@ -388,7 +388,7 @@ def test_pinned_files_gone_leave_the_later_runs_not_verified_saying_which_and_wh
     not run with the same line; the engine card says why in one line."""
     from types import SimpleNamespace
 
-    from bench.core.pin import SourceFingerprint
+    from bench.core.pin import SourceFingerprint, SourceWatch
     from bench.core.records.scenario import SourceRecord
     from bench.core.records.verification import Check
     from bench.core.results import RunResult
@@ -409,7 +409,8 @@ def test_pinned_files_gone_leave_the_later_runs_not_verified_saying_which_and_wh
     pin.snapshot_ids = [s.snapshot_id for s in load_source(SourceRef(catalog_file=str(cfg), table="shop.orders"))
                         .metadata.snapshots]
     ctx = SimpleNamespace(source=SourceRef(catalog_file=str(cfg), table="shop.orders"), source_before=pin,
-                          source_watch=None, dataset=SimpleNamespace(location=str(tmp_path / "wh" / "clone")))
+                          source_watch=SourceWatch(seen_unix=pin.taken_unix),
+                          dataset=SimpleNamespace(location=str(tmp_path / "wh" / "clone")))
 
     def result(engine):
         return RunResult(run_id="x", scenario="deletes-standard", engine=engine, engine_name=engine,
