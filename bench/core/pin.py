@@ -203,3 +203,22 @@ class SourceWatch:
     gone_between: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # the harness's: pinned files changed, its commits
     last: Observation | None = None
+
+    def saw(self, ob: Observation, pin: SourceFingerprint, table: str) -> None:
+        """Observation `ob` of `table` against its pin `pin`: when files went (said the first time only), the
+        harness's failures."""
+        now = time.time()
+        self.last = ob
+        if ob.gone and not self.gone:
+            self.gone_between = [_iso(self.seen_unix), _iso(now)]
+            self.gone = (f"{len(ob.gone)} of the {len(pin.files)} files of the pinned snapshot {pin.snapshot_id} of "
+                         f"{table} disappeared from the source between {self.gone_between[0]} and "
+                         f"{self.gone_between[1]} (the table owner's maintenance, e.g. expire_snapshots or "
+                         f"remove_orphan_files: the harness never writes to the source), e.g. {ob.gone[0]}")
+        elif not ob.gone:
+            self.seen_unix = now
+        self.failures += [f for f in ob.failures if f not in self.failures]
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))

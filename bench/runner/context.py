@@ -8,6 +8,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -26,16 +27,17 @@ from bench.core.machine import DROP_CACHES, node_ram_bytes, usable_cores
 from bench.core.pin import SourceFingerprint, SourceWatch
 from bench.core.progress import Progress
 from bench.core.records.environment import Environment
+from bench.core.records.reads import ReadQuery
 from bench.core.records.scenario import SourceRecord
 from bench.core.settings import env_settings
 from bench.core.source import SourceRef, check_storage, load_source
 from bench.core.units import check_scale, parse_size
-from bench.core.work import WorkIntent
 from bench.engines import default_engines, engine_class, parse_engines
 from bench.scenario import Scenario, load_scenario
 from bench.telemetry.confine import CapSpec, check_cores, check_local_cap, parse_storage_cap
 from bench.telemetry.netcap import check_shaper
 from datagen.dataset import check_file_scale, decoupled, prepare, storage_requirements
+from datagen.queries import reads_plan
 
 CACHE_MODES = ("cold", "warm")
 
@@ -97,9 +99,12 @@ class RunOptions(CommonOptions):
     written: Expected | None = None  # ... and the rows of the table as written, before that commit
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunContext:
-    """Everything resolved for one `bench run`, shared by its engine runs."""
+    """Everything resolved for one `bench run`, shared by its engine runs: what its options say (`resolve`, before
+    anything runs), then what the run prepares once before its first engine run (`bench.runner.run.prepare_run`:
+    the environment, the served catalog, the catalog, the dataset and what is resolved against it), each stage a
+    new context (dataclasses.replace), never one changed."""
 
     run_id: str
     scenario: Scenario
@@ -117,34 +122,38 @@ class RunContext:
     instance_type: str | None
     progress: Progress
     engine_options: dict[str, dict[str, Any]] = field(default_factory=dict)  # label -> its options
-    served: ServedCatalog | None = None
     shared: Any = None  # bench.runner.session.SharedProcesses: the engine runs go to shared processes
     expected: Expected | None = None  # a conformance case's expected rows: every output is held to them
     maintenance: Any = None  # a maintenance case's (RunOptions.maintenance)
     during: list[Any] | None = None  # a conformance case's concurrent commit (RunOptions.during)
     written: Expected | None = None  # its table's rows before that commit (RunOptions.written)
-    catalog: Catalog | None = None
-    dataset: GeneratedTable | None = None
-    environment: Environment = field(default_factory=Environment)
-    versions: dict = field(default_factory=dict)
     readers: bool = True
     reader: str = "auto"
     cow_branch: bool = False
-    reads_plan: tuple | None = None  # (queries, truth) from datagen, computed once per run
-    partition_filter: str | None = None  # the scenario's filter resolved against the dataset (resolve_filter)
-    # the work asked of every engine and checked by the verifier (bench.core.work): the scenario's intent resolved
-    # against the dataset on its first restore (engine_run.restore_input); one object for the job and the
-    # verification, so they cannot disagree
-    work: WorkIntent | None = None
     source: SourceRef | None = None  # the user's own table: the dataset is its clone (bench.runner.source)
-    source_before: SourceFingerprint | None = None  # the source's pin, taken before the run (bench.core.pin)
-    source_watch: SourceWatch | None = None  # what was seen of the source after each engine run
-    source_shape: SourceRecord | None = None  # its shape and the conformance cases it touches (source.source_shape)
     storage_cap: CapSpec | None = None  # --storage-cap, parsed
     cap_device: tuple[str, int, int] | None = None  # (name, major, minor) of the warehouse's disk
     cap_port: int | None = None  # --storage-cap on an S3 warehouse: its server's port on the loopback
     cpus: list[int] | None = None  # --cores: the CPUs the engine is confined to
     file_scale: float | None = None  # --file-scale when it is not the scale (datagen.dataset.decoupled), else None
+    # prepared by the run (bench.runner.run.prepare_run), None until then
+    environment: Environment = field(default_factory=Environment)
+    versions: dict = field(default_factory=dict)
+    served: ServedCatalog | None = None
+    catalog: Catalog | None = None
+    dataset: GeneratedTable | None = None
+    partition_filter: str | None = None  # the scenario's filter resolved against the dataset (resolve_filter)
+    source_before: SourceFingerprint | None = None  # the source's pin, taken before the run (bench.core.pin)
+    # the watch over the source, made with its pin: it records what each look after an engine run sees
+    source_watch: SourceWatch | None = None
+    source_shape: SourceRecord | None = None  # its shape and the conformance cases it touches (source.source_shape)
+
+    @cached_property
+    def reads_plan(self) -> tuple[list[ReadQuery], dict[str, list[str]]]:
+        """(queries, truth) of the reader queries (datagen.queries), computed on first use, once per run: a run
+        whose engines never read pays nothing for them."""
+        assert self.dataset is not None
+        return reads_plan(self.dataset)
 
     @property
     def counts_scale(self) -> float:
@@ -370,18 +379,17 @@ def check_source_options(opts: RunOptions, sc: Scenario) -> None:
                         + "; use a compaction scenario (e.g. bin-packing) with --source-table")
 
 
-def resolve_filter(ctx: RunContext) -> str | None:
+def resolve_filter(sc: Scenario, catalog: Catalog, dataset: GeneratedTable) -> str | None:
     """The scenario's partition filter as an expression over the generated table (`recent_periods`: its
     newest periods); UserError when it selects part of a partition, or none of them."""
     from bench.core.partition_filter import recent_filter, selector
     from bench.core.table.deletes import scope
     from bench.core.table.entries import live_files
 
-    pf = ctx.scenario.partition_filter
+    pf = sc.partition_filter
     if pf is None:
         return None
-    assert ctx.catalog is not None and ctx.dataset is not None
-    tbl = ctx.catalog.load_table(ctx.dataset.table)
+    tbl = catalog.load_table(dataset.table)
     keys = {scope(e.data_file) for e in live_files(tbl).all}
     spec = tbl.spec()
     text = pf.where or recent_filter(int(pf.recent_periods or 1), spec, tbl.schema(),

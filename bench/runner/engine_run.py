@@ -2,13 +2,14 @@
 (bench.runner.run), each maintenance step of a streaming run (bench.runner.streaming), and any later kind
 (a conformance case).
 
-    why_unsupported(ctx, slot)        why the engine cannot run this scenario (None: it can)
-    record_unsupported(r, why)        ... then recorded as such, never run
-    restore_input(ctx, r)             the dataset restored byte for byte, measured into the result
-    build_job(ctx, slot, work, ...)   the CompactionJob: the scenario's work, codec, layout, filter, budget
-    run_engine_process(...)           spawned, confined, sampled, classified (bench.runner.process)
-    record_engine(ctx, r, er)         what the engine process said, into the run's result
-    harness_failed(r, exc)            a harness-side failure, recorded (never a crash of the harness)
+    why_unsupported(ctx, slot)            why the engine cannot run this scenario (None: it can)
+    record_unsupported(r, why)            ... then recorded as such, never run
+    restore_input(ctx)                    the dataset restored byte for byte, measured (Restored)
+    build_job(ctx, slot, work, restored)  the CompactionJob: the input's work, codec, layout, filter, budget
+    run_engine_process(...)               spawned, confined, sampled, classified (bench.runner.process)
+    engine_report(ctx, r, er)             what the engine process said (EngineReport)
+    harness_failed(r, exc)                a harness-side failure, recorded (never a crash of the harness)
+Each step returns what it found; the run assembles the record from them (bench.runner.record.assemble).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Iterable
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,9 @@ from pyiceberg.table.metadata import TableMetadata
 
 from bench.core.catalog import CatalogSettings
 from bench.core.rates import check_bound
+from bench.core.records.engine_run import Deployment, InputState, Phase, PhysicalBound, Status
+from bench.core.records.telemetry import CatalogServerUsage, CoreLimit, MemoryCap, StorageCap
+from bench.core.records.verification import TableStats
 from bench.core.results import RunResult
 from bench.core.work import WorkIntent
 from bench.engines import engine_class
@@ -30,9 +35,11 @@ from bench.engines.base import HARNESS_CANNOT, CompactionJob, MaintenanceOp
 from bench.runner.context import RunContext, Slot, flush_dir
 from bench.runner.inputs import reset_input
 from bench.runner.process import LOG_TAIL_LINES, EngineRun, storage_record, tail
+from bench.runner.record import assemble
 from bench.scenario import Scenario
 
-__all__ = ["build_job", "harness_failed", "record_engine", "record_unsupported", "restore_input", "why_unsupported"]
+__all__ = ["EngineReport", "Restored", "build_job", "engine_report", "harness_failed", "record_unsupported",
+           "restore_input", "why_unsupported"]
 
 
 def why_unsupported(ctx: RunContext, slot: Slot, operation: str | None = None) -> str | None:
@@ -50,23 +57,37 @@ def why_unsupported(ctx: RunContext, slot: Slot, operation: str | None = None) -
 def record_unsupported(r: RunResult, why: str) -> RunResult:
     """A run the engine cannot do (e.g. compact a branch), or the harness cannot serve it (`why` starts with
     HARNESS_CANNOT, and so does the recorded error): recorded, not run."""
-    r.status, r.verified = "unsupported", False
-    r.error = why if why.startswith(HARNESS_CANNOT) else f"unsupported: {why}"
-    if r.live_writer is not None:
-        r.live_writer.verdict, r.live_writer.reason = "unsupported", why
-    return r
+    lw = r.live_writer
+    return assemble(r, status="unsupported", verified=False,
+                    error=why if why.startswith(HARNESS_CANNOT) else f"unsupported: {why}",
+                    live_writer=lw.model_copy(update={"verdict": "unsupported", "reason": why}) if lw else None)
 
 
-def restore_input(ctx: RunContext, r: RunResult) -> tuple[set[str], TableMetadata]:
-    """The dataset restored byte for byte (bench.runner.inputs.reset_input), what the engine gets measured
-    into `r`; returns the input's live file paths and its metadata (what verification compares with)."""
-    r.input, r.before, before_paths, before_meta = reset_input(ctx)
-    if ctx.work is None:  # the dataset's own state: the same for every engine run of this run
-        ctx.work = ctx.scenario.work_intent(r.before.delete_files > 0)
-    r.files_in = r.before.data_files + r.before.delete_files
-    r.bytes_in = r.before.data_bytes + r.before.delete_bytes
-    r.rows = r.before.rows
-    return before_paths, before_meta
+@dataclass(frozen=True)
+class Restored:
+    """The dataset restored byte for byte and measured: what the engine gets, as the record says it, and what
+    verification compares the output with (its live file paths and metadata)."""
+
+    input: InputState
+    before: TableStats
+    paths: set[str]
+    metadata: TableMetadata
+    # the work asked of the engine and checked by the verifier (bench.core.work): the scenario's intent resolved
+    # against the input (whether it has delete files), one object for the job and the verification, so they cannot
+    # disagree; the same for every engine run of a run, whose inputs are byte for byte the dataset
+    work: WorkIntent
+
+    def record_fields(self) -> dict[str, Any]:
+        b = self.before
+        return {"input": self.input, "before": b, "files_in": b.data_files + b.delete_files,
+                "bytes_in": b.data_bytes + b.delete_bytes, "rows": b.rows}
+
+
+def restore_input(ctx: RunContext) -> Restored:
+    """The dataset restored byte for byte (bench.runner.inputs.reset_input) and measured."""
+    state, before, paths, metadata = reset_input(ctx)
+    return Restored(input=state, before=before, paths=paths, metadata=metadata,
+                    work=ctx.scenario.work_intent(before.delete_files > 0))
 
 
 def scenario_job(sc: Scenario, table: str, catalog: CatalogSettings, options: dict[str, Any], target: int,
@@ -79,52 +100,79 @@ def scenario_job(sc: Scenario, table: str, catalog: CatalogSettings, options: di
                          zorder_columns=list(sc.rewrite.zorder_columns), work=work, **run)
 
 
-def build_job(ctx: RunContext, slot: Slot, work: Path, branch: str | None = None,
+def build_job(ctx: RunContext, slot: Slot, work: Path, restored: Restored, branch: str | None = None,
               maintenance: Iterable[MaintenanceOp] = ()) -> CompactionJob:
-    """The one CompactionJob of an engine run: the scenario's job (scenario_job) with the run's work (the same
-    WorkIntent the verifier gets), the memory budget and cores, partition filter; a maintenance step when given."""
+    """The one CompactionJob of an engine run in `work` on the `restored` input: the scenario's job (scenario_job)
+    with the input's work (the same WorkIntent the verifier gets), the memory budget and cores, partition filter; a
+    maintenance step when given."""
     ds = ctx.dataset
     assert ds is not None
     return scenario_job(ctx.scenario, ds.table, ctx.catalog_settings, ctx.engine_options[slot.engine], ctx.target,
-                        ctx.threshold, ctx.work, memory_budget_bytes=ctx.budget, cores=ctx.cores,
+                        ctx.threshold, restored.work, memory_budget_bytes=ctx.budget, cores=ctx.cores,
                         work_dir=str(work), branch=branch or slot.branch or "main",
                         partition_filter=ctx.partition_filter, flush_dir=flush_dir(ctx),
                         maintenance=list(maintenance), shared_process=ctx.shared is not None)
 
 
-def record_engine(ctx: RunContext, r: RunResult, er: EngineRun) -> None:
-    """What the engine process said and what was measured around it, into the run's result."""
-    r.status = er.status
-    r.error = er.error
-    r.process_wall_s = er.process_wall_s
-    r.shared_process = er.shared_job
-    r.memory_enforcement = er.enforcement
-    r.storage_cap, r.core_limit = storage_record(er), er.core_limit
-    r.telemetry = er.telemetry  # type: ignore[assignment]
-    r.catalog_server = er.server
-    r.samples_file = os.path.relpath(er.samples_file, ctx.run_dir)
+@dataclass(frozen=True)
+class EngineReport:
+    """What the engine process said and what was measured around it, as the record's fields of the same names
+    (the record's defaults for what an engine that reported nothing, or no outcome, left unsaid)."""
+
+    status: Status
+    error: str | None
+    process_wall_s: float | None
+    shared_process: int
+    memory_enforcement: str
+    storage_cap: StorageCap | None
+    core_limit: CoreLimit | None
+    telemetry: Any
+    catalog_server: CatalogServerUsage | None
+    samples_file: str | None
+    versions: dict[str, str | None]
+    setup_s: float | None = None
+    setup_phases: list[Phase] = field(default_factory=list)
+    memory_caps: list[MemoryCap] = field(default_factory=list)
+    error_causes: list[str] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)
+    duration_s: float | None = None
+    engine_result: dict[str, Any] = field(default_factory=dict)
+    engine_settings: dict[str, Any] = field(default_factory=dict)
+    physical_bound: PhysicalBound | None = None
+    engine_actions: list[str] = field(default_factory=list)
+    deployment: Deployment | None = None
+    nodes: int = 1
+    log_tail: list[str] = field(default_factory=list)
+
+    def record_fields(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def engine_report(ctx: RunContext, r: RunResult, er: EngineRun) -> EngineReport:
+    """What the engine process of run `r` said and what was measured around it."""
+    measured = EngineReport(status=er.status, error=er.error, process_wall_s=er.process_wall_s,
+                            shared_process=er.shared_job, memory_enforcement=er.enforcement,
+                            storage_cap=storage_record(er), core_limit=er.core_limit, telemetry=er.telemetry,
+                            catalog_server=er.server, samples_file=os.path.relpath(er.samples_file, ctx.run_dir),
+                            versions=r.versions, log_tail=tail(er.log) if er.status != "ok" else [])
     rec = er.record
-    if rec is not None:
-        r.setup_s, r.setup_phases, r.memory_caps = rec.setup_s, rec.setup_phases, rec.memory_caps
-        r.error_causes = rec.causes
-        r.phases = rec.phases
-        r.duration_s = rec.duration_s if r.status == "ok" else None
-        if rec.outcome is not None:
-            r.engine_result, r.engine_settings = rec.outcome.engine_result, rec.outcome.settings
-            r.physical_bound = rec.outcome.physical_bound
-            check_bound(r.physical_bound, r.phases, r.duration_s)  # the bound's self-check: flagged when beaten
-            if r.physical_bound is not None and r.physical_bound.beaten:
-                ctx.progress.info(f"[{r.engine} rep{r.rep}] {r.physical_bound.beaten} (bench selfcheck rates)")
-            r.engine_actions = rec.outcome.actions
-            r.versions.update(rec.outcome.versions)
-            r.deployment = rec.outcome.deployment
-            r.nodes = rec.outcome.deployment.nodes
-    if r.status != "ok":
-        r.log_tail = tail(er.log)
+    if rec is None:
+        return measured
+    said = replace(measured, setup_s=rec.setup_s, setup_phases=rec.setup_phases, memory_caps=rec.memory_caps,
+                   error_causes=rec.causes, phases=rec.phases,
+                   duration_s=rec.duration_s if er.status == "ok" else None)
+    out = rec.outcome
+    if out is None:
+        return said
+    check_bound(out.physical_bound, said.phases, said.duration_s)  # the bound's self-check: flagged when beaten
+    if out.physical_bound is not None and out.physical_bound.beaten:
+        ctx.progress.info(f"[{r.engine} rep{r.rep}] {out.physical_bound.beaten} (bench selfcheck rates)")
+    return replace(said, engine_result=out.engine_result, engine_settings=out.settings,
+                   physical_bound=out.physical_bound, engine_actions=out.actions,
+                   versions={**r.versions, **out.versions}, deployment=out.deployment, nodes=out.deployment.nodes)
 
 
-def harness_failed(r: RunResult, exc: BaseException) -> None:
+def harness_failed(r: RunResult, exc: BaseException) -> RunResult:
     """A failure on the harness's side of an engine run: recorded as the run's result, with its traceback."""
-    r.status, r.verified = "failed", False
-    r.error = f"{HARNESS_CANNOT}{type(exc).__name__}: {exc}"
-    r.log_tail = traceback.format_exc().splitlines()[-LOG_TAIL_LINES:]
+    return assemble(r, status="failed", verified=False, error=f"{HARNESS_CANNOT}{type(exc).__name__}: {exc}",
+                    log_tail=traceback.format_exc().splitlines()[-LOG_TAIL_LINES:])

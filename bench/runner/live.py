@@ -19,16 +19,18 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from bench.core.catalog.rest import gate
 from bench.core.records.live import LiveWriterRecord
-from bench.core.records.verification import Check
+from bench.core.records.verification import Check, unverifies
 from bench.core.results import RunResult
 from bench.core.table.entries import live_files
 from bench.core.uri import local_path
 from bench.engines import engine_class
 from bench.runner.context import RunContext, Slot
+from bench.runner.record import assemble
 from bench.verify.integrity import RULE as INTEGRITY_RULE
 from bench.verify.integrity import IntegrityInput, integrity_checks
 from bench.verify.live import Stated, live_verdict
@@ -166,24 +168,25 @@ def live_writer(ctx: RunContext, slot: Slot) -> Iterator[tuple[EngineHold, Write
         yield hold, commit
 
 
-def publish(tbl, rec: LiveWriterRecord) -> None:
+def publish(tbl, rec: LiveWriterRecord) -> LiveWriterRecord:
     """--cow-branch: main := the compactor's last snapshot on the branch, when the branch's head is the
-    compactor's (the harness's metadata-only step after the engine, timed as `publish_s`)."""
+    compactor's (the harness's metadata-only step after the engine, timed as `publish_s`); returns the record
+    with what was published."""
     assert rec.branch
     head = tbl.metadata.refs.get(rec.branch)
     engine = {c.snapshot_id for c in rec.commits if c.who == "engine"}
     if head is None or head.snapshot_id not in engine:
-        return
+        return rec
     t0 = time.perf_counter()
     tbl.manage_snapshots().set_current_snapshot(snapshot_id=head.snapshot_id).commit()
-    rec.publish_s = round(time.perf_counter() - t0, 4)
-    rec.published_snapshot_id = head.snapshot_id
+    publish_s = round(time.perf_counter() - t0, 4)
     tbl.refresh()
-    rec.main_delete_files = len(live_files(tbl).deletes)
+    return rec.model_copy(update={"publish_s": publish_s, "published_snapshot_id": head.snapshot_id,
+                                  "main_delete_files": len(live_files(tbl).deletes)})
 
 
 def judge(ctx: RunContext, r: RunResult, hold: EngineHold, commit: WriterCommit,
-          integrity: IntegrityInput | None = None) -> None:
+          integrity: IntegrityInput | None = None) -> RunResult:
     """The live-writer run's record, verdict and verification (instead of the compaction checks), with
     the integrity checks on the branch it compacted (the writer's snapshot is not the engine's)."""
     ds = ctx.dataset
@@ -205,26 +208,27 @@ def judge(ctx: RunContext, r: RunResult, hold: EngineHold, commit: WriterCommit,
                            expected_rows=rows, expected_checksum=checksum)
     ref = tbl.metadata.refs.get(branch) if branch else None
     assert ds.snapshot_id is not None  # a generated dataset always has one
-    rec, r.verification = live_verdict(rec, tbl, ctx.catalog_settings, ds.snapshot_id, r.status, r.error,
-                                       commit.appended_keys, commit.deleted_keys, r.error_causes,
-                                       snapshot_id=ref.snapshot_id if ref is not None else None, stated=stated)
+    rec, v = live_verdict(rec, tbl, ctx.catalog_settings, ds.snapshot_id, r.status, r.error,
+                          commit.appended_keys, commit.deleted_keys, r.error_causes,
+                          snapshot_id=ref.snapshot_id if ref is not None else None, stated=stated)
     if branch:
-        publish(tbl, rec)
-        r.verification.add(Check(
+        rec = publish(tbl, rec)
+        v = v.with_checks(Check(
             name="main_has_no_delete_file", ok=rec.main_delete_files == 0,
             message=(f"main published at the compactor's snapshot {rec.published_snapshot_id}: "
                      f"{rec.main_delete_files} live delete file(s)" if rec.published_snapshot_id is not None
                      else f"nothing published: the head of {branch} is not the compactor's snapshot")))
     if integrity is not None:
-        integrity.exclude_snapshots |= {rec.writer_snapshot_id} if rec.writer_snapshot_id is not None else set()
+        mine = replace(integrity, exclude_snapshots=integrity.exclude_snapshots
+                       | ({rec.writer_snapshot_id} if rec.writer_snapshot_id is not None else set()))
         tbl.refresh()
-        more, _ = integrity_checks(integrity, tbl)
-        r.verification.rules.append(INTEGRITY_RULE)
-        if not r.verification.add(*more):
+        more, _ = integrity_checks(mine, tbl)
+        v = v.model_copy(update={"rules": [*v.rules, INTEGRITY_RULE]}).with_checks(*more)
+        if unverifies(more):
             failed = ", ".join(c.name for c in more if c.required and not c.ok)
-            rec.reason += f"; but the table's integrity failed ({failed})"
+            rec = rec.model_copy(update={"reason": rec.reason + f"; but the table's integrity failed ({failed})"})
     if hold.error:
-        rec.evidence["writer_error"] = hold.error
-    r.live_writer, r.verified = rec, r.verification.verified
+        rec = rec.model_copy(update={"evidence": {**rec.evidence, "writer_error": hold.error}})
     after = (rec.published_snapshot_id or (ref.snapshot_id if ref else None)) if branch else None
-    r.after = table_stats(tbl, after, content=False, footers_too=False)
+    return assemble(r, live_writer=rec, verification=v, verified=v.verified,
+                    after=table_stats(tbl, after, content=False, footers_too=False))

@@ -17,13 +17,13 @@ import shutil
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyiceberg.exceptions import NoSuchTableError
 
 from bench.core.dataset import GeneratedTable, GroundTruth, manifest_path, parked_dir, save_manifest, spare_dir
-from bench.core.records.engine_run import CacheState
-from bench.core.records.verification import Verification
+from bench.core.records.engine_run import CacheState, SetupIO
+from bench.core.records.verification import Check, Verification
 from bench.core.results import RunResult, file_label
 from bench.core.source import load_source
 from bench.core.table.entries import LiveFiles, live_files
@@ -32,15 +32,15 @@ from bench.engines.base import MaintenanceOp
 from bench.runner.context import RunContext, Slot
 from bench.runner.engine_run import (
     build_job,
+    engine_report,
     harness_failed,
-    record_engine,
     record_unsupported,
     restore_input,
     why_unsupported,
 )
 from bench.runner.inputs import SetupGuard
 from bench.runner.process import run_engine_process
-from bench.runner.record import finish, new_result
+from bench.runner.record import assemble, checked, finish, new_result
 from bench.verify.maintenance import Resolved, outcome
 from datagen.dataset import seal
 
@@ -59,12 +59,12 @@ class MaintenanceRun:
 
 
 def in_place(ctx: RunContext, stack: ExitStack) -> GeneratedTable:
-    """The case's table (ctx.source, the suite's own) as the run's dataset (ctx.dataset) in place: registered in the
-    run's catalog at the metadata file it was written with (a new one when the case is written again), its files
-    sealed in a vault; put back as written when `stack` closes (after the run's last engine)."""
-    ctx.dataset = _in_place(ctx)
-    stack.callback(put_back, ctx)
-    return ctx.dataset
+    """The case's table (ctx.source, the suite's own) as the run's dataset in place: registered in the run's catalog
+    at the metadata file it was written with (a new one when the case is written again), its files sealed in a
+    vault; put back as written when `stack` closes (after the run's last engine)."""
+    ds = _in_place(ctx)
+    stack.callback(put_back, ctx, ds)
+    return ds
 
 
 def _in_place(ctx: RunContext) -> GeneratedTable:
@@ -104,18 +104,17 @@ def _in_place(ctx: RunContext) -> GeneratedTable:
     return ds
 
 
-def put_back(ctx: RunContext) -> None:
-    """The case's table as written again, after its last engine (what that engine deleted put back, what it added
-    deleted): the next campaign reuses it."""
-    ds = ctx.dataset
-    if ds is None or ctx.catalog is None:
+def put_back(ctx: RunContext, ds: GeneratedTable) -> None:
+    """The case's table `ds` as written again, after its last engine (what that engine deleted put back, what it
+    added deleted): the next campaign reuses it."""
+    if ctx.catalog is None:
         return
     name = ds.table.split(".")[-1]
     restore(ctx.catalog, ds.table, ds.metadata_location, ds.location, ds.table_files,
             spare_dir(ctx.settings.state_path, name), parked_dir(ctx.settings.state_path, name))
 
 
-def run_maintenance(ctx: RunContext, slot: Slot, setup_check: Callable[[RunResult], None]) -> RunResult:
+def run_maintenance(ctx: RunContext, slot: Slot, setup_check: Callable[[SetupIO | None], Check | None]) -> RunResult:
     """One engine's maintenance operation (ctx.maintenance) on the case's table: restored, the table out of reach
     while the engine sets up, the operation in the engine's own process, then the table against the case's
     expectation, and the setup rule (`setup_check`: the run module's, which calls this one, so it is handed down, not
@@ -128,26 +127,26 @@ def run_maintenance(ctx: RunContext, slot: Slot, setup_check: Callable[[RunResul
         return finish(ctx, record_unsupported(r, why), label)
     try:
         ctx.progress.info(f"{label} restoring the case's table, then {run.op.describe()}")
-        restore_input(ctx, r)
+        restored = restore_input(ctx)
+        r = assemble(r, restored)
         work = ctx.run_dir / "work" / f"{ctx.scenario.name}--{file_label(slot.engine)}--{slot.tag}"
         guard = SetupGuard(ctx, r.bytes_in or 0)
-        job = build_job(ctx, slot, work, maintenance=[run.op])
+        job = build_job(ctx, slot, work, restored, maintenance=[run.op])
         guard.park()
         try:
             er = run_engine_process(ctx, slot, job, work, on_ready=guard.release)
         finally:
             if guard.cache is None:  # the engine never finished its setup: the table back all the same
                 guard.release(None, None)
-        r.cache, r.setup_io = guard.cache or CacheState(), guard.io
-        record_engine(ctx, r, er)
+        report = engine_report(ctx, r, er)
         if er.record is not None and er.record.outcome is not None:  # what the engine's own tool reported
-            r.engine_result = {m.describe: m.result for m in er.record.outcome.maintenance}
+            report = replace(report, engine_result={m.describe: m.result for m in er.record.outcome.maintenance})
+        r = assemble(r, report, cache=guard.cache or CacheState(), setup_io=guard.io)
         if r.status == "ok":
             assert ctx.catalog is not None and ctx.dataset is not None
             checks = outcome(ctx.catalog.load_table(ctx.dataset.table), run.expected)
-            r.verification = Verification(verified=True)
-            r.verified = r.verification.add(*checks)
-            setup_check(r)
+            r = checked(assemble(r, verification=Verification(verified=True), verified=True), *checks)
+            r = checked(r, setup_check(r.setup_io))
     except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
-        harness_failed(r, exc)
+        r = harness_failed(r, exc)
     return finish(ctx, r, label)

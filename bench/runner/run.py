@@ -26,17 +26,16 @@ from pathlib import Path
 
 from bench.core.catalog import load_catalog
 from bench.core.catalog.rest import serve
-from bench.core.dataset import GeneratedTable
 from bench.core.errors import RunFailed, UserError
 from bench.core.fmt import fmt_bytes
 from bench.core.iceberg_java.runtime import ICEBERG_VERSION
 from bench.core.lock import WarehouseLock
 from bench.core.machine import HARNESS_PACKAGES, environment, package_versions
-from bench.core.pin import pin_source
+from bench.core.pin import SourceWatch, pin_source
 from bench.core.progress import Progress
-from bench.core.records.engine_run import CacheState
+from bench.core.records.engine_run import CacheState, Phase, SetupIO
 from bench.core.records.telemetry import DeleteOpens
-from bench.core.records.verification import Check, TableStats, Verification
+from bench.core.records.verification import Check, CommitEvent, PartitionOutcome, TableStats, Verification
 from bench.core.results import RunResult, RunState, file_label, now_iso, write_run_state
 from bench.core.settings import env_settings
 from bench.core.source import load_source
@@ -45,9 +44,10 @@ from bench.engines import engine_class
 from bench.engines.base import EngineOutcome
 from bench.runner.context import RunContext, RunOptions, Slot, resolve, resolve_filter, schedule
 from bench.runner.engine_run import (
+    Restored,
     build_job,
+    engine_report,
     harness_failed,
-    record_engine,
     record_unsupported,
     restore_input,
     why_unsupported,
@@ -57,7 +57,7 @@ from bench.runner.live import INGEST_BRANCH, EngineHold, judge, live_writer
 from bench.runner.maintenance import in_place, run_maintenance
 from bench.runner.process import EngineRun, run_engine_process
 from bench.runner.reads import reads_after, reads_before
-from bench.runner.record import finish, new_result
+from bench.runner.record import assemble, checked, finish, new_result
 from bench.runner.source import prepare_clone, source_record, source_shape
 from bench.runner.source_watch import check_refs, check_source, finish_source, record_gone
 from bench.runner.streaming import run_streaming
@@ -84,39 +84,39 @@ def run_one(ctx: RunContext, slot: Slot) -> RunResult:
         return finish(ctx, record_unsupported(r, why), label)
     if ctx.source_watch is not None and ctx.source_watch.gone and ctx.source and ctx.source_before:
         # the clone references files that went: not run
-        r.source = source_record(ctx.source, ds, ctx.source_before, ctx.source_shape)
+        r = assemble(r, source=source_record(ctx.source, ds, ctx.source_before, ctx.source_shape))
         return finish(ctx, record_gone(ctx, r), label)
     live: tuple[EngineHold, WriterCommit] | None = None
     try:
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state (position {slot.position + 1} of "
                           f"{len(slot.order)}: {' -> '.join(slot.order)})")
-        before_paths, before_meta = restore_input(ctx, r)
+        restored = restore_input(ctx)
+        r = assemble(r, restored)
         # the dataset snapshot, before the engine's own cache policy (a live-writer run changes the content, and
         # after an engine that commits nothing readers would read the input unchanged: no reads)
-        r.reads = reads_before(ctx) if not slot.case and engine_class(slot.engine).capabilities.commits_table else None
+        reads = not slot.case and engine_class(slot.engine).capabilities.commits_table
+        r = assemble(r, reads=reads_before(ctx) if reads else None)
         work = ctx.run_dir / "work" / f"{ctx.scenario.name}--{file_label(slot.engine)}--{slot.tag}"
-        integrity = IntegrityInput(before=before_meta, branch=slot.branch or "main",
+        integrity = IntegrityInput(before=restored.metadata, branch=slot.branch or "main",
                                    declared_properties=frozenset(ctx.scenario.output.sets_properties)
                                    | engine_class(slot.engine).sets_properties)
-        er, live = compact(ctx, slot, r, work)
+        r, er, live = compact(ctx, slot, r, work, restored)
         if live is not None:
             with ctx.progress.task(f"{label} judging the live writer's case", unit="step"):
-                judge(ctx, r, *live, integrity)
-            setup_check(r)
-            r.files_out = r.after.data_files + r.after.delete_files if r.after else None
+                r = judge(ctx, r, *live, integrity)
+            r = checked(r, setup_check(r.setup_io))
+            r = assemble(r, files_out=r.after.data_files + r.after.delete_files if r.after else None)
         elif r.status == "ok":
             on_branch = publish_branch(ctx, r, slot.branch) if slot.branch else None
-            check(ctx, r, er, before_paths, work, integrity, label)
-            if on_branch is not None and not r.verification.add(on_branch):
-                r.verified = False
-        reads_after(ctx, r, label)
+            r = checked(check(ctx, r, er, restored, work, integrity, label), on_branch)
+        r = reads_after(ctx, r, label)
     except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
-        harness_failed(r, exc)
+        r = harness_failed(r, exc)
     if ctx.source is not None and ctx.source_before is not None:  # the original, after this engine run
-        r.source = source_record(ctx.source, ds, ctx.source_before, ctx.source_shape)
+        r = assemble(r, source=source_record(ctx.source, ds, ctx.source_before, ctx.source_shape))
         if r.status == "ok" and live is None:
-            check_refs(ctx, r, committed=r.commits == "table", branch=slot.branch)
-        check_source(ctx, r)
+            r = check_refs(ctx, r, committed=r.commits == "table", branch=slot.branch)
+        r = check_source(ctx, r)
     return finish(ctx, r, label)
 
 
@@ -142,13 +142,13 @@ def publish_branch(ctx: RunContext, r: RunResult, branch: str) -> Check:
     return Check(name="branch_compacted", ok=ok, message=said, about="metadata")
 
 
-def compact(ctx: RunContext, slot: Slot, r: RunResult,
-            work: Path) -> tuple[EngineRun, tuple[EngineHold, WriterCommit] | None]:
-    """The engine's process (a live writer beside it for a live-writer case), the table parked out of reach
-    until its setup has ended; what it said recorded in `r`.  Returns the process's run and the live writer's
-    hold (None without one)."""
+def compact(ctx: RunContext, slot: Slot, r: RunResult, work: Path,
+            restored: Restored) -> tuple[RunResult, EngineRun, tuple[EngineHold, WriterCommit] | None]:
+    """The engine's process on the `restored` input (a live writer beside it for a live-writer case), the table
+    parked out of reach until its setup has ended.  Returns the record with what it said, the process's run and
+    the live writer's hold (None without one)."""
     guard = SetupGuard(ctx, r.bytes_in or 0)
-    job = build_job(ctx, slot, work)
+    job = build_job(ctx, slot, work, restored)
     ctx.progress.info(f"[{slot.engine} {slot.tag}] setting up with the table out of reach, then compacting (cache "
                       f"{ctx.cache_mode}, budget {fmt_bytes(ctx.budget)}, time limit {ctx.timeout_s} s)"
                       + (f", live writer: {slot.case}" if slot.case else "")
@@ -172,49 +172,48 @@ def compact(ctx: RunContext, slot: Slot, r: RunResult,
                 watch.stop()
             if guard.cache is None:  # the engine never finished its setup: the table back all the same
                 guard.release(None, None)
-    r.cache, r.setup_io = guard.cache or CacheState(), guard.io
-    record_engine(ctx, r, er)
-    r.delete_opens = opens_record(ctx, r, watch, er)
+    r = assemble(r, engine_report(ctx, r, er), cache=guard.cache or CacheState(), setup_io=guard.io)
+    r = assemble(r, delete_opens=opens_record(ctx, r, watch, er))
     if r.delete_opens is not None:
         ctx.progress.info(f"[{slot.engine} {slot.tag}] delete files opened while compacting: "
                           f"{r.delete_opens.describe()}")
-    return er, live
+    return r, er, live
 
 
-def check(ctx: RunContext, r: RunResult, er: EngineRun, before_paths: set[str], work: Path,
-          integrity: IntegrityInput, label: str) -> None:
+def check(ctx: RunContext, r: RunResult, er: EngineRun, restored: Restored, work: Path,
+          integrity: IntegrityInput, label: str) -> RunResult:
     """Verify a run that ended ok: the table (or a floor's staged output) against the dataset's ground truth."""
-    rec = er.record
+    outcome = er.record.outcome if er.record else None
+    # said before verifying: a verification that fails still records where the output went
+    r = assemble(r, commits="table" if outcome is None or outcome.commits == "table" else "none")
     t_verify = time.perf_counter()
     with ctx.progress.task(f"{label} verifying", unit="step"):
-        r.after, r.verification = verify_run(ctx, r, before_paths, rec.outcome if rec else None, work, integrity)
-    r.verify_s = time.perf_counter() - t_verify
-    place_commits(r)
-    setup_check(r)
-    r.files_out = r.after.data_files + r.after.delete_files
-    r.bytes_out = r.after.data_bytes + r.after.delete_bytes
-    r.verified = r.verification.verified
+        after, verification, partitions = verify_run(ctx, r, restored, outcome, work, integrity)
+    r = assemble(r, after=after, partitions=partitions, verify_s=time.perf_counter() - t_verify,
+                 verification=placed(verification, r.phases))
+    r = checked(r, setup_check(r.setup_io))
+    return assemble(r, files_out=after.data_files + after.delete_files, bytes_out=after.data_bytes + after.delete_bytes,
+                    verified=r.verification.verified)
 
 
-def place_commits(r: RunResult) -> None:
-    """Name the phase each snapshot the run committed was made in (from its timestamp), where its summary
-    does not say."""
-    for c in r.verification.committed:
-        if c.step or not c.timestamp_ms:
-            continue
+def placed(v: Verification, phases: list[Phase]) -> Verification:
+    """The verification with the phase each snapshot the run committed was made in named (from its timestamp),
+    where its summary does not say."""
+    def step(c: CommitEvent) -> str:
         t = c.timestamp_ms / 1000
         # the phase whose span holds the timestamp; else the nearest within 50 ms (clocks of two processes)
         near = sorted((max(p.started_unix - t, 0.0, t - p.started_unix - p.seconds), -i, p.name)
-                      for i, p in enumerate(r.phases) if p.started_unix is not None)
-        c.step = near[0][2] if near and near[0][0] <= 0.05 else ""
+                      for i, p in enumerate(phases) if p.started_unix is not None)
+        return near[0][2] if near and near[0][0] <= 0.05 else ""
+    return v.model_copy(update={"committed": [c if c.step or not c.timestamp_ms else
+                                              c.model_copy(update={"step": step(c)}) for c in v.committed]})
 
 
-def setup_check(r: RunResult) -> None:
-    """The setup rule as a required check: the table was out of reach while the engine set up, and where
-    that is evidence, not construction (S3), its setup read less than the limit."""
-    io = r.setup_io
+def setup_check(io: SetupIO | None) -> Check | None:
+    """The setup rule as a required check (None: no setup was guarded): the table was out of reach while the
+    engine set up, and where that is evidence, not construction (S3), its setup read less than the limit."""
     if io is None:
-        return
+        return None
     judged = io.judged_on and io.share is not None
     ok = bool(io.parked) and not (judged and io.share >= io.max_share)  # type: ignore[operator]
     reads = (f"its process tree read {fmt_bytes(io.setup_read_bytes or 0)} from storage and "
@@ -228,14 +227,16 @@ def setup_check(r: RunResult) -> None:
                f"{io.max_share:.0%})" + ("" if ok else ": work moved outside the clock, the run does not count"))
     else:
         msg = f"the table was {io.parked}, so nothing of it could be read; {reads}"
-    if not r.verification.add(Check(name="setup_out_of_reach", ok=ok, message=msg, whose="harness")):
-        r.verified = False
+    return Check(name="setup_out_of_reach", ok=ok, message=msg, whose="harness")
 
 
-def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: EngineOutcome | None,
-               work: Path, integrity: IntegrityInput | None = None) -> tuple[TableStats, Verification]:
-    """Verify the table after the run; for an engine that commits nothing, its listed output files
-    staged as a scratch table (then its written files are removed)."""
+def verify_run(ctx: RunContext, r: RunResult, restored: Restored, outcome: EngineOutcome | None,
+               work: Path, integrity: IntegrityInput | None = None
+               ) -> tuple[TableStats, Verification, PartitionOutcome | None]:
+    """Verify the table after the run, and a partitioned table's outcome per partition (None: unpartitioned, or
+    an output that could not be staged); for an engine that commits nothing, its listed output files staged as a
+    scratch table (then its written files are removed); `restored`: the input and the work asked of the engine."""
+    before_paths = restored.paths
     sc, ds = ctx.scenario, ctx.dataset
     assert ds is not None and ctx.catalog is not None
     settings = ctx.catalog_settings
@@ -251,18 +252,16 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
                      zorder_columns=list(sc.rewrite.zorder_columns), sort_order=tbl.sort_order(),
                      before_data_files=[e.data_file for e in inputs.data] if inputs and layout else None,
                      partition_filter=ctx.partition_filter, input_files=inputs if partitioned else None,
-                     work=ctx.work, expected=ctx.expected)
+                     work=restored.work, expected=ctx.expected)
 
-    def verify_and_outcome() -> tuple[TableStats, Verification]:
+    def verify_and_outcome() -> tuple[TableStats, Verification, PartitionOutcome | None]:
         """verify(), and a partitioned table's outcome per partition (read while a staged output exists)."""
         after, v = verify(vi)
-        if vi.input_files is not None:
-            r.partitions = partition_outcome(vi.table, vi.input_files, live_files(vi.table), vi.partition_filter)
-        return after, v
+        return after, v, (None if vi.input_files is None else
+                          partition_outcome(vi.table, vi.input_files, live_files(vi.table), vi.partition_filter))
 
     if outcome is None or outcome.commits == "table":
         return verify_and_outcome()
-    r.commits = "none"
     written = [p for p in outcome.output_files if p not in before_paths]
     try:
         try:
@@ -271,7 +270,7 @@ def verify_run(ctx: RunContext, r: RunResult, before_paths: set[str], outcome: E
             check = Check(name="output_staged", ok=False, message=f"its {len(outcome.output_files)} output files "
                           f"cannot form a table like the input: {type(exc).__name__}: {exc}"[:1000])
             return TableStats(), Verification(verified=False, checks=[check],
-                                              differences=[f"{check.name}: {check.message}"])
+                                              differences=[f"{check.name}: {check.message}"]), None
         vi.settings, vi.committed, vi.source_metadata_location = None, False, tbl.metadata_location
         return verify_and_outcome()
     finally:
@@ -311,11 +310,7 @@ def plan_slots(ctx: RunContext, opts: RunOptions) -> list[Slot]:
 def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     ctx = resolve(opts, progress)
     slots = plan_slots(ctx, opts)
-    engine_packages = tuple(p for e in ctx.engines for p in engine_class(e).packages)
-    ctx.environment = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
-                                  packages=HARNESS_PACKAGES + engine_packages, iceberg_java=ICEBERG_VERSION)
-    ctx.environment.warehouse = ctx.settings.storage_description()
-    ctx.versions = package_versions(HARNESS_PACKAGES + engine_packages)
+    ctx = described(ctx)
     state = RunState(run_id=ctx.run_id, pid=os.getpid(), started_at=now_iso(), scenario=ctx.scenario.name,
                      scale=ctx.scale, file_scale=ctx.counts_scale, engines=ctx.engines, reps=opts.reps,
                      expected_results=len(slots) + (ctx.scenario.streaming is not None),
@@ -329,25 +324,7 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
             progress.info(f"removed {len(stale)} cgroup(s) left by a killed run")
         write_run_state(ctx.run_dir, state)
         try:
-            log = ctx.run_dir / "work" / "catalog-server.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
-            if ctx.serves_catalog:
-                ctx.served = (ctx.shared.serve(ctx.settings, log) if ctx.shared is not None
-                              else stack.enter_context(serve(ctx.settings, log_file=log)))
-            ctx.catalog = load_catalog(ctx.settings)
-            if ctx.source is not None:  # a maintenance case's, the suite's own, in place: it deletes files
-                ds = use_source(ctx) if ctx.maintenance is None else in_place(ctx, stack)
-            else:
-                ds = ctx.dataset = prepare(ctx.catalog, ctx.settings, ctx.scenario.table, ctx.scale, ctx.seed,
-                                           progress=progress, file_scale=ctx.file_scale)
-                progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
-                              + (f"(file counts of scale {ds.file_scale:g}, bytes of scale {ds.scale:g}) "
-                                 if ds.file_scale is not None else "")
-                              + f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
-            ctx.partition_filter = resolve_filter(ctx)
-            if ctx.partition_filter:
-                progress.info(f"partition filter: {ctx.partition_filter} (only the partitions it selects are "
-                              "compacted)")
+            ctx = prepare_run(ctx, stack)
             if ctx.scenario.streaming is not None:
                 out += run_streaming(ctx)
             else:
@@ -368,26 +345,68 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
     return out
 
 
-def use_source(ctx: RunContext) -> GeneratedTable:
-    """--source-table: the source fingerprinted, its clone as the dataset, and its shape (the conformance cases
-    it touches, recorded with every result)."""
+def described(ctx: RunContext) -> RunContext:
+    """The context with the environment every result records: the machine, the warehouse's storage, the versions
+    of the harness's and the engines' packages."""
+    packages = HARNESS_PACKAGES + tuple(p for e in ctx.engines for p in engine_class(e).packages)
+    env = environment(ctx.settings.state_path if ctx.settings.is_remote else ctx.settings.warehouse_path,
+                      packages=packages, iceberg_java=ICEBERG_VERSION)
+    return replace(ctx, environment=env.model_copy(update={"warehouse": ctx.settings.storage_description()}),
+                   versions=package_versions(packages))
+
+
+def prepare_run(ctx: RunContext, stack: ExitStack) -> RunContext:
+    """What the run prepares once, before its first engine run, as a new context: the served catalog (served while
+    `stack` is open), the catalog, the dataset (generated; a source's clone, with its pin, watch and shape; or a
+    maintenance case's table in place, put back when `stack` closes) and the partition filter resolved on it."""
+    progress = ctx.progress
+    log = ctx.run_dir / "work" / "catalog-server.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    served = None
+    if ctx.serves_catalog:
+        served = (ctx.shared.serve(ctx.settings, log) if ctx.shared is not None
+                  else stack.enter_context(serve(ctx.settings, log_file=log)))
+    catalog = load_catalog(ctx.settings)
+    ctx = replace(ctx, served=served, catalog=catalog)
+    if ctx.source is not None and ctx.maintenance is None:
+        ctx = use_source(ctx)
+    elif ctx.source is not None:  # a maintenance case's, the suite's own, in place: it deletes files
+        ctx = replace(ctx, dataset=in_place(ctx, stack))
+    else:
+        ds = prepare(catalog, ctx.settings, ctx.scenario.table, ctx.scale, ctx.seed, progress=progress,
+                     file_scale=ctx.file_scale)
+        progress.info(f"dataset {ds.table}: {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
+                      + (f"(file counts of scale {ds.file_scale:g}, bytes of scale {ds.scale:g}) "
+                         if ds.file_scale is not None else "")
+                      + f"({'reused' if ds.reused else f'generated in {ds.generation_s:.1f} s'})")
+        ctx = replace(ctx, dataset=ds)
+    assert ctx.dataset is not None
+    where = resolve_filter(ctx.scenario, catalog, ctx.dataset)
+    if where:
+        progress.info(f"partition filter: {where} (only the partitions it selects are compacted)")
+    return replace(ctx, partition_filter=where)
+
+
+def use_source(ctx: RunContext) -> RunContext:
+    """--source-table: the context with the source fingerprinted (its pin, and the watch over it from then on),
+    its clone as the dataset, and its shape (the conformance cases it touches, recorded with every result)."""
     assert ctx.source is not None and ctx.catalog is not None
     progress = ctx.progress
     src = load_source(ctx.source)  # loaded once: pinned and cloned from the same metadata, whoever commits after
-    ctx.source_before = pin_source(src, ctx.source.snapshot_id)
-    ds = ctx.dataset = prepare_clone(ctx.catalog, ctx.settings, ctx.source, ctx.scenario, progress,
-                                     read_settings=ctx.catalog_settings, src=src)
-    shaped = ctx.source_shape = source_shape(src, ds.snapshot_id)
+    pin = pin_source(src, ctx.source.snapshot_id)
+    ds = prepare_clone(ctx.catalog, ctx.settings, ctx.source, ctx.scenario, progress,
+                       read_settings=ctx.catalog_settings, src=src)
+    shaped = source_shape(src, ds.snapshot_id)
     progress.info(f"source {ctx.source.table}: its shape touches {len(shaped.touches)} conformance case(s)"
                   + (f": {', '.join(t.case for t in shaped.touches)}" if shaped.touches else "")
                   + (f" (shape unknown: {shaped.shape_error})" if shaped.shape_error else ""))
-    pin = ctx.source_before
     progress.info(f"source {ctx.source.table} pinned at snapshot {ds.snapshot_id} (fingerprint {pin.digest} over "
                   f"{len(pin.files)} files, taken in {pin.seconds:.2f} s"
                   + (f"; refs carried: {', '.join(pin.carried)}" if pin.carried else "") + f"): clone "
                   f"{ds.table}, {ds.files} files, {ds.bytes / 1e6:.1f} MB, {ds.rows} rows "
                   f"({'reused' if ds.reused else f'cloned and read in {ds.generation_s:.1f} s'})")
-    return ds
+    return replace(ctx, dataset=ds, source_before=pin, source_shape=shaped,
+                   source_watch=SourceWatch(seen_unix=pin.taken_unix))
 
 
 def summary_table(results: list[RunResult], engines: list[str]) -> str:

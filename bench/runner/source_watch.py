@@ -19,10 +19,7 @@ from bench.core.records.verification import Check
 from bench.core.results import RunResult
 from bench.core.source import SourceRef, load_source
 from bench.runner.context import RunContext
-
-
-def _iso(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+from bench.runner.record import assemble, checked
 
 
 def look(ctx: RunContext) -> Observation:
@@ -39,39 +36,30 @@ def look(ctx: RunContext) -> Observation:
 
 
 def watch(ctx: RunContext) -> SourceWatch:
-    if ctx.source_watch is None:
-        ctx.source_watch = SourceWatch(seen_unix=ctx.source_before.taken_unix if ctx.source_before else time.time())
+    """The run's watch (made with its pin: bench.runner.run.use_source)."""
+    assert ctx.source_watch is not None
     return ctx.source_watch
 
 
 def update(ctx: RunContext, ob: Observation) -> SourceWatch:
-    """The run's watch after observation `ob`: when files went (first time only), the harness's failures."""
-    w, now = watch(ctx), time.time()
-    w.last = ob
-    if ob.gone and not w.gone:
-        pin = ctx.source_before
-        assert pin is not None and ctx.source is not None
-        w.gone_between = [_iso(w.seen_unix), _iso(now)]
-        w.gone = (f"{len(ob.gone)} of the {len(pin.files)} files of the pinned snapshot {pin.snapshot_id} of "
-                  f"{ctx.source.table} disappeared from the source between {w.gone_between[0]} and "
-                  f"{w.gone_between[1]} (the table owner's maintenance, e.g. expire_snapshots or "
-                  f"remove_orphan_files: the harness never writes to the source), e.g. {ob.gone[0]}")
-    elif not ob.gone:
-        w.seen_unix = now
-    w.failures += [f for f in ob.failures if f not in w.failures]
+    """The run's watch after observation `ob`."""
+    assert ctx.source_before is not None and ctx.source is not None
+    w = watch(ctx)
+    w.saw(ob, ctx.source_before, ctx.source.table)
     return w
 
 
-def check_source(ctx: RunContext, r: RunResult) -> None:
-    """The source after this engine run, against its pin: recorded on `r.source`, required checks of `r`."""
+def check_source(ctx: RunContext, r: RunResult) -> RunResult:
+    """The source after this engine run, against its pin: recorded on the record's `source`, required checks
+    of the run."""
     assert r.source is not None and ctx.source is not None
     ob = look(ctx)
     w = update(ctx, ob)
-    rec = r.source
-    rec.commits_by_others, rec.source_refs_moved, rec.observe_s = ob.others, ob.refs_moved, ob.seconds
-    rec.gone, rec.gone_between = ob.gone[:20], list(w.gone_between) if ob.gone else []
-    rec.unchanged = not ob.failures and not ob.gone
-    rec.differences = (ob.failures + [f"gone: {p}" for p in ob.gone])[:20]
+    rec = r.source.model_copy(update={
+        "commits_by_others": ob.others, "source_refs_moved": ob.refs_moved, "observe_s": ob.seconds,
+        "gone": ob.gone[:20], "gone_between": list(w.gone_between) if ob.gone else [],
+        "unchanged": not ob.failures and not ob.gone,
+        "differences": (ob.failures + [f"gone: {p}" for p in ob.gone])[:20]})
     others = (f"; others committed {len(ob.others)} snapshot(s) since the pin (recorded, not a difference)"
               if ob.others else "")
     msg = (f"the pinned snapshot {rec.snapshot_id} of {ctx.source.table} is as pinned: its {rec.files} files "
@@ -82,25 +70,22 @@ def check_source(ctx: RunContext, r: RunResult) -> None:
     checks = [Check(name="source_unchanged", ok=not ob.failures, message=msg, whose="harness")]
     if ob.gone:  # nobody's output is wrong: the harness cannot verify on files that went (the owner's doing)
         checks.append(Check(name="source_files_present", ok=False, message=w.gone, whose="harness"))
-    for c in checks:
-        if not r.verification.add(c):
-            r.verified = False
-    if ob.failures:
-        r.error = (r.error + "; " if r.error else "") + f"the source table changed: {ob.failures[0]}"
-    elif ob.gone:
-        r.error = (r.error + "; " if r.error else "") + f"not verified: {w.gone}"
+    said = (f"the source table changed: {ob.failures[0]}" if ob.failures else
+            f"not verified: {w.gone}" if ob.gone else None)
+    error = r.error if said is None else (r.error + "; " if r.error else "") + said
+    return assemble(checked(r, *checks), source=rec, error=error)
 
 
 def record_gone(ctx: RunContext, r: RunResult) -> RunResult:
     """An engine run after pinned files went: not run (the clone references files that are gone), not verified,
     and why, in one line."""
     w = watch(ctx)
-    r.status, r.verified, r.error = "failed", False, f"not run: {w.gone}"
-    r.verification.add(Check(name="source_files_present", ok=False, message=w.gone, whose="harness"))
-    return r
+    check = Check(name="source_files_present", ok=False, message=w.gone, whose="harness")
+    return assemble(r, status="failed", verified=False, error=f"not run: {w.gone}",
+                    verification=r.verification.with_checks(check))
 
 
-def check_refs(ctx: RunContext, r: RunResult, committed: bool, branch: str | None = None) -> None:
+def check_refs(ctx: RunContext, r: RunResult, committed: bool, branch: str | None = None) -> RunResult:
     """The clone's refs after the engine: main (and the `branch` it compacted, published to main) at the pinned
     snapshot or a descendant of it (`committed`: the engine commits to the table; otherwise in place), every other
     branch and tag where the source had it, every file each references present (a required check)."""
@@ -108,7 +93,7 @@ def check_refs(ctx: RunContext, r: RunResult, committed: bool, branch: str | Non
     assert r.source is not None
     pin = ctx.source_before
     if pin.snapshot_id is None:
-        return
+        return r
     tbl = ctx.catalog.load_table(ctx.dataset.table)
     now = {n: ref.snapshot_id for n, ref in tbl.metadata.refs.items()}
     was = {"main": pin.snapshot_id} | {x.name: x.snapshot_id for x in pin.refs if x.name in pin.carried}
@@ -124,8 +109,8 @@ def check_refs(ctx: RunContext, r: RunResult, committed: bool, branch: str | Non
             wrong.append(f"{kinds.get(name, 'ref')} {name}: {sid} -> {after}")
     ids = {s for s in now.values()}
     missing = [p for p in pinned_files(tbl, ids) if sample_hash(p)[0] < 0]
-    r.source.refs = [RefPin(name=n, type=kinds.get(n, "branch"), snapshot_id=sid, after_snapshot_id=now.get(n))
-                     for n, sid in was.items()]
+    refs = [RefPin(name=n, type=kinds.get(n, "branch"), snapshot_id=sid, after_snapshot_id=now.get(n))
+            for n, sid in was.items()]
     ok = not wrong and not missing
     main = ("advanced by the compaction" if now.get("main") != pin.snapshot_id else "in place: nothing committed")
     main += f", as branch {branch} it compacted" if branch else ""
@@ -133,8 +118,8 @@ def check_refs(ctx: RunContext, r: RunResult, committed: bool, branch: str | Non
            f"other as the source had it) and every file they reference present" if ok else
            "; ".join(wrong + ([f"{len(missing)} file(s) the refs reference missing, e.g. {missing[0]}"]
                               if missing else [])))
-    if not r.verification.add(Check(name="refs_kept", ok=ok, message=msg[:1000], whose="engine", about="metadata")):
-        r.verified = False
+    return assemble(checked(r, Check(name="refs_kept", ok=ok, message=msg[:1000], whose="engine", about="metadata")),
+                    source=r.source.model_copy(update={"refs": refs}))
 
 
 def finish_source(ctx: RunContext) -> str:

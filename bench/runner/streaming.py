@@ -24,7 +24,7 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from bench.core.catalog.rest import request_log
 from bench.core.cost import run_cost
 from bench.core.errors import UserError
 from bench.core.records.live import CycleRecord, StreamingRecord, StreamingTotals
+from bench.core.records.telemetry import CoreLimit, StorageCap
 from bench.core.records.verification import Check, Verification, difference
 from bench.core.results import RunResult, file_label
 from bench.core.table.entries import live_files
@@ -42,11 +43,18 @@ from bench.engines import engine_class
 from bench.reads import duck
 from bench.reads.queries import query_sql
 from bench.runner.context import RunContext, Slot
-from bench.runner.engine_run import build_job, harness_failed, record_unsupported, restore_input, why_unsupported
+from bench.runner.engine_run import (
+    Restored,
+    build_job,
+    harness_failed,
+    record_unsupported,
+    restore_input,
+    why_unsupported,
+)
 from bench.runner.inputs import SetupGuard
 from bench.runner.live import INGEST_BRANCH
 from bench.runner.process import EngineRun, run_engine_process, storage_record, tail
-from bench.runner.record import finish, new_result
+from bench.runner.record import assemble, finish, new_result
 from bench.verify.readers import merge_on_read
 from bench.verify.streaming import (
     CYCLE_LINEAGE_RULE,
@@ -191,6 +199,28 @@ def run_streaming(ctx: RunContext) -> list[RunResult]:
     return out
 
 
+@dataclass
+class Ran:
+    """What a streaming run's cycles leave for its record, recorded as each cycle ends (a harness failure keeps the
+    cycles before it): the cycles, the first --storage-cap and --cores records of its maintenance processes, and
+    the log of the last that failed."""
+
+    cycles: list[CycleRecord] = field(default_factory=list)
+    storage_cap: StorageCap | None = None
+    core_limit: CoreLimit | None = None
+    log_tail: list[str] = field(default_factory=list)
+
+    def process(self, er: EngineRun) -> None:
+        """A maintenance step's process ended."""
+        if er.record is not None:
+            self.storage_cap, self.core_limit = self.storage_cap or er.storage_cap, self.core_limit or er.core_limit
+        if er.status != "ok":
+            self.log_tail = tail(er.log)
+
+    def record_fields(self) -> dict[str, Any]:
+        return {"storage_cap": self.storage_cap, "core_limit": self.core_limit, "log_tail": self.log_tail}
+
+
 def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunResult:
     sc, ds = ctx.scenario, ctx.dataset
     st = sc.streaming
@@ -203,56 +233,64 @@ def stream_one(ctx: RunContext, slot: Slot, baseline: RunResult | None) -> RunRe
                           commits_per_cycle=per_cycle, rows_per_commit=rows, cadence_s=st.cadence_at(ctx.scale),
                           maintenance=[] if is_base else [op.describe() for op in st.maintenance],
                           sink=st.sink.record(ctx.scale, _spec_text(ctx)) if st.sink is not None else None)
-    r.streaming = rec
+    r = assemble(r, streaming=rec)
     why = None if is_base else why_unsupported(ctx, slot)
     if why:
         return finish(ctx, record_unsupported(r, why), label)
     work = ctx.run_dir / "work" / f"{sc.name}--{file_label(slot.engine)}--streaming"
     work.mkdir(parents=True, exist_ok=True)
+    ran = Ran()
     try:
         ctx.progress.info(f"{label} restoring {ds.table} to its dataset state, then {st.cycles} cycles of "
                           f"{per_cycle} commits x {rows} rows"
                           + ("" if is_base else f" and maintenance ({', '.join(rec.maintenance)})"))
-        restore_input(ctx, r)
+        restored = restore_input(ctx)
+        r = assemble(r, restored)
         branch = INGEST_BRANCH if st.mode == "branch" else "main"
         if branch != "main":
             assert ds.snapshot_id is not None  # a generated dataset always has one
             ctx.catalog.load_table(ds.table).manage_snapshots().create_branch(ds.snapshot_id, branch).commit()
         writer = make_writer(ctx, slot, rows, branch, work)
         with writer:
-            cycles(ctx, r, slot, writer, branch, work)
+            cycles(ctx, ran, slot, writer, branch, work, restored)
         # a maintenance step that failed with the writer committing beside it is a finding of the mode (counted
         # in maintenance_not_landed, its error kept); alone, or out of memory or time, it fails the run
         tolerated = ("ok", "none") + (("failed",) if st.mode != "sequential" else ())
-        bad = [c.maintenance_status for c in rec.cycles if c.maintenance_status not in tolerated]
-        r.status = bad[0] if bad else "ok"  # type: ignore[assignment]
-        r.error = next((f"cycle {c.cycle}: {c.maintenance_error}" for c in rec.cycles if c.maintenance_error), None)
+        bad = [c.maintenance_status for c in ran.cycles if c.maintenance_status not in tolerated]
+        r = assemble(r, ran, status=bad[0] if bad else "ok",
+                     error=next((f"cycle {c.cycle}: {c.maintenance_error}" for c in ran.cycles
+                                 if c.maintenance_error), None))
     except Exception as exc:  # noqa: BLE001 - a harness-side failure is still a recorded result
-        harness_failed(r, exc)
-    totals(r, baseline)
-    checks = [Check(name=f"cycle_{c.cycle}_content", ok=c.content_ok, message=f"{c.verdict}: {c.reason}",
-                    about="rows")
-              for c in rec.cycles] + [integrity_check(c) for c in rec.cycles]
-    if len(rec.cycles) != st.cycles:
-        checks.append(Check(name="all_cycles_ran", ok=False, message=f"{len(rec.cycles)} of {st.cycles} cycles ran"))
-    lineage = any(x.name == "row_lineage_kept" for c in rec.cycles for x in c.integrity)
-    r.verification = Verification(checks=checks, rules=list(RULES) + ([CYCLE_LINEAGE_RULE] if lineage else []),
-                                  differences=[difference(c) for c in checks if not c.ok])
-    r.verified = r.verification.verified = bool(checks) and all(c.ok for c in checks)
-    r.duration_s = rec.totals.maintenance_s if r.status == "ok" else None
-    if rec.cycles:
-        last = rec.cycles[-1]
-        r.after = last.table
-        r.files_out = last.table.data_files + last.table.delete_files
-        r.bytes_out = last.table.data_bytes + last.table.delete_bytes
-    r = finish(ctx, r, label)
-    t = rec.totals
+        r = harness_failed(assemble(r, ran), exc)
+    r = finish(ctx, streamed(r, rec, ran.cycles, baseline), label)
+    t = r.streaming.totals if r.streaming else StreamingTotals()
     ctx.progress.info(f"{label} {t.cycles} cycles, {t.commits} commits, {t.bytes_ingested / 1e6:.1f} MB ingested, "
                       f"maintenance {t.maintenance_s:.1f} s"
                       + (f" ({t.maintenance_s_per_gb:.0f} s/GB, write amplification {t.write_amplification:.2f})"
                          if t.maintenance_s_per_gb is not None and t.write_amplification is not None else "")
                       + f", unsafe cycles {t.unsafe_cycles}")
     return r
+
+
+def streamed(r: RunResult, rec: StreamingRecord, ran: list[CycleRecord], baseline: RunResult | None) -> RunResult:
+    """The record with the cycles that ran, their totals, and the verification over them (each cycle's content and
+    integrity, and all of them having run); the table after the last cycle is the run's output."""
+    rec = rec.model_copy(update={"cycles": ran})
+    rec = rec.model_copy(update={"totals": totals(rec, baseline)})
+    checks = [Check(name=f"cycle_{c.cycle}_content", ok=c.content_ok, message=f"{c.verdict}: {c.reason}",
+                    about="rows")
+              for c in ran] + [integrity_check(c) for c in ran]
+    if len(ran) != rec.cycles_planned:
+        checks.append(Check(name="all_cycles_ran", ok=False, message=f"{len(ran)} of {rec.cycles_planned} cycles ran"))
+    lineage = any(x.name == "row_lineage_kept" for c in ran for x in c.integrity)
+    v = Verification(checks=checks, rules=list(RULES) + ([CYCLE_LINEAGE_RULE] if lineage else []),
+                     differences=[difference(c) for c in checks if not c.ok],
+                     verified=bool(checks) and all(c.ok for c in checks))
+    last = ran[-1].table if ran else None
+    output = {} if last is None else {"after": last, "files_out": last.data_files + last.delete_files,
+                                      "bytes_out": last.data_bytes + last.delete_bytes}
+    return assemble(r, streaming=rec, verification=v, verified=v.verified,
+                    duration_s=rec.totals.maintenance_s if r.status == "ok" else None, **output)
 
 
 def make_writer(ctx: RunContext, slot: Slot, rows: int, branch: str, work: Path) -> Writer:
@@ -301,11 +339,13 @@ def integrity_check(c: CycleRecord) -> Check:
                           f"{len(c.integrity)} integrity checks held" if c.integrity else "not checked"))
 
 
-def cycles(ctx: RunContext, r: RunResult, slot: Slot, writer: Writer, branch: str, work: Path) -> None:
-    """The run's cycles: the writer's commits, the maintenance step (not for the baseline), what it read and
-    wrote, the table verified against the generator, the reader queries; one CycleRecord each."""
-    st, rec = ctx.scenario.streaming, r.streaming
-    assert st is not None and rec is not None
+def cycles(ctx: RunContext, ran: Ran, slot: Slot, writer: Writer, branch: str, work: Path,
+           restored: Restored) -> None:
+    """The run's cycles from the `restored` input: the writer's commits, the maintenance step (not for the
+    baseline), what it read and wrote, the table verified against the generator, the reader queries; one
+    CycleRecord each, into `ran`."""
+    st = ctx.scenario.streaming
+    assert st is not None
     published_from: int | None = None
     index = 0
     assert ctx.dataset is not None
@@ -320,7 +360,7 @@ def cycles(ctx: RunContext, r: RunResult, slot: Slot, writer: Writer, branch: st
                 time.sleep(st.cadence_at(ctx.scale))
         before = before_state(ctx, branch)
         if slot.engine != BASELINE:
-            index = maintain(ctx, r, slot, cyc, writer, index, branch, work / f"cycle{n:03d}")
+            index = maintain(ctx, ran, slot, cyc, writer, index, branch, work / f"cycle{n:03d}", restored)
         this = writer.commits[first:]
         _writer_stats(cyc, this)
         tbl, snaps = io_delta(ctx, cyc, writer, before, branch, measured=slot.engine != BASELINE)
@@ -335,7 +375,7 @@ def cycles(ctx: RunContext, r: RunResult, slot: Slot, writer: Writer, branch: st
         deleted = [k for c in this if c.landed for k in c.deleted_keys]
         published_from = verify_cycle(ctx, cyc, tbl, writer, branch, snaps, deleted, published_from)
         reads(ctx, cyc, writer, writer.expected().answers if branch == "main" else None)
-        rec.cycles.append(cyc)
+        ran.cycles.append(cyc)
         describe(ctx, slot, cyc, branch)
 
 
@@ -347,8 +387,8 @@ def before_state(ctx: RunContext, branch: str) -> Before:
                   data=_listing(f"{location}/data"), metadata=_listing(f"{location}/metadata"), table=tbl.metadata)
 
 
-def maintain(ctx: RunContext, r: RunResult, slot: Slot, cyc: CycleRecord, writer: Writer, index: int,
-             branch: str, work: Path) -> int:
+def maintain(ctx: RunContext, ran: Ran, slot: Slot, cyc: CycleRecord, writer: Writer, index: int,
+             branch: str, work: Path, restored: Restored) -> int:
     """One maintenance step in the engine's own process (bench.runner.engine_run's path), the writer committing
     beside it unless sequential; returns the writer's next commit index."""
     st = ctx.scenario.streaming
@@ -357,7 +397,8 @@ def maintain(ctx: RunContext, r: RunResult, slot: Slot, cyc: CycleRecord, writer
     ctx.progress.info(f"[{slot.engine} cycle {cyc.cycle}/{st.cycles}] maintenance"
                       + (" with the writer committing" if paced else ""))
     cadence = Cadence(writer, index, st.cadence_at(ctx.scale)) if paced else None
-    job = build_job(ctx, slot, work, branch=branch, maintenance=[op for op in st.maintenance if op.due(cyc.cycle)])
+    job = build_job(ctx, slot, work, restored, branch=branch,
+                    maintenance=[op for op in st.maintenance if op.due(cyc.cycle)])
     unix0 = time.time()
     guard = SetupGuard(ctx, 0, apply_cache=False)  # out of reach while the engine sets up, as a single run
 
@@ -378,11 +419,12 @@ def maintain(ctx: RunContext, r: RunResult, slot: Slot, cyc: CycleRecord, writer
         cyc.commits_during_maintenance = sum(1 for c in cadence.landed if c.landed)
         if cadence.error:
             cyc.evidence["writer_error"] = cadence.error
-    record_cycle(ctx, r, cyc, er)
+    record_cycle(ctx, cyc, er)
+    ran.process(er)
     return index
 
 
-def record_cycle(ctx: RunContext, r: RunResult, cyc: CycleRecord, er: EngineRun) -> None:
+def record_cycle(ctx: RunContext, cyc: CycleRecord, er: EngineRun) -> None:
     """What the maintenance step's process said and what was measured around it, into the cycle's record."""
     cyc.maintenance_status, cyc.maintenance_error = er.status, er.error
     if er.record is not None:
@@ -391,14 +433,11 @@ def record_cycle(ctx: RunContext, r: RunResult, cyc: CycleRecord, er: EngineRun)
         # a step that failed (e.g. its commit lost every retry) still spent its time: it counts
         cyc.maintenance_s = er.record.duration_s
         cyc.storage_cap = storage_record(er)
-        r.storage_cap, r.core_limit = r.storage_cap or er.storage_cap, r.core_limit or er.core_limit
         for p in er.record.phases:
             if p.op:  # not the worker's own steps around them (e.g. --storage-cap's flush)
                 cyc.op_seconds[p.op] = round(cyc.op_seconds.get(p.op, 0.0) + p.seconds, 4)
         if er.record.outcome is not None:
             cyc.op_results = list(er.record.outcome.maintenance)
-    if er.status != "ok":
-        r.log_tail = tail(er.log)
     tel = er.telemetry
     cyc.peak_rss_bytes = getattr(tel, "peak_rss_bytes", None)
     cyc.mean_cores = getattr(tel, "mean_cores", None)
@@ -550,9 +589,8 @@ def reads(ctx: RunContext, cyc: CycleRecord, writer: Writer, answers: dict[str, 
     cyc.reads_message = "; ".join(wrong) if wrong else "every answer as the generator says"
 
 
-def totals(r: RunResult, baseline: RunResult | None) -> None:
-    rec = r.streaming
-    assert rec is not None
+def totals(rec: StreamingRecord, baseline: RunResult | None) -> StreamingTotals:
+    """The totals of a streaming run's cycles (`rec.cycles`), its reads against the baseline's."""
     cs = rec.cycles
     t = StreamingTotals(cycles=len(cs))
     t.commits, t.commits_failed = sum(c.commits for c in cs), sum(c.commits_failed for c in cs)
@@ -586,4 +624,4 @@ def totals(r: RunResult, baseline: RunResult | None) -> None:
     t.max_main_lag_commits = max(lags) if lags else None
     base = baseline.streaming.totals.final_reads if baseline is not None and baseline.streaming else {}
     t.final_reads_vs_baseline = {q: round(base[q] / s, 3) for q, s in t.final_reads.items() if s and base.get(q)}
-    rec.totals = t
+    return t

@@ -56,7 +56,7 @@ DETACHED = "detached"  # a snapshot selector: every snapshot in no ref's history
 SHOWN = 4  # paths named in a message
 
 
-@dataclass
+@dataclass(frozen=True)
 class Resolved:
     """A maintenance case's expectation on the table as written: local paths, snapshot ids."""
 
@@ -121,32 +121,31 @@ def table_files(tbl: Table, names: set[str]) -> dict[str, list[str]]:
 def resolve(tbl: Table, main: Expected, m: MaintenanceExpected, named: dict[str, list[str]]) -> Resolved:
     """The expectation on the table as written; `main`: the rows main reads (the case's `expected`); `named`: the
     case's own files by name (its orphans' paths), beside the table's own (table_files)."""
-    res = Resolved()
     named = {**named, **table_files(tbl, set(m.kept_files + m.removed_files + m.replaced_files))}
+    refs: dict[str, tuple[int, Expected]] = {}
+    problems: list[str] = []
     for ref, exp in {"main": main, **m.refs}.items():
         head = tbl.metadata.refs.get(ref)
         if head is None:
-            res.problems.append(f"no ref {ref}")
+            problems.append(f"no ref {ref}")
         else:
-            res.refs[ref] = (head.snapshot_id, exp)
+            refs[ref] = (head.snapshot_id, exp)
     kept: set[int] = set()
     expired: set[int] = set()
     for selectors, into in ((m.kept, kept), (m.expired, expired)):
         for s in selectors:
             ids = select(tbl, s)
             into.update(ids)
-            res.problems += [] if ids else [f"snapshot {s} names no snapshot"]
-    res.problems += [f"{n} names no file" for n in m.kept_files + m.removed_files + m.replaced_files
-                     if not named.get(n)]
+            problems += [] if ids else [f"snapshot {s} names no snapshot"]
+    problems += [f"{n} names no file" for n in m.kept_files + m.removed_files + m.replaced_files if not named.get(n)]
     others = {s.snapshot_id for s in tbl.metadata.snapshots} - expired
-    res.must_exist = reachable(tbl, kept | {head for head, _ in res.refs.values()})
-    res.must_exist |= {p for n in m.kept_files for p in named.get(n, [])}
-    res.must_remove = (reachable(tbl, expired) - reachable(tbl, others)) | {p for n in m.removed_files
-                                                                            for p in named.get(n, [])}
-    res.must_leave = {p for n in m.replaced_files for p in named.get(n, [])}
-    res.expired, res.kept = expired, kept | {head for head, _ in res.refs.values()}
-    res.advancing = set(m.advances)
-    return res
+    heads = {head for head, _ in refs.values()}
+    return Resolved(refs=refs, problems=problems,
+                    must_exist=reachable(tbl, kept | heads) | {p for n in m.kept_files for p in named.get(n, [])},
+                    must_remove=(reachable(tbl, expired) - reachable(tbl, others))
+                    | {p for n in m.removed_files for p in named.get(n, [])},
+                    must_leave={p for n in m.replaced_files for p in named.get(n, [])},
+                    expired=expired, kept=kept | heads, advancing=set(m.advances))
 
 
 def _few(paths: set[str] | list[str]) -> str:

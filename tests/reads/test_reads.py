@@ -99,6 +99,7 @@ def test_a_wrong_answer_after_the_compaction_fails_the_run():
     from bench.core.records.verification import Verification
     from bench.core.results import RunResult
     from bench.runner.reads import answers_check
+    from bench.runner.record import checked
 
     truth = {"full-scan": ["10", "55"], "key-range": ["1", "5"]}
 
@@ -109,8 +110,7 @@ def test_a_wrong_answer_after_the_compaction_fails_the_run():
         rec = check(ReadsRecord(reader="duckdb-iceberg", after_measured=True, queries=[
             QueryRead(name="full-scan", sql="", before=["10", "55"], after=["10", "55"]),
             QueryRead(name="key-range", sql="", before=before, after=after)]), truth)
-        answers_check(r, rec)
-        return r
+        return checked(r, answers_check(rec))
 
     good = run(["1", "5"], ["1", "5"])
     assert good.verified and [(c.name, c.ok, c.required) for c in good.verification.checks] == \

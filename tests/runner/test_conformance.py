@@ -5,6 +5,7 @@ run path, as a matrix whose verdicts say whose fault, with evidence, versions an
 import json
 import os
 import subprocess
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -312,18 +313,20 @@ def test_a_maintenance_cells_verdict_comes_from_which_expectation_failed(warehou
         os.rename(moved, delete)
     assert v == "deleted-live" and "were deleted" in evidence, evidence
     head, main = res.refs["main"]
-    res.refs["main"] = (maint.select(tbl, "main~1")[0], main)  # as if an operation had committed on top of main~1
-    ref_rows = lambda: next(c for c in maint.outcome(tbl, res) if c.name == maint.REF_ROWS)  # noqa: E731
-    assert not ref_rows().ok and "moved" in ref_rows().message  # a ref the operation does not commit to stays put
-    res.advancing = {"main"}
-    assert ref_rows().ok  # one it commits to (rewrite-manifests: main) may move to a descendant, read there
-    res.advancing, res.refs["main"] = set(), (head, main)
-    res.kept.add(-1)  # as if a snapshot the case keeps (e.g. by retain_last) had been expired: its time travel lost
-    v, evidence = maintenance_verdict(maint.outcome(tbl, res))
+    # as if an operation had committed on top of main~1
+    moved_main = replace(res, refs={**res.refs, "main": (maint.select(tbl, "main~1")[0], main)})
+    ref_rows = lambda r: next(c for c in maint.outcome(tbl, r) if c.name == maint.REF_ROWS)  # noqa: E731
+    # a ref the operation does not commit to stays put
+    assert not ref_rows(moved_main).ok and "moved" in ref_rows(moved_main).message
+    # one it commits to (rewrite-manifests: main) may move to a descendant, read there
+    assert ref_rows(replace(moved_main, advancing={"main"})).ok
+    # as if a snapshot the case keeps (e.g. by retain_last) had been expired: its time travel lost
+    v, evidence = maintenance_verdict(maint.outcome(tbl, replace(res, kept=res.kept | {-1})))
     assert v == "wrong-rows" and "1 snapshot(s) the case keeps were expired: [-1]" in evidence, evidence
-    res.kept.discard(-1)
-    res.refs["main"] = (head, main.model_copy(update={"rows": 4, "keys": [0, 2, 10, 11]}))  # as if 20 were deleted
-    v, evidence = maintenance_verdict(maint.outcome(tbl, res))
+    # as if 20 were deleted
+    deleted = replace(res, refs={**res.refs, "main": (head, main.model_copy(update={"rows": 4,
+                                                                                  "keys": [0, 2, 10, 11]}))})
+    v, evidence = maintenance_verdict(maint.outcome(tbl, deleted))
     assert v == "resurrected" and "ref main reads 1 row(s) it must not: ['20']" in evidence, evidence
     with pytest.raises(ValueError, match="give older_than_snapshot"):
         Case.model_validate({**case.model_dump(), "operation": {"op": "expire-snapshots", "retain_last": 2}})

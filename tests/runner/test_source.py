@@ -388,7 +388,7 @@ def test_pinned_files_gone_leave_the_later_runs_not_verified_saying_which_and_wh
     not run with the same line; the engine card says why in one line."""
     from types import SimpleNamespace
 
-    from bench.core.pin import SourceFingerprint
+    from bench.core.pin import SourceFingerprint, SourceWatch
     from bench.core.records.scenario import SourceRecord
     from bench.core.records.verification import Check
     from bench.core.results import RunResult
@@ -409,20 +409,21 @@ def test_pinned_files_gone_leave_the_later_runs_not_verified_saying_which_and_wh
     pin.snapshot_ids = [s.snapshot_id for s in load_source(SourceRef(catalog_file=str(cfg), table="shop.orders"))
                         .metadata.snapshots]
     ctx = SimpleNamespace(source=SourceRef(catalog_file=str(cfg), table="shop.orders"), source_before=pin,
-                          source_watch=None, dataset=SimpleNamespace(location=str(tmp_path / "wh" / "clone")))
+                          source_watch=SourceWatch(seen_unix=pin.taken_unix),
+                          dataset=SimpleNamespace(location=str(tmp_path / "wh" / "clone")))
 
     def result(engine):
         return RunResult(run_id="x", scenario="deletes-standard", engine=engine, engine_name=engine,
                          scale=0, seed=0, status="ok",
                          verified=True, source=SourceRecord(table="shop.orders", snapshot_id=1, files=2))
 
-    first = result("spark")
-    check_source(ctx, first)  # type: ignore[arg-type]
+    first = check_source(ctx, result("spark"))  # type: ignore[arg-type]
     assert first.verified and first.source.unchanged and not first.source.gone
     gone.unlink()
     second = result("risingwave")
-    second.verification.add(Check(name="rows", ok=True, message="same rows"))
-    check_source(ctx, second)  # type: ignore[arg-type]
+    second = second.model_copy(update={"verification": second.verification.with_checks(
+        Check(name="rows", ok=True, message="same rows"))})
+    second = check_source(ctx, second)  # type: ignore[arg-type]
     assert not second.verified and second.source.gone == [str(gone)] and second.source.unchanged is False
     assert second.source.gone_between[0] <= second.source.gone_between[1]
     said = second.error or ""

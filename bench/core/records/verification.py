@@ -3,6 +3,7 @@ run made, the rows that differ, and a partitioned table's outcome per partition.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
@@ -147,6 +148,11 @@ def difference(c: Check) -> str:
     return f"{c.name}: {c.message}" + ("" if c.required else " (advisory)")
 
 
+def unverifies(checks: Iterable[Check]) -> bool:
+    """Whether any of these checks is a failed required one (a run with it is not verified)."""
+    return any(c.required and not c.ok for c in checks)
+
+
 class RowDifference(BaseModel):
     """An output's rows against its input's (bench.verify.checks.row_difference): how many came back (deleted rows
     resurrected, or rows that were never there) and were lost, and a few of each."""
@@ -173,15 +179,13 @@ class Verification(BaseModel):
     def check(self, name: str) -> Check | None:
         return next((c for c in self.checks if c.name == name), None)
 
-    def add(self, *checks: Check) -> bool:
-        """Checks decided after the verifier's own (the setup rule, a live run's): each failed one noted in
-        `differences` as the verifier notes them, a failed required one unverifies.  False when one did."""
-        self.checks += checks
-        self.differences += [difference(c) for c in checks if not c.ok]
-        if any(c.required and not c.ok for c in checks):
-            self.verified = False
-            return False
-        return True
+    def with_checks(self, *checks: Check) -> Verification:
+        """This verification with checks decided after the verifier's own (the setup rule, a live run's): each
+        failed one noted in `differences` as the verifier notes them, a failed required one unverifies."""
+        return self.model_copy(update={
+            "checks": [*self.checks, *checks], "differences": [*self.differences,
+                                                               *(difference(c) for c in checks if not c.ok)],
+            "verified": self.verified and not unverifies(checks)})
 
     @property
     def failed(self) -> list[Check]:
