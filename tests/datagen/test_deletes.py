@@ -213,12 +213,14 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
     """Both engines reach the same end state (no live delete file, the ground truth's rows), each step
     timed as a phase; an engine that leaves a delete file live is not verified."""
     wh, res = tmp_path / "wh", tmp_path / "results"
-    proc = run_bench("run", "deletes-standard", "--scale", TINY, "--engines",
-                     "spark,risingwave,leaky,arrow-floor,repark,gluten", "--results-dir", res, "--warehouse", wh,
-                     "--run-id", "del", "--readers", "on")
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    records = {json.loads(p.read_text())["engine"]: json.loads(p.read_text())
-               for p in (res / "del").glob("*--rep0.json")}
+    # the reader queries (DuckDB's iceberg extension on the input's delete files, twice each: warm) around two
+    # engines that commit and the floor; the other engines on the same dataset (reused) without them
+    for run_id, engines, readers in (("del", "spark,risingwave,arrow-floor", "on"), ("del2", "leaky,repark,gluten",
+                                                                                   "off")):
+        proc = run_bench("run", "deletes-standard", "--scale", TINY, "--engines", engines, "--results-dir", res,
+                         "--warehouse", wh, "--run-id", run_id, "--readers", readers)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    records = {json.loads(p.read_text())["engine"]: json.loads(p.read_text()) for p in res.glob("del*/*--rep0.json")}
     assert set(records) == {"spark", "risingwave", "leaky", "arrow-floor", "repark", "gluten"}
     for engine in ("spark", "risingwave", "repark", "gluten"):
         r = records[engine]
@@ -242,6 +244,8 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
         assert opens["opens"] == opens["position_opens"] + opens["equality_opens"] and opens["data_opens"] > 0
         # every step is a phase; the phases add up to the compaction time
         assert abs(sum(p["seconds"] for p in r["phases"]) - r["duration_s"]) < 1e-6
+        if engine not in ("spark", "risingwave"):
+            continue
         # readers gained: before, the full scan merged the delete files; after, none (bench.reads)
         reads = r["reads"]
         assert reads["ok"] and reads["reader"] == "duckdb-iceberg" and reads["after_usable"], reads["message"]
@@ -305,7 +309,6 @@ def test_both_engines_on_deletes_standard_through_the_cli(generated, tmp_path):
     assert floor["reads"] is None  # readers would read the input unchanged after it: none timed around it
     # the same, without the second pass: not verified, and the failed check says why
     leaky = records["leaky"]
-    assert leaky["reads"]["reader"] == "duckdb-iceberg"  # an engine that commits: timed around it
     assert leaky["status"] == "ok" and leaky["verified"] is False
     assert any(d.startswith("no_live_delete_files:") for d in leaky["verification"]["differences"])
     # determinism: generated again from the same seed in another warehouse (other commit batching),
