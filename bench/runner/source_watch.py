@@ -80,9 +80,8 @@ def record_gone(ctx: RunContext, r: RunResult) -> RunResult:
     """An engine run after pinned files went: not run (the clone references files that are gone), not verified,
     and why, in one line."""
     w = watch(ctx)
-    check = Check(name="source_files_present", ok=False, message=w.gone, whose="harness")
-    return assemble(r, status="failed", verified=False, error=f"not run: {w.gone}",
-                    verification=r.verification.with_checks(check))
+    return checked(assemble(r, status="failed", verified=False, error=f"not run: {w.gone}"),
+                   Check(name="source_files_present", ok=False, message=w.gone, whose="harness"))
 
 
 def check_refs(ctx: RunContext, r: RunResult, committed: bool, branch: str | None = None) -> RunResult:
