@@ -6,6 +6,10 @@
 #   make reference - run the reference benchmarks into docs/reference/, then make docs (a quiet machine!)
 #   make reference-plan - the sweeps, frontier, core runs and harness scaling the docs' plan reads (quiet, ~1.5 h)
 SHELL := /bin/bash
+# Python caches the bytecode of what it imports in the virtualenv, the first importer of a module writing it for
+# every later process: where PYTHONDONTWRITEBYTECODE is set (as on some machines), each of the few hundred
+# processes of a run or of the tests would compile its imports again.  Only what is imported is compiled.
+unexport PYTHONDONTWRITEBYTECODE
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -30,17 +34,13 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# The packages compiled after pip, on every core (pip compiles one file at a time: twice the install's time), not
-# left uncompiled: where PYTHONDONTWRITEBYTECODE is set, every process would compile its imports again.
+# The packages are not compiled at install (pip compiles every file, one at a time, most never imported): each
+# module is compiled when first imported (see PYTHONDONTWRITEBYTECODE above).
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install -q --no-compile -e '.[test]'
-	$(BIN)/python -m compileall -q -j 0 "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null
 	touch $@
 
-# The project's own modules compiled once (incremental): with PYTHONDONTWRITEBYTECODE set, as on some machines,
-# every Python process (each engine worker, catalog server, `bench` command) would compile them again.
 setup: system-deps $(VENV)/.installed
-	$(BIN)/python -m compileall -q bench datagen reports tests >/dev/null
 	$(BIN)/bench setup
 
 # Engines that run in an environment of their own (another Python, pins the harness cannot hold): built once from
