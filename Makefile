@@ -19,7 +19,7 @@ RUN_ARGS ?=
 APT_PACKAGES := openjdk-17-jre-headless
 TEST_APT_PACKAGES := chromium
 
-.PHONY: engines setup system-deps test-deps test-apt checkov test-cds checks run test docs reference reference-plan clean-warehouse
+.PHONY: engines setup system-deps test-deps test-apt checkov test-cds checks test-collect run test docs reference reference-plan clean-warehouse
 
 # Debian packages: Java for Iceberg's JVMs (their jars come from Maven Central at `bench setup`).
 system-deps:
@@ -85,11 +85,17 @@ checks: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# The tests collected once, while the archive above trains: the test modules' rewritten asserts and the modules they
+# import are compiled then (10 s of one core on a fresh clone), not by each of the three workers at once as the tests
+# start.  After the checks: until mypy ends, the set-up's two cores are busy.
+test-collect: checks
+	$(BIN)/pytest --collect-only -q >/dev/null
+
 # The set-up and the checks, then the tests: the independent ones on pytest-xdist's workers, then the few
 # marked `serial` (they time something) alone, so that no worker waits for them (a plain `pytest` runs all,
 # serial ones under a lock: tests/conftest.py).
 test:
-	$(MAKE) --no-print-directory -j4 --output-sync=target $(TEST_DEPS) test-cds checks
+	$(MAKE) --no-print-directory -j4 --output-sync=target $(TEST_DEPS) test-cds checks test-collect
 	$(BIN)/pytest -q -m "not serial"
 	$(BIN)/pytest -q -m serial -n 0
 

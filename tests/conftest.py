@@ -42,7 +42,8 @@ def shared_warehouse(tmp_path_factory) -> Path:
 def pytest_configure(config):
     if "JAVA_TOOL_OPTIONS" not in os.environ:  # workers and subprocesses inherit it
         opts = TEST_JAVA_TOOL_OPTIONS
-        if not hasattr(config, "workerinput"):  # the controller (before its workers start): the shared classes
+        # the controller (before its workers start): the shared classes; collecting only, no JVM starts
+        if not hasattr(config, "workerinput") and not config.option.collectonly:
             archive = ensure_archive(opts)
             opts += f" -XX:SharedArchiveFile={archive} {CDS_QUIET}" if archive else ""
         os.environ["JAVA_TOOL_OPTIONS"] = opts
