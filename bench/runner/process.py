@@ -292,9 +292,9 @@ def run_engine_process(ctx: RunContext, slot: Slot, job: CompactionJob, work: Pa
     `bench.runner.live.EngineHold`) is attached to the engine's process while it runs.  `on_ready`
     (e.g. `bench.runner.inputs.SetupGuard.release`) runs when the engine has set up, before its
     compaction starts.  The cgroups and traffic shaper are released however it ends.  With shared processes
-    (`ctx.shared`, bench conformance) the run goes to the engine's shared process instead."""
-    if ctx.shared is not None and companion is None:
-        return ctx.shared.run(ctx, slot, job, work, on_ready)
+    (`ctx.shared`: bench conformance, a live writer's cases) the run goes to the engine's shared process instead."""
+    if ctx.shared is not None:
+        return ctx.shared.run(ctx, slot, job, work, on_ready, companion)
     work.mkdir(parents=True, exist_ok=True)
     files = job_file, out_file, log_file = work / "job.json", work / "outcome.json", work / "engine.log"
     write_atomic(job_file, job.model_dump_json(indent=2))

@@ -58,6 +58,7 @@ from bench.runner.maintenance import in_place, run_maintenance
 from bench.runner.process import EngineRun, run_engine_process
 from bench.runner.reads import reads_after, reads_before
 from bench.runner.record import assemble, checked, finish, new_result
+from bench.runner.session import SharedProcesses
 from bench.runner.source import prepare_clone, source_record, source_shape
 from bench.runner.source_watch import check_refs, check_source, finish_source, record_gone
 from bench.runner.streaming import run_streaming
@@ -324,6 +325,9 @@ def run_scenario(opts: RunOptions, progress: Progress) -> list[RunResult]:
             progress.info(f"removed {len(stale)} cgroup(s) left by a killed run")
         write_run_state(ctx.run_dir, state)
         try:
+            if ctx.scenario.live_writer is not None and ctx.shared is None:
+                # a live writer's cases are judged, never timed: one process per engine serves them all
+                ctx = replace(ctx, shared=stack.enter_context(SharedProcesses(log_dir=ctx.run_dir / "work")))
             ctx = prepare_run(ctx, stack)
             if ctx.scenario.streaming is not None:
                 out += run_streaming(ctx)

@@ -1,7 +1,8 @@
-"""Shared engine processes, for `bench conformance`: one worker per engine serves one run after another, so a
-JVM starts once for every case instead of once per case.  What a case judges is correctness, and that does not
-depend on a warm process; what it times does, so a run made in a shared process is marked (`RunResult.
-shared_process`: its process's n-th run) and never enters a statistic (bench.core.stats.measured).
+"""Shared engine processes, for runs that are judged, never timed (`bench conformance`, a live writer's cases): one
+worker per engine serves one run after another, so a JVM starts once for every case instead of once per case.
+What a case judges is correctness, and that does not depend on a warm process; what it times does, so a run made
+in a shared process is marked (`RunResult.shared_process`: its process's n-th run) and never enters a statistic
+(bench.core.stats.measured).
 
 Each run still goes the one path (bench.runner.engine_run): the dataset restored, the table out of reach
 while the engine sets up (its `open()` runs again for every job: for a warm engine it costs little), the
@@ -20,6 +21,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench.core import children
 from bench.core.catalog import CatalogSettings
@@ -101,6 +103,7 @@ class SharedProcesses:
     """The shared workers of a campaign of runs (one per engine at a time) and its one served catalog."""
 
     budget: int | None = None
+    log_dir: Path | None = None  # where each engine's shared-<engine>.log goes (None: beside the runs' directories)
     workers: dict[str, _Worker] = field(default_factory=dict)
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     _served: ServedCatalog | None = None
@@ -154,19 +157,23 @@ class SharedProcesses:
             w = self.workers[engine] = self._spawn(engine, key, budget, log)
         return w
 
-    def run(self, ctx, slot, job: CompactionJob, work: Path, on_ready: OnReady | None) -> EngineRun:
-        """One engine run in the engine's shared process: as bench.runner.process.run_engine_process, but the
-        process is kept for the next run when this one ended ok."""
+    def run(self, ctx, slot, job: CompactionJob, work: Path, on_ready: OnReady | None,
+            companion: Any = None) -> EngineRun:
+        """One engine run in the engine's shared process: as bench.runner.process.run_engine_process (`companion`,
+        e.g. the live writer's hold, attached to the process for this run), but the process is kept for the next
+        run when this one ended ok."""
         work.mkdir(parents=True, exist_ok=True)
         job_file, out_file = work / "job.json", work / "outcome.json"
         write_atomic(job_file, job.model_dump_json(indent=2))
-        log = ctx.run_dir.parent / f"shared-{slot.engine.replace('/', '_')}.log"
+        log = (self.log_dir or ctx.run_dir.parent) / f"shared-{slot.engine.replace('/', '_')}.log"
         w = self._worker(slot.engine, job, ctx.budget, log)
         w.jobs += 1
         t0, unix0 = time.perf_counter(), time.time()
         deadline = time.monotonic() + ctx.timeout_s
         sampler = Sampler(w.proc.pid, interval_s=0.1, on_sample=w.limiter.on_sample).start()
         harness_error, timed_out = None, False
+        if companion is not None:
+            companion.attach(w.proc.pid)  # the worker leads its own process group, as a run's own process does
         try:
             w.send(f"job {job_file} {out_file}")  # a worker that ended is classified below from what it left
             while True:
@@ -179,6 +186,8 @@ class SharedProcesses:
                 harness_error = release_after_setup(sampler, on_ready or (lambda rb, rc: None))
                 w.send("abort" if harness_error else "go")
         finally:
+            if companion is not None:
+                companion.detach()
             sampler.stop()
             ctx.progress.done()
         wall = time.perf_counter() - t0

@@ -58,6 +58,10 @@ def test_live_writer_cases_with_both_engines_get_verdicts_with_evidence(tmp_path
     assert p.returncode == 0, p.stderr[-3000:]
     runs = _runs(tmp_path / "results" / "lw")
     assert len(runs) == 6
+    # judged, never timed: one process per engine serves the run's cases (a case that fails ends it: the next gets a
+    # new one), its log in the run's work directory
+    assert sorted(r.shared_process for r in runs.values() if r.engine == "risingwave") == [1, 2, 3]
+    assert (tmp_path / "results" / "lw" / "work" / "shared-spark.log").exists()
     for r in runs.values():
         lw = r.live_writer
         # deterministic interleaving: the writer's commit is the first after the dataset's snapshot
