@@ -341,7 +341,7 @@ def conformance(opts: ConformanceOptions, progress: Progress) -> ConformanceReco
         written = write_cases(cases, warehouse / TABLES_DIR)
     rec.tables_s = round(time.perf_counter() - t0, 1)
     catalog = catalog_file(warehouse / TABLES_DIR)
-    with SharedProcesses() as shared:
+    with SharedProcesses(log_dir=run_dir / "runs") as shared:
         for i, case in enumerate(cases, 1):
             results = run_one_case(opts, rec, i, case, written.get(case.name), catalog, run_dir, progress, shared)
             record_versions(rec, results)

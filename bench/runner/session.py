@@ -102,8 +102,7 @@ class _Worker:
 class SharedProcesses:
     """The shared workers of a campaign of runs (one per engine at a time) and its one served catalog."""
 
-    budget: int | None = None
-    log_dir: Path | None = None  # where each engine's shared-<engine>.log goes (None: beside the runs' directories)
+    log_dir: Path  # where each engine's shared-<engine>.log goes
     workers: dict[str, _Worker] = field(default_factory=dict)
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     _served: ServedCatalog | None = None
@@ -165,7 +164,7 @@ class SharedProcesses:
         work.mkdir(parents=True, exist_ok=True)
         job_file, out_file = work / "job.json", work / "outcome.json"
         write_atomic(job_file, job.model_dump_json(indent=2))
-        log = (self.log_dir or ctx.run_dir.parent) / f"shared-{slot.engine.replace('/', '_')}.log"
+        log = self.log_dir / f"shared-{slot.engine.replace('/', '_')}.log"
         w = self._worker(slot.engine, job, ctx.budget, log)
         w.jobs += 1
         t0, unix0 = time.perf_counter(), time.time()

@@ -29,7 +29,7 @@ def test_one_process_serves_runs_until_one_fails_and_none_outlives_the_campaign(
     for name in ("rewrite", "hang"):
         monkeypatch.setitem(engines.REGISTRY, name, dict(s.split("=") for s in TEST_ENGINES.split(","))[name])
     out = io.StringIO()
-    with SharedProcesses() as shared:
+    with SharedProcesses(log_dir=tmp_path / "res") as shared:
         results = run_scenario(RunOptions(scenario="bin-packing", scale=float(TINY), engines="rewrite,hang", reps=2,
                                           warehouse=str(shared_warehouse), results_dir=str(tmp_path / "res"),
                                           run_id="s", timeout_s=10, readers=False, shared=shared),
