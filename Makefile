@@ -69,7 +69,7 @@ checkov: $(VENV)/.installed
 	CHECKOV_HOME=$$($(BIN)/python -c 'from tests.helpers import checkov_home; print(checkov_home())') \
 	  bash terraform/ci/install-checkov.sh >/dev/null
 
-# The archive of the classes the tests' Spark JVMs share (tests/jvm_cds.py), trained once per cache: here, beside
+# The archive of the classes the tests' Spark JVMs share (tests/jvm_cds.py), trained once per virtualenv: here, beside
 # the checks, instead of in the tests' first step where nothing else runs (about 40 s of one core).
 test-cds: setup
 	$(BIN)/python -m tests.jvm_cds --ensure

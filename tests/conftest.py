@@ -35,7 +35,7 @@ def shared_warehouse(tmp_path_factory) -> Path:
 # of a whole `bench run` with Spark (22 s -> 15 s measured).  What the JVMs compute is the same; the
 # harness's settings (heap, direct memory, ...) are untouched.  A JAVA_TOOL_OPTIONS already set is kept.
 # (TEST_JAVA_TOOL_OPTIONS lives in tests/jvm_cds.py, beside the archive trained with them.)
-# ... and maps one archive of the classes a Spark driver loads, made once per cache (tests/jvm_cds.py: a tiny
+# ... and maps one archive of the classes a Spark driver loads, made once per virtualenv (tests/jvm_cds.py: a tiny
 # Spark run 14 s instead of 19-24 s).
 
 

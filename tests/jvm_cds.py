@@ -1,15 +1,11 @@
 """Class data sharing for the tests' Spark JVMs: one archive of the classes a Spark driver loads, made once per
-cache (JDK 17's dynamic AppCDS, `-XX:ArchiveClassesAtExit`) and mapped by every JVM the tests start
-(`-XX:SharedArchiveFile` in JAVA_TOOL_OPTIONS, beside the C1-only flag of tests/conftest.py).  A Spark JVM then
-reads its classes from the archive instead of loading, parsing and verifying them from the jars: measured here,
-a tiny `bench run --engines spark` took 14 s instead of 19-24 s.  What the JVMs compute is the same; a JVM whose
-class path is not the archive's (the Iceberg Java gateway, Spark's launcher) uses the JDK's own archive only,
-silently.  Benchmarks never use it (the harness sets no such flag): it is the tests' shared JVM state, like
+virtualenv and kept in the harness's cache (JDK 17's dynamic AppCDS, `-XX:ArchiveClassesAtExit`), mapped by every
+JVM the tests start (`-XX:SharedArchiveFile` in JAVA_TOOL_OPTIONS, beside the C1-only flag of tests/conftest.py).
+A Spark JVM then reads its classes from the archive instead of loading, parsing and verifying them from the jars:
+measured here, a tiny `bench run --engines spark` took 14 s instead of 19-24 s.  What the JVMs compute is the same;
+a JVM whose class path is not the archive's (the Iceberg Java gateway, Spark's launcher) uses the JDK's own archive
+only, silently.  Benchmarks never use it (the harness sets no such flag): it is the tests' shared JVM state, like
 their shared warehouse.
-
-    python -m tests.jvm_cds PATH      # trains: a Spark session on an Iceberg table, the archive written at exit
-    python -m tests.jvm_cds --ensure  # the archive the tests will map, trained when missing (`make test` runs
-                                      # it beside the checks, so the tests' first step does not wait for it)
 """
 
 from __future__ import annotations
@@ -39,22 +35,27 @@ def archive_path() -> Path | None:
     except ImportError:
         return None
     version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-    # the jars by path: an archive maps only into a JVM whose class path is the one it was trained with, and the
-    # cache is shared by every clone on the machine, each with its own virtualenv (another clone's archive would
-    # be refused silently, every class loaded from the jars again: a tiny Spark run 19 s instead of 10 s)
-    jars = sorted(str(p) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar"))
-    key = hashlib.sha256("\n".join([version, pyspark.__version__, *jars]).encode()).hexdigest()[:16]
-    return cache_root() / "test-cds" / f"spark-driver-{key}.jsa"
+    # the jars as the JVM checks them before it maps an archive: by path, size and modification time.  The cache is
+    # shared by every clone on the machine, each with its own virtualenv, and a virtualenv made again at the same
+    # path (a CI's clean clone) has the same paths with new times: an archive of other jars is refused silently,
+    # every class loaded from the jars again (a tiny Spark run 19 s instead of 10 s)
+    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    where = hashlib.sha256("\n".join([version, pyspark.__version__, *map(str, jars)]).encode()).hexdigest()[:16]
+    stats = hashlib.sha256("\n".join(f"{st.st_size} {st.st_mtime_ns}" for st in map(os.stat, jars)).encode())
+    return cache_root() / "test-cds" / f"spark-driver-{where}-{stats.hexdigest()[:8]}.jsa"
 
 
 def ensure_archive(base_options: str) -> Path | None:
-    """The archive, trained now when missing (about 30 s, once per cache); None when it cannot be made."""
+    """The archive, trained now when missing (about 40 s, once per virtualenv); None when it cannot be made."""
     path = archive_path()
     if path is None:
         return None
     if path.is_file():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
+    # the archives of this virtualenv's earlier jars (made again at the same path) are never mapped again
+    for stale in path.parent.glob(path.name.rsplit("-", 1)[0] + "*.jsa"):
+        stale.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".jsa.tmp")
     os.close(fd)
     os.unlink(tmp)
