@@ -4,7 +4,9 @@
 the kernel releases it when its holder exits, however it exits (kill -9 included), so a lock left by
 a killed process is simply free again; the holder's description (pid, command, start) is kept in
 the lock file, so a waiter can say who holds it, and a new holder can say it took over from a process
-that is gone.  The lock file descriptor is not inherited by programs the holder starts.
+that is gone.  Only the holder holds it: the descriptor is closed on exec, and in a child forked without exec
+(the catalog server, the generator's pool) right after the fork, so that the lock is free the moment the holder
+dies, not when the last of its forked children has died too.
 """
 
 from __future__ import annotations
@@ -23,6 +25,19 @@ from bench.core.errors import UserError
 
 PROCESS_LEDGER = "processes.jsonl"  # beside the lock: bench.core.children.record_to
 
+_HELD: set[int] = set()  # this process's lock descriptors
+
+
+def _close_held_in_child() -> None:
+    for fd in _HELD:
+        try:
+            os.close(fd)  # the child's copy only: the lock stays with the holder
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_close_held_in_child)
 
 
 def describe(holder: dict) -> str:
@@ -75,6 +90,7 @@ class WarehouseLock:
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(info).encode(), 0)
             self.fd = fd
+            _HELD.add(fd)
             if self.what == "warehouse":  # what this run starts is recorded for `bench doctor --repair`
                 ledger = self.path.parent / PROCESS_LEDGER
                 if not self.took_over:
@@ -89,6 +105,7 @@ class WarehouseLock:
         fd, self.fd = self.fd, None
         if fd is None:
             return
+        _HELD.discard(fd)
         if self.what == "warehouse":
             record_to(None)
             ledger = self.path.parent / PROCESS_LEDGER

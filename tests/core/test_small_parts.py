@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -85,6 +86,35 @@ def test_lock_is_exclusive_says_who_holds_it_and_is_free_after_a_kill(tmp_path):
     finally:
         if holder.poll() is None:
             holder.kill()
+
+
+def test_a_child_forked_by_the_holder_does_not_keep_the_lock_after_the_holder_is_killed(tmp_path):
+    """A child the holder forked without exec (as the catalog server and the generator's pool are) shares the
+    holder's open files: the lock must still be free the moment the holder dies, the child alive or not."""
+    path = tmp_path / "state" / ".bench.lock"
+    code = (f"import os, sys, time; sys.path.insert(0, {os.getcwd()!r})\n"
+            "from bench.core.lock import WarehouseLock\n"
+            f"l = WarehouseLock({str(path)!r}).acquire()\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    os.write(1, b'forked\\n'); time.sleep(60); os._exit(0)\n"  # os.fork has returned in the child
+            "os.write(1, b'%d\\n' % pid); time.sleep(60)")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    said = sorted(holder.stdout.readline().strip() for _ in range(2))
+    assert said[1] == "forked", said
+    child = int(said[0])
+    try:
+        with pytest.raises(UserError, match=f"in use by pid {holder.pid}"):
+            WarehouseLock(path, wait=False).acquire()
+        holder.kill()
+        holder.wait()
+        os.kill(child, 0)  # still running (it raises if not)
+        with WarehouseLock(path, wait=False, say=lambda _: None) as lock:
+            assert lock.took_over and lock.took_over["pid"] == holder.pid
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        os.kill(child, signal.SIGKILL)
 
 
 def test_sizes_scales_and_quoting():
