@@ -136,7 +136,7 @@ def test_delete_files_by_kind(catalog):
                                "equality-delete-partition-scoped", "position-deletes-branch-tag", "branch-compaction",
                                "format-v3-deletion-vectors", "position-deletes-older-spec", "format-v1-upgraded",
                                "nested-struct-evolution-deletes", "concurrent-equality-delete",
-                               "concurrent-position-delete"]
+                               "concurrent-position-delete", "concurrent-append"]
     assert {"expire-keeps-equality-delete-applying", "rewrite-manifests-keeps-deletes-applying"} <= set(
         _touched(facts, True))
     only = {"equality-deletes": "k2"}  # a single required key, unpartitioned: the sequence and concurrent cases alone

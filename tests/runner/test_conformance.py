@@ -45,6 +45,7 @@ DANGLING = "rewrite-position-deletes-drops-dangling"
 MAINTENANCE_CASES = ["orphans-keep-statistics-file", "rewrite-manifests-keeps-tag", CHERRY_PICKED, DANGLING]
 EXPIRY_TABLE = "expire-retain-last-keeps-tag"
 CONCURRENT = "concurrent-position-delete"  # a concurrent commit (during:): judged in the reproducer test's run
+APPENDED = "concurrent-append"  # its append (a new data file during the rewrite): judged in the same run
 
 
 # the cases of real tables' shapes: written and checked here with every case pyiceberg writes (cheap: no
@@ -62,7 +63,7 @@ def warehouse(tmp_path_factory):
     """The matrix test's cases, real shapes' and every case pyiceberg writes, written once (one process per writer: one
     Spark JVM, one pyiceberg process) into the warehouse the matrix test runs on."""
     wh = tmp_path_factory.mktemp("conformance") / "warehouse"
-    named = MATRIX_CASES + MAINTENANCE_CASES + [EXPIRY_TABLE, CONCURRENT] + ISSUE_39_CASES
+    named = MATRIX_CASES + MAINTENANCE_CASES + [EXPIRY_TABLE, CONCURRENT, APPENDED] + ISSUE_39_CASES
     cases = [c for c in load_cases() if c.name in named or c.writer == "pyiceberg"]
     written = write_cases(cases, wh / TABLES_DIR)
     return wh, cases, written
@@ -557,8 +558,8 @@ def test_own_maintenance_on_the_suites_copy_and_a_reproducer_per_cell_that_is_no
     operation through the engine's own API; run here once, and again on its own, it shows the failure.  In the same
     campaign a position delete committed while each engine rewrites the file it names (held between planning and
     commit): repark's compare-and-swap refuses its own commit, RisingWave's engine drops the delete and the row is
-    back (resurrected); a compaction cell gets no reproducer."""
-    cases = ["orphans-pyiceberg-written", "expire-pyiceberg-written", CONCURRENT]
+    back (resurrected); a compaction cell gets no reproducer.  And rows appended while each engine rewrites: kept."""
+    cases = ["orphans-pyiceberg-written", "expire-pyiceberg-written", CONCURRENT, APPENDED]
     p = run_bench("conformance", "--cases", ",".join(cases), "--engines", "repark,risingwave", "--warehouse",
                   warehouse[0], "--results-dir", tmp_path, "--run-id", "o", timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -572,7 +573,12 @@ def test_own_maintenance_on_the_suites_copy_and_a_reproducer_per_cell_that_is_no
     assert cells[(CONCURRENT, "repark")]["verdict"] == "refused", cells[(CONCURRENT, "repark")]
     back = cells[(CONCURRENT, "risingwave")]
     assert back["verdict"] == "resurrected" and "2" in back["evidence"], back
-    due = sorted(k for k, c in cells.items() if c["verdict"] != "correct" and c["case"] != CONCURRENT)
+    # an append during the rewrite (a new data file no rewrite planned): repark refuses its commit again, RisingWave's
+    # engine commits on top of it, and the appended rows stay
+    assert cells[(APPENDED, "repark")]["verdict"] == "refused", cells[(APPENDED, "repark")]
+    kept = cells[(APPENDED, "risingwave")]
+    assert kept["verdict"] == "correct" and "the writer appends 2 row(s)" in kept["evidence"], kept
+    due = sorted(k for k, c in cells.items() if c["verdict"] != "correct" and c["case"] not in (CONCURRENT, APPENDED))
     assert (cases[0], "risingwave") in due and all(cells[k]["verdict"] != "harness-cannot" for k in due), cells
     assert sorted((r["case"], r["engine"]) for r in rec["reproducers"]) == due, rec["reproducers"]
     assert all(r["shown"] is True for r in rec["reproducers"]), rec["reproducers"]
