@@ -6,6 +6,10 @@ measured here, a tiny `bench run --engines spark` took 14 s instead of 19-24 s. 
 a JVM whose class path is not the archive's (the Iceberg Java gateway, Spark's launcher) uses the JDK's own archive
 only, silently.  Benchmarks never use it (the harness sets no such flag): it is the tests' shared JVM state, like
 their shared warehouse.
+
+    python -m tests.jvm_cds PATH      # trains: a Spark session on an Iceberg table, the archive written at exit
+    python -m tests.jvm_cds --ensure  # the archive the tests will map, trained when missing (`make test` runs
+                                      # it beside the checks, so the tests' first step does not wait for it)
 """
 
 from __future__ import annotations

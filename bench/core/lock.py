@@ -25,15 +25,14 @@ from bench.core.errors import UserError
 
 PROCESS_LEDGER = "processes.jsonl"  # beside the lock: bench.core.children.record_to
 
-_HELD: set[int] = set()  # this process's lock descriptors
+_HELD: set[WarehouseLock] = set()  # the locks this process holds
 
 
 def _close_held_in_child() -> None:
-    for fd in _HELD:
-        try:
+    for lock in _HELD:
+        fd, lock.fd = lock.fd, None  # the child holds nothing: a release there does nothing
+        if fd is not None:
             os.close(fd)  # the child's copy only: the lock stays with the holder
-        except OSError:
-            pass
     _HELD.clear()
 
 
@@ -90,7 +89,7 @@ class WarehouseLock:
             os.ftruncate(fd, 0)
             os.pwrite(fd, json.dumps(info).encode(), 0)
             self.fd = fd
-            _HELD.add(fd)
+            _HELD.add(self)
             if self.what == "warehouse":  # what this run starts is recorded for `bench doctor --repair`
                 ledger = self.path.parent / PROCESS_LEDGER
                 if not self.took_over:
@@ -105,7 +104,7 @@ class WarehouseLock:
         fd, self.fd = self.fd, None
         if fd is None:
             return
-        _HELD.discard(fd)
+        _HELD.discard(self)
         if self.what == "warehouse":
             record_to(None)
             ledger = self.path.parent / PROCESS_LEDGER
