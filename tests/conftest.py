@@ -27,7 +27,19 @@ def shared_warehouse(tmp_path_factory) -> Path:
 # Tests marked `serial` measure time or CPU (the sampler, grace periods, deadlines): under pytest-xdist
 # they run alone.  Every other test holds a shared lock while it runs (setup, call, teardown); a serial
 # test takes it exclusively.  A turnstile lock taken first keeps a serial test waiting for the exclusive
-# lock from being overtaken by the other workers' next tests.
+# lock from being overtaken by the other workers' next tests.  A process a test forks without exec (a
+# fixture's catalog server, which may outlive the test) closes its copies of them: else it would hold the shared
+# lock after the test, and a serial test would wait for it while every other test waits behind the serial one.
+_HELD: list = []  # this worker's lock files while a test runs
+
+
+def _close_held_in_child() -> None:
+    for f in _HELD:
+        f.close()  # the child's descriptor only: the lock stays with the worker
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_close_held_in_child)
 
 
 # Every JVM the tests start (Spark drivers, executors and daemons, the Iceberg Java gateway) compiles with
@@ -91,4 +103,8 @@ def pytest_runtest_protocol(item, nextitem):
         fcntl.flock(turnstile, fcntl.LOCK_EX)
         fcntl.flock(lock, fcntl.LOCK_EX if serial else fcntl.LOCK_SH)
         fcntl.flock(turnstile, fcntl.LOCK_UN)
-        yield
+        _HELD[:] = [turnstile, lock]
+        try:
+            yield
+        finally:
+            _HELD.clear()
